@@ -1,0 +1,248 @@
+"""Pydantic models of the composed config, and validation that names the bad key and file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
+
+from vision_eval.errors import ConfigError
+
+
+class StrictModel(BaseModel):
+    """A settings model that refuses unknown keys."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class ImagePolicy(StrictModel):
+    """How images are prepared before they are sent to a model."""
+
+    max_side: int | None = 1024
+    """Longest side in pixels after downscaling; ``None`` keeps the size."""
+    max_pixels: int | None = None
+    """Alternative cap on width x height; applied together with ``max_side``."""
+    format: Literal["jpeg", "png", "keep"] = "jpeg"
+    """Encoding of the sent image; ``keep`` sends the source bytes when no resize is needed."""
+    quality: int = 85
+    """JPEG quality (1-95)."""
+    detail: Literal["auto", "low", "high"] | None = None
+    """OpenAI ``detail`` hint for image parts."""
+    max_images_per_call: int = 16
+    """A call carrying more images is a row error before anything is sent."""
+    max_bytes_per_call: int = 20_000_000
+    """A call whose encoded images exceed this many bytes is a row error before anything is sent."""
+    max_source_pixels: int = 100_000_000
+    """Images larger than this (decompression bombs) are row errors."""
+
+
+class JudgeConfig(StrictModel):
+    """The model that grades outputs (any litellm model id)."""
+
+    model: str | None = None
+    """litellm model id, e.g. ``openai/gpt-4o-mini``; ``None`` means no judge (judge evaluators are skipped)."""
+    api_base: str | None = None
+    """Base URL of the provider or of an OpenAI-compatible server (vLLM, Ollama, a proxy)."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key."""
+    api_key: SecretStr | None = None
+    """The API key itself (from Python); redacted in every saved file."""
+    temperature: float = 0.0
+    """Sampling temperature."""
+    max_tokens: int | None = 1024
+    """Cap on the reply length."""
+    timeout_s: float = 60.0
+    """Per-call timeout in seconds."""
+    max_retries: int = 4
+    """Retries after the first attempt on 429, 5xx, timeouts and connection resets."""
+    max_concurrency: int = 16
+    """Concurrent calls to this model."""
+    rpm: int | None = None
+    """Requests-per-minute limit."""
+    tpm: int | None = None
+    """Tokens-per-minute limit."""
+    cache: bool = True
+    """Reuse identical earlier calls from the persistent cache."""
+    cache_dir: str | None = None
+    """Cache location; default ``~/.cache/vision_eval``."""
+    image: ImagePolicy = ImagePolicy()
+    """Image preprocessing policy."""
+    params: dict[str, Any] = {}
+    """Extra litellm completion parameters (e.g. ``top_p``)."""
+
+    @property
+    def enabled(self) -> bool:
+        """True when a model is configured."""
+        return self.model is not None
+
+
+class DatasetConfig(StrictModel):
+    """Where the samples come from and how their columns map to the canonical ones."""
+
+    source: Literal["auto", "hf", "parquet", "jsonl", "json", "csv", "imagefolder", "disk"] = "auto"
+    """Kind of source; ``auto`` infers it from ``path``."""
+    path: str | None = None
+    """A local file or folder, or a Hugging Face dataset id."""
+    name: str | None = None
+    """HF dataset configuration name."""
+    split: str | None = None
+    """HF split (default: the first split, ``train`` for local files)."""
+    revision: str | None = None
+    """HF revision (commit, tag or branch)."""
+    streaming: bool = False
+    """Stream an HF dataset instead of downloading it whole (use with ``limit``)."""
+    data_files: Any = None
+    """HF ``data_files`` argument for builder datasets (``imagefolder``, ``json``...)."""
+    columns: dict[str, str] = {}
+    """Source column -> canonical column (``id``, ``input``, ``output``, ``expected_output``, ``images``...)."""
+    image_root: str | None = None
+    """Folder relative image paths resolve against; default: the dataset file's folder."""
+    allow_urls: bool = False
+    """Allow http(s) image URLs (fetched only when an evaluator needs the pixels)."""
+    required_columns: list[str] = []
+    """Columns that must exist after mapping, besides those the evaluators need."""
+    limit: int | None = None
+    """Keep at most this many rows (after ``sample``)."""
+    sample: int | None = None
+    """Draw this many rows at random (seeded by ``seed``)."""
+    seed: int = 0
+    """Seed for ``sample``."""
+    shard: str | None = None
+    """``i/n``: keep the i-th of n deterministic shards (0-based)."""
+    description: str = ""
+    """Free text (hub id and split of a preset, licence...)."""
+
+    @field_validator("shard")
+    @classmethod
+    def _check_shard(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_shard(value)
+        return value
+
+
+class RunConfig(StrictModel):
+    """How the run executes."""
+
+    output_dir: str | None = None
+    """Where results go (Hydra's run dir on the command line)."""
+    limit: int | None = None
+    """Evaluate at most this many rows."""
+    seed: int = 0
+    """Seed for anything random in evaluators."""
+    concurrency: int = 16
+    """Model calls in flight across the whole run."""
+    shard: str | None = None
+    """``i/n``: evaluate the i-th of n deterministic shards of the dataset."""
+    batch_size: int = 50_000
+    """Rows per batch handed to an evaluator."""
+    progress: bool | None = None
+    """Show a progress bar; ``None`` shows one when stderr is a terminal."""
+    write_report: bool = True
+    """Also write ``report.html`` when a report writer is available."""
+
+    @field_validator("shard")
+    @classmethod
+    def _check_shard(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_shard(value)
+        return value
+
+
+class AppConfig(StrictModel):
+    """The whole composed config."""
+
+    dataset: DatasetConfig
+    """The dataset."""
+    evaluators: dict[str, dict[str, Any]] = {}
+    """Evaluator name -> settings (each with ``type`` or ``_target_``)."""
+    judge: JudgeConfig = JudgeConfig()
+    """The default judge for model-graded evaluators."""
+    run: RunConfig = RunConfig()
+    """Run settings."""
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/n"`` -> ``(i, n)`` with ``0 <= i < n``."""
+    try:
+        index_text, count_text = str(text).split("/")
+        index, count = int(index_text), int(count_text)
+    except ValueError:
+        raise ValueError(f"shard must look like 'i/n' (e.g. '0/4'), got {text!r}") from None
+    if count < 1 or not 0 <= index < count:
+        raise ValueError(f"shard {text!r}: need 0 <= i < n")
+    return index, count
+
+
+@dataclass
+class ConfigSources:
+    """Which file each part of the composed config came from (for error messages)."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    """Top-level key (``dataset``, ``evaluators``, ``judge``, ``run``) -> file path."""
+    overrides: list[str] = field(default_factory=list)
+    """Command-line overrides, as typed."""
+
+    def file_for(self, key: str) -> str | None:
+        """The file (or command line) a dotted key most likely came from."""
+        for override in self.overrides:
+            name = override.lstrip("+~").split("=", 1)[0]
+            if name == key or key.startswith(name + "."):
+                return f"command-line override '{override}'"
+        top = key.split(".", 1)[0]
+        return self.files.get(top)
+
+
+def dotted(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as a dotted key (``evaluators.count.threshold``)."""
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        else:
+            parts.append(("." if parts else "") + str(item))
+    return "".join(parts)
+
+
+def config_error_from(error: ValidationError, prefix: str = "", sources: ConfigSources | None = None) -> ConfigError:
+    """One ``ConfigError`` listing every problem pydantic found, keyed by the first."""
+    problems = []
+    for item in error.errors():
+        key = dotted(tuple(p for p in (prefix, *item["loc"]) if p != ""))
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown key"
+        problems.append((key, message))
+    first_key, first_message = problems[0]
+    file = sources.file_for(first_key) if sources else None
+    if len(problems) > 1:
+        first_message += "; also " + "; ".join(f"{k}: {m}" for k, m in problems[1:])
+    return ConfigError(first_key, first_message, file)
+
+
+def validate_config(raw: Mapping[str, Any], sources: ConfigSources | None = None) -> AppConfig:
+    """Validate a plain mapping (the composed Hydra config) into an ``AppConfig``."""
+    try:
+        return AppConfig.model_validate(dict(raw))
+    except ValidationError as exc:
+        raise config_error_from(exc, sources=sources) from None
+
+
+SECRET_KEYS = ("api_key", "apikey", "secret", "token", "password", "authorization")
+
+
+def redact(value: Any) -> Any:
+    """A copy of a config mapping with secret values replaced by ``***``."""
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            lowered = str(key).lower()
+            is_secret = any(s in lowered for s in SECRET_KEYS) and not lowered.endswith(("_env", "_tokens"))
+            out[key] = "***" if is_secret and item not in (None, "") else redact(item)
+        return out
+    if isinstance(value, list | tuple):
+        return [redact(v) for v in value]
+    if isinstance(value, SecretStr):
+        return "***"
+    return value

@@ -1,0 +1,23 @@
+"""Datasets: load any source, then canonicalize it into the frame evaluators read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from vision_eval.config import DatasetConfig
+from vision_eval.data.canonical import canonicalize, check_columns, samples_frame
+from vision_eval.data.loading import ROW_ERROR, RawDataset, load_raw
+
+
+def load_dataset(
+    cfg: DatasetConfig, data: Any = None, limit: int | None = None, shard: str | None = None
+) -> tuple[pl.DataFrame, Path | None]:
+    """The canonical frame for a dataset config (or Python ``data``) and its image root."""
+    raw = load_raw(cfg, data, limit)
+    return canonicalize(raw, cfg, limit, shard), raw.root
+
+
+__all__ = ["ROW_ERROR", "RawDataset", "canonicalize", "check_columns", "load_dataset", "load_raw", "samples_frame"]

@@ -1,0 +1,294 @@
+"""The engine: config -> dataset frame -> evaluators -> result frames.
+
+Guarantees, whatever an evaluator does: every selected sample gets exactly one result row
+per evaluator; rows the dataset marks bad, rows missing a required value and rows whose
+images are unusable are ``error`` rows with the reason, without reaching the evaluator; an
+evaluator that raises is retried on halves of the batch so only the failing rows error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from vision_eval.data import ROW_ERROR, check_columns
+from vision_eval.errors import ConfigError
+from vision_eval.evaluator import EvalOutput, Evaluator
+from vision_eval.images.refs import image_error_expr
+from vision_eval.results import (
+    DIMENSION_ROW_SCHEMA,
+    ERROR,
+    FIELD_ROW_SCHEMA,
+    PROCESSED,
+    RESULT_ROW_SCHEMA,
+    SKIPPED,
+    conform,
+    empty,
+    error_rows,
+)
+
+ISOLATION_BUDGET = 256
+"""Sub-batch calls allowed when isolating the rows that make an evaluator raise."""
+
+
+def _where_expr(evaluator: Evaluator) -> pl.Expr | None:
+    where = evaluator.settings.where
+    return pl.sql_expr(where) if where else None
+
+
+def check_stack(frame: pl.DataFrame, evaluators: list[Evaluator], dataset_cfg: Any) -> None:
+    """Fail before any work when a column is missing or a ``where`` filter is invalid."""
+    check_columns(frame, {e.name: e.columns_needed() for e in evaluators}, dataset_cfg)
+    for evaluator in evaluators:
+        expr = _where_expr(evaluator)
+        if expr is None:
+            continue
+        try:
+            frame.head(0).filter(expr)
+        except Exception as exc:  # Polars raises several kinds for a bad predicate
+            raise ConfigError(f"evaluators.{evaluator.name}.where", f"invalid filter: {exc}") from None
+
+
+def _precheck(evaluator: Evaluator, batch: pl.DataFrame) -> pl.DataFrame:
+    """``batch`` with ``_pre_status`` / ``_pre_reason`` set for rows that must not reach the evaluator."""
+    checks: list[tuple[pl.Expr, str, pl.Expr]] = []
+    where = _where_expr(evaluator)
+    if where is not None:
+        reason = f"row not selected by where: {evaluator.settings.where}"
+        checks.append((~where.fill_null(False), SKIPPED, pl.lit(reason)))
+    if ROW_ERROR in batch.columns:
+        checks.append((pl.col(ROW_ERROR).is_not_null(), ERROR, pl.col(ROW_ERROR)))
+    for column in evaluator.columns_needed():
+        if column == "images":
+            checks.append((pl.col("images").list.len().fill_null(0) == 0, ERROR, pl.lit("row has no images")))
+            checks.append((image_error_expr().is_not_null(), ERROR, image_error_expr()))
+        else:
+            checks.append((pl.col(column).is_null(), ERROR, pl.lit(f"{column} is missing")))
+    if not checks:
+        return batch.with_columns(
+            pl.lit(None, pl.Utf8).alias("_pre_status"), pl.lit(None, pl.Utf8).alias("_pre_reason")
+        )
+    status: Any = pl
+    reason: Any = pl
+    for condition, label, why in checks:
+        status = status.when(condition).then(pl.lit(label))
+        reason = reason.when(condition).then(why)
+    return batch.with_columns(
+        status.otherwise(pl.lit(None, pl.Utf8)).alias("_pre_status"),
+        reason.otherwise(pl.lit(None, pl.Utf8)).cast(pl.Utf8).alias("_pre_reason"),
+    )
+
+
+def _pre_rows(pre: pl.DataFrame) -> pl.DataFrame:
+    rows = pre.select(
+        pl.col("id").alias("sample_id"),
+        pl.col("_pre_status").alias("status"),
+        pl.when(pl.col("_pre_status") == ERROR).then(pl.col("_pre_reason")).alias("error"),
+        pl.when(pl.col("_pre_status") == SKIPPED)
+        .then(pl.struct(pl.col("_pre_reason").alias("reason")).struct.json_encode())
+        .alias("details"),
+    )
+    return conform(rows, RESULT_ROW_SCHEMA)
+
+
+@dataclass
+class _Isolation:
+    budget: int = ISOLATION_BUDGET
+    failures: list[str] = field(default_factory=list)
+
+
+def _concat(outputs: list[EvalOutput]) -> EvalOutput:
+    return EvalOutput(
+        results=pl.concat([o.results for o in outputs], how="vertical_relaxed"),
+        dimensions=pl.concat([o.dimensions for o in outputs if o.dimensions is not None], how="vertical_relaxed"),
+        fields=pl.concat([o.fields for o in outputs if o.fields is not None], how="vertical_relaxed"),
+        tables={
+            k: pl.concat([o.tables[k] for o in outputs if k in o.tables], how="diagonal_relaxed")
+            for k in {k for o in outputs for k in o.tables}
+        },
+    )
+
+
+def _failure(batch: pl.DataFrame, exc: BaseException) -> EvalOutput:
+    return EvalOutput(error_rows(batch["id"], f"evaluator raised {type(exc).__name__}: {exc}")).conformed()
+
+
+def _run_sync(evaluator: Evaluator, batch: pl.DataFrame, iso: _Isolation) -> EvalOutput:
+    try:
+        return evaluator.evaluate(batch).conformed()
+    except Exception as exc:  # an evaluator bug or bad row must not stop the run
+        iso.budget -= 1
+        if batch.height <= 1 or iso.budget <= 0:
+            return _failure(batch, exc)
+        middle = batch.height // 2
+        return _concat([_run_sync(evaluator, batch[:middle], iso), _run_sync(evaluator, batch[middle:], iso)])
+
+
+async def _run_async(evaluator: Evaluator, batch: pl.DataFrame, iso: _Isolation) -> EvalOutput:
+    try:
+        return (await evaluator.aevaluate(batch)).conformed()
+    except Exception as exc:
+        iso.budget -= 1
+        if batch.height <= 1 or iso.budget <= 0:
+            return _failure(batch, exc)
+        middle = batch.height // 2
+        parts = await asyncio.gather(
+            _run_async(evaluator, batch[:middle], iso), _run_async(evaluator, batch[middle:], iso)
+        )
+        return _concat(list(parts))
+
+
+def _finish(evaluator: Evaluator, ids: pl.Series, results: pl.DataFrame) -> pl.DataFrame:
+    """Exactly one well-formed row per id: fill gaps, reject bad scores, derive ``passed``."""
+    known = pl.DataFrame({"sample_id": ids})
+    results = results.unique("sample_id", keep="first", maintain_order=True)
+    results = known.join(results, on="sample_id", how="left", maintain_order="left")
+    score = pl.col("score")
+    bad = (
+        pl.when(pl.col("status").is_null() & score.is_null())
+        .then(pl.lit("evaluator returned no result for this row"))
+        .when((pl.col("status") == PROCESSED) & score.is_null())
+        .then(pl.lit("evaluator marked the row processed without a score"))
+        .when(score.is_not_null() & (score.is_nan() | (score < 0) | (score > 1)))
+        .then(pl.format("evaluator returned score {} outside 0..1", score))
+        .when(pl.col("status").is_not_null() & ~pl.col("status").is_in([PROCESSED, ERROR, SKIPPED]))
+        .then(pl.format("evaluator returned unknown status {}", pl.col("status")))
+    )
+    results = results.with_columns(bad.alias("_bad"))
+    status = pl.when(pl.col("_bad").is_not_null()).then(pl.lit(ERROR)).otherwise(pl.col("status").fill_null(PROCESSED))
+    results = results.with_columns(status.alias("status"), pl.coalesce("_bad", "error").alias("error")).drop("_bad")
+    processed = pl.col("status") == PROCESSED
+    threshold = evaluator.threshold
+    derived = pl.col("score") >= threshold if threshold is not None else pl.col("score") >= 1.0
+    return results.with_columns(
+        pl.when(processed).then(pl.col("score")).alias("score"),
+        pl.when(processed).then(pl.coalesce("passed", derived)).alias("passed"),
+        pl.when(pl.col("status") == ERROR).then(pl.col("error")).alias("error"),
+    )
+
+
+def _label(frame: pl.DataFrame, evaluator: Evaluator, with_type: bool) -> pl.DataFrame:
+    columns = [pl.lit(evaluator.name).alias("evaluator")]
+    if with_type:
+        columns += [
+            pl.lit(evaluator.type_name).alias("type"),
+            pl.lit(evaluator.threshold, pl.Float64).alias("threshold"),
+        ]
+    return frame.with_columns(columns)
+
+
+@dataclass
+class EvaluatorRun:
+    """All output of one evaluator over the dataset."""
+
+    evaluator: Evaluator
+    results: pl.DataFrame
+    dimensions: pl.DataFrame
+    fields: pl.DataFrame
+    tables: dict[str, pl.DataFrame]
+    seconds: float
+
+
+def _split(evaluator: Evaluator, batch: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    checked = _precheck(evaluator, batch)
+    ready = checked.filter(pl.col("_pre_status").is_null()).drop("_pre_status", "_pre_reason")
+    pre = _pre_rows(checked.filter(pl.col("_pre_status").is_not_null()))
+    return ready, pre
+
+
+def _assemble(
+    evaluator: Evaluator, batch: pl.DataFrame, pre: pl.DataFrame, out: EvalOutput, seconds: float
+) -> EvaluatorRun:
+    combined = pl.concat([pre, conform(out.results, RESULT_ROW_SCHEMA)], how="vertical_relaxed")
+    results = _label(_finish(evaluator, batch["id"], combined), evaluator, with_type=True)
+    dims = out.dimensions if out.dimensions is not None else empty(DIMENSION_ROW_SCHEMA)
+    fields = out.fields if out.fields is not None else empty(FIELD_ROW_SCHEMA)
+    return EvaluatorRun(
+        evaluator,
+        results,
+        _label(dims, evaluator, with_type=False),
+        _label(fields, evaluator, with_type=False),
+        out.tables,
+        seconds,
+    )
+
+
+def _batches(frame: pl.DataFrame, size: int) -> list[pl.DataFrame]:
+    return [frame[i : i + size] for i in range(0, max(frame.height, 1), max(size, 1))] if frame.height else [frame]
+
+
+def run_sync(evaluator: Evaluator, frame: pl.DataFrame, batch_size: int, tick: Callable[[int], None]) -> EvaluatorRun:
+    """Run a vectorized evaluator over the frame in batches."""
+    start = time.perf_counter()
+    outputs, pres = [], []
+    for batch in _batches(frame, batch_size):
+        ready, pre = _split(evaluator, batch)
+        pres.append(pre)
+        iso = _Isolation()
+        outputs.append(
+            _run_sync(evaluator, ready, iso) if ready.height else EvalOutput(empty(RESULT_ROW_SCHEMA)).conformed()
+        )
+        tick(batch.height)
+    return _assemble(evaluator, frame, pl.concat(pres), _concat(outputs), time.perf_counter() - start)
+
+
+async def run_async(
+    evaluator: Evaluator, frame: pl.DataFrame, batch_size: int, tick: Callable[[int], None]
+) -> EvaluatorRun:
+    """Run a model-graded evaluator over the frame; its batches run concurrently."""
+    start = time.perf_counter()
+    batches = _batches(frame, batch_size)
+    splits = [_split(evaluator, batch) for batch in batches]
+
+    async def one(ready: pl.DataFrame, height: int) -> EvalOutput:
+        out = (
+            await _run_async(evaluator, ready, _Isolation())
+            if ready.height
+            else EvalOutput(empty(RESULT_ROW_SCHEMA)).conformed()
+        )
+        tick(height)
+        return out
+
+    outputs = await asyncio.gather(*(one(ready, b.height) for (ready, _), b in zip(splits, batches, strict=True)))
+    pre = pl.concat([p for _, p in splits])
+    return _assemble(evaluator, frame, pre, _concat(list(outputs)), time.perf_counter() - start)
+
+
+def _run_coroutine(factory: Callable[[], Any]) -> Any:
+    """``asyncio.run`` that also works when called from inside a running loop (notebooks)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(factory())).result()
+
+
+def run_stack(
+    evaluators: list[Evaluator], frame: pl.DataFrame, batch_size: int, tick: Callable[[str, int], None]
+) -> list[EvaluatorRun]:
+    """Every evaluator over the frame: vectorized ones first, then all async ones on one loop."""
+    runs: dict[str, EvaluatorRun] = {}
+    for evaluator in evaluators:
+        if not evaluator.is_async:
+            runs[evaluator.name] = run_sync(evaluator, frame, batch_size, lambda n, e=evaluator: tick(e.name, n))
+    pending = [e for e in evaluators if e.is_async]
+    if pending:
+
+        async def all_async() -> list[EvaluatorRun]:
+            return list(
+                await asyncio.gather(
+                    *(run_async(e, frame, batch_size, lambda n, e=e: tick(e.name, n)) for e in pending)
+                )
+            )
+
+        for run in _run_coroutine(all_async):
+            runs[run.evaluator.name] = run
+    return [runs[e.name] for e in evaluators]

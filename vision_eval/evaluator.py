@@ -1,0 +1,127 @@
+"""The evaluator protocol: settings in, a batch frame in, result frames out.
+
+Deterministic evaluators implement :meth:`Evaluator.evaluate` with column operations
+over the whole batch. Model-graded evaluators set ``is_async = True`` and implement
+:meth:`Evaluator.aevaluate`; the engine runs them concurrently on one event loop and
+hands them the shared :class:`EvalContext` (scheduler, cache, judge settings).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict
+
+from vision_eval.results import DIMENSION_ROW_SCHEMA, FIELD_ROW_SCHEMA, RESULT_ROW_SCHEMA, conform, empty
+
+
+class EvaluatorSettings(BaseModel):
+    """Settings every evaluator accepts. Subclasses add their own fields."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, use_attribute_docstrings=True)
+
+    type: str | None = None
+    """Registered evaluator type name (set by the config; informational here)."""
+
+    threshold: float | None = None
+    """Score at or above which a processed row passes. ``None`` uses the type's default."""
+
+    where: str | None = None
+    """Polars SQL predicate selecting the rows this evaluator applies to (e.g. ``task = 'count'``).
+    Rows it does not select are reported as ``skipped``."""
+
+    description: str = ""
+    """Free text shown in reports."""
+
+
+@dataclass
+class EvalOutput:
+    """What an evaluator returns for a batch."""
+
+    results: pl.DataFrame
+    """One row per sample, columns of ``RESULT_ROW_SCHEMA`` (missing ones are filled with nulls)."""
+    dimensions: pl.DataFrame | None = None
+    """Per-dimension scores (``DIMENSION_ROW_SCHEMA``), or ``None``."""
+    fields: pl.DataFrame | None = None
+    """Per-field comparisons (``FIELD_ROW_SCHEMA``), or ``None``."""
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    """Extra named tables (e.g. ``rankings``); each is written as ``<name>.parquet``."""
+
+    def conformed(self) -> EvalOutput:
+        """The same output with every frame cast to its schema."""
+        return EvalOutput(
+            results=conform(self.results, RESULT_ROW_SCHEMA),
+            dimensions=conform(self.dimensions, DIMENSION_ROW_SCHEMA)
+            if self.dimensions is not None
+            else empty(DIMENSION_ROW_SCHEMA),
+            fields=conform(self.fields, FIELD_ROW_SCHEMA) if self.fields is not None else empty(FIELD_ROW_SCHEMA),
+            tables=dict(self.tables),
+        )
+
+
+@dataclass
+class EvalContext:
+    """Run-wide state shared by all evaluators of a run."""
+
+    dataset_root: Path | None = None
+    """Directory that relative image paths resolve against."""
+    judge: Any = None
+    """The run's judge settings (``JudgeConfig``) or ``None`` when no judge is configured."""
+    run: Any = None
+    """The run settings (``RunConfig``)."""
+    services: dict[str, Any] = field(default_factory=dict)
+    """Shared services created lazily by evaluators (scheduler, cache, ...), keyed by name."""
+
+    def service(self, name: str, factory: Any) -> Any:
+        """The shared service ``name``, created by ``factory()`` on first use."""
+        if name not in self.services:
+            self.services[name] = factory()
+        return self.services[name]
+
+
+class Evaluator:
+    """Base class of all evaluators.
+
+    Subclasses set ``type_name`` and ``settings_model`` and implement ``evaluate`` (or
+    ``aevaluate`` with ``is_async = True``), then register with
+    :func:`vision_eval.registry.register`.
+    """
+
+    type_name: ClassVar[str] = ""
+    settings_model: ClassVar[type[EvaluatorSettings]] = EvaluatorSettings
+    required_columns: ClassVar[tuple[str, ...]] = ("output",)
+    default_threshold: ClassVar[float | None] = 1.0
+    is_async: ClassVar[bool] = False
+
+    def __init__(self, name: str, settings: EvaluatorSettings, context: EvalContext | None = None) -> None:
+        self.name = name
+        self.settings = settings
+        self.context = context or EvalContext()
+
+    @property
+    def threshold(self) -> float | None:
+        """The effective pass threshold."""
+        return self.settings.threshold if self.settings.threshold is not None else self.default_threshold
+
+    def columns_needed(self) -> tuple[str, ...]:
+        """Dataset columns this evaluator reads (checked before the run starts)."""
+        return self.required_columns
+
+    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        """Score a batch synchronously (vectorized). ``batch`` always has ``id``."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement evaluate()")
+
+    async def aevaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        """Score a batch asynchronously; the default runs :meth:`evaluate`."""
+        return self.evaluate(batch)
+
+    def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
+        """Dataset-level metrics over this evaluator's result rows (e.g. AP, F1). Default: none."""
+        return {}
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-able description for run.json."""
+        return {"type": self.type_name, "threshold": self.threshold}

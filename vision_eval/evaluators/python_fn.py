@@ -1,0 +1,147 @@
+"""``type: python`` (and Hydra ``_target_`` functions): a user's function, in-process.
+
+The function takes either the whole batch frame (vectorized) or one row dict, plus the
+settings the evaluator does not know as keyword ``config``. It returns the standard result
+(``status, score, passed, details``), the code-judge form (``score, hits, misses, reasoning``)
+or a bare number; a frame function returns a frame with those columns (and ``id`` or
+``sample_id``) or a list of dicts in batch order.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Literal
+
+import polars as pl
+from pydantic import ConfigDict
+
+from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.registry import register
+from vision_eval.results import ERROR, PROCESSED, rows_frame
+
+
+class PythonSettings(EvaluatorSettings):
+    """Settings of ``type: python``; unknown keys are passed to the function as ``config``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    function: str
+    """``module:function`` (or ``module.function``) to call."""
+    mode: Literal["auto", "frame", "row"] = "auto"
+    """``frame``: called once per batch; ``row``: once per row; ``auto``: ``frame`` when the first
+    parameter is annotated as a Polars DataFrame or named ``frame``/``batch``/``df``."""
+    columns: list[str] = ["output"]
+    """Dataset columns the function needs (checked before the run)."""
+
+
+def coerce_result(raw: Any, threshold: float | None) -> dict[str, Any]:
+    """The standard result dict from whatever a user's code returned. Raises ``ValueError`` if unusable."""
+    if isinstance(raw, bool):
+        return {"status": PROCESSED, "score": 1.0 if raw else 0.0, "passed": raw, "details": {}}
+    if isinstance(raw, int | float):
+        return {"status": PROCESSED, "score": float(raw), "details": {}}
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"expected a result object, got {type(raw).__name__}")
+    result = dict(raw)
+    status = result.get("status", PROCESSED)
+    details = dict(result.get("details") or {})
+    for key in ("hits", "misses", "reasoning"):
+        if key in result:
+            details[key] = result[key]
+    if status == ERROR:
+        return {
+            "status": ERROR,
+            "error": str(result.get("error") or details.get("reason") or "error"),
+            "details": details,
+        }
+    if status != PROCESSED:
+        return {"status": status, "details": {**details, "reason": result.get("reason") or details.get("reason")}}
+    if "score" not in result or result["score"] is None:
+        raise ValueError("result has no score")
+    score = float(result["score"])
+    passed = result.get("passed")
+    out = {"status": PROCESSED, "score": score, "details": details}
+    if passed is not None:
+        out["passed"] = bool(passed)
+    return out
+
+
+def _wants_frame(function: Callable[..., Any]) -> bool:
+    params = list(inspect.signature(function).parameters.values())
+    if not params:
+        return False
+    first = params[0]
+    annotation = str(first.annotation)
+    return "DataFrame" in annotation or first.name in ("frame", "batch", "df")
+
+
+@register
+class PythonEvaluator(Evaluator):
+    """Calls a user's Python function."""
+
+    type_name: ClassVar[str] = "python"
+    settings_model = PythonSettings
+    default_threshold = 0.5
+
+    def __init__(self, name: str, settings: EvaluatorSettings, context: EvalContext | None = None) -> None:
+        super().__init__(name, settings, context)
+        from vision_eval.stack import import_object
+
+        assert isinstance(settings, PythonSettings)
+        try:
+            self.function = import_object(settings.function)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"function: cannot import {settings.function!r}: {exc}") from None
+        if not callable(self.function):
+            raise ValueError(f"function: {settings.function!r} is not callable")
+        self.frame_mode = settings.mode == "frame" or (settings.mode == "auto" and _wants_frame(self.function))
+        self.config = dict(settings.model_extra or {})
+
+    def columns_needed(self) -> tuple[str, ...]:
+        return tuple(self.settings.columns)  # type: ignore[attr-defined]
+
+    def _call(self, arg: Any) -> Any:
+        try:
+            return self.function(arg, config=self.config)
+        except TypeError as exc:
+            if "config" not in str(exc):
+                raise
+            return self.function(arg)
+
+    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        if self.frame_mode:
+            return EvalOutput(self._from_frame_result(batch, self._call(batch)))
+        rows = []
+        for row in batch.drop([c for c, t in batch.schema.items() if t == pl.Object]).iter_rows(named=True):
+            try:
+                result = coerce_result(self._call(row), self.threshold)
+            except Exception as exc:  # one row's failure is that row's error
+                result = {"status": ERROR, "error": f"{type(exc).__name__}: {exc}"}
+            rows.append({"sample_id": row["id"], **result})
+        return EvalOutput(rows_frame(rows))
+
+    def _from_frame_result(self, batch: pl.DataFrame, raw: Any) -> pl.DataFrame:
+        if isinstance(raw, pl.Series):
+            raw = pl.DataFrame({"score": raw})
+        if isinstance(raw, list):
+            if len(raw) != batch.height:
+                raise ValueError(f"function returned {len(raw)} results for {batch.height} rows")
+            results = [
+                {"sample_id": sid, **coerce_result(r, self.threshold)} for sid, r in zip(batch["id"], raw, strict=True)
+            ]
+            return rows_frame(results)
+        if not isinstance(raw, pl.DataFrame):
+            raise ValueError(f"frame function returned {type(raw).__name__}, expected a DataFrame or a list")
+        if "sample_id" not in raw.columns:
+            if "id" in raw.columns:
+                raw = raw.rename({"id": "sample_id"})
+            elif raw.height == batch.height:
+                raw = raw.with_columns(batch["id"].alias("sample_id"))
+            else:
+                raise ValueError("frame result has no id/sample_id column and a different length than the batch")
+        if "details" in raw.columns and raw.schema["details"] != pl.Utf8:
+            raw = raw.with_columns(
+                pl.struct(pl.col("details").alias("d")).struct.json_encode().str.slice(5).str.head(-1).alias("details")
+            )
+        return raw

@@ -1,0 +1,186 @@
+"""Image references in the dataset frame: where an image is, its bytes when in memory, its hash.
+
+Every image value a dataset can hold (a path, a ``file://`` URI, a data URI, raw base64,
+bytes, an HF Image struct, a PIL image, an http(s) URL) becomes one ``IMAGE_REF`` struct.
+Pixels are not decoded here; a reference that cannot be resolved carries an ``error``
+so the rows that need it fail alone, with that reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import io
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import polars as pl
+
+IMAGE_REF = pl.Struct(
+    {
+        "path": pl.Utf8(),
+        "bytes": pl.Binary(),
+        "sha256": pl.Utf8(),
+        "source": pl.Utf8(),
+        "error": pl.Utf8(),
+    }
+)
+"""``path`` (resolved file path or URL), ``bytes`` (in-memory images only), ``sha256`` of the
+bytes, ``source`` (path, file_uri, data_uri, base64, bytes, hf, pil, url) and ``error``."""
+
+IMAGES_DTYPE = pl.List(IMAGE_REF)
+
+_DATA_URI = re.compile(r"^data:(?P<mime>[\w/+.-]*)?(?P<params>(;[\w-]+=[^;,]*)*)(?P<b64>;base64)?,(?P<data>.*)$", re.S)
+_BASE64 = re.compile(r"^[A-Za-z0-9+/\s]+={0,2}$")
+
+
+def _ref(
+    path: str | None = None,
+    data: bytes | None = None,
+    source: str = "path",
+    error: str | None = None,
+    sha256: str | None = None,
+) -> dict[str, Any]:
+    if data is not None and sha256 is None:
+        sha256 = hashlib.sha256(data).hexdigest()
+    return {"path": path, "bytes": data, "sha256": sha256, "source": source, "error": error}
+
+
+def _file_ref(raw: str, root: Path | None, allow_absolute: bool, source: str) -> dict[str, Any]:
+    candidate = Path(raw).expanduser()
+    if candidate.is_absolute():
+        if not allow_absolute:
+            return _ref(raw, source=source, error=f"absolute image path {raw!r} is not allowed for this dataset")
+        resolved = candidate.resolve()
+    else:
+        base = (root or Path.cwd()).resolve()
+        resolved = (base / candidate).resolve()
+        if not resolved.is_relative_to(base):
+            return _ref(raw, source=source, error=f"image path {raw!r} escapes the dataset root {str(base)!r}")
+    if not resolved.is_file():
+        return _ref(str(resolved), source=source, error=f"image file not found: {raw}")
+    try:
+        with resolved.open("rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError as exc:
+        return _ref(str(resolved), source=source, error=f"cannot read image {raw!r}: {exc}")
+    if resolved.stat().st_size == 0:
+        return _ref(str(resolved), source=source, error=f"image file is empty: {raw}")
+    return _ref(str(resolved), source=source, sha256=digest)
+
+
+def _decode_base64(text: str) -> bytes | None:
+    try:
+        return base64.b64decode("".join(text.split()), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def image_ref(
+    value: Any,
+    root: Path | None = None,
+    *,
+    allow_absolute: bool = True,
+    allow_urls: bool = False,
+) -> dict[str, Any] | None:
+    """Normalize one image value to an ``IMAGE_REF`` dict (``None`` for a null value)."""
+    if value is None:
+        return None
+    if isinstance(value, bytes | bytearray | memoryview):
+        data = bytes(value)
+        return _ref(data=data, source="bytes", error=None if data else "image bytes are empty")
+    if isinstance(value, dict):
+        if set(value) >= {"path", "bytes", "sha256", "source", "error"}:
+            return value  # already a reference
+        data = value.get("bytes")
+        if data:
+            return _ref(value.get("path"), bytes(data), source="hf")
+        if value.get("path"):
+            return image_ref(value["path"], root, allow_absolute=allow_absolute, allow_urls=allow_urls)
+        return _ref(source="hf", error="image struct has neither bytes nor path")
+    if hasattr(value, "save") and hasattr(value, "size"):  # a PIL image
+        buffer = io.BytesIO()
+        value.save(buffer, format="PNG")
+        return _ref(data=buffer.getvalue(), source="pil")
+    if isinstance(value, Path):
+        return _file_ref(str(value), root, allow_absolute, "path")
+    if not isinstance(value, str):
+        return _ref(source="unknown", error=f"unsupported image value of type {type(value).__name__}")
+    text = value.strip()
+    if not text:
+        return _ref(source="path", error="image reference is an empty string")
+    match = _DATA_URI.match(text[:256]) if text.startswith("data:") else None
+    if match:
+        match = _DATA_URI.match(text)
+        payload = match.group("data") if match else ""
+        data = _decode_base64(payload) if match and match.group("b64") else unquote(payload).encode("latin-1")
+        if not data:
+            return _ref(text[:64], source="data_uri", error="data URI does not hold valid base64 data")
+        return _ref(None, data, source="data_uri")
+    scheme = urlparse(text).scheme.lower() if "://" in text[:16] else ""
+    if scheme == "file":
+        return _file_ref(unquote(urlparse(text).path), root, True, "file_uri")
+    if scheme in ("http", "https"):
+        if not allow_urls:
+            return _ref(
+                text, source="url", error="image URLs are disabled (set dataset.allow_urls: true to fetch them)"
+            )
+        return _ref(text, source="url", sha256=None)
+    if len(text) > 256 and _BASE64.match(text[:4096]):
+        data = _decode_base64(text)
+        if data:
+            return _ref(None, data, source="base64")
+    return _file_ref(text, root, allow_absolute, "path")
+
+
+def image_refs(
+    value: Any,
+    root: Path | None = None,
+    *,
+    allow_absolute: bool = True,
+    allow_urls: bool = False,
+) -> list[dict[str, Any]]:
+    """Normalize one cell of the images column (a single image or a list) to a list of refs."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list | tuple) else [value]
+    refs = (image_ref(item, root, allow_absolute=allow_absolute, allow_urls=allow_urls) for item in items)
+    return [ref for ref in refs if ref is not None]
+
+
+def images_series(
+    values: pl.Series | list[Any],
+    root: Path | None = None,
+    *,
+    allow_absolute: bool = True,
+    allow_urls: bool = False,
+) -> pl.Series:
+    """The canonical ``images`` column built from any column of image values."""
+    cells = values.to_list() if isinstance(values, pl.Series) else list(values)
+    normalized = [image_refs(v, root, allow_absolute=allow_absolute, allow_urls=allow_urls) for v in cells]
+    return pl.Series("images", normalized, dtype=IMAGES_DTYPE)
+
+
+def image_error_expr(column: str = "images") -> pl.Expr:
+    """Per row: the first image error, or null when every image is usable."""
+    return pl.col(column).list.eval(pl.element().struct.field("error").drop_nulls()).list.first()
+
+
+def load_bytes(ref: dict[str, Any]) -> bytes:
+    """The bytes of a reference (reading the file for paths). Raises ``ValueError`` on failure."""
+    if ref.get("error"):
+        raise ValueError(ref["error"])
+    if ref.get("bytes") is not None:
+        return bytes(ref["bytes"])
+    path = ref.get("path")
+    if not path:
+        raise ValueError("image reference has neither bytes nor path")
+    if ref.get("source") == "url":
+        raise ValueError("URL images must be fetched by the caller")
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read image {path!r}: {exc}") from None

@@ -1,0 +1,94 @@
+"""The result of a run (Polars frames) and how it is written to a run directory."""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from vision_eval.config import redact
+from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, conform
+from vision_eval.summary import summarize
+
+VERSIONED_PACKAGES = ("vision-eval", "polars", "pyarrow", "pydantic", "datasets", "hydra-core", "litellm", "rapidfuzz")
+
+
+def package_versions() -> dict[str, str | None]:
+    """Versions of the packages that shape results (read from metadata, nothing imported)."""
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for name in VERSIONED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+@dataclass
+class EvalResult:
+    """Everything a run produced."""
+
+    results: pl.DataFrame
+    """One row per sample x evaluator (``RESULT_SCHEMA``)."""
+    dimensions: pl.DataFrame
+    """Per-dimension scores (``DIMENSION_SCHEMA``)."""
+    fields: pl.DataFrame
+    """Per-field comparisons (``FIELD_SCHEMA``)."""
+    samples: pl.DataFrame
+    """The evaluated rows (image paths and hashes, no bytes)."""
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    """Extra tables written as ``<name>.parquet`` (rankings, feedback, calibration...)."""
+    run_info: dict[str, Any] = field(default_factory=dict)
+    """What run.json holds: config (redacted), versions, counts, timings, totals, metrics."""
+
+    def __post_init__(self) -> None:
+        self.results = conform(self.results, RESULT_SCHEMA)
+        self.dimensions = conform(self.dimensions, DIMENSION_SCHEMA)
+        self.fields = conform(self.fields, FIELD_SCHEMA)
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        """Per evaluator: counts by status, mean score, pass rate, tokens, cost."""
+        return summarize(self.results)
+
+    @property
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """Dataset-level metrics per evaluator (AP, F1, agreement...)."""
+        return self.run_info.get("metrics", {})
+
+    def write(self, directory: str | Path) -> Path:
+        """Write the Parquet files and run.json into ``directory`` (created if needed)."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        self.results.write_parquet(out / "results.parquet")
+        self.dimensions.write_parquet(out / "dimensions.parquet")
+        self.fields.write_parquet(out / "fields.parquet")
+        self.samples.write_parquet(out / "samples.parquet")
+        for name, table in self.tables.items():
+            table.write_parquet(out / f"{name}.parquet")
+        info = dict(self.run_info)
+        info["summary"] = self.summary.to_dicts()
+        info["config"] = redact(info.get("config", {}))
+        (out / "run.json").write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
+        return out
+
+
+def status_counts(results: pl.DataFrame) -> dict[str, int]:
+    """How many result rows have each status."""
+    return {row["status"]: row["len"] for row in results.group_by("status").len().iter_rows(named=True)}
+
+
+def totals(results: pl.DataFrame) -> dict[str, Any]:
+    """Token and cost totals over all result rows (cost null when no row knows its price)."""
+    cost = results["cost_usd"]
+    return {
+        "input_tokens": int(results["input_tokens"].sum() or 0),
+        "output_tokens": int(results["output_tokens"].sum() or 0),
+        "cost_usd": float(cost.sum()) if cost.is_not_null().any() else None,
+        "cache_hits": int(results["cached"].sum() or 0),
+    }
