@@ -188,6 +188,8 @@ class ConfigSources:
         """The file (or command line) a dotted key most likely came from."""
         for override in self.overrides:
             name = override.lstrip("+~").split("=", 1)[0]
+            if name in self.files:  # a group choice (evaluators=mine) picks a file; it sets no value
+                continue
             if name == key or key.startswith(name + "."):
                 return f"command-line override '{override}'"
         top = key.split(".", 1)[0]

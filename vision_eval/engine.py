@@ -45,11 +45,10 @@ def check_stack(frame: pl.DataFrame, evaluators: list[Evaluator], dataset_cfg: A
     """Fail before any work when a column is missing or a ``where`` filter is invalid."""
     check_columns(frame, {e.name: e.columns_needed() for e in evaluators}, dataset_cfg)
     for evaluator in evaluators:
-        expr = _where_expr(evaluator)
-        if expr is None:
+        if not evaluator.settings.where:
             continue
         try:
-            frame.head(0).filter(expr)
+            frame.head(0).filter(_where_expr(evaluator))  # type: ignore[arg-type]
         except Exception as exc:  # Polars raises several kinds for a bad predicate
             raise ConfigError(f"evaluators.{evaluator.name}.where", f"invalid filter: {exc}") from None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import polars as pl
@@ -59,7 +60,7 @@ def print_summary(summary: pl.DataFrame, metrics: dict[str, dict[str, Any]] | No
             str(tokens) if tokens else "-",
             _fmt(row["cost_usd"], "cost"),
         )
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 140)
     console.print(table)
     for name, values in (metrics or {}).items():
         if values:

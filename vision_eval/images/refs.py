@@ -35,6 +35,7 @@ IMAGES_DTYPE = pl.List(IMAGE_REF)
 
 _DATA_URI = re.compile(r"^data:(?P<mime>[\w/+.-]*)?(?P<params>(;[\w-]+=[^;,]*)*)(?P<b64>;base64)?,(?P<data>.*)$", re.S)
 _BASE64 = re.compile(r"^[A-Za-z0-9+/\s]+={0,2}$")
+_IMAGE_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"RIFF", b"BM", b"II*\x00", b"MM\x00*")
 
 
 def _ref(
@@ -129,9 +130,9 @@ def image_ref(
                 text, source="url", error="image URLs are disabled (set dataset.allow_urls: true to fetch them)"
             )
         return _ref(text, source="url", sha256=None)
-    if len(text) > 256 and _BASE64.match(text[:4096]):
+    if len(text) >= 32 and "." not in text[-6:] and _BASE64.match(text[:4096]):
         data = _decode_base64(text)
-        if data:
+        if data and data.startswith(_IMAGE_MAGIC):
             return _ref(None, data, source="base64")
     return _file_ref(text, root, allow_absolute, "path")
 
