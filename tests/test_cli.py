@@ -23,7 +23,14 @@ def test_demo_run_from_another_directory(tmp_path: Path, subprocess_env: dict[st
     proc = run_cli(["hydra.run.dir=run"], tmp_path, subprocess_env)
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "run"
-    for name in ("results.parquet", "dimensions.parquet", "fields.parquet", "samples.parquet", "run.json", "config.yaml"):
+    for name in (
+        "results.parquet",
+        "dimensions.parquet",
+        "fields.parquet",
+        "samples.parquet",
+        "run.json",
+        "config.yaml",
+    ):
         assert (out / name).is_file(), name
     samples = pl.read_parquet(out / "samples.parquet")
     results = pl.read_parquet(out / "results.parquet")
@@ -41,16 +48,22 @@ def test_cfg_job_shows_the_composed_config(tmp_path: Path, subprocess_env: dict[
 
 
 def test_command_line_override_and_compose(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
-    proc = run_cli(["evaluators=basic", "evaluators.exact.case_sensitive=true", "run.limit=12", "hydra.run.dir=r"],
-                   tmp_path, subprocess_env)
+    proc = run_cli(
+        ["evaluators=basic", "evaluators.exact.case_sensitive=true", "run.limit=12", "hydra.run.dir=r"],
+        tmp_path,
+        subprocess_env,
+    )
     assert proc.returncode == 0, proc.stderr
     results = pl.read_parquet(tmp_path / "r" / "results.parquet")
     assert results["evaluator"].unique().to_list() == ["exact"] and results.height == 12
 
 
 def test_multirun_sweep_writes_one_dir_per_job(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
-    proc = run_cli(["-m", "evaluators=basic", "evaluators.exact.threshold=0.5,1.0", "hydra.sweep.dir=sweep"],
-                   tmp_path, subprocess_env)
+    proc = run_cli(
+        ["-m", "evaluators=basic", "evaluators.exact.threshold=0.5,1.0", "hydra.sweep.dir=sweep"],
+        tmp_path,
+        subprocess_env,
+    )
     assert proc.returncode == 0, proc.stderr
     thresholds = sorted(pl.read_parquet(p)["threshold"][0] for p in (tmp_path / "sweep").glob("*/results.parquet"))
     assert thresholds == [0.5, 1.0]
@@ -68,8 +81,9 @@ def test_bad_key_in_a_user_config_file_names_the_file(tmp_path: Path, subprocess
     conf = tmp_path / "myconf" / "evaluators"
     conf.mkdir(parents=True)
     (conf / "mine.yaml").write_text("check:\n  type: exact_match\n  colour: red\n")
-    proc = run_cli(["--config-dir", str(tmp_path / "myconf"), "evaluators=mine", "hydra.run.dir=r"], tmp_path,
-                   subprocess_env)
+    proc = run_cli(
+        ["--config-dir", str(tmp_path / "myconf"), "evaluators=mine", "hydra.run.dir=r"], tmp_path, subprocess_env
+    )
     assert proc.returncode == 2
     assert "evaluators.check.colour: unknown key" in proc.stderr
     assert str(conf / "mine.yaml") in proc.stderr
@@ -88,7 +102,9 @@ def test_secret_from_the_command_line_is_not_saved(tmp_path: Path, subprocess_en
 def test_wheel_ships_configs_and_demo(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(REPO)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     if build.returncode != 0 and "hatchling" in build.stderr:
         pytest.skip("hatchling is not installed in this environment")
@@ -102,14 +118,28 @@ def test_wheel_ships_configs_and_demo(tmp_path: Path, subprocess_env: dict[str, 
         archive.extractall(target)
     env = dict(subprocess_env, PYTHONPATH=str(target))
     check = subprocess.run(
-        [sys.executable, "-c", "from vision_eval._resources import conf_dir, resource; "
-         "print(conf_dir()); print(resource('datasets/demo/demo.jsonl').is_file())"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-c",
+            "from vision_eval._resources import conf_dir, resource; "
+            "print(conf_dir()); print(resource('datasets/demo/demo.jsonl').is_file())",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert check.returncode == 0, check.stderr
     lines = check.stdout.split()
     assert lines[0].startswith(str(target)) and lines[1] == "True"
-    demo = subprocess.run([sys.executable, "-m", "vision_eval.cli", "run.limit=3", "hydra.run.dir=w"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=300)
+    demo = subprocess.run(
+        [sys.executable, "-m", "vision_eval.cli", "run.limit=3", "hydra.run.dir=w"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert demo.returncode == 0, demo.stderr
     assert (tmp_path / "w" / "results.parquet").is_file()

@@ -115,12 +115,16 @@ class ShoutEvaluator(ve.Evaluator):
     def evaluate(self, batch: pl.DataFrame) -> ve.EvalOutput:
         upper = pl.col("output") == pl.col("output").str.to_uppercase()
         return ve.EvalOutput(
-            batch.select(pl.col("id").alias("sample_id"), pl.lit("processed").alias("status"), upper.cast(float).alias("score"))
+            batch.select(
+                pl.col("id").alias("sample_id"), pl.lit("processed").alias("status"), upper.cast(float).alias("score")
+            )
         )
 
 
 def test_target_evaluator_class() -> None:
-    result = ve.evaluate([{"output": "HEY"}, {"output": "hey"}], evaluators={"s": {"_target_": f"{__name__}.ShoutEvaluator"}})
+    result = ve.evaluate(
+        [{"output": "HEY"}, {"output": "hey"}], evaluators={"s": {"_target_": f"{__name__}.ShoutEvaluator"}}
+    )
     assert result.results["score"].to_list() == [1.0, 0.0]
     assert result.results["type"].unique().to_list() == ["shout"]
 

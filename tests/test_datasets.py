@@ -66,8 +66,13 @@ def test_hf_dataset_object_save_to_disk_and_builder(image_dir: Path) -> None:
     import datasets
 
     features = datasets.Features(
-        {"id": datasets.Value("string"), "question": datasets.Value("string"), "answer": datasets.Value("string"),
-         "gold": datasets.Value("string"), "image": datasets.Image()}
+        {
+            "id": datasets.Value("string"),
+            "question": datasets.Value("string"),
+            "answer": datasets.Value("string"),
+            "gold": datasets.Value("string"),
+            "image": datasets.Image(),
+        }
     )
     rows = {k: [r[k] for r in ROWS] for k in ("id", "question", "answer", "gold")}
     rows["image"] = [str(image_dir / r["img"]) for r in ROWS]
@@ -89,6 +94,8 @@ def test_hf_dataset_object_save_to_disk_and_builder(image_dir: Path) -> None:
     builder = DatasetConfig(path="parquet", data_files=str(parquet), columns=MAPPING, image_root=str(image_dir))
     frame, _ = load_dataset(builder)  # goes through datasets.load_dataset, offline
     assert frame["expected_output"].to_list() == ["yes", "yes"]
+    streamed, _ = load_dataset(builder.model_copy(update={"streaming": True, "limit": 1}))
+    assert streamed["id"].to_list() == ["r1"] and streamed["images"][0][0]["error"] is None
 
 
 def test_imagefolder_with_metadata(image_dir: Path) -> None:
@@ -128,7 +135,7 @@ def test_limit_sample_and_shards() -> None:
     other = ve.evaluate(rows, evaluators=EXACT, dataset={"sample": 6, "seed": 4}).samples["id"].to_list()
     assert first == again and len(set(first)) == 6 and first != other
     shards = [ve.evaluate(rows, evaluators=EXACT, run={"shard": f"{i}/3"}).samples["id"].to_list() for i in range(3)]
-    assert sorted(sum(shards, [])) == sorted(r["id"] for r in rows)
+    assert sorted(i for shard in shards for i in shard) == sorted(r["id"] for r in rows)
     assert not set(shards[0]) & set(shards[1])
 
 
@@ -196,8 +203,10 @@ def test_absolute_paths_refused_for_hub_datasets(image_dir: Path) -> None:
 
 def test_malformed_jsonl_line_is_an_error_row(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
-    path.write_text('{"id": "a", "output": "x", "expected_output": "x"}\n{"id": "b", "output": \n'
-                    '{"id": "c", "output": "y", "expected_output": "x"}\n')
+    path.write_text(
+        '{"id": "a", "output": "x", "expected_output": "x"}\n{"id": "b", "output": \n'
+        '{"id": "c", "output": "y", "expected_output": "x"}\n'
+    )
     result = ve.evaluate(str(path), evaluators=EXACT)
     assert result.results.height == 3
     by = {r["sample_id"]: r for r in result.results.iter_rows(named=True)}

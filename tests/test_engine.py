@@ -42,8 +42,21 @@ def test_result_schema_is_the_public_contract() -> None:
     assert result.results.schema == pl.Schema(RESULT_SCHEMA)
     assert result.dimensions.schema == pl.Schema(DIMENSION_SCHEMA)
     assert result.fields.schema == pl.Schema(FIELD_SCHEMA)
-    for column in ("sample_id", "evaluator", "type", "status", "score", "passed", "threshold", "details", "error",
-                   "input_tokens", "output_tokens", "cost_usd", "latency_s"):
+    for column in (
+        "sample_id",
+        "evaluator",
+        "type",
+        "status",
+        "score",
+        "passed",
+        "threshold",
+        "details",
+        "error",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "latency_s",
+    ):
         assert column in result.results.columns
     assert result.results["score"].to_list() == [0.0, 1.0] * 4
     assert result.results["passed"].to_list() == [False, True] * 4
@@ -113,9 +126,15 @@ class SlowAsync(ve.Evaluator):
 
     async def aevaluate(self, batch: pl.DataFrame) -> ve.EvalOutput:
         await asyncio.sleep(0.2)
-        rows = batch.select(pl.col("id").alias("sample_id"), pl.lit("processed").alias("status"), pl.lit(0.6).alias("score"))
-        dims = batch.select(pl.col("id").alias("sample_id"), pl.lit("d1").alias("dimension"), pl.lit(0.6).alias("score"),
-                            pl.lit(1.0).alias("weight"))
+        rows = batch.select(
+            pl.col("id").alias("sample_id"), pl.lit("processed").alias("status"), pl.lit(0.6).alias("score")
+        )
+        dims = batch.select(
+            pl.col("id").alias("sample_id"),
+            pl.lit("d1").alias("dimension"),
+            pl.lit(0.6).alias("score"),
+            pl.lit(1.0).alias("weight"),
+        )
         return ve.EvalOutput(rows, dimensions=dims)
 
 
@@ -146,8 +165,10 @@ def test_write_creates_all_outputs(tmp_path: Path) -> None:
 
 
 def test_empty_dataset_reports_nothing_and_does_not_crash() -> None:
-    result = ve.evaluate(pl.DataFrame({"output": [], "expected_output": []}, schema={"output": pl.Utf8, "expected_output": pl.Utf8}),
-                         evaluators={"em": {"type": "exact_match"}})
+    result = ve.evaluate(
+        pl.DataFrame({"output": [], "expected_output": []}, schema={"output": pl.Utf8, "expected_output": pl.Utf8}),
+        evaluators={"em": {"type": "exact_match"}},
+    )
     assert result.results.height == 0
 
 

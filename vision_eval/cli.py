@@ -1,9 +1,9 @@
 """``vision-eval``: the Hydra entry point.
 
-    vision-eval                                   # the demo, offline
-    vision-eval dataset=X evaluators=Y judge=Z    # compose
-    vision-eval -m judge=a,b                      # sweep
-    vision-eval --cfg job                         # show the composed config
+vision-eval                                   # the demo, offline
+vision-eval dataset=X evaluators=Y judge=Z    # compose
+vision-eval -m judge=a,b                      # sweep
+vision-eval --cfg job                         # show the composed config
 """
 
 from __future__ import annotations

@@ -49,7 +49,9 @@ def shape(draw: ImageDraw.ImageDraw, kind: str, box: tuple[int, int, int, int], 
         draw.polygon([((x1 + x2) // 2, y1), (x2, y2), (x1, y2)], fill=colour)
 
 
-def scene(name: str, items: list[tuple[str, str, tuple[int, int, int, int]]], size: tuple[int, int] = (320, 240)) -> str:
+def scene(
+    name: str, items: list[tuple[str, str, tuple[int, int, int, int]]], size: tuple[int, int] = (320, 240)
+) -> str:
     image = Image.new("RGB", size, (245, 245, 240))
     draw = ImageDraw.Draw(image)
     for kind, colour, box in items:
@@ -141,16 +143,26 @@ def describe_rows() -> list[dict]:
 
 def count_rows() -> list[dict]:
     cases = [
-        ("count-1", [("circle", "red", 5), ("square", "blue", 3)], "5 circles, 3 squares",
-         "I count 5 red circles and 3 blue squares."),
-        ("count-2", [("circle", "red", 5), ("square", "blue", 8)], "5 circles, 8 squares",
-         "There are five circles and three squares in the image."),
-        ("count-3", [("triangle", "green", 7)], "7",
-         "I can see 7 green triangles."),
-        ("count-4", [("square", "yellow", 12)], "12 squares",
-         "The picture shows a dozen yellow squares."),
-        ("count-5", [("circle", "blue", 4), ("triangle", "red", 2)], "4 circles, 2 triangles",
-         "I see 4 blue circles and 3 red triangles."),
+        (
+            "count-1",
+            [("circle", "red", 5), ("square", "blue", 3)],
+            "5 circles, 3 squares",
+            "I count 5 red circles and 3 blue squares.",
+        ),
+        (
+            "count-2",
+            [("circle", "red", 5), ("square", "blue", 8)],
+            "5 circles, 8 squares",
+            "There are five circles and three squares in the image.",
+        ),
+        ("count-3", [("triangle", "green", 7)], "7", "I can see 7 green triangles."),
+        ("count-4", [("square", "yellow", 12)], "12 squares", "The picture shows a dozen yellow squares."),
+        (
+            "count-5",
+            [("circle", "blue", 4), ("triangle", "red", 2)],
+            "4 circles, 2 triangles",
+            "I see 4 blue circles and 3 red triangles.",
+        ),
     ]
     rows = []
     for row_id, groups, expected, output in cases:
@@ -172,18 +184,25 @@ def count_rows() -> list[dict]:
 
 def ocr_rows() -> list[dict]:
     cases = [
-        ("ocr-1", ["Project Proposal Q1 2026", "Budget, timeline and deliverables"],
-         "Project Proposal Q1 2026\nBudget, timeline and deliverables",
-         ["budget", "timeline", "deliverables"]),
-        ("ocr-2", ["Quarterly Review", "Revenue up 12% year over year"],
-         "Quartely Reveiw\nRevenue up 12% year over year",
-         ["revenue", "year over year"]),
-        ("ocr-3", ["Meeting Notes", "Owner: Dana Lee  Due: Friday"],
-         "Meeting Notes\nOwner: Dana Lee",
-         ["owner", "due"]),
-        ("ocr-4", ["EXIT", "Emergency use only"],
-         "EXIT - Emergency use only",
-         ["exit", "emergency"]),
+        (
+            "ocr-1",
+            ["Project Proposal Q1 2026", "Budget, timeline and deliverables"],
+            "Project Proposal Q1 2026\nBudget, timeline and deliverables",
+            ["budget", "timeline", "deliverables"],
+        ),
+        (
+            "ocr-2",
+            ["Quarterly Review", "Revenue up 12% year over year"],
+            "Quartely Reveiw\nRevenue up 12% year over year",
+            ["revenue", "year over year"],
+        ),
+        (
+            "ocr-3",
+            ["Meeting Notes", "Owner: Dana Lee  Due: Friday"],
+            "Meeting Notes\nOwner: Dana Lee",
+            ["owner", "due"],
+        ),
+        ("ocr-4", ["EXIT", "Emergency use only"], "EXIT - Emergency use only", ["exit", "emergency"]),
     ]
     rows = []
     for row_id, lines, output, keywords in cases:
@@ -203,16 +222,25 @@ def ocr_rows() -> list[dict]:
 def chart_rows() -> list[dict]:
     quarters = ["Q1 2025", "Q2 2025", "Q3 2025", "Q4 2025"]
     cases = [
-        ("chart-1", [1.2, 1.5, 1.9, 2.4],
-         "Revenue grew every quarter: Q1 2025 $1.2M, Q2 $1.5M, Q3 $1.9M and Q4 2025 peaked at $2.4M, "
-         "up 58% from Q1.",
-         "Q1 2025: $1.2M; Q2 2025: $1.5M; Q3 2025: $1.9M; Q4 2025: $2.4M; growth: 58%"),
-        ("chart-2", [3.0, 2.6, 2.2, 2.9],
-         "1. Q1 2025: about 3 million dollars\n2. Q2 2025: $2.6M\n3. Q3 2025: $2.2M\n4. Q4 2025: $3.9M",
-         "Q1 2025: $3.0M; Q2 2025: $2.6M; Q3 2025: $2.2M; Q4 2025: $2.9M"),
-        ("chart-3", [0.8, 0.9, 1.1, 1.3],
-         "Sales rose from $800K in Q1 2025 to $1.3 million in Q4 2025, a 62.5 percent increase.",
-         "Q1 2025: $0.8M; Q4 2025: $1.3M; growth: 62.5%"),
+        (
+            "chart-1",
+            [1.2, 1.5, 1.9, 2.4],
+            "Revenue grew every quarter: Q1 2025 $1.2M, Q2 $1.5M, Q3 $1.9M and Q4 2025 peaked at $2.4M, "
+            "up 58% from Q1.",
+            "Q1 2025: $1.2M; Q2 2025: $1.5M; Q3 2025: $1.9M; Q4 2025: $2.4M; growth: 58%",
+        ),
+        (
+            "chart-2",
+            [3.0, 2.6, 2.2, 2.9],
+            "1. Q1 2025: about 3 million dollars\n2. Q2 2025: $2.6M\n3. Q3 2025: $2.2M\n4. Q4 2025: $3.9M",
+            "Q1 2025: $3.0M; Q2 2025: $2.6M; Q3 2025: $2.2M; Q4 2025: $2.9M",
+        ),
+        (
+            "chart-3",
+            [0.8, 0.9, 1.1, 1.3],
+            "Sales rose from $800K in Q1 2025 to $1.3 million in Q4 2025, a 62.5 percent increase.",
+            "Q1 2025: $0.8M; Q4 2025: $1.3M; growth: 62.5%",
+        ),
     ]
     rows = []
     for row_id, values, output, expected in cases:
@@ -309,13 +337,25 @@ def invoice_rows() -> list[dict]:
 
 def detect_rows() -> list[dict]:
     cases = [
-        ("detect-1", [("circle", "red", (30, 40, 110, 120)), ("square", "blue", (180, 60, 260, 140))],
-         [("circle", (32, 38, 112, 118)), ("square", (178, 62, 258, 142))]),
-        ("detect-2", [("circle", "green", (20, 20, 80, 80)), ("triangle", "red", (150, 100, 230, 200))],
-         [("circle", (20, 20, 80, 80)), ("square", (150, 100, 230, 200))]),
-        ("detect-3", [("square", "yellow", (40, 40, 140, 140)), ("square", "blue", (200, 30, 280, 110)),
-                      ("circle", "red", (120, 160, 180, 220))],
-         [("square", (60, 60, 160, 160)), ("square", (200, 30, 280, 110))]),
+        (
+            "detect-1",
+            [("circle", "red", (30, 40, 110, 120)), ("square", "blue", (180, 60, 260, 140))],
+            [("circle", (32, 38, 112, 118)), ("square", (178, 62, 258, 142))],
+        ),
+        (
+            "detect-2",
+            [("circle", "green", (20, 20, 80, 80)), ("triangle", "red", (150, 100, 230, 200))],
+            [("circle", (20, 20, 80, 80)), ("square", (150, 100, 230, 200))],
+        ),
+        (
+            "detect-3",
+            [
+                ("square", "yellow", (40, 40, 140, 140)),
+                ("square", "blue", (200, 30, 280, 110)),
+                ("circle", "red", (120, 160, 180, 220)),
+            ],
+            [("square", (60, 60, 160, 160)), ("square", (200, 30, 280, 110))],
+        ),
     ]
     rows = []
     for row_id, items, predicted in cases:
@@ -356,8 +396,11 @@ def compare_rows() -> list[dict]:
 
 
 def judge_rows() -> list[dict]:
-    items = [("circle", "red", (30, 30, 90, 90)), ("square", "blue", (120, 30, 180, 90)),
-             ("triangle", "green", (210, 30, 270, 90))]
+    items = [
+        ("circle", "red", (30, 30, 90, 90)),
+        ("square", "blue", (120, 30, 180, 90)),
+        ("triangle", "green", (210, 30, 270, 90)),
+    ]
     return [
         {
             "id": "reasoning-1",
@@ -413,7 +456,11 @@ def main() -> None:
     rows += judge_rows()
     with (HERE / "demo.jsonl").open("w", encoding="utf-8") as handle:
         for row in rows:
-            ordered = {"id": row["id"], "task": row["task"], **{k: v for k, v in row.items() if k not in ("id", "task")}}
+            ordered = {
+                "id": row["id"],
+                "task": row["task"],
+                **{k: v for k, v in row.items() if k not in ("id", "task")},
+            }
             handle.write(json.dumps(ordered, ensure_ascii=False) + "\n")
     size = sum(p.stat().st_size for p in IMAGES.iterdir())
     print(f"wrote {len(rows)} rows and {len(list(IMAGES.iterdir()))} images ({size / 1024:.0f} KiB) to {HERE}")

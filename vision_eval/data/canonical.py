@@ -125,7 +125,7 @@ def samples_frame(frame: pl.DataFrame) -> pl.DataFrame:
             )
         )
     drop = [c for c, dtype in out.schema.items() if dtype == pl.Object]
-    return out.drop(drop)
+    return out.drop(drop).rename({ROW_ERROR: "row_error"}, strict=False)
 
 
 def describe(frame: pl.DataFrame) -> dict[str, Any]:
