@@ -68,6 +68,7 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
     finished = time.perf_counter()
     run_info = {
         "config": config.model_dump(mode="json"),
+        "overrides": list(sources.overrides) if sources else [],
         "versions": package_versions(),
         "dataset": describe(frame),
         "evaluators": {r.evaluator.name: r.evaluator.describe() for r in runs},

@@ -1,0 +1,162 @@
+"""Leaderboards across runs: a run dir, a multirun folder, shard folders or a glob of results files.
+
+Rows are grouped by candidate x judge x variant (the sweep overrides of the job, shard settings
+left out so shards of one job merge) x evaluator; each gets a mean score with a bootstrap 95%
+interval, pass rate, error rate, tokens and cost.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+BOOTSTRAP_RESAMPLES = 1000
+KEY = ["candidate", "judge", "variant", "evaluator"]
+_IGNORED_OVERRIDES = ("run.shard", "dataset.shard", "run.output_dir", "run.resume", "run.progress", "hydra.")
+
+
+def find_runs(paths: list[str | Path]) -> list[Path]:
+    """Run directories (folders holding results.parquet) under the given paths or globs."""
+    runs: set[Path] = set()
+    for item in paths:
+        matches = [Path(p) for p in glob.glob(str(item))] or [Path(item)]
+        for match in matches:
+            if match.is_file() and match.name == "results.parquet":
+                runs.add(match.parent.resolve())
+            elif match.is_dir():
+                runs.update(p.parent.resolve() for p in match.rglob("results.parquet"))
+    return sorted(runs)
+
+
+def _relevant(overrides: list[str]) -> set[str]:
+    kept = {o.lstrip("+~") for o in overrides}
+    return {o for o in kept if not o.startswith(_IGNORED_OVERRIDES) and not o.startswith(("candidate=", "judge="))}
+
+
+def _labels(runs: list[Path]) -> dict[Path, dict[str, str]]:
+    """Candidate, judge and variant of each run; the variant keeps only overrides that differ between runs."""
+    infos = {}
+    for run in runs:
+        path = run / "run.json"
+        infos[run] = json.loads(path.read_text()) if path.exists() else {}
+    overrides = {run: _relevant(info.get("overrides", [])) for run, info in infos.items()}
+    common = set.intersection(*overrides.values()) if overrides else set()
+    labels = {}
+    for run, info in infos.items():
+        config = info.get("config", {})
+        labels[run] = {
+            "candidate": str((config.get("candidate") or {}).get("model") or "dataset output"),
+            "judge": str((config.get("judge") or {}).get("model") or "none"),
+            "variant": " ".join(sorted(overrides[run] - common)),
+        }
+    return labels
+
+
+def _read(runs: list[Path], name: str) -> pl.DataFrame:
+    labels = _labels(runs)
+    frames = []
+    for run in runs:
+        path = run / name
+        if path.exists():
+            frames.append(
+                pl.read_parquet(path).with_columns(
+                    *(pl.lit(v).alias(k) for k, v in labels[run].items()), pl.lit(str(run)).alias("run_dir")
+                )
+            )
+    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+
+
+def bootstrap_interval(values: np.ndarray, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
+    """Percentile bootstrap 95% interval of the mean (NaN for no values)."""
+    n = len(values)
+    if n == 0:
+        return float("nan"), float("nan")
+    if n == 1:
+        return float(values[0]), float(values[0])
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(resamples, 5_000_000 // n))
+    means = []
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        means.append(values[rng.integers(0, n, size=(size, n))].mean(axis=1))
+    low, high = np.percentile(np.concatenate(means), [2.5, 97.5])
+    return float(low), float(high)
+
+
+def leaderboard(results: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
+    """Per candidate x judge x variant x evaluator: score, interval, rates, tokens, cost."""
+    if results.is_empty():
+        return pl.DataFrame()
+    processed = pl.col("status") == "processed"
+    board = results.group_by(KEY, maintain_order=True).agg(
+        pl.len().alias("rows"),
+        pl.col("score").filter(processed).mean().alias("mean_score"),
+        pl.col("score").filter(processed).alias("_scores"),
+        pl.col("passed").filter(processed).cast(pl.Float64).mean().alias("pass_rate"),
+        (pl.col("status") == "error").mean().alias("error_rate"),
+        (pl.col("status") == "skipped").mean().alias("skipped_rate"),
+        pl.col("input_tokens").sum().alias("input_tokens"),
+        pl.col("output_tokens").sum().alias("output_tokens"),
+        pl.when(pl.col("cost_usd").is_not_null().any()).then(pl.col("cost_usd").sum()).alias("cost_usd"),
+        pl.col("run_dir").n_unique().alias("runs"),
+    )
+    intervals = [bootstrap_interval(np.asarray(s.to_numpy(), dtype=float), seed) for s in board["_scores"]]
+    return (
+        board.drop("_scores")
+        .with_columns(
+            pl.Series("ci_low", [i[0] for i in intervals]).fill_nan(None),
+            pl.Series("ci_high", [i[1] for i in intervals]).fill_nan(None),
+        )
+        .sort(["evaluator", "mean_score"], descending=[False, True], nulls_last=True)
+    )
+
+
+def dimension_board(dimensions: pl.DataFrame) -> pl.DataFrame:
+    """Mean score per candidate x judge x variant x evaluator x dimension."""
+    if dimensions.is_empty():
+        return pl.DataFrame()
+    return dimensions.group_by([*KEY, "dimension"], maintain_order=True).agg(
+        pl.len().alias("rows"), pl.col("score").mean().alias("mean_score"), pl.col("weight").first().alias("weight")
+    )
+
+
+def markdown(board: pl.DataFrame) -> str:
+    """The leaderboard as a Markdown table."""
+    headers = ["evaluator", "candidate", "judge", "variant", "rows", "mean score (95% CI)", "pass", "errors", "cost"]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for row in board.iter_rows(named=True):
+        score = "-" if row["mean_score"] is None else f"{row['mean_score']:.3f}"
+        if row["ci_low"] is not None:
+            score += f" ({row['ci_low']:.3f}–{row['ci_high']:.3f})"
+        cells = [
+            row["evaluator"],
+            row["candidate"],
+            row["judge"],
+            row["variant"] or "-",
+            str(row["rows"]),
+            score,
+            "-" if row["pass_rate"] is None else f"{row['pass_rate']:.0%}",
+            f"{row['error_rate']:.0%}",
+            "-" if row["cost_usd"] is None else f"${row['cost_usd']:.4f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_leaderboard(paths: list[str | Path], out_dir: str | Path | None = None) -> tuple[pl.DataFrame, Path]:
+    """Build the leaderboard of every run under ``paths`` and write it (default: into the first path)."""
+    runs = find_runs(paths)
+    if not runs:
+        raise FileNotFoundError(f"no results.parquet under {', '.join(map(str, paths))}")
+    board = leaderboard(_read(runs, "results.parquet"))
+    target = Path(out_dir) if out_dir else Path(paths[0]) if Path(paths[0]).is_dir() else runs[0].parent
+    target.mkdir(parents=True, exist_ok=True)
+    board.write_parquet(target / "leaderboard.parquet")
+    dims = dimension_board(_read(runs, "dimensions.parquet"))
+    if not dims.is_empty():
+        dims.write_parquet(target / "leaderboard_dimensions.parquet")
+    return board, target
