@@ -143,8 +143,9 @@ def test_secrets_are_redacted_in_outputs(tmp_path: Path) -> None:
         judge={"model": None, "api_key": secret},
         output_dir=tmp_path,
     )
-    for file in tmp_path.iterdir():
-        assert secret.encode() not in file.read_bytes(), file.name
+    for file in tmp_path.rglob("*"):
+        if file.is_file():
+            assert secret.encode() not in file.read_bytes(), file.name
     assert redact({"judge": {"api_key": "x", "api_key_env": "OPENAI_API_KEY", "max_tokens": 5}}) == {
         "judge": {"api_key": "***", "api_key_env": "OPENAI_API_KEY", "max_tokens": 5}
     }

@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from vision_eval.checkpoint import Checkpoints
 from vision_eval.config import AppConfig, ConfigSources, JudgeConfig, validate_config
 from vision_eval.data import load_dataset, samples_frame
 from vision_eval.data.canonical import describe
@@ -43,9 +44,15 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
     check_stack(frame, evaluators, config.dataset)
     loaded = time.perf_counter()
 
+    output_dir = config.run.resume or config.run.output_dir
+    store = Checkpoints(Path(output_dir) / "checkpoint" if output_dir and config.run.checkpoint else None)
     tick, progress = _progress(config.run.progress, evaluators, frame.height)
     try:
-        runs = run_stack(evaluators, frame, config.run.batch_size, tick)
+        runs = run_stack(evaluators, frame, config.run.batch_size, tick, store)
+    except KeyboardInterrupt:
+        if store.enabled:
+            print(f"interrupted: finished batches are kept; resume with run.resume={output_dir}", file=sys.stderr)
+        raise
     finally:
         if progress is not None:
             progress.stop()
@@ -79,6 +86,7 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
             "total_s": round(finished - started, 4),
             "per_evaluator_s": {r.evaluator.name: round(r.seconds, 4) for r in runs},
         },
+        "resumed_batches": {r.evaluator.name: r.resumed_batches for r in runs},
         "totals": totals(results),
         "metrics": metrics,
     }
@@ -90,8 +98,8 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
         tables={name: pl.concat(parts, how="diagonal_relaxed") for name, parts in tables.items()},
         run_info=run_info,
     )
-    if config.run.output_dir:
-        result.write(Path(config.run.output_dir))
+    if output_dir:
+        result.write(Path(output_dir))
     return result
 
 

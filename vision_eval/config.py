@@ -141,6 +141,10 @@ class RunConfig(StrictModel):
     """Show a progress bar; ``None`` shows one when stderr is a terminal."""
     write_report: bool = True
     """Also write ``report.html`` when a report writer is available."""
+    checkpoint: bool = True
+    """Save each finished batch under ``<output_dir>/checkpoint`` so an interrupted run can resume."""
+    resume: str | None = None
+    """A run directory to resume: finished batches are reused, results are written there."""
 
     @field_validator("shard")
     @classmethod
@@ -234,14 +238,23 @@ def validate_config(raw: Mapping[str, Any], sources: ConfigSources | None = None
 SECRET_KEYS = ("api_key", "apikey", "secret", "token", "password", "authorization")
 
 
+def _is_secret_key(key: str) -> bool:
+    lowered = key.lower()
+    return any(s in lowered for s in SECRET_KEYS) and not lowered.endswith(("_env", "_tokens"))
+
+
+def redact_override(override: str) -> str:
+    """A command-line override with its value hidden when the key names a secret."""
+    key, sep, _ = override.partition("=")
+    return f"{key}=***" if sep and _is_secret_key(key.rsplit(".", 1)[-1]) else override
+
+
 def redact(value: Any) -> Any:
     """A copy of a config mapping with secret values replaced by ``***``."""
     if isinstance(value, Mapping):
         out = {}
         for key, item in value.items():
-            lowered = str(key).lower()
-            is_secret = any(s in lowered for s in SECRET_KEYS) and not lowered.endswith(("_env", "_tokens"))
-            out[key] = "***" if is_secret and item not in (None, "") else redact(item)
+            out[key] = "***" if _is_secret_key(str(key)) and item not in (None, "") else redact(item)
         return out
     if isinstance(value, list | tuple):
         return [redact(v) for v in value]

@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+from vision_eval.checkpoint import Checkpoints, Part
 from vision_eval.data import ROW_ERROR, check_columns
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalOutput, Evaluator
@@ -191,6 +192,7 @@ class EvaluatorRun:
     fields: pl.DataFrame
     tables: dict[str, pl.DataFrame]
     seconds: float
+    resumed_batches: int = 0
 
 
 def _split(evaluator: Evaluator, batch: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -200,62 +202,85 @@ def _split(evaluator: Evaluator, batch: pl.DataFrame) -> tuple[pl.DataFrame, pl.
     return ready, pre
 
 
-def _assemble(
-    evaluator: Evaluator, batch: pl.DataFrame, pre: pl.DataFrame, out: EvalOutput, seconds: float
-) -> EvaluatorRun:
+def _part(evaluator: Evaluator, batch: pl.DataFrame, pre: pl.DataFrame, out: EvalOutput) -> Part:
+    """The finished, labelled output of one batch."""
     combined = pl.concat([pre, conform(out.results, RESULT_ROW_SCHEMA)], how="vertical_relaxed")
-    results = _label(_finish(evaluator, batch["id"], combined), evaluator, with_type=True)
     dims = out.dimensions if out.dimensions is not None else empty(DIMENSION_ROW_SCHEMA)
     fields = out.fields if out.fields is not None else empty(FIELD_ROW_SCHEMA)
-    return EvaluatorRun(
-        evaluator,
-        results,
-        _label(dims, evaluator, with_type=False),
-        _label(fields, evaluator, with_type=False),
-        out.tables,
-        seconds,
+    return Part(
+        results=_label(_finish(evaluator, batch["id"], combined), evaluator, with_type=True),
+        dimensions=_label(dims, evaluator, with_type=False),
+        fields=_label(fields, evaluator, with_type=False),
+        tables=dict(out.tables),
     )
+
+
+def _empty_output() -> EvalOutput:
+    return EvalOutput(empty(RESULT_ROW_SCHEMA)).conformed()
+
+
+def _collect(evaluator: Evaluator, parts: list[Part], seconds: float, resumed: int) -> EvaluatorRun:
+    merged = Part.concat(parts)
+    tables = dict(merged.tables)
+    tables.update(evaluator.finalize(merged.results, merged.dimensions))
+    return EvaluatorRun(evaluator, merged.results, merged.dimensions, merged.fields, tables, seconds, resumed)
 
 
 def _batches(frame: pl.DataFrame, size: int) -> list[pl.DataFrame]:
     return [frame[i : i + size] for i in range(0, max(frame.height, 1), max(size, 1))] if frame.height else [frame]
 
 
-def run_sync(evaluator: Evaluator, frame: pl.DataFrame, batch_size: int, tick: Callable[[int], None]) -> EvaluatorRun:
-    """Run a vectorized evaluator over the frame in batches."""
+def run_sync(
+    evaluator: Evaluator,
+    frame: pl.DataFrame,
+    batch_size: int,
+    tick: Callable[[int], None],
+    store: Checkpoints | None = None,
+) -> EvaluatorRun:
+    """Run a vectorized evaluator over the frame in batches (each checkpointed when a store is given)."""
     start = time.perf_counter()
-    outputs, pres = [], []
+    store = store or Checkpoints(None)
+    parts, resumed = [], 0
     for batch in _batches(frame, batch_size):
-        ready, pre = _split(evaluator, batch)
-        pres.append(pre)
-        iso = _Isolation()
-        outputs.append(
-            _run_sync(evaluator, ready, iso) if ready.height else EvalOutput(empty(RESULT_ROW_SCHEMA)).conformed()
-        )
+        part = store.load(evaluator, batch)
+        if part is None:
+            ready, pre = _split(evaluator, batch)
+            out = _run_sync(evaluator, ready, _Isolation()) if ready.height else _empty_output()
+            part = store.save(evaluator, batch, _part(evaluator, batch, pre, out))
+        else:
+            resumed += 1
+        parts.append(part)
         tick(batch.height)
-    return _assemble(evaluator, frame, pl.concat(pres), _concat(outputs), time.perf_counter() - start)
+    return _collect(evaluator, parts, time.perf_counter() - start, resumed)
 
 
 async def run_async(
-    evaluator: Evaluator, frame: pl.DataFrame, batch_size: int, tick: Callable[[int], None]
+    evaluator: Evaluator,
+    frame: pl.DataFrame,
+    batch_size: int,
+    tick: Callable[[int], None],
+    store: Checkpoints | None = None,
 ) -> EvaluatorRun:
-    """Run a model-graded evaluator over the frame; its batches run concurrently."""
+    """Run a model-graded evaluator over the frame; its batches run concurrently, each checkpointed."""
     start = time.perf_counter()
-    batches = _batches(frame, batch_size)
-    splits = [_split(evaluator, batch) for batch in batches]
+    store = store or Checkpoints(None)
+    resumed = 0
 
-    async def one(ready: pl.DataFrame, height: int) -> EvalOutput:
-        out = (
-            await _run_async(evaluator, ready, _Isolation())
-            if ready.height
-            else EvalOutput(empty(RESULT_ROW_SCHEMA)).conformed()
-        )
-        tick(height)
-        return out
+    async def one(batch: pl.DataFrame) -> Part:
+        nonlocal resumed
+        part = store.load(evaluator, batch)
+        if part is None:
+            ready, pre = _split(evaluator, batch)
+            out = await _run_async(evaluator, ready, _Isolation()) if ready.height else _empty_output()
+            part = store.save(evaluator, batch, _part(evaluator, batch, pre, out))
+        else:
+            resumed += 1
+        tick(batch.height)
+        return part
 
-    outputs = await asyncio.gather(*(one(ready, b.height) for (ready, _), b in zip(splits, batches, strict=True)))
-    pre = pl.concat([p for _, p in splits])
-    return _assemble(evaluator, frame, pre, _concat(list(outputs)), time.perf_counter() - start)
+    size = min(batch_size, store.async_batch_rows) if store.enabled else batch_size
+    parts = await asyncio.gather(*(one(batch) for batch in _batches(frame, size)))
+    return _collect(evaluator, list(parts), time.perf_counter() - start, resumed)
 
 
 def _run_coroutine(factory: Callable[[], Any]) -> Any:
@@ -271,20 +296,24 @@ def _run_coroutine(factory: Callable[[], Any]) -> Any:
 
 
 def run_stack(
-    evaluators: list[Evaluator], frame: pl.DataFrame, batch_size: int, tick: Callable[[str, int], None]
+    evaluators: list[Evaluator],
+    frame: pl.DataFrame,
+    batch_size: int,
+    tick: Callable[[str, int], None],
+    store: Checkpoints | None = None,
 ) -> list[EvaluatorRun]:
     """Every evaluator over the frame: vectorized ones first, then all async ones on one loop."""
     runs: dict[str, EvaluatorRun] = {}
     for evaluator in evaluators:
         if not evaluator.is_async:
-            runs[evaluator.name] = run_sync(evaluator, frame, batch_size, lambda n, e=evaluator: tick(e.name, n))
+            runs[evaluator.name] = run_sync(evaluator, frame, batch_size, lambda n, e=evaluator: tick(e.name, n), store)
     pending = [e for e in evaluators if e.is_async]
     if pending:
 
         async def all_async() -> list[EvaluatorRun]:
             return list(
                 await asyncio.gather(
-                    *(run_async(e, frame, batch_size, lambda n, e=e: tick(e.name, n)) for e in pending)
+                    *(run_async(e, frame, batch_size, lambda n, e=e: tick(e.name, n), store) for e in pending)
                 )
             )
 

@@ -122,6 +122,13 @@ class Evaluator:
         """Dataset-level metrics over this evaluator's result rows (e.g. AP, F1). Default: none."""
         return {}
 
+    def finalize(self, results: pl.DataFrame, dimensions: pl.DataFrame) -> dict[str, pl.DataFrame]:
+        """Tables computed once over all of this evaluator's rows (rankings, plateaus...). Default: none.
+
+        Each is written as ``<name>.parquet``. Use this, not ``EvalOutput.tables``, for anything that
+        needs rows from more than one batch."""
+        return {}
+
     def describe(self) -> dict[str, Any]:
         """A JSON-able description for run.json."""
         return {"type": self.type_name, "threshold": self.threshold}

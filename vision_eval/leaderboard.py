@@ -28,7 +28,8 @@ def find_runs(paths: list[str | Path]) -> list[Path]:
             if match.is_file() and match.name == "results.parquet":
                 runs.add(match.parent.resolve())
             elif match.is_dir():
-                runs.update(p.parent.resolve() for p in match.rglob("results.parquet"))
+                found = match.rglob("results.parquet")
+                runs.update(p.parent.resolve() for p in found if "checkpoint" not in p.relative_to(match).parts)
     return sorted(runs)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.config import redact
+from vision_eval.config import redact, redact_override
 from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, conform
 from vision_eval.summary import summarize
 
@@ -74,6 +74,7 @@ class EvalResult:
         info = dict(self.run_info)
         info["summary"] = self.summary.to_dicts()
         info["config"] = redact(info.get("config", {}))
+        info["overrides"] = [redact_override(o) for o in info.get("overrides", [])]
         (out / "run.json").write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
         return out
 

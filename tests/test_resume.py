@@ -1,0 +1,85 @@
+"""Checkpoints and resume: a killed run resumes without redoing finished batches, with the same results."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+
+import vision_eval as ve
+
+VOLATILE = ["latency_s", "cached"]
+
+
+def slow_scores(frame: pl.DataFrame, config: dict) -> pl.DataFrame:
+    """Scores by id parity; logs every batch it evaluates and sleeps so a test can kill the run mid-way."""
+    with open(config["log"], "a") as handle:
+        handle.write(",".join(frame["id"].to_list()) + "\n")
+    time.sleep(config.get("sleep", 0))
+    return frame.select(pl.col("id"), (pl.col("id").str.slice(1).cast(pl.Int64) % 2).cast(pl.Float64).alias("score"))
+
+
+def rows(n: int) -> list[dict]:
+    return [{"id": f"s{i}", "output": "x"} for i in range(n)]
+
+
+def stack(log: Path, sleep: float = 0) -> dict:
+    return {"slow": {"type": "python", "function": f"{__name__}:slow_scores", "log": str(log), "sleep": sleep}}
+
+
+def test_rerun_into_the_same_dir_reuses_every_batch(tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    first = ve.evaluate(rows(10), evaluators=stack(log), run={"batch_size": 3}, output_dir=tmp_path / "run")
+    assert len(log.read_text().splitlines()) == 4
+    again = ve.evaluate(rows(10), evaluators=stack(log), run={"batch_size": 3, "resume": str(tmp_path / "run")})
+    assert len(log.read_text().splitlines()) == 4  # nothing evaluated twice
+    assert again.run_info["resumed_batches"] == {"slow": 4}
+    assert again.results.drop(VOLATILE).equals(first.results.drop(VOLATILE))
+
+
+def test_changed_settings_do_not_reuse_stale_batches(tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    ve.evaluate(rows(4), evaluators=stack(log), run={"batch_size": 2}, output_dir=tmp_path / "run")
+    changed = stack(log)
+    changed["slow"]["threshold"] = 0.2
+    result = ve.evaluate(rows(4), evaluators=changed, run={"batch_size": 2, "resume": str(tmp_path / "run")})
+    assert result.run_info["resumed_batches"] == {"slow": 0}
+    assert len(log.read_text().splitlines()) == 4
+
+
+def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    log = tmp_path / "calls.log"
+    run_dir = tmp_path / "run"
+    script = (
+        "import sys; sys.path.insert(0, 'tests'); import vision_eval as ve, test_resume as t\n"
+        "ve.evaluate(t.rows(12), evaluators=t.stack(sys.argv[1], 0.3), run={'batch_size': 2, 'resume': sys.argv[2]})\n"
+    )
+    repo = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-c", script, str(log), str(run_dir)], cwd=repo, env=subprocess_env)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        done = list((run_dir / "checkpoint" / "slow").glob("[!.]*")) if (run_dir / "checkpoint").exists() else []
+        if len(done) >= 2:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (run_dir / "results.parquet").exists()
+    finished = len(list((run_dir / "checkpoint" / "slow").glob("[!.]*")))
+    assert 2 <= finished < 6
+
+    resumed = ve.evaluate(rows(12), evaluators=stack(log, 0.3), run={"batch_size": 2, "resume": str(run_dir)})
+    evaluated = log.read_text().splitlines()
+    assert len(evaluated) - len(set(evaluated)) <= 1  # at most the batch in flight at the kill is redone
+    assert resumed.run_info["resumed_batches"] == {"slow": finished}
+
+    clean = ve.evaluate(rows(12), evaluators=stack(tmp_path / "clean.log"), run={"batch_size": 2})
+    on_disk = pl.read_parquet(run_dir / "results.parquet")
+    assert on_disk.drop(VOLATILE).equals(clean.results.drop(VOLATILE))
+    assert json.loads((run_dir / "run.json").read_text())["counts"]["samples"] == 12
