@@ -98,6 +98,27 @@ def test_secret_from_the_command_line_is_not_saved(tmp_path: Path, subprocess_en
             assert secret.encode() not in file.read_bytes(), file
 
 
+def test_secret_is_not_saved_by_a_sweep(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    secret = "sk-sweep-secret-7"
+    proc = run_cli(
+        [
+            "-m",
+            "hydra/launcher=joblib",
+            f"+judge.api_key={secret}",
+            "run.limit=2",
+            "evaluators.ocr_exact.threshold=0.5,1.0",
+            "hydra.sweep.dir=s",
+        ],
+        tmp_path,
+        subprocess_env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    files = [f for f in (tmp_path / "s").rglob("*") if f.is_file()]
+    assert any(f.name == "multirun.yaml" for f in files) and len(list((tmp_path / "s").glob("*/results.parquet"))) == 2
+    for file in files:
+        assert secret.encode() not in file.read_bytes(), file
+
+
 @pytest.mark.slow
 def test_wheel_ships_configs_and_demo(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
     build = subprocess.run(

@@ -8,6 +8,7 @@ vision-eval --cfg job                         # show the composed config
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from vision_eval._resources import conf_dir, resource
-from vision_eval.config import ConfigSources, redact
+from vision_eval.config import ConfigSources, redact, redact_override
 from vision_eval.errors import VisionEvalError
 
 EXIT_CONFIG = 2
@@ -55,6 +56,22 @@ def _sources() -> ConfigSources:
     return ConfigSources(files=files, overrides=list(hydra_cfg.overrides.task))
 
 
+def _redact_multirun_file() -> None:
+    """Hydra saves the whole sweep config (overrides included) as multirun.yaml: hide secrets in it."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    hydra_cfg = HydraConfig.get()
+    path = Path(hydra_cfg.sweep.dir) / "multirun.yaml"
+    if hydra_cfg.mode != RunMode.MULTIRUN or not path.is_file():
+        return
+    saved = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    text = redact_override(OmegaConf.to_yaml(OmegaConf.create(redact(saved))))
+    staging = path.with_name(f".multirun.{os.getpid()}.yaml")
+    staging.write_text(text, encoding="utf-8")
+    os.replace(staging, path)
+
+
 def _fail(message: str) -> None:
     print(f"vision-eval: config error: {message}", file=sys.stderr)
     print("nothing was evaluated.", file=sys.stderr)
@@ -66,6 +83,7 @@ def _task(cfg: DictConfig) -> Any:
     from vision_eval.config import validate_config
     from vision_eval.summary import print_summary
 
+    _redact_multirun_file()
     sources = _sources()
     try:
         raw = OmegaConf.to_container(cfg, resolve=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -243,10 +244,12 @@ def _is_secret_key(key: str) -> bool:
     return any(s in lowered for s in SECRET_KEYS) and not lowered.endswith(("_env", "_tokens"))
 
 
+_SECRET_ASSIGNMENT = re.compile(r"([\w.+~]*(?:api_?key|secret|password|authorization)(?!_env)\w*)=([^,\s'\"]+)", re.I)
+
+
 def redact_override(override: str) -> str:
-    """A command-line override with its value hidden when the key names a secret."""
-    key, sep, _ = override.partition("=")
-    return f"{key}=***" if sep and _is_secret_key(key.rsplit(".", 1)[-1]) else override
+    """Override text (one ``key=value``, or several joined by commas) with secret values hidden."""
+    return _SECRET_ASSIGNMENT.sub(r"\1=***", override)
 
 
 def redact(value: Any) -> Any:
