@@ -143,11 +143,15 @@ async def _run_async(evaluator: Evaluator, batch: pl.DataFrame, iso: _Isolation)
         return _concat(list(parts))
 
 
-def _finish(evaluator: Evaluator, ids: pl.Series, results: pl.DataFrame) -> pl.DataFrame:
-    """Exactly one well-formed row per id: fill gaps, reject bad scores, derive ``passed``."""
+def _align(ids: pl.Series, results: pl.DataFrame) -> pl.DataFrame:
+    """One row per id, in ``ids`` order: unknown ids dropped, repeats after the first dropped, gaps null."""
     known = pl.DataFrame({"sample_id": ids})
     results = results.unique("sample_id", keep="first", maintain_order=True)
-    results = known.join(results, on="sample_id", how="left", maintain_order="left")
+    return known.join(results, on="sample_id", how="left", maintain_order="left")
+
+
+def _finish(evaluator: Evaluator, results: pl.DataFrame) -> pl.DataFrame:
+    """Well-formed rows: gaps become errors, bad scores are rejected, ``passed`` is derived."""
     score = pl.col("score")
     bad = (
         pl.when(pl.col("status").is_null() & score.is_null())
@@ -195,20 +199,35 @@ class EvaluatorRun:
     resumed_batches: int = 0
 
 
-def _split(evaluator: Evaluator, batch: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    checked = _precheck(evaluator, batch)
-    ready = checked.filter(pl.col("_pre_status").is_null()).drop("_pre_status", "_pre_reason")
-    pre = _pre_rows(checked.filter(pl.col("_pre_status").is_not_null()))
-    return ready, pre
+def _split(evaluator: Evaluator, batch: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series, pl.DataFrame]:
+    """Rows for the evaluator, their positions in the batch, and the finished rows of the others."""
+    checked = _precheck(evaluator, batch).with_row_index("_pos")
+    held = pl.col("_pre_status").is_not_null()
+    ready = checked.filter(~held).drop("_pre_status", "_pre_reason")
+    held_rows = checked.filter(held)
+    pre = _pre_rows(held_rows).with_columns(held_rows["_pos"])
+    return ready.drop("_pos"), ready["_pos"], pre
 
 
-def _part(evaluator: Evaluator, batch: pl.DataFrame, pre: pl.DataFrame, out: EvalOutput) -> Part:
-    """The finished, labelled output of one batch."""
-    combined = pl.concat([pre, conform(out.results, RESULT_ROW_SCHEMA)], how="vertical_relaxed")
+def _part(
+    evaluator: Evaluator,
+    batch: pl.DataFrame,
+    ready: pl.DataFrame,
+    positions: pl.Series,
+    pre: pl.DataFrame,
+    out: EvalOutput,
+) -> Part:
+    """The finished, labelled output of one batch, in batch order."""
+    rows = conform(out.results, RESULT_ROW_SCHEMA)
+    if rows.height == ready.height and rows["sample_id"].equals(ready["id"], check_names=False):
+        # The usual case: one row per ready sample, in order. Merge by position, no join needed.
+        combined = pl.concat([pre, rows.with_columns(positions)], how="vertical_relaxed").sort("_pos").drop("_pos")
+    else:
+        combined = _align(batch["id"], pl.concat([pre.drop("_pos"), rows], how="vertical_relaxed"))
     dims = out.dimensions if out.dimensions is not None else empty(DIMENSION_ROW_SCHEMA)
     fields = out.fields if out.fields is not None else empty(FIELD_ROW_SCHEMA)
     return Part(
-        results=_label(_finish(evaluator, batch["id"], combined), evaluator, with_type=True),
+        results=_label(_finish(evaluator, combined), evaluator, with_type=True),
         dimensions=_label(dims, evaluator, with_type=False),
         fields=_label(fields, evaluator, with_type=False),
         tables=dict(out.tables),
@@ -244,9 +263,9 @@ def run_sync(
     for batch in _batches(frame, batch_size):
         part = store.load(evaluator, batch)
         if part is None:
-            ready, pre = _split(evaluator, batch)
+            ready, positions, pre = _split(evaluator, batch)
             out = _run_sync(evaluator, ready, _Isolation()) if ready.height else _empty_output()
-            part = store.save(evaluator, batch, _part(evaluator, batch, pre, out))
+            part = store.save(evaluator, batch, _part(evaluator, batch, ready, positions, pre, out))
         else:
             resumed += 1
         parts.append(part)
@@ -270,9 +289,9 @@ async def run_async(
         nonlocal resumed
         part = store.load(evaluator, batch)
         if part is None:
-            ready, pre = _split(evaluator, batch)
+            ready, positions, pre = _split(evaluator, batch)
             out = await _run_async(evaluator, ready, _Isolation()) if ready.height else _empty_output()
-            part = store.save(evaluator, batch, _part(evaluator, batch, pre, out))
+            part = store.save(evaluator, batch, _part(evaluator, batch, ready, positions, pre, out))
         else:
             resumed += 1
         tick(batch.height)

@@ -79,8 +79,8 @@ def canonicalize(
             .otherwise(pl.col("id"))
             .alias("id")
         )
-    duplicated = frame.filter(pl.col("id").is_duplicated())["id"].unique().head(5).to_list()
-    if duplicated:
+    if frame["id"].n_unique() != frame.height:  # cheap check first; find the culprits only when needed
+        duplicated = frame.filter(pl.col("id").is_duplicated())["id"].unique().head(5).to_list()
         raise DatasetError(f"dataset ids must be unique; repeated: {', '.join(map(str, duplicated))}")
 
     frame = frame.with_columns([_as_text(c, frame) for c in TEXT_COLUMNS if c in frame.columns])
