@@ -228,6 +228,8 @@ class FakeProviders:
         self.requests: list[FakeRequest] = []
         self.calls = 0
         self.calls_by_provider: dict[str, int] = {}
+        self.in_flight = 0
+        self.peak_in_flight = 0
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -247,6 +249,7 @@ class FakeProviders:
             self.requests.clear()
             self.calls = 0
             self.calls_by_provider.clear()
+            self.peak_in_flight = 0
 
     @property
     def base(self) -> str:
@@ -314,12 +317,21 @@ class FakeProviders:
         return handle
 
     async def _handle(self, provider: str, request: Any) -> Any:
-        from aiohttp import web
-
         with self._lock:
             self.calls += 1
             self.calls_by_provider[provider] = self.calls_by_provider.get(provider, 0) + 1
             action = self.actions.popleft() if self.actions else Action()
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return await self._answer(provider, request, action)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _answer(self, provider: str, request: Any, action: Action) -> Any:
+        from aiohttp import web
+
         body = await request.json()
         model = request.match_info.get("model", "").split(":")[0] or body.get("model", "")
         if action.delay or self.latency:
