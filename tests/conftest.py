@@ -1,13 +1,17 @@
-"""Shared fixtures: tiny generated images and an environment for subprocesses."""
+"""Shared fixtures: small generated images, the fake provider servers, fake cloud credentials,
+and an environment for subprocesses that import this checkout."""
 
 from __future__ import annotations
 
 import io
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -21,11 +25,53 @@ def png_bytes(colour: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int
     return buffer.getvalue()
 
 
+def shape_png(
+    colour: tuple[int, int, int], shapes: int = 1, size: tuple[int, int] = (96, 64), fmt: str = "PNG"
+) -> bytes:
+    """A white image with ``shapes`` filled circles of ``colour``."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", size, (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    for k in range(shapes):
+        x = 4 + k * 22
+        draw.ellipse((x, 8, x + 16, 24), fill=colour)
+    buffer = io.BytesIO()
+    image.save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+RED = (220, 40, 40)
+BLUE = (40, 70, 220)
+GREEN = (40, 170, 60)
+
+
+@pytest.fixture(scope="session")
+def fake() -> Iterator[object]:
+    from vision_eval.testing.fake_providers import FakeProviders
+
+    with FakeProviders() as server:
+        yield server
+
+
+@pytest.fixture
+def fresh_fake(fake: object) -> object:
+    fake.reset()  # type: ignore[attr-defined]
+    return fake
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "fake")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "fake")
+    monkeypatch.setenv("AWS_REGION_NAME", "us-east-1")
+
+
 @pytest.fixture
 def image_dir(tmp_path: Path) -> Path:
-    """A folder with red.png and blue.png."""
-    (tmp_path / "red.png").write_bytes(png_bytes((220, 20, 20)))
-    (tmp_path / "blue.png").write_bytes(png_bytes((20, 20, 220)))
+    (tmp_path / "red.png").write_bytes(shape_png(RED, 2))
+    (tmp_path / "blue.png").write_bytes(shape_png(BLUE, 3))
+    (tmp_path / "green.jpg").write_bytes(shape_png(GREEN, 1, fmt="JPEG"))
     return tmp_path
 
 

@@ -72,6 +72,9 @@ class JudgeConfig(StrictModel):
     """Image preprocessing policy."""
     params: dict[str, Any] = {}
     """Extra litellm completion parameters (e.g. ``top_p``)."""
+    transport: Literal["auto", "litellm", "direct"] = "auto"
+    """``auto``: a lean direct HTTP path for ``openai/`` and ``hosted_vllm/`` models, litellm for the rest;
+    ``litellm`` forces litellm; ``direct`` forces the OpenAI-compatible path."""
 
     @property
     def enabled(self) -> bool:

@@ -1,0 +1,111 @@
+"""A persistent, content-addressed cache of model calls, safe when several processes share it.
+
+SQLite in WAL mode: readers never block, concurrent writers (Hydra multirun jobs, shards) wait on
+the database lock (``busy_timeout``) instead of failing. The key is the sha256 of the canonical
+JSON of the model, its parameters and the rendered messages, with every inline image replaced by
+the sha256 of its data, so a re-run with identical requests costs no calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    created REAL NOT NULL,
+    value TEXT NOT NULL
+)
+"""
+
+
+def default_cache_dir() -> Path:
+    """``$VISION_EVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/vision_eval``, else ``~/.cache/vision_eval``."""
+    if os.environ.get("VISION_EVAL_CACHE_DIR"):
+        return Path(os.environ["VISION_EVAL_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "vision_eval"
+
+
+def _hash_images(value: Any) -> Any:
+    """A copy of messages with inline image data replaced by its sha256 (keys stay small and stable)."""
+    if isinstance(value, dict):
+        return {k: _hash_images(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hash_images(v) for v in value]
+    if isinstance(value, str) and value.startswith("data:") and len(value) > 256:
+        return "sha256:" + hashlib.sha256(value.encode("ascii", "replace")).hexdigest()
+    return value
+
+
+def cache_key(model: str, api_base: str | None, params: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+    """The content address of a call."""
+    payload = {"model": model, "api_base": api_base, "params": params, "messages": _hash_images(messages)}
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class CallCache:
+    """Key -> JSON value store in one SQLite file (``<dir>/calls.sqlite``)."""
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        folder = Path(directory).expanduser() if directory else default_cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / "calls.sqlite"
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA busy_timeout=60000")
+        self._retry(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._retry(lambda: self._conn.execute(SCHEMA))
+        self.hits = 0
+        self.misses = 0
+        self.writes = 0
+
+    def _retry(self, action: Any) -> Any:
+        for attempt in range(50):
+            try:
+                return action()
+            except sqlite3.OperationalError as exc:  # "database is locked" while another process sets up
+                if "locked" not in str(exc) or attempt == 49:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        return None
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored value, or ``None``."""
+        with self._lock:
+            row = self._retry(lambda: self._conn.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone())
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return json.loads(row[0])
+
+    def put(self, key: str, model: str, value: dict[str, Any]) -> None:
+        """Store ``value`` (last writer wins; identical keys carry equivalent values)."""
+        text = json.dumps(value, ensure_ascii=False, default=str)
+        with self._lock:
+            self._retry(
+                lambda: self._conn.execute(
+                    "INSERT OR REPLACE INTO calls (key, model, created, value) VALUES (?, ?, ?, ?)",
+                    (key, model, time.time(), text),
+                )
+            )
+        self.writes += 1
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,141 @@
+"""Building a model request from one dataset row: images prepared under the policy, template rendered,
+OpenAI-shaped messages, and the plan (what would be sent, and its estimated tokens).
+
+Shared by every model-graded evaluator::
+
+    images = row_images(row, ["images"], context.dataset_root, judge.image)      # ImageError -> row error
+    call = build_call(template, row_variables(row), images, judge, system=None)  # TemplateError -> row error
+    result = await get_scheduler(context).complete(judge, call.messages, estimated_tokens=call.estimated_tokens)
+"""
+
+from __future__ import annotations
+
+import math
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vision_eval.images.chat import extract_chat, looks_like_chat
+from vision_eval.images.media import ImageError
+from vision_eval.images.policy import PreparedImage, check_call_caps, estimate_image_tokens, prepare_image
+from vision_eval.images.providers import openai_message
+from vision_eval.images.refs import image_refs, load_bytes
+from vision_eval.llm.templates import ImageLabel, parts_text, render_parts
+
+RESERVED = ("id", "images", "_row_error")
+URL_TIMEOUT_S = 20.0
+URL_MAX_BYTES = 50_000_000
+
+
+def fetch_url(url: str) -> bytes:
+    """Download an image URL (only reached when the dataset allows URLs)."""
+    try:
+        with urllib.request.urlopen(url, timeout=URL_TIMEOUT_S) as response:
+            data = response.read(URL_MAX_BYTES + 1)
+    except OSError as exc:
+        raise ImageError(f"cannot fetch image {url}: {exc}") from None
+    if len(data) > URL_MAX_BYTES:
+        raise ImageError(f"image at {url} exceeds {URL_MAX_BYTES} bytes")
+    return data
+
+
+def ref_bytes(ref: dict[str, Any]) -> bytes:
+    """Bytes of an image reference (fetching URLs). Raises ``ImageError``."""
+    if ref.get("error"):
+        raise ImageError(ref["error"])
+    if ref.get("source") == "url" and ref.get("bytes") is None:
+        return fetch_url(str(ref["path"]))
+    try:
+        return load_bytes(ref)
+    except ValueError as exc:
+        raise ImageError(str(exc)) from None
+
+
+def row_variables(row: dict[str, Any]) -> dict[str, Any]:
+    """Template variables of a row: ``input``, ``output``, ``expected_output`` (None when absent) and
+    every metadata column."""
+    variables = {k: v for k, v in row.items() if k not in RESERVED and not k.startswith("_")}
+    for name in ("input", "output", "expected_output"):
+        variables.setdefault(name, None)
+    return variables
+
+
+def row_images(
+    row: dict[str, Any],
+    columns: list[str],
+    root: Path | None,
+    policy: Any,
+    *,
+    chat_input: bool = True,
+    variables: dict[str, Any] | None = None,
+) -> list[PreparedImage]:
+    """The row's images, in column order, prepared under ``policy``; chat-format ``input`` images follow
+    (and ``variables['input']`` becomes the chat text with their labels). Raises ``ImageError``."""
+    refs: list[tuple[dict[str, Any], str | None]] = []
+    for column in columns:
+        if column not in row:
+            raise ImageError(f"image column {column!r} is not in the dataset")
+        refs += [(r, None) for r in image_refs(row[column], root)]
+    if chat_input and variables is not None and looks_like_chat(row.get("input")):
+        found = extract_chat(row["input"], root, start=len(refs) + 1)
+        text = found.text
+        for index in range(len(refs) + 1, len(refs) + len(found.images) + 1):
+            text = text.replace(f"[Image {index}]", str(ImageLabel(index)))
+        variables["input"] = text
+        refs += list(zip(found.images, found.media_types, strict=True))
+    prepared = []
+    for index, (ref, declared) in enumerate(refs, start=1):
+        label = f"Image {index}"
+        try:
+            prepared.append(prepare_image(ref_bytes(ref), policy, declared=declared, label=label))
+        except ImageError as exc:
+            raise ImageError(f"{label}: {exc}") from None
+    check_call_caps(prepared, policy)
+    return prepared
+
+
+def estimate_text_tokens(text: str) -> int:
+    """A rough token count (4 characters per token) used for plans and the TPM limiter."""
+    return math.ceil(len(text) / 4)
+
+
+@dataclass
+class PreparedCall:
+    """One request ready for the scheduler."""
+
+    messages: list[dict[str, Any]]
+    parts: list[Any]
+    images: list[PreparedImage]
+    text: str
+    estimated_tokens: int
+
+    def plan(self, model: str | None) -> dict[str, Any]:
+        """What would be sent: text, image count and sizes, estimated prompt tokens."""
+        return {
+            "model": model,
+            "text": self.text,
+            "image_count": len(self.images),
+            "images": [i.record() for i in self.images],
+            "estimated_input_tokens": self.estimated_tokens,
+        }
+
+
+def build_call(
+    template: str,
+    variables: dict[str, Any],
+    images: list[PreparedImage],
+    model: str | None = None,
+    detail: str | None = None,
+    system: str | None = None,
+) -> PreparedCall:
+    """Render ``template`` (``TemplateError`` on failure) into OpenAI-shaped messages with the images
+    placed after their labels."""
+    parts = render_parts(template, variables, images)
+    text = parts_text(parts)
+    messages = [openai_message(parts, detail=detail)]
+    if system:
+        messages.insert(0, {"role": "system", "content": system})
+    image_tokens = sum(estimate_image_tokens(i.width, i.height, model, detail) for i in images)
+    tokens = estimate_text_tokens((system or "") + text) + image_tokens
+    return PreparedCall(messages, parts, images, text, tokens)

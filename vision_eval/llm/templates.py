@@ -1,0 +1,120 @@
+"""Sandboxed Jinja2 prompt templates whose image references become labels + pixels, in order.
+
+``{{ image_reference }}`` (the first image) and ``{{ image_references }}`` (all of them) render
+as text labels ("Image 1", "Image 2") where the template puts them; :func:`render_parts`
+returns the text split at those labels with each image's pixels placed right after its first
+label, so one message carries text and images in template order. Images the template never
+mentions follow at the end, each after its label. Base64 never enters the text channel.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import StrictUndefined, TemplateError, meta
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from vision_eval.images.policy import PreparedImage
+
+IMAGE_VARIABLES = ("image_reference", "image_references")
+_MARKER = "\x00IMG{}\x00"
+_MARKER_RE = re.compile("\x00IMG(\\d+)\x00")
+_LONG_BASE64 = re.compile(r"(?:data:[\w/+.-]+;base64,)?[A-Za-z0-9+/]{400,}={0,2}")
+BASE64_REMOVED = "[base64 data removed]"
+
+
+class ImageLabel:
+    """What a template sees for one image: renders as a marker that becomes "Image k" + its pixels."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.label = f"Image {index}"
+
+    def __str__(self) -> str:
+        return _MARKER.format(self.index)
+
+
+class ImageLabels(list):
+    """``image_references``: iterable labels; rendered whole it lists them ("Image 1, Image 2")."""
+
+    def __str__(self) -> str:
+        return ", ".join(str(label) for label in self)
+
+
+def _environment() -> ImmutableSandboxedEnvironment:
+    return ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+
+
+_ENV = _environment()
+
+
+@lru_cache(maxsize=256)
+def compile_template(text: str) -> Any:
+    """A compiled sandboxed template (``TemplateError`` on a syntax error)."""
+    return _ENV.from_string(text)
+
+
+def template_variables(text: str) -> set[str]:
+    """Variables the template reads (for checking dataset columns before the run)."""
+    return set(meta.find_undeclared_variables(_ENV.parse(text)))
+
+
+def image_variables(count: int) -> dict[str, Any]:
+    """The image variables for ``count`` images."""
+    labels = ImageLabels(ImageLabel(i + 1) for i in range(count))
+    return {"image_reference": labels[0] if labels else "", "image_references": labels}
+
+
+def scrub_base64(text: str) -> str:
+    """Text with long base64 runs (inline images in a dataset column) replaced by a note."""
+    return _LONG_BASE64.sub(BASE64_REMOVED, text) if len(text) >= 400 else text
+
+
+def render_text(template: str, variables: dict[str, Any], image_count: int) -> str:
+    """The rendered template with image markers still in place. Raises ``TemplateError``."""
+    return compile_template(template).render({**variables, **image_variables(image_count)})
+
+
+def split_parts(rendered: str, images: list[PreparedImage]) -> list[str | PreparedImage]:
+    """Rendered text (with markers) -> ordered parts: text with "Image k" labels, each image after its first label."""
+    parts: list[str | PreparedImage] = []
+    placed: set[int] = set()
+    position = 0
+    for match in _MARKER_RE.finditer(rendered):
+        index = int(match.group(1))
+        parts.append(scrub_base64(rendered[position : match.start()]) + f"Image {index}")
+        if index not in placed and 1 <= index <= len(images):
+            placed.add(index)
+            parts.append(images[index - 1])
+        position = match.end()
+    parts.append(scrub_base64(rendered[position:]))
+    for index, image in enumerate(images, start=1):
+        if index not in placed:
+            parts += [f"\n\nImage {index}:\n", image]
+    return [p for p in parts if not (isinstance(p, str) and not p)]
+
+
+def render_parts(template: str, variables: dict[str, Any], images: list[PreparedImage]) -> list[str | PreparedImage]:
+    """Render ``template`` with ``variables`` and place ``images``; see the module docstring."""
+    return split_parts(render_text(template, variables, len(images)), images)
+
+
+def parts_text(parts: list[str | PreparedImage]) -> str:
+    """The text channel only (what a plan shows; labels stay, pixels are omitted)."""
+    return "".join(p if isinstance(p, str) else "" for p in parts)
+
+
+__all__ = [
+    "IMAGE_VARIABLES",
+    "TemplateError",
+    "compile_template",
+    "image_variables",
+    "parts_text",
+    "render_parts",
+    "render_text",
+    "scrub_base64",
+    "split_parts",
+    "template_variables",
+]
