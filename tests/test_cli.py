@@ -164,3 +164,36 @@ def test_wheel_ships_configs_and_demo(tmp_path: Path, subprocess_env: dict[str, 
     )
     assert demo.returncode == 0, demo.stderr
     assert (tmp_path / "w" / "results.parquet").is_file()
+
+
+def test_overrides_of_unlisted_keys_need_no_plus() -> None:
+    from vision_eval.cli import forgiving_overrides
+
+    argv = [
+        "-m",
+        "judge=openai",
+        "evaluators.x.threshold=0.5",
+        "+a.b=1",
+        "hydra.run.dir=x",
+        "hydra/launcher=joblib",
+        "--cfg",
+        "job",
+        "run.limit=3",
+    ]
+    assert forgiving_overrides(argv) == [
+        "-m",
+        "judge=openai",
+        "++evaluators.x.threshold=0.5",
+        "+a.b=1",
+        "hydra.run.dir=x",
+        "hydra/launcher=joblib",
+        "--cfg",
+        "job",
+        "++run.limit=3",
+    ]
+
+
+def test_misspelt_key_override_is_a_clear_config_error(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    proc = run_cli(["judge.modle=openai/gpt-4o", "hydra.run.dir=r"], tmp_path, subprocess_env)
+    assert proc.returncode == 2
+    assert "judge.modle: unknown key" in proc.stderr and "command-line override" in proc.stderr

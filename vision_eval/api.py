@@ -15,6 +15,7 @@ from vision_eval.config import AppConfig, ConfigSources, JudgeConfig, validate_c
 from vision_eval.data import load_dataset, samples_frame
 from vision_eval.data.canonical import describe
 from vision_eval.engine import check_stack, run_stack
+from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalContext
 from vision_eval.output import EvalResult, package_versions, status_counts, totals
 from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, conform
@@ -39,9 +40,25 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
     started = time.perf_counter()
     context = EvalContext(judge=config.judge if config.judge.enabled else None, run=config.run)
     evaluators = build_stack(config.evaluators, context, sources)  # config errors surface before any loading
+    candidate = config.candidate if config.candidate.enabled else None
+    if candidate is not None:
+        from vision_eval.candidate import check_candidate
+
+        try:
+            check_candidate(candidate)
+        except ValueError as exc:
+            raise ConfigError(
+                "candidate.prompt", str(exc), sources.file_for("candidate") if sources else None
+            ) from None
     frame, root = load_dataset(config.dataset, data, limit=config.run.limit, shard=config.run.shard)
     context.dataset_root = root
-    check_stack(frame, evaluators, config.dataset)
+    if candidate is not None and "output" not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, pl.Utf8).alias("output"))
+    check_stack(frame, evaluators, config.dataset)  # still before any paid call
+    if candidate is not None:
+        from vision_eval.candidate import generate_outputs
+
+        frame = generate_outputs(frame, candidate, context)
     loaded = time.perf_counter()
 
     output_dir = config.run.resume or config.run.output_dir
@@ -111,6 +128,7 @@ def evaluate(
     dataset: Mapping[str, Any] | None = None,
     run: Mapping[str, Any] | None = None,
     output_dir: str | Path | None = None,
+    candidate: Mapping[str, Any] | str | None = None,
 ) -> EvalResult:
     """Evaluate ``data`` with a stack of evaluators.
 
@@ -118,6 +136,7 @@ def evaluate(
     ``evaluators``: name -> settings (each with ``type`` or ``_target_``).
     ``judge``: a ``JudgeConfig``, its settings as a mapping, a litellm model id, or ``None``.
     ``dataset`` / ``run``: extra dataset options (``columns``, ``limit``...) and run options.
+    ``candidate``: a model under test (settings or a litellm model id) that first produces ``output``.
     """
     if isinstance(judge, str):
         judge = {"model": judge}
@@ -131,6 +150,7 @@ def evaluate(
         "evaluators": {name: dict(spec) for name, spec in evaluators.items()},
         "judge": dict(judge or {}),
         "run": run_options,
+        "candidate": {"model": candidate} if isinstance(candidate, str) else dict(candidate or {}),
     }
     if isinstance(data, str | Path) and "path" not in raw["dataset"]:
         raw["dataset"]["path"] = str(data)

@@ -105,10 +105,23 @@ def _task(cfg: DictConfig) -> Any:
     return result.summary["mean_score"].mean()
 
 
+def forgiving_overrides(argv: list[str]) -> list[str]:
+    """``section.key=value`` overrides become ``++section.key=value`` (set, adding the key if the file does
+    not list it), so any setting can be overridden without a ``+``; a misspelt key is then reported by
+    validation, naming the key and the override. Group choices, ``hydra.*`` and flags are left alone."""
+    out = []
+    for arg in argv:
+        key, sep, _ = arg.partition("=")
+        plain = sep and not arg.startswith(("-", "+", "~")) and "/" not in key and "." in key
+        out.append(f"++{arg}" if plain and not key.startswith("hydra.") else arg)
+    return out
+
+
 def main() -> None:
     """Console-script entry point."""
     import hydra
 
+    sys.argv[1:] = forgiving_overrides(sys.argv[1:])
     _register_resolvers()
     hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(_task)()
 

@@ -82,6 +82,20 @@ class JudgeConfig(StrictModel):
         return self.model is not None
 
 
+class CandidateConfig(JudgeConfig):
+    """The model under test: call settings as for a judge, plus its prompt."""
+
+    prompt: str = "{{ input }}"
+    """Jinja2 template of the request (same variables as judge prompts; images not placed by
+    ``{{ image_reference }}`` are appended after the text)."""
+    system: str | None = None
+    """Optional system message."""
+    images: list[str] = ["images"]
+    """Columns whose images are sent, in order."""
+    name: str | None = None
+    """Label for leaderboards (default: the model id)."""
+
+
 class DatasetConfig(StrictModel):
     """Where the samples come from and how their columns map to the canonical ones."""
 
@@ -169,6 +183,8 @@ class AppConfig(StrictModel):
     """The default judge for model-graded evaluators."""
     run: RunConfig = RunConfig()
     """Run settings."""
+    candidate: CandidateConfig = CandidateConfig()
+    """The model under test; when set, it produces ``output`` for every row before evaluation."""
 
 
 def parse_shard(text: str) -> tuple[int, int]:

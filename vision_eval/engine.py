@@ -57,6 +57,9 @@ def check_stack(frame: pl.DataFrame, evaluators: list[Evaluator], dataset_cfg: A
 def _precheck(evaluator: Evaluator, batch: pl.DataFrame) -> pl.DataFrame:
     """``batch`` with ``_pre_status`` / ``_pre_reason`` set for rows that must not reach the evaluator."""
     checks: list[tuple[pl.Expr, str, pl.Expr]] = []
+    if "candidate_error" in batch.columns:
+        failed = pl.format("candidate generation failed: {}", pl.col("candidate_error"))
+        checks.append((pl.col("candidate_error").is_not_null(), SKIPPED, failed))
     where = _where_expr(evaluator)
     if where is not None:
         reason = f"row not selected by where: {evaluator.settings.where}"
@@ -302,7 +305,7 @@ async def run_async(
     return _collect(evaluator, list(parts), time.perf_counter() - start, resumed)
 
 
-def _run_coroutine(factory: Callable[[], Any]) -> Any:
+def run_coroutine(factory: Callable[[], Any]) -> Any:
     """``asyncio.run`` that also works when called from inside a running loop (notebooks)."""
     try:
         asyncio.get_running_loop()
@@ -336,6 +339,6 @@ def run_stack(
                 )
             )
 
-        for run in _run_coroutine(all_async):
+        for run in run_coroutine(all_async):
             runs[run.evaluator.name] = run
     return [runs[e.name] for e in evaluators]

@@ -38,6 +38,10 @@ def _relevant(overrides: list[str]) -> set[str]:
     return {o for o in kept if not o.startswith(_IGNORED_OVERRIDES) and not o.startswith(("candidate=", "judge="))}
 
 
+def _candidate_label(candidate: dict) -> str:
+    return str(candidate.get("name") or candidate.get("model") or "dataset output")
+
+
 def _labels(runs: list[Path]) -> dict[Path, dict[str, str]]:
     """Candidate, judge and variant of each run; the variant keeps only overrides that differ between runs."""
     infos = {}
@@ -50,7 +54,7 @@ def _labels(runs: list[Path]) -> dict[Path, dict[str, str]]:
     for run, info in infos.items():
         config = info.get("config", {})
         labels[run] = {
-            "candidate": str((config.get("candidate") or {}).get("model") or "dataset output"),
+            "candidate": str(_candidate_label(config.get("candidate") or {})),
             "judge": str((config.get("judge") or {}).get("model") or "none"),
             "variant": " ".join(sorted(overrides[run] - common)),
         }
