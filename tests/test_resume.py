@@ -83,3 +83,71 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path, subpro
     on_disk = pl.read_parquet(run_dir / "results.parquet")
     assert on_disk.drop(VOLATILE).equals(clean.results.drop(VOLATILE))
     assert json.loads((run_dir / "run.json").read_text())["counts"]["samples"] == 12
+
+
+JUDGE_SCRIPT = """
+import sys, json
+import vision_eval as ve
+rows = json.loads(open(sys.argv[1]).read())
+judge = {"model": "openai/gpt-4o-mini", "api_base": sys.argv[2], "api_key": "k", "cache_dir": sys.argv[3],
+         "max_concurrency": 2}
+ve.evaluate(rows, evaluators={"desc": {"type": "llm_judge", "prompt": "image-description"}}, judge=judge,
+            run={"batch_size": 2, "resume": sys.argv[4]})
+"""
+
+
+def test_judge_run_killed_and_resumed_repeats_no_finished_call(
+    tmp_path: Path, subprocess_env: dict[str, str], image_dir: Path
+) -> None:
+    from vision_eval.llm.cache import CallCache
+    from vision_eval.testing.fake_providers import FakeProviders
+
+    data = [
+        {
+            "id": f"s{i}",
+            "output": f"{'red' if i % 2 else 'blue'} shapes, row {i}",
+            "images": [str(image_dir / "red.png")],
+        }
+        for i in range(12)
+    ]
+    rows_file = tmp_path / "rows.json"
+    rows_file.write_text(json.dumps(data))
+    run_dir, cache = tmp_path / "run", tmp_path / "cache"
+    with FakeProviders(latency=0.25) as fake:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", JUDGE_SCRIPT, str(rows_file), fake.openai_base, str(cache), str(run_dir)],
+            env=subprocess_env,
+        )
+        deadline = time.time() + 60
+        while time.time() < deadline and len(list((run_dir / "checkpoint" / "desc").glob("[!.]*"))) < 2:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        calls_before = fake.calls
+        cached = len(CallCache(cache))
+        assert 4 <= cached < 12 and not (run_dir / "results.parquet").exists()
+
+        judge = {
+            "model": "openai/gpt-4o-mini",
+            "api_base": fake.openai_base,
+            "api_key": "k",
+            "cache_dir": str(cache),
+            "max_concurrency": 2,
+        }
+        resumed = ve.evaluate(
+            data,
+            evaluators={"desc": {"type": "llm_judge", "prompt": "image-description"}},
+            judge=judge,
+            run={"batch_size": 2, "resume": str(run_dir)},
+        )
+        assert fake.calls - calls_before == 12 - cached  # every finished call came from the checkpoint or cache
+
+        clean = ve.evaluate(
+            data,
+            evaluators={"desc": {"type": "llm_judge", "prompt": "image-description"}},
+            judge={**judge, "cache": False},
+            run={"batch_size": 2},
+        )
+    ordered = resumed.results.sort("sample_id").drop(VOLATILE, "cost_usd")
+    assert ordered.equals(clean.results.sort("sample_id").drop(VOLATILE, "cost_usd"))
+    assert pl.read_parquet(run_dir / "results.parquet").height == 12
