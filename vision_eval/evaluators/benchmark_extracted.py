@@ -1,0 +1,174 @@
+"""Benchmark metrics that extract a closed answer from free text, vectorized: ``pope`` (yes/no) and
+``exact_count`` (CountBench). A reply the answer cannot be extracted from is a row ``error`` with the raw
+text in ``details``, never a guess.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import polars as pl
+
+from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluators._benchmark_text import NUMBER_PATTERN, details_json, number_token_value
+from vision_eval.registry import register
+from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform
+
+RAW_CHARS = 500
+"""How much of an unparseable reply is kept in ``details.raw``."""
+
+
+def yes_no(text: pl.Expr) -> pl.Expr:
+    """``yes`` / ``no`` from free text, or null: a leading yes/no word wins; otherwise the reply must contain
+    exactly one of the two words."""
+    t = text.str.to_lowercase()
+    leading = t.str.extract(r"^[^a-z0-9]*(yes|no)\b", 1)
+    has_yes = t.str.contains(r"\byes\b").fill_null(False)
+    has_no = t.str.contains(r"\bno\b").fill_null(False)
+    single = pl.when(has_yes & ~has_no).then(pl.lit("yes")).when(has_no & ~has_yes).then(pl.lit("no"))
+    return pl.coalesce(leading, single)
+
+
+def _results(
+    batch: pl.DataFrame, error: pl.Expr, score: pl.Expr, details: pl.Expr, error_details: pl.Expr
+) -> EvalOutput:
+    failed = error.is_not_null()
+    frame = batch.select(
+        pl.col("id").alias("sample_id"),
+        pl.when(failed).then(pl.lit(ERROR)).otherwise(pl.lit(PROCESSED)).alias("status"),
+        pl.when(~failed).then(score).alias("score"),
+        pl.when(failed).then(error_details).otherwise(details).alias("details"),
+        error.alias("error"),
+    )
+    return EvalOutput(conform(frame, RESULT_ROW_SCHEMA))
+
+
+def _raw(column: str) -> pl.Expr:
+    return pl.col(column).cast(pl.Utf8).str.slice(0, RAW_CHARS)
+
+
+@register
+class Pope(Evaluator):
+    """POPE: the yes/no answer extracted from ``output`` equals ``expected_output`` (``yes``/``no``).
+
+    The summary has accuracy, precision, recall and F1 (``yes`` is the positive class) and the share of
+    ``yes`` among the predictions; unparseable replies are errors and are counted, not guessed.
+    """
+
+    type_name: ClassVar[str] = "pope"
+    settings_model = EvaluatorSettings
+    required_columns = ("output", "expected_output")
+    default_threshold = 1.0
+
+    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        pred, gold = yes_no(pl.col("output")), yes_no(pl.col("expected_output"))
+        batch = batch.with_columns(pred.alias("_pred"), gold.alias("_gold"))
+        error = (
+            pl.when(pl.col("_gold").is_null())
+            .then(pl.lit("expected_output is not yes or no"))
+            .when(pl.col("_pred").is_null())
+            .then(pl.lit("cannot extract yes or no from the output"))
+        )
+        return _results(
+            batch,
+            error,
+            (pl.col("_pred") == pl.col("_gold")).cast(pl.Float64),
+            details_json(prediction=pl.col("_pred"), expected=pl.col("_gold")),
+            details_json(raw=_raw("output"), expected=_raw("expected_output")),
+        )
+
+    def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
+        processed = results.filter(pl.col("status") == PROCESSED)
+        unparseable = results.filter(
+            (pl.col("status") == ERROR) & pl.col("error").str.starts_with("cannot extract").fill_null(False)
+        ).height
+        if processed.height == 0:
+            return {"n": 0, "unparseable": unparseable}
+        labels = processed["details"].str.json_decode(pl.Struct({"prediction": pl.Utf8, "expected": pl.Utf8}))
+        pred = labels.struct.field("prediction") == "yes"
+        gold = labels.struct.field("expected") == "yes"
+        tp = int((pred & gold).sum())
+        fp = int((pred & ~gold).sum())
+        fn = int((~pred & gold).sum())
+        tn = int((~pred & ~gold).sum())
+        n = processed.height
+        precision = tp / (tp + fp) if tp + fp else 0.0
+        recall = tp / (tp + fn) if tp + fn else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        return {
+            "accuracy": (tp + tn) / n,
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+            "yes_ratio": (tp + fp) / n,
+            "n": n,
+            "unparseable": unparseable,
+            "tp": tp,
+            "fp": fp,
+            "tn": tn,
+            "fn": fn,
+        }
+
+
+class ExactCountSettings(EvaluatorSettings):
+    """Settings of ``exact_count``."""
+
+    pick: Literal["first", "last", "only"] = "first"
+    """Which number of the reply is the answer: the ``first``, the ``last``, or ``only`` (a reply with
+    several different numbers is then an error)."""
+
+
+@register
+class ExactCount(Evaluator):
+    """CountBench: the count in ``output`` (digits or number words, e.g. ``seven`` = ``7``) equals the count
+    in ``expected_output``."""
+
+    type_name: ClassVar[str] = "exact_count"
+    settings_model = ExactCountSettings
+    required_columns = ("output", "expected_output")
+    default_threshold = 1.0
+
+    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        s: ExactCountSettings = self.settings  # type: ignore[assignment]
+        pattern = NUMBER_PATTERN
+        found = pl.col("output").str.to_lowercase().str.extract_all(pattern)
+        values = found.list.eval(number_token_value(pl.element()))
+        if s.pick == "first":
+            pred = values.list.first()
+        elif s.pick == "last":
+            pred = values.list.last()
+        else:
+            pred = pl.when(values.list.unique().list.len() == 1).then(values.list.first())
+        gold = pl.col("expected_output").str.to_lowercase().str.extract(f"({pattern})", 1)
+        batch = batch.with_columns(
+            pred.alias("_pred"),
+            number_token_value(gold).alias("_gold"),
+            values.list.unique().list.len().alias("_distinct"),
+        )
+        error = (
+            pl.when(pl.col("_gold").is_null())
+            .then(pl.lit("expected_output holds no count"))
+            .when(pl.col("_distinct") == 0)
+            .then(pl.lit("cannot extract a count from the output"))
+            .when(pl.col("_pred").is_null())
+            .then(pl.lit("the output gives several different counts"))
+        )
+        return _results(
+            batch,
+            error,
+            (pl.col("_pred") == pl.col("_gold")).cast(pl.Float64),
+            details_json(predicted=pl.col("_pred"), expected=pl.col("_gold")),
+            details_json(raw=_raw("output"), expected=_raw("expected_output")),
+        )
+
+    def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
+        processed = results.filter(pl.col("status") == PROCESSED)
+        if processed.height == 0:
+            return {"n": 0}
+        counts = processed["details"].str.json_decode(pl.Struct({"predicted": pl.Float64, "expected": pl.Float64}))
+        error = (counts.struct.field("predicted") - counts.struct.field("expected")).abs()
+        return {
+            "accuracy": float(processed["score"].mean()),  # type: ignore[arg-type]
+            "mae": float(error.mean()),  # type: ignore[arg-type]
+            "n": processed.height,
+        }
