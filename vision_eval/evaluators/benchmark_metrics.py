@@ -8,7 +8,7 @@ grouped back (max over answers; VQA counts matching annotators).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import polars as pl
 
@@ -52,6 +52,11 @@ class ReferenceMetric(Evaluator):
             pl.col("gold_error").alias("error"),
         )
         return EvalOutput(conform(results, RESULT_ROW_SCHEMA))
+
+    def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
+        processed = results.filter(pl.col("status") == PROCESSED)
+        mean = processed["score"].mean() if processed.height else None
+        return {self.type_name: mean, "n": processed.height, "errors": int((results["status"] == ERROR).sum())}
 
 
 def best_answer(pairs: pl.DataFrame, score: str = "score") -> pl.DataFrame:
