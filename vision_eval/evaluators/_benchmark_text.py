@@ -14,8 +14,6 @@ import polars as pl
 ROW = "_row"
 """Column holding a row's position in the batch (used to group exploded answers back)."""
 
-_EMPTY_LIST_TEXT = pl.lit("null")
-
 
 def _python_lists(texts: list[str | None]) -> tuple[list[list[str] | None], list[str | None]]:
     """Row-wise JSON list decoding: used only when the vectorized decoder refuses a batch."""
@@ -51,20 +49,22 @@ def reference_lists(batch: pl.DataFrame, column: str) -> pl.DataFrame:
         text = series.cast(pl.Utf8)
         stripped = text.str.strip_chars()
         is_list = stripped.str.starts_with("[").fill_null(False)
-        frame = pl.DataFrame({"t": text, "s": stripped, "l": is_list})
-        try:
-            decoded = frame.select(
-                pl.when("l").then("s").otherwise(_EMPTY_LIST_TEXT).str.json_decode(pl.List(pl.Utf8)).alias("d")
-            )["d"]
-            errors = pl.Series("gold_error", [None] * batch.height, dtype=pl.Utf8)
-        except pl.exceptions.PolarsError:
-            lists, reasons = _python_lists([s if flag else None for s, flag in zip(stripped, is_list, strict=True)])
-            decoded = pl.Series("d", lists, dtype=pl.List(pl.Utf8))
-            errors = pl.Series("gold_error", reasons, dtype=pl.Utf8)
-        frame = frame.with_columns(decoded.alias("d"))
-        golds = frame.select(
-            pl.when("l").then(pl.col("d").list.drop_nulls()).otherwise(pl.concat_list("t")).alias("golds")
-        )["golds"]
+        errors = pl.Series("gold_error", [None] * batch.height, dtype=pl.Utf8)
+        if not is_list.any():
+            golds = pl.DataFrame({"t": text}).select(pl.concat_list("t"))["t"]
+        else:
+            # Rows that are not lists decode as JSON null; a batch the vectorized decoder refuses (some row
+            # is not valid JSON) is decoded row by row so that only the bad rows error.
+            to_decode = stripped if is_list.all() else stripped.zip_with(is_list, pl.Series(["null"]))
+            try:
+                decoded = to_decode.str.json_decode(pl.List(pl.Utf8))
+            except pl.exceptions.PolarsError:
+                lists, reasons = _python_lists([s if flag else None for s, flag in zip(stripped, is_list, strict=True)])
+                decoded = pl.Series("d", lists, dtype=pl.List(pl.Utf8))
+                errors = pl.Series("gold_error", reasons, dtype=pl.Utf8)
+            golds = pl.DataFrame({"t": text, "l": is_list, "d": decoded}).select(
+                pl.when("l").then(pl.col("d").list.drop_nulls()).otherwise(pl.concat_list("t")).alias("golds")
+            )["golds"]
     out = pl.DataFrame({ROW: pl.int_range(batch.height, eager=True, dtype=pl.UInt32), "golds": golds})
     empty = pl.col("golds").list.len().fill_null(0) == 0
     return out.with_columns(
@@ -74,8 +74,9 @@ def reference_lists(batch: pl.DataFrame, column: str) -> pl.DataFrame:
     )
 
 
-def pairs_frame(batch: pl.DataFrame, column: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(``rows``: ``_row, sample_id, output, gold_error``; ``pairs``: ``_row, output, gold`` for usable rows)."""
+def pairs_frame(batch: pl.DataFrame, column: str, **row_columns: pl.Expr) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(``rows``: ``_row, sample_id, output, gold_error``; ``pairs``: ``_row, output, gold`` plus ``row_columns``
+    (expressions computed once per row, before the answers are exploded) for the rows with usable answers)."""
     refs = reference_lists(batch, column)
     rows = pl.DataFrame(
         {ROW: refs[ROW], "sample_id": batch["id"], "output": batch["output"].cast(pl.Utf8)}
@@ -83,7 +84,7 @@ def pairs_frame(batch: pl.DataFrame, column: str) -> tuple[pl.DataFrame, pl.Data
     pairs = (
         rows.with_columns(refs["golds"])
         .filter(pl.col("gold_error").is_null())
-        .select(ROW, "output", pl.col("golds").alias("gold"))
+        .select(ROW, "output", *[expr.alias(name) for name, expr in row_columns.items()], pl.col("golds").alias("gold"))
         .explode("gold")
     )
     return rows, pairs

@@ -109,10 +109,10 @@ class RelaxedAccuracy(ReferenceMetric):
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s: RelaxedAccuracySettings = self.settings  # type: ignore[assignment]
-        rows, pairs = pairs_frame(batch, self.reference_column)
         pred, pred_pct = parse_number(pl.col("output"))
+        rows, pairs = pairs_frame(batch, self.reference_column, p=pred, pp=pred_pct, a=collapse_ws(pl.col("output")))
         gold, gold_pct = parse_number(pl.col("gold"))
-        pairs = pairs.with_columns(pred.alias("p"), pred_pct.alias("pp"), gold.alias("g"), gold_pct.alias("gp"))
+        pairs = pairs.with_columns(gold.alias("g"), gold_pct.alias("gp"))
         p, g = pl.col("p"), pl.col("g")
         numeric = p.is_not_null() & g.is_not_null()
         close = (
@@ -120,7 +120,7 @@ class RelaxedAccuracy(ReferenceMetric):
             | (pl.col("pp") & _close(p / 100, g, s.tolerance))
             | (pl.col("gp") & _close(p, g / 100, s.tolerance))
         )
-        text_equal = (collapse_ws(pl.col("output")) == collapse_ws(pl.col("gold"))).fill_null(False)
+        text_equal = (pl.col("a") == collapse_ws(pl.col("gold"))).fill_null(False)
         correct = pl.when(numeric).then(close).otherwise(text_equal)
         pairs = pairs.with_columns(correct.cast(pl.Float64).alias("score"), numeric.alias("numeric"))
         best = pairs.group_by(ROW).agg(
@@ -164,8 +164,8 @@ class Anls(ReferenceMetric):
         from rapidfuzz.process import cpdist
 
         s: AnlsSettings = self.settings  # type: ignore[assignment]
-        rows, pairs = pairs_frame(batch, self.reference_column)
-        pairs = pairs.with_columns(collapse_ws(pl.col("output")).alias("a"), collapse_ws(pl.col("gold")).alias("b"))
+        rows, pairs = pairs_frame(batch, self.reference_column, a=collapse_ws(pl.col("output")))
+        pairs = pairs.with_columns(collapse_ws(pl.col("gold")).alias("b"))
         if pairs.height:
             distance = cpdist(
                 pairs["a"].to_list(),
