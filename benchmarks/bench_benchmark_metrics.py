@@ -144,7 +144,10 @@ REFERENCES: dict[str, Callable[[str, str], float | None]] = {
 
 # --- synthetic data ----------------------------------------------------------------------------------------
 
-WORDS = "nokia pepsi coca-cola stop walk don't dont exit open closed red blue the a an two three 7 ten".split()
+WORDS = [
+    "nokia", "pepsi", "coca-cola", "stop", "walk", "don't", "dont", "exit", "open", "closed",
+    "red", "blue", "the", "a", "an", "two", "three", "7", "ten",
+]  # fmt: skip
 
 
 def synthetic(metric: str, rows: int, seed: int = 0) -> pl.DataFrame:
@@ -174,7 +177,7 @@ def synthetic(metric: str, rows: int, seed: int = 0) -> pl.DataFrame:
         else:
             n = rng.randint(2, 10)
             expected.append(str(n))
-            word = [k for k, v in NUMBER_WORDS.items() if v == n][0]
+            word = next(k for k, v in NUMBER_WORDS.items() if v == n)
             outputs.append(rng.choice([str(n), f"There are {word} dogs.", f"I count {n + 1} cats", "many"]))
     return pl.DataFrame({"id": [str(i) for i in range(rows)], "output": outputs, "expected_output": expected})
 
