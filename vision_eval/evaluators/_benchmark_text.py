@@ -92,7 +92,8 @@ def pairs_frame(batch: pl.DataFrame, column: str, **row_columns: pl.Expr) -> tup
 
 def collapse_ws(expr: pl.Expr) -> pl.Expr:
     """Lowercased, trimmed, whitespace runs collapsed to one space."""
-    return expr.str.to_lowercase().str.replace_all(r"\s+", " ").str.strip_chars()
+    # Only runs of 2+ or non-space whitespace are rewritten: several times faster than replacing every "\s+".
+    return expr.str.to_lowercase().str.replace_all(r"\s{2,}|[^\S ]", " ").str.strip_chars()
 
 
 def map_unique(series: pl.Series, transform: Any) -> pl.Series:
@@ -177,7 +178,7 @@ def _vqa_transform(frame: pl.DataFrame) -> pl.DataFrame:
         pl.col("t")
         .str.replace_all(r"\.+(\D|$)", "${1}")
         .str.to_lowercase()
-        .str.replace_all(r"\s+", " ")
+        .str.replace_all(r"\s{2,}|[^\S ]", " ")
         .str.strip_chars()
         .str.split(" ")
         .list.eval(pl.element().filter((pl.element().str.len_bytes() > 0) & ~pl.element().is_in(_VQA_ARTICLES)))
