@@ -291,3 +291,24 @@ def test_vectorized_metric_equals_row_wise_reference(metric: str) -> None:
         if (g is None) != (w is None) or (g is not None and abs(g - w) > 1e-9)
     ]
     assert mismatches == []
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_presets_compose_as_hydra_config_groups(name: str) -> None:
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
+        cfg = compose(overrides=[f"+dataset={name}", f"+evaluators={name}"])
+    raw = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(raw, dict)
+    raw["dataset"]["path"] = str(FIXTURES / f"{name}.parquet")
+    result = ve.run_config(ve.validate_config({**raw, "run": {"progress": False}}))
+    assert result.results.height > 0
+    assert set(result.results["status"]) <= {"processed", "error"}
+
+
+def test_pope_preset_keeps_the_source_id() -> None:
+    result = run_preset("pope")
+    assert result.samples["pope_id"].to_list() == [str(i) for i in range(8)]
+    assert result.samples["category"][0] == "adversarial"
