@@ -102,6 +102,8 @@ def test_docvqa_preset_anls() -> None:
     assert rows["q9"]["status"] == "error" and "no reference answers" in rows["q9"]["error"]
     assert rows["q10"]["status"] == "error" and rows["q10"]["error"] == "output is missing"
     assert json.loads(rows["q4"]["details"])["closest"] == "cigarette"
+    # Below the cut-off the score is 0 but the details still show how close the answer was.
+    assert json.loads(rows["q8"]["details"]) == {"closest": "axy", "similarity": pytest.approx(1 / 3)}
     mean = (1 + 1 + 1 + 0.9 + 0 + (1 - 1 / 21) + 0.5 + 0) / 8
     metrics = result.run_info["metrics"]["anls"]
     assert metrics["anls"] == pytest.approx(mean)

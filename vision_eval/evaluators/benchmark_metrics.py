@@ -177,11 +177,13 @@ class Anls(ReferenceMetric):
             pairs = pairs.with_columns(pl.Series("nl", distance, dtype=pl.Float64))
         else:
             pairs = pairs.with_columns(pl.lit(None, pl.Float64).alias("nl"))
-        similarity = 1.0 - pl.col("nl")
-        pairs = pairs.with_columns(pl.when(similarity < s.cutoff).then(0.0).otherwise(similarity).alias("score"))
-        best = best_answer(pairs)
+        # The cut-off is monotonic, so it can be applied after taking the most similar answer.
+        best = best_answer(pairs.with_columns((1.0 - pl.col("nl")).alias("similarity")), "similarity")
+        similarity = pl.col("similarity")
         scored = best.select(
-            ROW, "score", details_json(closest=pl.col("best"), similarity=pl.col("score")).alias("details")
+            ROW,
+            pl.when(similarity < s.cutoff).then(0.0).otherwise(similarity).alias("score"),
+            details_json(closest=pl.col("best"), similarity=similarity).alias("details"),
         )
         return self.finish(rows, scored)
 
