@@ -7,7 +7,7 @@ processing) run once per distinct string and are joined back, since benchmark an
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
 
 import polars as pl
 
@@ -96,8 +96,9 @@ def collapse_ws(expr: pl.Expr) -> pl.Expr:
     return expr.str.to_lowercase().str.replace_all(r"\s{2,}|[^\S ]", " ").str.strip_chars()
 
 
-def map_unique(series: pl.Series, transform: Any) -> pl.Series:
-    """``transform`` (a function of a Utf8 frame column ``v`` to an expression) applied once per distinct value."""
+def map_unique(series: pl.Series, transform: Callable[[pl.DataFrame], pl.DataFrame]) -> pl.Series:
+    """``transform`` applied once per distinct value: it gets a frame of distinct strings ``v`` and returns
+    ``v`` with the result ``n``, which is joined back onto every row."""
     values = pl.DataFrame({"v": series.cast(pl.Utf8)})
     distinct = values.unique()
     mapped = transform(distinct)
@@ -236,8 +237,3 @@ def number_token_value(token: pl.Expr) -> pl.Expr:
 def details_json(**fields: pl.Expr) -> pl.Expr:
     """A ``details`` JSON object built from column expressions."""
     return pl.struct(**fields).struct.json_encode()
-
-
-def json_text(value: Any) -> str:
-    """JSON text of a Python value (for row-wise fallbacks)."""
-    return json.dumps(value, ensure_ascii=False)

@@ -23,7 +23,8 @@ class ReferenceSettings(EvaluatorSettings):
 
     answers_column: str | None = None
     """Column holding the reference answers as a list (e.g. ``answers``); default: ``expected_output``,
-    which may hold one answer or a JSON list of answers."""
+    which holds one answer, or a JSON list of answers when it starts with ``[`` (one that then does not
+    parse is a row error)."""
 
 
 class ReferenceMetric(Evaluator):
