@@ -31,12 +31,16 @@ def run_preset(name: str) -> ve.EvalResult:
     return ve.evaluate(None, evaluators=stack, dataset=dataset, run={"progress": False})
 
 
-def by_id(result: ve.EvalResult) -> dict[str, dict[str, Any]]:
-    return {row["sample_id"]: row for row in result.results.iter_rows(named=True)}
+def by_id(result: ve.EvalResult, evaluator: str | None = None) -> dict[str, dict[str, Any]]:
+    rows = result.results
+    if evaluator is not None:
+        rows = rows.filter(pl.col("evaluator") == evaluator)
+    assert rows["sample_id"].is_unique().all()
+    return {row["sample_id"]: row for row in rows.iter_rows(named=True)}
 
 
-def scores(result: ve.EvalResult) -> dict[str, float | None]:
-    return {sid: row["score"] for sid, row in by_id(result).items()}
+def scores(result: ve.EvalResult, evaluator: str | None = None) -> dict[str, float | None]:
+    return {sid: row["score"] for sid, row in by_id(result, evaluator).items()}
 
 
 def run(rows: list[dict[str, Any]], spec: dict[str, Any]) -> ve.EvalResult:
@@ -134,8 +138,8 @@ def test_textvqa_preset_vqa_accuracy() -> None:
 
 def test_pope_preset_metrics() -> None:
     result = run_preset("pope")
-    rows = by_id(result)
-    assert scores(result) == {"0": 1.0, "1": 1.0, "2": 0.0, "3": 0.0, "4": 1.0, "5": None, "6": 1.0, "7": None}
+    rows = by_id(result, "pope")
+    assert scores(result, "pope") == {"0": 1.0, "1": 1.0, "2": 0.0, "3": 0.0, "4": 1.0, "5": None, "6": 1.0, "7": None}
     assert json.loads(rows["2"]["details"]) == {"prediction": "no", "expected": "yes"}
     # Unparseable replies are errors that keep the raw text, not guesses.
     assert rows["5"]["status"] == "error"
@@ -149,6 +153,13 @@ def test_pope_preset_metrics() -> None:
     assert metrics["f1"] == pytest.approx(2 / 3)
     assert metrics["yes_ratio"] == pytest.approx(3 / 6)
     assert (metrics["unparseable"], metrics["n"]) == (2, 6)
+    # Per sampling strategy (rows 0, 3, 6 adversarial; 1, 4, 7 popular; 2, 5 random).
+    adversarial = result.run_info["metrics"]["pope_adversarial"]
+    assert (adversarial["n"], adversarial["accuracy"], adversarial["yes_ratio"]) == (3, 2 / 3, 2 / 3)
+    popular = result.run_info["metrics"]["pope_popular"]
+    assert (popular["n"], popular["accuracy"], popular["unparseable"]) == (2, 1.0, 1)
+    random = result.run_info["metrics"]["pope_random"]
+    assert (random["n"], random["accuracy"], random["recall"]) == (1, 0.0, 0.0)
 
 
 def test_countbench_preset_exact_count() -> None:
@@ -307,7 +318,8 @@ def test_presets_compose_as_hydra_config_groups(name: str) -> None:
     raw["dataset"]["path"] = str(FIXTURES / f"{name}.parquet")
     result = ve.run_config(ve.validate_config({**raw, "run": {"progress": False}}))
     assert result.results.height > 0
-    assert set(result.results["status"]) <= {"processed", "error"}
+    assert set(result.results["status"]) <= {"processed", "error", "skipped"}
+    assert (result.results["status"] == "processed").any()
 
 
 def test_pope_preset_keeps_the_source_id() -> None:
