@@ -17,7 +17,7 @@ def normalized(expr: pl.Expr, case_sensitive: bool, collapse_whitespace: bool) -
     if not case_sensitive:
         expr = expr.str.to_lowercase()
     if collapse_whitespace:
-        expr = expr.str.replace_all(r"\s+", " ").str.strip_chars()
+        expr = expr.str.replace_all(r"\s{2,}|[^\S ]", " ").str.strip_chars()  # same as \s+ -> " ", faster
     return expr
 
 
