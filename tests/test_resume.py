@@ -113,7 +113,7 @@ def test_judge_run_killed_and_resumed_repeats_no_finished_call(
     rows_file = tmp_path / "rows.json"
     rows_file.write_text(json.dumps(data))
     run_dir, cache = tmp_path / "run", tmp_path / "cache"
-    with FakeProviders(latency=0.25) as fake:
+    with FakeProviders(latency=0.4) as fake:
         proc = subprocess.Popen(
             [sys.executable, "-c", JUDGE_SCRIPT, str(rows_file), fake.openai_base, str(cache), str(run_dir)],
             env=subprocess_env,
