@@ -236,3 +236,15 @@ def test_config_errors_before_the_run(spec, message) -> None:
 def test_run_judge_that_is_not_vision_capable_is_refused() -> None:
     with pytest.raises(ConfigError, match="not vision-capable"):
         ve.evaluate([{"id": "a", "output": "x"}], evaluators=DESC, judge="gpt-3.5-turbo")
+
+
+def test_keys_never_reach_saved_files(fresh_fake, image_dir, tmp_path) -> None:
+    override = {"model": "openai/gpt-4o-mini", "api_base": fresh_fake.openai_base, "api_key": "sk-evaluator-secret",
+                "cache": False}  # fmt: skip
+    evaluators = {"desc": {"type": "llm_judge", "prompt": "image-description", "judge": override}}
+    out = tmp_path / "run"
+    ve.evaluate(_rows(image_dir), evaluators=evaluators, judge=_judge(fresh_fake, tmp_path), output_dir=out)
+    for path in out.iterdir():
+        content = path.read_bytes()
+        assert b"sk-evaluator-secret" not in content and b"sk-test" not in content, path.name
+    assert fresh_fake.requests[0].headers["Authorization"] == "Bearer sk-evaluator-secret"
