@@ -300,3 +300,16 @@ def test_connection_refused_is_retried_then_an_error(image_dir, tmp_path) -> Non
     row = ve.evaluate(_rows(image_dir)[:1], evaluators=DESC, judge=judge).results.row(0, named=True)
     assert row["status"] == "error" and "connection error" in row["error"]
     assert json.loads(row["details"])["attempts"] == 2
+
+
+def test_image_caps_are_checked_before_the_call(fresh_fake, tmp_path) -> None:
+    (tmp_path / "a.png").write_bytes(shape_png(RED))
+    (tmp_path / "b.png").write_bytes(shape_png(BLUE))
+    rows = [{"id": "two", "output": "x", "images": [str(tmp_path / "a.png"), str(tmp_path / "b.png")]}]
+    judge = _judge(fresh_fake, tmp_path, image={"max_images_per_call": 1})
+    row = ve.evaluate(rows, evaluators=DESC, judge=judge).results.row(0, named=True)
+    assert row["status"] == "error" and "max_images_per_call=1" in row["error"]
+    judge = _judge(fresh_fake, tmp_path, image={"max_bytes_per_call": 500, "format": "png"})
+    row = ve.evaluate(rows, evaluators=DESC, judge=judge).results.row(0, named=True)
+    assert row["status"] == "error" and "max_bytes_per_call=500" in row["error"]
+    assert fresh_fake.calls == 0
