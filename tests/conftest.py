@@ -62,6 +62,7 @@ def fresh_fake(fake: object) -> object:
 
 @pytest.fixture
 def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("boto3")  # litellm signs Bedrock requests with botocore
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "fake")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "fake")
     monkeypatch.setenv("AWS_REGION_NAME", "us-east-1")

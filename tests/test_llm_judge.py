@@ -236,3 +236,80 @@ def test_config_errors_before_the_run(spec, message) -> None:
 def test_run_judge_that_is_not_vision_capable_is_refused() -> None:
     with pytest.raises(ConfigError, match="not vision-capable"):
         ve.evaluate([{"id": "a", "output": "x"}], evaluators=DESC, judge="gpt-3.5-turbo")
+
+
+def test_keys_never_reach_saved_files(fresh_fake, image_dir, tmp_path) -> None:
+    override = {"model": "openai/gpt-4o-mini", "api_base": fresh_fake.openai_base, "api_key": "sk-evaluator-secret",
+                "cache": False}  # fmt: skip
+    evaluators = {"desc": {"type": "llm_judge", "prompt": "image-description", "judge": override}}
+    out = tmp_path / "run"
+    ve.evaluate(_rows(image_dir), evaluators=evaluators, judge=_judge(fresh_fake, tmp_path), output_dir=out)
+    for path in out.iterdir():
+        content = path.read_bytes()
+        assert b"sk-evaluator-secret" not in content and b"sk-test" not in content, path.name
+    assert fresh_fake.requests[0].headers["Authorization"] == "Bearer sk-evaluator-secret"
+
+
+def test_every_image_source_form_reaches_the_judge_in_order(fresh_fake, tmp_path) -> None:
+    import base64
+    import io
+
+    from PIL import Image
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "red.png").write_bytes(shape_png(RED, 1))
+    (tmp_path / "outside.png").write_bytes(shape_png(RED, 1))
+    blue, green = shape_png(BLUE, 2), shape_png(GREEN, 3)
+    pil = Image.open(io.BytesIO(shape_png(BLUE, 1)))
+    forms = [
+        "red.png",  # relative to the dataset file
+        f"file://{tmp_path / 'data' / 'red.png'}",
+        "data:image/png;base64," + base64.b64encode(blue).decode(),
+        base64.b64encode(green).decode(),
+    ]
+    path = tmp_path / "data" / "rows.jsonl"
+    path.write_text(json.dumps({"id": "forms", "output": "red blue green", "images": forms}) + "\n")
+    judge = _judge(fresh_fake, tmp_path)
+    result = ve.evaluate(str(path), evaluators=DESC, judge=judge)
+    assert result.results["status"][0] == "processed", result.results["error"][0]
+    seen = [(i.label, i.colour, i.shapes) for i in fresh_fake.requests[0].images]
+    assert seen == [("Image 1", "red", 1), ("Image 2", "red", 1), ("Image 3", "blue", 2), ("Image 4", "green", 3)]
+    fresh_fake.reset()
+    python_rows = [
+        {"id": "pil", "output": "blue", "images": [pil]},
+        {"id": "bytes", "output": "blue", "images": [blue]},
+        {"id": "hf", "output": "green", "images": [{"bytes": green, "path": None}]},  # an HF Image struct
+    ]
+    result = ve.evaluate(python_rows, evaluators=DESC, judge={**judge, "max_concurrency": 1})
+    assert result.results["status"].to_list() == ["processed"] * 3, result.results["error"].to_list()
+    assert sorted(i.colour for r in fresh_fake.requests for i in r.images) == ["blue", "blue", "green"]
+    escape = tmp_path / "data" / "escape.jsonl"
+    escape.write_text(json.dumps({"id": "e", "output": "x", "images": ["../outside.png"]}) + "\n")
+    row = ve.evaluate(str(escape), evaluators=DESC, judge=judge).results.row(0, named=True)
+    assert row["status"] == "error" and "escapes the dataset root" in row["error"]
+
+
+def test_connection_refused_is_retried_then_an_error(image_dir, tmp_path) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    judge = {"model": "openai/gpt-4o-mini", "api_base": f"http://127.0.0.1:{port}/v1", "cache": False,
+             "max_retries": 1}  # fmt: skip
+    row = ve.evaluate(_rows(image_dir)[:1], evaluators=DESC, judge=judge).results.row(0, named=True)
+    assert row["status"] == "error" and "connection error" in row["error"]
+    assert json.loads(row["details"])["attempts"] == 2
+
+
+def test_image_caps_are_checked_before_the_call(fresh_fake, tmp_path) -> None:
+    (tmp_path / "a.png").write_bytes(shape_png(RED))
+    (tmp_path / "b.png").write_bytes(shape_png(BLUE))
+    rows = [{"id": "two", "output": "x", "images": [str(tmp_path / "a.png"), str(tmp_path / "b.png")]}]
+    judge = _judge(fresh_fake, tmp_path, image={"max_images_per_call": 1})
+    row = ve.evaluate(rows, evaluators=DESC, judge=judge).results.row(0, named=True)
+    assert row["status"] == "error" and "max_images_per_call=1" in row["error"]
+    judge = _judge(fresh_fake, tmp_path, image={"max_bytes_per_call": 500, "format": "png"})
+    row = ve.evaluate(rows, evaluators=DESC, judge=judge).results.row(0, named=True)
+    assert row["status"] == "error" and "max_bytes_per_call=500" in row["error"]
+    assert fresh_fake.calls == 0

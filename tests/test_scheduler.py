@@ -136,3 +136,25 @@ def test_judges_stack_builds_offline() -> None:
     assert {e.spec.name for e in evaluators} == {
         "image-description", "activity", "comparison", "reasoning", "structured-output", "quality-assessment"
     }  # fmt: skip
+
+
+def test_logprobs_and_sample_keys_through_the_scheduler(fake, tmp_path) -> None:
+    fake.reset()
+    fake.push({"reply": "8", "top_logprobs": {"8": -0.1, "7": -2.5}}, {"reply": "6"})
+    judge = JudgeConfig(model="openai/m", api_base=fake.openai_base, cache_dir=str(tmp_path), temperature=0.7)
+    scheduler = Scheduler(4)
+    messages = [{"role": "user", "content": "score it"}]
+
+    async def main() -> list:
+        async with scheduler.session():
+            first = await scheduler.complete(judge, messages, params={"logprobs": True, "top_logprobs": 2})
+            other = await scheduler.complete(judge, messages, params={"logprobs": True, "top_logprobs": 2},
+                                             key_extra={"sample": 1})  # fmt: skip
+            again = await scheduler.complete(judge, messages, params={"logprobs": True, "top_logprobs": 2})
+            return [first, other, again]
+
+    first, other, again = asyncio.run(main())
+    assert [t["token"] for t in first.logprobs[0]["top_logprobs"]] == ["8", "7"]
+    assert fake.requests[0].body["top_logprobs"] == 2
+    assert (first.text, other.text, again.text) == ("8", "6", "8")
+    assert again.cached and again.logprobs == first.logprobs and fake.calls == 2

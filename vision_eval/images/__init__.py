@@ -1,5 +1,11 @@
-"""Images: references in the dataset frame (refs), and later decoding, policy and provider formats."""
+"""Images: references in the dataset frame (``refs``), media detection and safe decoding (``media``),
+the preprocessing policy (``policy``), images inside chat messages (``chat``) and provider formats
+(``providers``)."""
 
+from vision_eval.images.chat import extract_chat, looks_like_chat
+from vision_eval.images.media import ImageError, decode, detect_media_type, resolve_media_type
+from vision_eval.images.policy import PreparedImage, check_call_caps, estimate_image_tokens, prepare_image
+from vision_eval.images.providers import format_message, openai_message
 from vision_eval.images.refs import (
     IMAGE_REF,
     IMAGES_DTYPE,
@@ -10,4 +16,24 @@ from vision_eval.images.refs import (
     load_bytes,
 )
 
-__all__ = ["IMAGES_DTYPE", "IMAGE_REF", "image_error_expr", "image_ref", "image_refs", "images_series", "load_bytes"]
+__all__ = [
+    "IMAGES_DTYPE",
+    "IMAGE_REF",
+    "ImageError",
+    "PreparedImage",
+    "check_call_caps",
+    "decode",
+    "detect_media_type",
+    "estimate_image_tokens",
+    "extract_chat",
+    "format_message",
+    "image_error_expr",
+    "image_ref",
+    "image_refs",
+    "images_series",
+    "load_bytes",
+    "looks_like_chat",
+    "openai_message",
+    "prepare_image",
+    "resolve_media_type",
+]

@@ -164,12 +164,21 @@ class Scheduler:
         params: dict[str, Any] | None = None,
         estimated_tokens: int = 0,
         cache: bool | None = None,
+        key_extra: dict[str, Any] | None = None,
     ) -> CallResult:
-        """One call with limits, retries and cache. Raises ``CallError`` when every attempt failed."""
+        """One call with limits, retries and cache. Raises ``CallError`` when every attempt failed.
+
+        ``params`` are extra completion parameters (e.g. ``{"logprobs": True, "top_logprobs": 5}``);
+        ``key_extra`` goes into the cache key only (e.g. ``{"sample": k}`` so k samples of the same
+        request at temperature > 0 are k distinct cache entries); ``cache=False`` bypasses the cache.
+        """
         self._bind_loop()
         sent = self.params_of(judge, params)
         store = self.cache_for(judge) if cache is not False else None
-        key = cache_key(str(judge.model), judge.api_base, sent, messages) if store is not None else None
+        key = None
+        if store is not None:
+            hashed = {**sent, "_key_extra": key_extra} if key_extra else sent
+            key = cache_key(str(judge.model), judge.api_base, hashed, messages)
         if store is not None and key is not None:
             hit = store.get(key)
             if hit is not None:
