@@ -17,7 +17,7 @@ from vision_eval.summary import summarize
 TEXT_LIMIT = 100_000
 """Longest text kept per cell (longer ones are cut, saying how much was cut)."""
 BINS = 10
-_SAMPLE_TEXT = ("id", "input", "output", "expected_output", "images", "_row_error", RUN_COLUMN)
+_SAMPLE_TEXT = ("id", "input", "output", "expected_output", "images", "row_error", "_row_error", RUN_COLUMN)
 
 
 def _clean(value: Any) -> Any:
@@ -67,7 +67,7 @@ def _samples(
                 "input": _meta_text(row.get("input")),
                 "output": _meta_text(row.get("output")),
                 "expected": _meta_text(row.get("expected_output")),
-                "row_error": row.get("_row_error"),
+                "row_error": row.get("row_error") or row.get("_row_error"),
                 "images": image_entries(row.get("images"), thumbs),
                 "meta": {c: _meta_text(row[c]) for c in meta_columns if row[c] is not None},
                 "results": [],

@@ -57,6 +57,8 @@ class ReportInput:
 
 
 def _with_run(frame: pl.DataFrame, label: str) -> pl.DataFrame:
+    if not frame.width:  # a missing file: nothing to label (a literal would make one row)
+        return frame
     return frame.with_columns(pl.lit(label, dtype=pl.Utf8).alias(RUN_COLUMN))
 
 
