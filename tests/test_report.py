@@ -498,3 +498,13 @@ def test_judge_verdict_in_headless_chromium(browser: Browser, tmp_path: Path) ->
     assert browser.js(f"{card}.querySelector('.badge').textContent") == "✗ failed"
     assert "cost $0.0012" in browser.js(f"{card}.querySelector('.facts').textContent")
     browser.screenshot(tmp_path / "judge.png")
+
+
+def test_max_samples_limits_cards_not_the_overview(demo: tuple[ve.EvalResult, Path]) -> None:
+    payload = payload_of(build_html(demo[0], thumb_size=32, max_samples=10))
+    assert [s["id"] for s in payload["samples"]] == [f"s{i:03d}" for i in range(10)]
+    assert all(len(s["results"]) == 2 for s in payload["samples"])
+    assert payload["total_samples"] == 62
+    assert {row["evaluator"]: row["rows"] for row in payload["summary"]} == {"exact": 62, "has_circle": 62}
+    assert sum(sum(h["counts"]) for h in payload["histograms"]) == 61 + 31
+    assert len(payload["thumbs"]) == 3

@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from vision_eval.report.page import render_html, script_json
-from vision_eval.report.payload import build_payload
+from vision_eval.report.payload import MAX_SAMPLES, build_payload
 from vision_eval.report.sources import ReportInput, find_run_dirs, from_result, load_runs
 
 REPORT_FILE = "report.html"
@@ -54,10 +54,11 @@ def build_html(
     title: str | None = None,
     thumb_size: int = 256,
     leaderboard: str | Path | pl.DataFrame | None = None,
+    max_samples: int = MAX_SAMPLES,
 ) -> str:
     """The report page for an ``EvalResult``, a ``ReportInput``, or run directories / globs."""
     data = _input(source, leaderboard)
-    return render_html(build_payload(data, title or "vision-eval report", thumb_size))
+    return render_html(build_payload(data, title or "vision-eval report", thumb_size, max_samples))
 
 
 def write_report(
@@ -67,16 +68,18 @@ def write_report(
     title: str | None = None,
     thumb_size: int = 256,
     leaderboard: str | Path | pl.DataFrame | None = None,
+    max_samples: int = MAX_SAMPLES,
 ) -> Path:
     """Write ``report.html`` for ``source`` to ``path`` (a directory gets ``report.html`` inside).
 
     ``source``: an ``EvalResult``; a run directory; a folder of runs (multirun, shards); a glob;
-    or a list of those. Several runs are concatenated.
+    or a list of those. Several runs are concatenated. ``thumb_size``: longest thumbnail side in pixels;
+    ``max_samples``: most sample cards (the overview covers every row).
     """
     out = Path(path)
     if out.is_dir() or not out.suffix:
         out = out / REPORT_FILE
-    text = build_html(source, title=title, thumb_size=thumb_size, leaderboard=leaderboard)
+    text = build_html(source, title=title, thumb_size=thumb_size, leaderboard=leaderboard, max_samples=max_samples)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")

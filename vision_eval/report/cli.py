@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vision_eval.report import REPORT_FILE, find_run_dirs, load_runs, write_report
+from vision_eval.report.payload import MAX_SAMPLES
 from vision_eval.report.sources import LEADERBOARD
 
 
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--title", help="page title (default: derived from the folder)")
     parser.add_argument("--thumb-size", type=int, default=256, help="longest side of embedded thumbnails, pixels")
+    parser.add_argument("--max-samples", type=int, default=MAX_SAMPLES, help="most samples given a card")
     parser.add_argument("--no-html", action="store_true", help="do not write report.html")
     return parser
 
@@ -57,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = load_runs(dirs, board if board.is_file() else None)
     out = Path(args.output) if args.output else root / REPORT_FILE
     title = args.title or f"vision-eval report: {root.name}"
-    written = write_report(data, out, title=title, thumb_size=args.thumb_size)
+    written = write_report(data, out, title=title, thumb_size=args.thumb_size, max_samples=args.max_samples)
     samples = data.samples.height
     print(f"wrote {written} ({len(dirs)} run director{'y' if len(dirs) == 1 else 'ies'}, {samples} sample rows)")
     return 0

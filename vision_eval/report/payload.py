@@ -17,6 +17,8 @@ from vision_eval.summary import summarize
 TEXT_LIMIT = 100_000
 """Longest text kept per cell (longer ones are cut, saying how much was cut)."""
 BINS = 10
+MAX_SAMPLES = 20_000
+"""Most samples given a card (the overview always covers every row): keeps huge runs' reports usable."""
 _SAMPLE_TEXT = ("id", "input", "output", "expected_output", "images", "row_error", "_row_error", RUN_COLUMN)
 
 
@@ -171,14 +173,47 @@ def _run_entry(source: Any) -> dict[str, Any]:
     }
 
 
-def build_payload(data: ReportInput, title: str = "vision-eval report", thumb_size: int = 256) -> dict[str, Any]:
-    """The report's data as a JSON-able dict."""
-    rows, thumbs, index = _samples(data, thumb_size)
-    _attach_results(data, rows, index)
+def _limited(data: ReportInput, max_samples: int) -> tuple[ReportInput, int]:
+    """The first ``max_samples`` samples (by run, then dataset order) with their results; and the total."""
+    keys = pl.concat(
+        [
+            data.samples.select(pl.col(RUN_COLUMN), pl.col("id").cast(pl.Utf8).alias("sample_id"))
+            if "id" in data.samples.columns
+            else pl.DataFrame(schema={RUN_COLUMN: pl.Utf8, "sample_id": pl.Utf8}),
+            data.results.select(RUN_COLUMN, "sample_id"),
+        ]
+    ).unique(maintain_order=True)
+    if keys.height <= max_samples:
+        return data, keys.height
+    kept = keys.head(max_samples)
+
+    def keep(frame: pl.DataFrame, id_column: str = "sample_id") -> pl.DataFrame:
+        on = kept.rename({"sample_id": id_column})
+        return frame.with_columns(pl.col(id_column).cast(pl.Utf8)).join(on, on=[RUN_COLUMN, id_column], how="semi")
+
+    limited = ReportInput(
+        results=keep(data.results),
+        dimensions=keep(data.dimensions),
+        fields=keep(data.fields),
+        samples=keep(data.samples, "id") if "id" in data.samples.columns else data.samples,
+        tables=data.tables,
+        runs=data.runs,
+    )
+    return limited, keys.height
+
+
+def build_payload(
+    data: ReportInput, title: str = "vision-eval report", thumb_size: int = 256, max_samples: int = MAX_SAMPLES
+) -> dict[str, Any]:
+    """The report's data as a JSON-able dict (overview over every row; at most ``max_samples`` sample cards)."""
+    shown, total = _limited(data, max_samples)
+    rows, thumbs, index = _samples(shown, thumb_size)
+    _attach_results(shown, rows, index)
     leaderboard = data.tables.get(LEADERBOARD)
     return {
         "title": title,
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "total_samples": total,
         "runs": [_run_entry(source) for source in data.runs],
         "labels": data.labels,
         "evaluators": list(dict.fromkeys(data.results["evaluator"].drop_nulls().to_list())),

@@ -49,6 +49,7 @@
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
 
   /* ---------- formatting ---------- */
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
   function isNum(v) { return typeof v === "number" && isFinite(v); }
   function fmt(v, digits) { return isNum(v) ? v.toFixed(digits === undefined ? 3 : digits) : "\u2013"; }
   function pct(v) { return isNum(v) ? (v * 100).toFixed(1) + "%" : "\u2013"; }
@@ -117,7 +118,10 @@
     var body = document.getElementById("overview-body");
     var runs = DATA.runs || [];
     var samples = SAMPLES.length, results = SAMPLES.reduce(function (n, s) { return n + s.results.length; }, 0);
-    body.appendChild(el("p", { class: "lead", text: samples + " samples, " + results + " results, " + (DATA.evaluators || []).length + " evaluators" + (runs.length > 1 ? ", " + runs.length + " run directories" : "") + "." }));
+    if (DATA.total_samples > samples) {
+      body.appendChild(el("p", { class: "notice", role: "note", text: "This report shows cards for the first " + samples + " of " + DATA.total_samples + " samples; the overview covers them all (vision-eval-report --max-samples raises the limit)." }));
+    }
+    body.appendChild(el("p", { class: "lead", text: [plural(samples, "sample"), plural(results, "result"), plural((DATA.evaluators || []).length, "evaluator")].join(", ") + (runs.length > 1 ? ", " + runs.length + " run directories" : "") + "." }));
 
     var headers = (MULTI_RUN ? ["Run"] : []).concat(["Evaluator", "Type", "Rows", "Mean score", "Pass rate", "Processed", "Errors", "Skipped", "Threshold", "Tokens in / out", "Cost"]);
     var rows = (DATA.summary || []).map(function (r) {
@@ -375,7 +379,10 @@
         return el("li", {}, [el("span", { class: "dim-name", text: d.dimension }), bar(d.score, d.dimension), el("span", { class: "dim-score", text: fmt(d.score) + (isNum(d.weight) ? " (weight " + fmt(d.weight, 2) + ")" : "") })]);
       }))]));
     }
-    if (r.fields && r.fields.length) section.appendChild(fieldsTable(r.fields));
+    if (r.fields && r.fields.length) {
+      section.appendChild(fieldsTable(r.fields));
+      section.classList.add("wide");  // a field table needs the room
+    }
     append(section, renderDetails(r));
     return section;
   }
@@ -428,8 +435,8 @@
     count.setAttribute("data-count", rows.length);
     count.setAttribute("data-total", SAMPLES.length);
     count.setAttribute("data-shown", shown.length);
-    count.textContent = rows.length === SAMPLES.length ? SAMPLES.length + " samples" :
-      rows.length + " of " + SAMPLES.length + " samples match";
+    count.textContent = rows.length === SAMPLES.length ? plural(SAMPLES.length, "sample") :
+      rows.length + " of " + plural(SAMPLES.length, "sample") + " match";
     if (shown.length) count.textContent += " \u2014 showing " + ((page - 1) * size + 1) + "\u2013" + ((page - 1) * size + shown.length);
     document.querySelectorAll("nav.pager").forEach(function (nav) { pager(nav, page, pages); });
     writeHash();
