@@ -466,6 +466,17 @@ def test_report_in_headless_chromium(browser: Browser, demo: tuple[ve.EvalResult
     assert "image file not found" in browser.js("document.querySelector('figure.thumb.missing').textContent")
     assert "#q=pwned" in browser.js("location.hash")
 
+    # One evaluator: the rows it skipped are hidden unless the status filter asks for them; a score range.
+    browser.open(url + "#evaluator=has_circle")
+    assert _count(browser)["count"] == 31
+    browser.open(url + "#evaluator=has_circle&status=skipped")
+    assert _count(browser)["count"] == 31
+    browser.open(url + "#evaluator=exact&min=0.5&max=1")
+    assert (
+        _count(browser)["count"]
+        == result.results.filter((pl.col("evaluator") == "exact") & (pl.col("score") >= 0.5)).height
+    )
+
     # Failed-only, sorted by score: the failing count rows of has_circle, lowest score first.
     browser.open(url + "#evaluator=has_circle&outcome=failed&sort=score-asc")
     failing = result.results.filter(

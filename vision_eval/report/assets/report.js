@@ -244,6 +244,8 @@
     if (state.run && sample.run !== state.run) return false;
     var rs = selected(sample);
     if (state.evaluator && !rs.length) return false;
+    // One evaluator chosen: the rows it did not select (skipped) are hidden unless asked for by status.
+    if (state.evaluator && !state.status && rs.every(function (r) { return r.status === "skipped"; })) return false;
     if (state.status && !rs.some(function (r) { return r.status === state.status; })) return false;
     if (state.outcome === "failed" && !rs.some(function (r) { return r.status === "processed" && r.passed === false; })) return false;
     if (state.outcome === "passed") {
