@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import polars as pl
+
 from vision_eval.report import REPORT_FILE, find_run_dirs, load_runs, write_report
 from vision_eval.report.payload import MAX_SAMPLES
 from vision_eval.report.sources import LEADERBOARD
@@ -53,10 +55,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     root = output_root(args.paths, dirs)
+    data = load_runs(dirs)
+    board = root / f"{LEADERBOARD}.parquet"
+    if board.is_file():
+        data.tables[LEADERBOARD] = pl.read_parquet(board)
     if args.no_html:
         return 0
-    board = root / f"{LEADERBOARD}.parquet"
-    data = load_runs(dirs, board if board.is_file() else None)
     out = Path(args.output) if args.output else root / REPORT_FILE
     title = args.title or f"vision-eval report: {root.name}"
     written = write_report(data, out, title=title, thumb_size=args.thumb_size, max_samples=args.max_samples)

@@ -123,6 +123,10 @@
     }
     body.appendChild(el("p", { class: "lead", text: [plural(samples, "sample"), plural(results, "result"), plural((DATA.evaluators || []).length, "evaluator")].join(", ") + (runs.length > 1 ? ", " + runs.length + " run directories" : "") + "." }));
 
+    if (DATA.leaderboard) {
+      body.appendChild(el("h3", { id: "leaderboard-h", text: "Leaderboard" }));
+      body.appendChild(table(null, DATA.leaderboard.columns, DATA.leaderboard.rows.map(function (r) { return r.map(cell); }), "leaderboard"));
+    }
     var headers = (MULTI_RUN ? ["Run"] : []).concat(["Evaluator", "Type", "Rows", "Mean score", "Pass rate", "Processed", "Errors", "Skipped", "Threshold", "Tokens in / out", "Cost"]);
     var rows = (DATA.summary || []).map(function (r) {
       return (MULTI_RUN ? [r.run] : []).concat([r.evaluator, r.type, int(r.rows), fmt(r.mean_score), pct(r.pass_rate), int(r.processed),
@@ -152,10 +156,6 @@
     if (metricRows.length) {
       body.appendChild(el("h3", { text: "Dataset-level metrics" }));
       body.appendChild(table(null, (runs.length > 1 ? ["Run"] : []).concat(["Evaluator", "Metrics"]), metricRows, "metrics"));
-    }
-    if (DATA.leaderboard) {
-      body.appendChild(el("h3", { id: "leaderboard-h", text: "Leaderboard" }));
-      body.appendChild(table("Leaderboard", DATA.leaderboard.columns, DATA.leaderboard.rows.map(function (r) { return r.map(cell); }), "leaderboard"));
     }
     var runRows = runs.map(function (run) {
       var t = run.totals || {}, c = run.counts || {}, tm = run.timings || {};
