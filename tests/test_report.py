@@ -282,8 +282,11 @@ def test_cli_multirun_labels_and_leaderboard(tmp_path: Path, capsys: pytest.Capt
         ve.evaluate(rows, evaluators=stack, output_dir=sweep / str(i), run={"write_report": False})
         (sweep / str(i) / ".hydra").mkdir()
         (sweep / str(i) / ".hydra" / "overrides.yaml").write_text(
-            f"- evaluators.exact.threshold={threshold}\n- run.shard=0/1\n"
+            f"- evaluators.exact.threshold={threshold}\n- run.shard=0/1\n- candidate=x\n"
         )
+    # A batch checkpoint inside a run holds a results file too; it is not a run of its own.
+    (sweep / "1" / "checkpoint" / "exact" / "abc").mkdir(parents=True)
+    shutil.copy(sweep / "1" / "results.parquet", sweep / "1" / "checkpoint" / "exact" / "abc" / "results.parquet")
     pl.DataFrame({"candidate": ["a", "b"], "mean_score": [0.5, 0.75]}).write_parquet(sweep / "leaderboard.parquet")
     assert report_main([str(sweep)]) == 0
     assert "wrote" in capsys.readouterr().out

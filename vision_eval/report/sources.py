@@ -21,10 +21,29 @@ from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, c
 
 RUN_COLUMN = "run"
 RESULTS_FILE = "results.parquet"
+CHECKPOINT = "checkpoint"
 LEADERBOARD = "leaderboard"
 # Run settings that do not change what a run measures: shards of one run differ only in these.
-_PLACEMENT_KEYS = ("output_dir", "shard", "resume", "progress", "write_report", "concurrency", "batch_size")
-_PLACEMENT_OVERRIDES = ("run.shard", "dataset.shard", "run.output_dir", "run.resume", "hydra.")
+_PLACEMENT_KEYS = (
+    "output_dir",
+    "shard",
+    "resume",
+    "progress",
+    "write_report",
+    "checkpoint",
+    "concurrency",
+    "batch_size",
+)
+_PLACEMENT_OVERRIDES = (
+    "run.shard",
+    "dataset.shard",
+    "run.output_dir",
+    "run.resume",
+    "run.progress",
+    "run.write_report",
+    "run.checkpoint",
+    "hydra.",
+)
 
 
 @dataclass
@@ -92,8 +111,10 @@ def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
                 continue
             if (match / RESULTS_FILE).is_file():
                 found.append(match)
-            else:
-                found.extend(sorted(p.parent for p in match.rglob(RESULTS_FILE)))
+            else:  # batch checkpoints of a run hold results files too: not runs of their own
+                found.extend(
+                    sorted(p.parent for p in match.rglob(RESULTS_FILE) if CHECKPOINT not in p.relative_to(match).parts)
+                )
     return list(dict.fromkeys(p.resolve() for p in found))
 
 
@@ -105,22 +126,22 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _overrides(directory: Path) -> list[str]:
-    """The Hydra overrides of a run (``.hydra/overrides.yaml``), placement overrides left out."""
+def _overrides(directory: Path, info: dict[str, Any]) -> list[str]:
+    """The overrides of a run (run.json, else Hydra's ``.hydra/overrides.yaml``), placement ones left out."""
+    values: Any = info.get("overrides")
     path = directory / ".hydra" / "overrides.yaml"
-    if not path.is_file():
-        return []
-    try:
-        import yaml
+    if not values and path.is_file():
+        try:
+            import yaml
 
-        values = yaml.safe_load(path.read_text(encoding="utf-8")) or []
-    except Exception:
-        return []
+            values = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+        except Exception:
+            values = []
     kept = []
     for value in values if isinstance(values, list) else []:
         key = str(value).lstrip("+~").split("=", 1)[0]
         if not any(key == p or key.startswith(p) for p in _PLACEMENT_OVERRIDES):
-            kept.append(str(value))
+            kept.append(str(value).lstrip("+~"))
     return kept
 
 
@@ -134,14 +155,17 @@ def _group_key(info: dict[str, Any]) -> str:
 
 
 def _labels(dirs: list[Path], infos: list[dict[str, Any]]) -> list[str]:
+    """One label per group of runs: the overrides that tell it from the others, else its folder."""
     keys = [_group_key(info) for info in infos]
     if len(set(keys)) <= 1:
         return [""] * len(dirs)
-    root = Path(os.path.commonpath([str(d) for d in dirs])) if len(dirs) > 1 else dirs[0].parent
+    root = Path(os.path.commonpath([str(d) for d in dirs]))
+    overrides = [_overrides(d, info) for d, info in zip(dirs, infos)]
+    common = set.intersection(*(set(o) for o in overrides))
     by_key: dict[str, str] = {}
-    for directory, key in zip(dirs, keys):
+    for directory, key, own in zip(dirs, keys, overrides):
         if key not in by_key:
-            name = " ".join(_overrides(directory)) or str(directory.relative_to(root)) or directory.name
+            name = " ".join(o for o in own if o not in common) or str(directory.relative_to(root)) or directory.name
             taken = set(by_key.values())
             label, n = name, 2
             while label in taken:
