@@ -180,11 +180,14 @@ def test_overview_summary_and_histograms(demo: tuple[ve.EvalResult, Path], demo_
 
 def judge_like_result() -> ve.EvalResult:
     """Frames as a judge or field_accuracy writes them (built directly: those evaluators live elsewhere)."""
-    details = {
+    details = {  # the llm_judge layout: the judge's own lists nested under details.details
+        "scores": {"accuracy": 0.2, "completeness": 0.8},
         "reasoning": "The cat is <b>not</b> there.",
-        "hallucinations": ["cat"],
-        "missing_elements": [],
-        "TOP_ISSUE": {"problem": "invented a cat", "severity": "major", "fix": "look again"},
+        "details": {
+            "hallucinations": ["cat"],
+            "missing_elements": [],
+            "TOP_ISSUE": {"problem": "invented a cat", "severity": "major", "fix": "look again"},
+        },
     }
     return ve.EvalResult(
         results=pl.DataFrame(
@@ -231,7 +234,7 @@ def test_fields_dimensions_and_judge_details_are_embedded() -> None:
     entry = payload["samples"][0]["results"][0]
     assert [d["dimension"] for d in entry["dimensions"]] == ["accuracy", "completeness"]
     assert entry["fields"][0]["reason"] == "off by 20%" and entry["fields"][0]["hit"] is False
-    assert json.loads(entry["details"])["TOP_ISSUE"]["severity"] == "major"
+    assert json.loads(entry["details"])["details"]["TOP_ISSUE"]["severity"] == "major"
     assert payload["summary"][0]["cost_usd"] == pytest.approx(0.0012)
     assert {d["dimension"]: d["mean_score"] for d in payload["dimensions"]} == {"accuracy": 0.2, "completeness": 0.8}
 
@@ -511,6 +514,11 @@ def test_judge_verdict_in_headless_chromium(browser: Browser, tmp_path: Path) ->
     )
     assert browser.js(f"{card}.querySelector('.badge').textContent") == "✗ failed"
     assert "cost $0.0012" in browser.js(f"{card}.querySelector('.facts').textContent")
+    # What is not shown above stays available under "All details" (the nested lists were moved out).
+    assert (
+        browser.js(f"{card}.querySelector('details.more').textContent")
+        == "All detailsscoresaccuracy0.2000completeness0.8000"
+    )
     browser.screenshot(tmp_path / "judge.png")
 
 

@@ -31,11 +31,11 @@ __all__ = [
 ]
 
 
-def _input(source: Any, leaderboard: str | Path | pl.DataFrame | None) -> ReportInput:
+def _input(source: Any, leaderboard: str | Path | pl.DataFrame | None, directory: str | None = None) -> ReportInput:
     if isinstance(source, ReportInput):
         return source
     if hasattr(source, "results") and hasattr(source, "samples"):
-        data = from_result(source)
+        data = from_result(source, directory=directory)
         if isinstance(leaderboard, pl.DataFrame):
             data.tables["leaderboard"] = leaderboard
         elif leaderboard is not None and Path(leaderboard).is_file():
@@ -55,9 +55,10 @@ def build_html(
     thumb_size: int = 256,
     leaderboard: str | Path | pl.DataFrame | None = None,
     max_samples: int = MAX_SAMPLES,
+    directory: str | None = None,
 ) -> str:
     """The report page for an ``EvalResult``, a ``ReportInput``, or run directories / globs."""
-    data = _input(source, leaderboard)
+    data = _input(source, leaderboard, directory)
     return render_html(build_payload(data, title or "vision-eval report", thumb_size, max_samples))
 
 
@@ -79,7 +80,14 @@ def write_report(
     out = Path(path)
     if out.is_dir() or not out.suffix:
         out = out / REPORT_FILE
-    text = build_html(source, title=title, thumb_size=thumb_size, leaderboard=leaderboard, max_samples=max_samples)
+    text = build_html(
+        source,
+        title=title or f"vision-eval report: {out.parent.resolve().name}",
+        thumb_size=thumb_size,
+        leaderboard=leaderboard,
+        max_samples=max_samples,
+        directory=str(out.parent.resolve()),
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")

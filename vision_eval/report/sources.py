@@ -81,17 +81,16 @@ def _with_run(frame: pl.DataFrame, label: str) -> pl.DataFrame:
     return frame.with_columns(pl.lit(label, dtype=pl.Utf8).alias(RUN_COLUMN))
 
 
-def from_result(result: Any, label: str = "") -> ReportInput:
+def from_result(result: Any, label: str = "", directory: str | None = None) -> ReportInput:
     """A report input from an ``EvalResult`` (or anything with the same attributes)."""
     info = dict(getattr(result, "run_info", {}) or {})
-    info.setdefault("summary", result.summary.to_dicts())
     return ReportInput(
         results=_with_run(conform(result.results, RESULT_SCHEMA), label),
         dimensions=_with_run(conform(result.dimensions, DIMENSION_SCHEMA), label),
         fields=_with_run(conform(result.fields, FIELD_SCHEMA), label),
         samples=_with_run(result.samples, label),
         tables={name: _with_run(table, label) for name, table in (result.tables or {}).items()},
-        runs=[RunSource(label, None, info)],
+        runs=[RunSource(label, directory, info)],
     )
 
 

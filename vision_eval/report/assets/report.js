@@ -320,9 +320,18 @@
       return out;
     }
     var rest = Object.assign({}, details);
+    // Judges nest their own lists under details.details: look there too.
+    var inner = rest.details && typeof rest.details === "object" && !Array.isArray(rest.details) ? Object.assign({}, rest.details) : null;
+    if (inner) rest.details = inner;
+    function take(k) {
+      var v;
+      if (rest[k] !== undefined) { v = rest[k]; delete rest[k]; }
+      else if (inner && inner[k] !== undefined) { v = inner[k]; delete inner[k]; }
+      return v;
+    }
     TOP_ISSUE_KEYS.forEach(function (k) {
-      if (rest[k] === undefined) return;
-      var issue = rest[k]; delete rest[k];
+      var issue = take(k);
+      if (issue === undefined) return;
       var box = el("div", { class: "top-issue", role: "note" }, [el("h5", { text: "Top issue" })]);
       if (issue && typeof issue === "object" && !Array.isArray(issue)) {
         if (issue.severity) box.appendChild(el("p", {}, [el("strong", { text: "Severity: " }), String(issue.severity)]));
@@ -334,16 +343,23 @@
       out.push(box);
     });
     REASONING_KEYS.forEach(function (k) {
-      if (typeof rest[k] !== "string" || (k === "reason" && result.status === "skipped")) return;
-      out.push(el("div", { class: "reasoning" }, [el("h5", { text: k.charAt(0).toUpperCase() + k.slice(1) }), el("p", { class: "pre-wrap", text: rest[k] })]));
-      delete rest[k];
+      if (k === "reason" && result.status === "skipped") return;
+      var here = rest[k] !== undefined ? rest[k] : inner ? inner[k] : undefined;
+      if (typeof here !== "string") return;
+      take(k);
+      out.push(el("div", { class: "reasoning" }, [el("h5", { text: k.charAt(0).toUpperCase() + k.slice(1) }), el("p", { class: "pre-wrap", text: here })]));
     });
     LIST_KEYS.forEach(function (k) {
-      if (rest[k] === undefined) return;
+      var v = take(k);
+      if (v === undefined) return;
       var title = k === "missing_elements" ? "Missing elements" : k === "whatWorked" ? "What worked" : k.charAt(0).toUpperCase() + k.slice(1);
-      out.push(el("div", { class: "list-detail " + k }, [el("h5", { text: title + (Array.isArray(rest[k]) ? " (" + rest[k].length + ")" : "") }), renderValue(rest[k], 1)]));
-      delete rest[k];
+      out.push(el("div", { class: "list-detail " + k }, [el("h5", { text: title + (Array.isArray(v) ? " (" + v.length + ")" : "") }), renderValue(v, 1)]));
     });
+    if (typeof rest.reply === "string") {
+      out.push(el("div", { class: "details-raw" }, [el("h5", { text: "Judge reply" }), el("pre", { text: rest.reply })]));
+      delete rest.reply;
+    }
+    if (inner && !Object.keys(inner).length) delete rest.details;
     if (result.status === "skipped") delete rest.reason;
     if (Object.keys(rest).length) out.push(el("details", { class: "more" }, [el("summary", { text: "All details" }), renderValue(rest, 0)]));
     return out;
