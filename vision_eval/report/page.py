@@ -9,6 +9,7 @@ from string import Template
 from typing import Any
 
 ASSETS = Path(__file__).parent / "assets"
+SCRIPT_PARTS = ("core.js", "overview.js", "filters.js", "samples.js")
 
 # Inside <script type="application/json"> the HTML parser only looks for "</script" (and "<!--");
 # escaping every <, > and & keeps any dataset text inert, U+2028/2029 keep it valid JavaScript too.
@@ -26,11 +27,17 @@ def _asset(name: str) -> str:
     return (ASSETS / name).read_text(encoding="utf-8")
 
 
+def page_script() -> str:
+    """The page's code: the JS parts in one function scope (renders the data with DOM text nodes only)."""
+    body = "\n".join(_asset(name) for name in SCRIPT_PARTS)
+    if "</script" in body.lower() or "<!--" in body:  # our own code must never end its element early
+        raise ValueError("report scripts must not contain '</script' or '<!--'")
+    return f'(function () {{\n  "use strict";\n{body}}})();'
+
+
 def render_html(payload: dict[str, Any]) -> str:
     """The complete report page for ``payload`` (see ``payload.build_payload``)."""
-    script = _asset("report.js")
-    if "</script" in script.lower() or "<!--" in script:  # our own code must never end its element early
-        raise ValueError("report.js must not contain '</script' or '<!--'")
+    script = page_script()
     return Template(_asset("report.html")).substitute(
         title=html.escape(str(payload.get("title") or "vision-eval report")),
         css=_asset("report.css"),
