@@ -530,3 +530,26 @@ def test_max_samples_limits_cards_not_the_overview(demo: tuple[ve.EvalResult, Pa
     assert {row["evaluator"]: row["rows"] for row in payload["summary"]} == {"exact": 62, "has_circle": 62}
     assert sum(sum(h["counts"]) for h in payload["histograms"]) == 61 + 31
     assert len(payload["thumbs"]) == 3
+
+
+def test_thumbnails_formats_and_failures(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from vision_eval.report.thumbs import image_entries, thumbnail
+
+    Image.new("RGBA", (600, 200), (0, 0, 255, 128)).save(tmp_path / "alpha.png")
+    thumb = thumbnail(str(tmp_path / "alpha.png"), max_side=120)
+    assert thumb.uri.startswith("data:image/png;base64,") and (thumb.width, thumb.height) == (120, 40)
+    (tmp_path / "broken.jpg").write_bytes(b"\xff\xd8 not really a jpeg")
+    broken = thumbnail(str(tmp_path / "broken.jpg"))
+    assert broken.uri is None and broken.error.startswith(f"cannot read image {tmp_path / 'broken.jpg'}")
+    refs = [
+        {"path": None, "sha256": "ab", "source": "bytes", "error": None},
+        {"path": "https://example.com/a.png", "sha256": None, "source": "url", "error": None},
+        {"path": str(tmp_path / "broken.jpg"), "sha256": "cd", "source": "path", "error": None},
+    ]
+    entries = image_entries(refs, {"cd": broken})
+    assert [e.get("key") for e in entries] == [None, None, None]
+    assert "not stored with the results (source: bytes)" in entries[0]["error"]
+    assert "no network requests" in entries[1]["error"]
+    assert entries[2]["error"] == broken.error and entries[2]["name"] == "broken.jpg"
