@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
+import warnings
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -76,6 +77,13 @@ class EvalResult:
         info["config"] = redact(info.get("config", {}))
         info["overrides"] = [redact_override(o) for o in info.get("overrides", [])]
         (out / "run.json").write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
+        if ((info["config"].get("run") or {}).get("write_report", True)) is not False:
+            try:
+                from vision_eval.report import write_report
+
+                write_report(self, out)
+            except Exception as exc:  # the Parquet results are written; a report failure must not lose them
+                warnings.warn(f"report.html not written: {type(exc).__name__}: {exc}", stacklevel=2)
         return out
 
 

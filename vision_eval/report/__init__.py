@@ -1,0 +1,95 @@
+"""The self-contained HTML report: ``write_report(result_or_dirs, path)``.
+
+One file, no network requests: thumbnails are embedded as data URIs, CSS and JS are inline and
+the data is an escaped JSON block rendered with DOM text nodes (dataset text is never parsed as HTML).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from vision_eval.report.page import render_html, script_json
+from vision_eval.report.payload import MAX_SAMPLES, build_payload
+from vision_eval.report.sources import ReportInput, find_run_dirs, from_result, load_runs
+
+REPORT_FILE = "report.html"
+
+__all__ = [
+    "REPORT_FILE",
+    "ReportInput",
+    "build_html",
+    "find_run_dirs",
+    "from_result",
+    "load_runs",
+    "render_html",
+    "script_json",
+    "write_report",
+]
+
+
+def _input(source: Any, leaderboard: str | Path | pl.DataFrame | None, directory: str | None = None) -> ReportInput:
+    if isinstance(source, ReportInput):
+        return source
+    if hasattr(source, "results") and hasattr(source, "samples"):
+        data = from_result(source, directory=directory)
+        if isinstance(leaderboard, pl.DataFrame):
+            data.tables["leaderboard"] = leaderboard
+        elif leaderboard is not None and Path(leaderboard).is_file():
+            data.tables["leaderboard"] = pl.read_parquet(leaderboard)
+        return data
+    paths = [source] if isinstance(source, str | Path) else list(source)
+    dirs = find_run_dirs(paths)
+    if not dirs:
+        raise FileNotFoundError(f"no run directories (with results.parquet) found in: {', '.join(map(str, paths))}")
+    return load_runs(dirs, leaderboard)
+
+
+def build_html(
+    source: Any,
+    *,
+    title: str | None = None,
+    thumb_size: int = 256,
+    leaderboard: str | Path | pl.DataFrame | None = None,
+    max_samples: int = MAX_SAMPLES,
+    directory: str | None = None,
+) -> str:
+    """The report page for an ``EvalResult``, a ``ReportInput``, or run directories / globs."""
+    data = _input(source, leaderboard, directory)
+    return render_html(build_payload(data, title or "vision-eval report", thumb_size, max_samples))
+
+
+def write_report(
+    source: Any | str | Path | Sequence[str | Path],
+    path: str | Path,
+    *,
+    title: str | None = None,
+    thumb_size: int = 256,
+    leaderboard: str | Path | pl.DataFrame | None = None,
+    max_samples: int = MAX_SAMPLES,
+) -> Path:
+    """Write ``report.html`` for ``source`` to ``path`` (a directory gets ``report.html`` inside).
+
+    ``source``: an ``EvalResult``; a run directory; a folder of runs (multirun, shards); a glob;
+    or a list of those. Several runs are concatenated. ``thumb_size``: longest thumbnail side in pixels;
+    ``max_samples``: most sample cards (the overview covers every row).
+    """
+    out = Path(path)
+    if out.is_dir() or not out.suffix:
+        out = out / REPORT_FILE
+    text = build_html(
+        source,
+        title=title or f"vision-eval report: {out.parent.resolve().name}",
+        thumb_size=thumb_size,
+        leaderboard=leaderboard,
+        max_samples=max_samples,
+        directory=str(out.parent.resolve()),
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)
+    return out

@@ -1,0 +1,191 @@
+/* vision-eval report, part 4 (sample cards, pagination, start-up): concatenated by page.py inside one function scope (no globals). */
+  /* ---------- sample cards ---------- */
+  function textBlock(title, text, cls) {
+    if (text === null || text === undefined || text === "") return null;
+    return el("div", { class: "text " + (cls || "") }, [el("h4", { text: title }), el("pre", { text: text })]);
+  }
+  function imageFigure(sample, image, i) {
+    var label = "Image " + (i + 1) + " of sample " + sample.id + (image.name ? " (" + image.name + ")" : "");
+    if (image.key && DATA.thumbs[image.key]) {
+      var img = el("img", { alt: label, loading: "lazy", decoding: "async" });
+      img.src = DATA.thumbs[image.key];
+      return el("figure", { class: "thumb" }, [img, el("figcaption", { text: image.name || "image " + (i + 1) })]);
+    }
+    return el("figure", { class: "thumb missing" }, [
+      el("div", { class: "placeholder", role: "img", "aria-label": label + " not available" }, [el("span", { "aria-hidden": "true", text: "\u26a0" }), " image not available"]),
+      el("figcaption", { text: (image.name ? image.name + ": " : "") + (image.error || "no reason recorded") })
+    ]);
+  }
+  function renderValue(value, depth) {
+    if (value === null || value === undefined) return el("span", { class: "muted", text: "null" });
+    if (Array.isArray(value)) {
+      if (!value.length) return el("span", { class: "muted", text: "(none)" });
+      if (depth > 3) return el("code", { text: JSON.stringify(value) });
+      return el("ul", {}, value.map(function (v) { return el("li", {}, [renderValue(v, depth + 1)]); }));
+    }
+    if (typeof value === "object") {
+      if (depth > 3) return el("code", { text: JSON.stringify(value) });
+      var dl = el("dl", { class: "kv" });
+      Object.keys(value).forEach(function (k) { dl.appendChild(el("dt", { text: k })); dl.appendChild(el("dd", {}, [renderValue(value[k], depth + 1)])); });
+      return dl;
+    }
+    if (typeof value === "number") return document.createTextNode(Number.isInteger(value) ? String(value) : fmt(value, 4));
+    return el("span", { class: "pre-wrap", text: String(value) });
+  }
+  function renderDetails(result) {
+    var details = parseJSON(result.details);
+    var out = [];
+    if (details === null) return out;
+    if (typeof details !== "object" || Array.isArray(details)) {
+      out.push(el("div", { class: "details-raw" }, [el("h5", { text: "Details" }), el("pre", { text: typeof details === "string" ? details : JSON.stringify(details, null, 2) })]));
+      return out;
+    }
+    var rest = Object.assign({}, details);
+    // Judges nest their own lists under details.details: look there too.
+    var inner = rest.details && typeof rest.details === "object" && !Array.isArray(rest.details) ? Object.assign({}, rest.details) : null;
+    if (inner) rest.details = inner;
+    function take(k) {
+      var v;
+      if (rest[k] !== undefined) { v = rest[k]; delete rest[k]; }
+      else if (inner && inner[k] !== undefined) { v = inner[k]; delete inner[k]; }
+      return v;
+    }
+    TOP_ISSUE_KEYS.forEach(function (k) {
+      var issue = take(k);
+      if (issue === undefined) return;
+      var box = el("div", { class: "top-issue", role: "note" }, [el("h5", { text: "Top issue" })]);
+      if (issue && typeof issue === "object" && !Array.isArray(issue)) {
+        if (issue.severity) box.appendChild(el("p", {}, [el("strong", { text: "Severity: " }), String(issue.severity)]));
+        if (issue.problem) box.appendChild(el("p", {}, [el("strong", { text: "Problem: " }), String(issue.problem)]));
+        if (issue.fix) box.appendChild(el("p", {}, [el("strong", { text: "Fix: " }), String(issue.fix)]));
+        var other = Object.keys(issue).filter(function (x) { return ["severity", "problem", "fix"].indexOf(x) === -1; });
+        if (other.length) box.appendChild(renderValue(other.reduce(function (o, x) { o[x] = issue[x]; return o; }, {}), 1));
+      } else box.appendChild(renderValue(issue, 1));
+      out.push(box);
+    });
+    REASONING_KEYS.forEach(function (k) {
+      if (k === "reason" && result.status === "skipped") return;
+      var here = rest[k] !== undefined ? rest[k] : inner ? inner[k] : undefined;
+      if (typeof here !== "string") return;
+      take(k);
+      out.push(el("div", { class: "reasoning" }, [el("h5", { text: k.charAt(0).toUpperCase() + k.slice(1) }), el("p", { class: "pre-wrap", text: here })]));
+    });
+    LIST_KEYS.forEach(function (k) {
+      var v = take(k);
+      if (v === undefined) return;
+      var title = k === "missing_elements" ? "Missing elements" : k === "whatWorked" ? "What worked" : k.charAt(0).toUpperCase() + k.slice(1);
+      out.push(el("div", { class: "list-detail " + k }, [el("h5", { text: title + (Array.isArray(v) ? " (" + v.length + ")" : "") }), renderValue(v, 1)]));
+    });
+    if (typeof rest.reply === "string") {
+      out.push(el("div", { class: "details-raw" }, [el("h5", { text: "Judge reply" }), el("pre", { text: rest.reply })]));
+      delete rest.reply;
+    }
+    if (inner && !Object.keys(inner).length) delete rest.details;
+    if (result.status === "skipped") delete rest.reason;
+    if (Object.keys(rest).length) out.push(el("details", { class: "more" }, [el("summary", { text: "All details" }), renderValue(rest, 0)]));
+    return out;
+  }
+  function fieldsTable(fields) {
+    var rows = fields.map(function (f) {
+      return [f.path, f.match || "\u2013", cell(f.expected), cell(f.actual), fmt(f.score),
+        f.hit === true ? badge("passed", "hit") : f.hit === false ? badge("failed", "miss") : "\u2013", f.reason || ""];
+    });
+    var hits = fields.filter(function (f) { return f.hit === true; }).length;
+    return el("div", { class: "fields" }, [el("h5", { text: "Fields: " + hits + " of " + fields.length + " hit" }),
+      table(null, ["Field", "Match", "Expected", "Actual", "Score", "Hit", "Reason"], rows, "fields-table")]);
+  }
+  function renderResult(sample, r) {
+    var kind = outcome(r) || r.status;
+    var head = el("div", { class: "eval-head" }, [
+      el("h4", { text: r.evaluator }), el("span", { class: "muted", text: r.type || "" }), badge(kind),
+      r.status === "processed" ? el("span", { class: "score" }, ["score ", el("strong", { text: fmt(r.score) }), " ", bar(r.score), isNum(r.threshold) ? " threshold " + fmt(r.threshold, 2) : ""]) : null
+    ]);
+    var section = el("section", { class: "eval st-" + kind, "data-evaluator": r.evaluator, "data-status": r.status }, [head]);
+    var facts = [];
+    if (isNum(r.score_std)) facts.push("score std " + fmt(r.score_std));
+    if (r.input_tokens || r.output_tokens) facts.push("tokens " + int(r.input_tokens || 0) + " in / " + int(r.output_tokens || 0) + " out");
+    if (isNum(r.cost_usd)) facts.push("cost " + cost(r.cost_usd));
+    if (isNum(r.latency_s)) facts.push("latency " + fmt(r.latency_s, 2) + " s");
+    if (r.cached) facts.push("cached");
+    if (facts.length) section.appendChild(el("p", { class: "muted facts", text: facts.join(" \u00b7 ") }));
+    if (r.error) section.appendChild(el("p", { class: "error-text" }, [el("strong", { text: "Error: " }), r.error]));
+    if (r.status === "skipped") {
+      var d = parseJSON(r.details);
+      section.appendChild(el("p", { class: "skip-reason" }, [el("strong", { text: "Skipped: " }), d && d.reason ? String(d.reason) : "no reason recorded"]));
+    }
+    if (r.dimensions && r.dimensions.length) {
+      section.appendChild(el("div", { class: "dims" }, [el("h5", { text: "Dimensions" }), el("ul", { class: "dim-list" }, r.dimensions.map(function (d) {
+        return el("li", {}, [el("span", { class: "dim-name", text: d.dimension }), bar(d.score, d.dimension), el("span", { class: "dim-score", text: fmt(d.score) + (isNum(d.weight) ? " (weight " + fmt(d.weight, 2) + ")" : "") })]);
+      }))]));
+    }
+    if (r.fields && r.fields.length) {
+      section.appendChild(fieldsTable(r.fields));
+      section.classList.add("wide");  // a field table needs the room
+    }
+    append(section, renderDetails(r));
+    return section;
+  }
+  function renderSample(sample) {
+    var title = "Sample " + sample.id + (MULTI_RUN && sample.run ? " \u00b7 " + sample.run : "");
+    var chips = el("div", { class: "chips" }, sample.results.map(function (r) {
+      return el("span", { class: "chip" }, [r.evaluator + ": ", badge(outcome(r) || r.status, (STATUS[outcome(r)] || {}).text + (r.status === "processed" ? " " + fmt(r.score, 2) : ""))]);
+    }));
+    var media = el("div", { class: "media" }, (sample.images || []).map(function (img, i) { return imageFigure(sample, img, i); }));
+    var meta = Object.keys(sample.meta || {});
+    var texts = el("div", { class: "texts" }, [
+      sample.row_error ? el("p", { class: "error-text" }, [el("strong", { text: "Row error: " }), sample.row_error]) : null,
+      textBlock("Input", sample.input), textBlock("Response", sample.output, "response"), textBlock("Expected output", sample.expected, "expected"),
+      meta.length ? el("details", { class: "meta" }, [el("summary", { text: "Metadata (" + meta.length + ")" }), renderValue(sample.meta, 1)]) : null
+    ]);
+    var evals = el("div", { class: "evals" }, selectedFirst(sample).map(function (r) { return renderResult(sample, r); }));
+    return el("article", { class: "sample", "data-sample-id": sample.id, "data-run": sample.run || "" }, [
+      el("h3", { text: title }), chips, el("div", { class: "sample-body" + (sample.images && sample.images.length ? "" : " no-media") }, [media, texts]), evals
+    ]);
+  }
+  function selectedFirst(sample) {
+    if (!state.evaluator) return sample.results;
+    return selected(sample).concat(sample.results.filter(function (r) { return r.evaluator !== state.evaluator; }));
+  }
+
+  /* ---------- page ---------- */
+  function pager(nav, page, pages) {
+    clear(nav);
+    function button(text, target, label) {
+      var b = el("button", { type: "button", text: text, "aria-label": label, disabled: target < 1 || target > pages || target === page });
+      b.addEventListener("click", function () { state.page = String(target); apply(); document.getElementById("samples-h").scrollIntoView(); });
+      return b;
+    }
+    append(nav, [button("\u00ab First", 1, "First page"), button("\u2039 Previous", page - 1, "Previous page"),
+      el("span", { class: "page-of", text: "Page " + page + " of " + pages }), button("Next \u203a", page + 1, "Next page"), button("Last \u00bb", pages, "Last page")]);
+  }
+  function apply() {
+    var rows = filtered(), size = Math.max(1, parseInt(state.size, 10) || 50);
+    var pages = Math.max(1, Math.ceil(rows.length / size));
+    var page = Math.min(pages, Math.max(1, parseInt(state.page, 10) || 1));
+    state.page = String(page);
+    var list = document.getElementById("sample-list");
+    clear(list);
+    var shown = rows.slice((page - 1) * size, page * size);
+    var fragment = document.createDocumentFragment();
+    shown.forEach(function (i) { fragment.appendChild(renderSample(SAMPLES[i])); });
+    list.appendChild(fragment);
+    if (!rows.length) list.appendChild(el("p", { class: "empty", text: "No sample matches these filters." }));
+    var count = document.getElementById("match-count");
+    count.setAttribute("data-count", rows.length);
+    count.setAttribute("data-total", SAMPLES.length);
+    count.setAttribute("data-shown", shown.length);
+    count.textContent = rows.length === SAMPLES.length ? plural(SAMPLES.length, "sample") :
+      rows.length + " of " + plural(SAMPLES.length, "sample") + " match";
+    if (shown.length) count.textContent += " \u2014 showing " + ((page - 1) * size + 1) + "\u2013" + ((page - 1) * size + shown.length);
+    document.querySelectorAll("nav.pager").forEach(function (nav) { pager(nav, page, pages); });
+    writeHash();
+  }
+
+  document.getElementById("generated").textContent = "Generated " + (DATA.generated || "");
+  renderOverview();
+  buildFilters();
+  readHash();
+  syncControls();
+  apply();
+  window.addEventListener("hashchange", function () { readHash(); syncControls(); apply(); });
+  document.body.setAttribute("data-ready", "true");

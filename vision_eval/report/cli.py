@@ -1,0 +1,73 @@
+"""``vision-eval-report``: write report.html for one or more runs, a multirun folder or shard folders."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from vision_eval.report import REPORT_FILE, find_run_dirs, load_runs, write_report
+from vision_eval.report.payload import MAX_SAMPLES
+from vision_eval.report.sources import LEADERBOARD
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (other steps, e.g. the leaderboard, add their options here)."""
+    parser = argparse.ArgumentParser(
+        prog="vision-eval-report",
+        description="Write a self-contained report.html for run directories, a multirun folder or shard folders.",
+    )
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        help="run directories, folders holding runs (searched recursively) or globs of folders / Parquet files",
+    )
+    parser.add_argument(
+        "-o", "--output", help=f"where to write the report (default: <common folder of the runs>/{REPORT_FILE})"
+    )
+    parser.add_argument("--title", help="page title (default: derived from the folder)")
+    parser.add_argument("--thumb-size", type=int, default=256, help="longest side of embedded thumbnails, pixels")
+    parser.add_argument("--max-samples", type=int, default=MAX_SAMPLES, help="most samples given a card")
+    parser.add_argument("--no-html", action="store_true", help="do not write report.html")
+    return parser
+
+
+def output_root(paths: Sequence[str], dirs: Sequence[Path]) -> Path:
+    """The folder the command writes into: the single folder given, else the runs' common folder."""
+    if len(paths) == 1 and Path(paths[0]).is_dir():
+        return Path(paths[0]).resolve()
+    if len(dirs) == 1:
+        return dirs[0]
+    return Path(os.path.commonpath([str(d) for d in dirs]))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    dirs = find_run_dirs(args.paths)
+    if not dirs:
+        print(
+            f"vision-eval-report: no run directories (with results.parquet) in: {' '.join(args.paths)}", file=sys.stderr
+        )
+        return 2
+    root = output_root(args.paths, dirs)
+    data = load_runs(dirs)
+    board = root / f"{LEADERBOARD}.parquet"
+    if board.is_file():
+        data.tables[LEADERBOARD] = pl.read_parquet(board)
+    if args.no_html:
+        return 0
+    out = Path(args.output) if args.output else root / REPORT_FILE
+    title = args.title or f"vision-eval report: {root.name}"
+    written = write_report(data, out, title=title, thumb_size=args.thumb_size, max_samples=args.max_samples)
+    samples = data.samples.height
+    print(f"wrote {written} ({len(dirs)} run director{'y' if len(dirs) == 1 else 'ies'}, {samples} sample rows)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
