@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 
 import vision_eval as ve
-from vision_eval.leaderboard import bootstrap_interval, find_runs, markdown, write_leaderboard
+from vision_eval.leaderboard import bootstrap_interval, markdown, write_leaderboard
+from vision_eval.report.sources import find_run_dirs
 
 
 def test_bootstrap_interval_edges() -> None:
@@ -58,7 +59,7 @@ def test_multirun_variants_are_separate_rows(tmp_path: Path, subprocess_env: dic
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    assert len(find_runs([tmp_path / "sweep"])) == 2
+    assert len(find_run_dirs([tmp_path / "sweep"])) == 2
     board, _ = write_leaderboard([tmp_path / "sweep"])
     assert sorted(board["variant"].to_list()) == ["evaluators.exact.threshold=0.5", "evaluators.exact.threshold=1.0"]
     assert (tmp_path / "sweep" / "leaderboard.parquet").is_file()

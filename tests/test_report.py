@@ -290,13 +290,16 @@ def test_cli_multirun_labels_and_leaderboard(tmp_path: Path, capsys: pytest.Capt
     # A batch checkpoint inside a run holds a results file too; it is not a run of its own.
     (sweep / "1" / "checkpoint" / "exact" / "abc").mkdir(parents=True)
     shutil.copy(sweep / "1" / "results.parquet", sweep / "1" / "checkpoint" / "exact" / "abc" / "results.parquet")
-    pl.DataFrame({"candidate": ["a", "b"], "mean_score": [0.5, 0.75]}).write_parquet(sweep / "leaderboard.parquet")
     assert report_main([str(sweep)]) == 0
-    assert "wrote" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "wrote" in printed and "| exact |" in printed  # the leaderboard, as Markdown
     payload = payload_of((sweep / "report.html").read_text())
     assert payload["labels"] == ["evaluators.exact.threshold=0.5", "evaluators.exact.threshold=1.0"]
     assert len(payload["samples"]) == 16  # 8 samples per run, kept apart by run
-    assert payload["leaderboard"] == {"columns": ["candidate", "mean_score"], "rows": [["a", 0.5], ["b", 0.75]]}
+    board = pl.read_parquet(sweep / "leaderboard.parquet")
+    assert sorted(board["variant"]) == ["evaluators.exact.threshold=0.5", "evaluators.exact.threshold=1.0"]
+    assert payload["leaderboard"]["columns"][:4] == ["candidate", "judge", "variant", "evaluator"]
+    assert len(payload["leaderboard"]["rows"]) == 2
     # A glob of Parquet files names the same runs; -o chooses the file.
     assert report_main([str(sweep / "*" / "results.parquet"), "-o", str(tmp_path / "glob.html")]) == 0
     assert len(payload_of((tmp_path / "glob.html").read_text())["samples"]) == 16

@@ -7,8 +7,6 @@ interval, pass rate, error rate, tokens and cost.
 
 from __future__ import annotations
 
-import glob
-import json
 from pathlib import Path
 
 import numpy as np
@@ -16,26 +14,6 @@ import polars as pl
 
 BOOTSTRAP_RESAMPLES = 1000
 KEY = ["candidate", "judge", "variant", "evaluator"]
-_IGNORED_OVERRIDES = ("run.shard", "dataset.shard", "run.output_dir", "run.resume", "run.progress", "hydra.")
-
-
-def find_runs(paths: list[str | Path]) -> list[Path]:
-    """Run directories (folders holding results.parquet) under the given paths or globs."""
-    runs: set[Path] = set()
-    for item in paths:
-        matches = [Path(p) for p in glob.glob(str(item))] or [Path(item)]
-        for match in matches:
-            if match.is_file() and match.name == "results.parquet":
-                runs.add(match.parent.resolve())
-            elif match.is_dir():
-                found = match.rglob("results.parquet")
-                runs.update(p.parent.resolve() for p in found if "checkpoint" not in p.relative_to(match).parts)
-    return sorted(runs)
-
-
-def _relevant(overrides: list[str]) -> set[str]:
-    kept = {o.lstrip("+~") for o in overrides}
-    return {o for o in kept if not o.startswith(_IGNORED_OVERRIDES) and not o.startswith(("candidate=", "judge="))}
 
 
 def _candidate_label(candidate: dict) -> str:
@@ -43,20 +21,19 @@ def _candidate_label(candidate: dict) -> str:
 
 
 def _labels(runs: list[Path]) -> dict[Path, dict[str, str]]:
-    """Candidate, judge and variant of each run; the variant keeps only overrides that differ between runs."""
-    infos = {}
-    for run in runs:
-        path = run / "run.json"
-        infos[run] = json.loads(path.read_text()) if path.exists() else {}
-    overrides = {run: _relevant(info.get("overrides", [])) for run, info in infos.items()}
-    common = set.intersection(*overrides.values()) if overrides else set()
+    """Candidate, judge and variant of each run; the variant is what tells a run's config from the others
+    (shards of one job share it)."""
+    from vision_eval.report.sources import read_json, run_labels
+
+    infos = [read_json(run / "run.json") for run in runs]
+    variants = run_labels(runs, infos)
     labels = {}
-    for run, info in infos.items():
+    for run, info, variant in zip(runs, infos, variants, strict=True):
         config = info.get("config", {})
         labels[run] = {
-            "candidate": str(_candidate_label(config.get("candidate") or {})),
+            "candidate": _candidate_label(config.get("candidate") or {}),
             "judge": str((config.get("judge") or {}).get("model") or "none"),
-            "variant": " ".join(sorted(overrides[run] - common)),
+            "variant": variant,
         }
     return labels
 
@@ -154,7 +131,9 @@ def markdown(board: pl.DataFrame) -> str:
 
 def write_leaderboard(paths: list[str | Path], out_dir: str | Path | None = None) -> tuple[pl.DataFrame, Path]:
     """Build the leaderboard of every run under ``paths`` and write it (default: into the first path)."""
-    runs = find_runs(paths)
+    from vision_eval.report.sources import find_run_dirs
+
+    runs = find_run_dirs(paths)
     if not runs:
         raise FileNotFoundError(f"no results.parquet under {', '.join(map(str, paths))}")
     board = leaderboard(_read(runs, "results.parquet"))

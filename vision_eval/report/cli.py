@@ -1,4 +1,5 @@
-"""``vision-eval-report``: write report.html for one or more runs, a multirun folder or shard folders."""
+"""``vision-eval-report``: leaderboard.parquet (printed as Markdown) and report.html for one or more runs,
+a multirun folder or shard folders."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import polars as pl
-
+from vision_eval.leaderboard import markdown, write_leaderboard
 from vision_eval.report import REPORT_FILE, find_run_dirs, load_runs, write_report
 from vision_eval.report.payload import MAX_SAMPLES
 from vision_eval.report.sources import LEADERBOARD
@@ -56,9 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     root = output_root(args.paths, dirs)
     data = load_runs(dirs)
-    board = root / f"{LEADERBOARD}.parquet"
-    if board.is_file():
-        data.tables[LEADERBOARD] = pl.read_parquet(board)
+    board, _ = write_leaderboard(dirs, root)
+    print(markdown(board))
+    print(f"wrote {root / (LEADERBOARD + '.parquet')}")
+    data.tables[LEADERBOARD] = board
     if args.no_html:
         return 0
     out = Path(args.output) if args.output else root / REPORT_FILE

@@ -117,7 +117,7 @@ def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in found))
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -153,7 +153,7 @@ def _group_key(info: dict[str, Any]) -> str:
     return json.dumps(config, sort_keys=True)
 
 
-def _labels(dirs: list[Path], infos: list[dict[str, Any]]) -> list[str]:
+def run_labels(dirs: list[Path], infos: list[dict[str, Any]]) -> list[str]:
     """One label per group of runs: the overrides that tell it from the others, else its folder."""
     keys = [_group_key(info) for info in infos]
     if len(set(keys)) <= 1:
@@ -199,8 +199,8 @@ def load_runs(dirs: Iterable[str | Path], leaderboard: str | Path | pl.DataFrame
     missing = [str(p) for p in paths if not (p / RESULTS_FILE).is_file()]
     if missing:
         raise FileNotFoundError(f"not a run directory (no {RESULTS_FILE}): {', '.join(missing)}")
-    infos = [_read_json(p / "run.json") for p in paths]
-    labels = _labels(paths, infos)
+    infos = [read_json(p / "run.json") for p in paths]
+    labels = run_labels(paths, infos)
     parts: dict[str, list[pl.DataFrame]] = {"results": [], "dimensions": [], "fields": [], "samples": []}
     tables: dict[str, list[pl.DataFrame]] = {}
     schemas = {"results": RESULT_SCHEMA, "dimensions": DIMENSION_SCHEMA, "fields": FIELD_SCHEMA, "samples": None}
