@@ -151,3 +151,50 @@ def test_judge_run_killed_and_resumed_repeats_no_finished_call(
     ordered = resumed.results.sort("sample_id").drop(VOLATILE, "cost_usd")
     assert ordered.equals(clean.results.sort("sample_id").drop(VOLATILE, "cost_usd"))
     assert pl.read_parquet(run_dir / "results.parquet").height == 12
+
+
+def test_ctrl_c_stops_cleanly_and_the_cli_resumes(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    conf = tmp_path / "conf" / "evaluators"
+    conf.mkdir(parents=True)
+    log = tmp_path / "calls.log"
+    (conf / "slow.yaml").write_text(
+        f"slow:\n  type: python\n  function: 'test_resume:slow_scores'\n  log: '{log}'\n  sleep: 0.3\n"
+    )
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows(12)))
+    env = dict(subprocess_env)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parent), env["PYTHONPATH"]])
+    base = [
+        sys.executable,
+        "-m",
+        "vision_eval.cli",
+        "--config-dir",
+        str(tmp_path / "conf"),
+        "evaluators=slow",
+        f"dataset.path={data}",
+        "run.batch_size=2",
+        "run.write_report=false",
+    ]
+    proc = subprocess.Popen([*base, "hydra.run.dir=r"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    parts = tmp_path / "r" / "checkpoint" / "slow"
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list(parts.glob("[!.]*")) if parts.exists() else []) < 1:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "resume with run.resume=" in stderr and "Traceback" not in stderr
+    kept = len(list(parts.glob("[!.]*")))
+    assert 1 <= kept < 6 and not (tmp_path / "r" / "results.parquet").exists()
+
+    done = subprocess.run(
+        [*base, f"run.resume={tmp_path / 'r'}", "hydra.run.dir=r2"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert pl.read_parquet(tmp_path / "r" / "results.parquet").height == 12
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["resumed_batches"] == {"slow": kept}

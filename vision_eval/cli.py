@@ -21,6 +21,7 @@ from vision_eval.config import ConfigSources, redact, redact_override
 from vision_eval.errors import VisionEvalError
 
 EXIT_CONFIG = 2
+EXIT_INTERRUPTED = 130
 
 
 def _register_resolvers() -> None:
@@ -94,7 +95,9 @@ def _task(cfg: DictConfig) -> Any:
         result = run_config(config, sources=sources)
     except VisionEvalError as exc:
         _fail(str(exc))
-    output_dir = config.run.output_dir
+    except KeyboardInterrupt:  # run_config has said how to resume; finished batches are on disk
+        sys.exit(EXIT_INTERRUPTED)
+    output_dir = config.run.resume or config.run.output_dir
     if output_dir:
         (Path(output_dir) / "config.yaml").write_text(
             OmegaConf.to_yaml(OmegaConf.create(redact(config.model_dump(mode="json")))), encoding="utf-8"
