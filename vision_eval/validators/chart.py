@@ -1,0 +1,196 @@
+"""Chart data: currency values, percentages and dates/quarters, extracted with column regexes.
+
+A number is money only with a currency marker (``$``, ``€``, ``USD``, "dollars"), a scale
+(``K``, ``M``, "million") or thousands separators (``1,250``), so list markers ("1."), years
+("2025") and quarter digits ("Q4") are never money. Each expected value is matched against the
+response's values of the same kind: money within a relative tolerance (an expected 0 needs an
+absolute one), percentages within an absolute tolerance, dates and quarters as dates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+MONEY = (
+    r"(?i)(?:[$€£¥]|\b(?:usd|eur|gbp)\b)?\s?\b(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?:\s?(?:thousand|million|billion|trillion|bn|mn|mm|k|m|b|t)\b)?(?:\s*(?:dollars|usd|euros?|eur|pounds|gbp)\b)?"
+)
+_MONEY_PARTS = (
+    r"(?i)^(?P<sym>[$€£¥]|usd|eur|gbp)?\s?(?P<num>[\d,]+(?:\.\d+)?)"
+    r"(?:\s?(?P<suf>thousand|million|billion|trillion|bn|mn|mm|k|m|b|t))?(?:\s*(?P<word>[a-z]+))?$"
+)
+PERCENT = r"(?i)[-+]?\b\d+(?:\.\d+)?\s?(?:%|percent\b|per cent\b|pct\b)"
+QUARTER = r"(?i)\bq[1-4](?:\s*(?:'|fy\s?)?(?:\d{4}|\d{2})\b)?"
+ISO_DATE = r"\b\d{4}-\d{2}-\d{2}\b"
+MONTH_DATE = (
+    r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?\d{4}\b"
+)
+_SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "mm": 1e6, "billion": 1e9, "b": 1e9}
+_SCALE |= {"bn": 1e9, "trillion": 1e12, "t": 1e12}
+_MONTHS = {m: f"{i:02d}" for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], start=1)}
+
+
+@dataclass(frozen=True)
+class ChartOptions:
+    """See ``ChartValidatorSettings`` for the meaning of each field."""
+
+    currency_tolerance: float = 0.15
+    percent_tolerance: float = 0.0
+    zero_tolerance: float = 0.0
+
+
+def _long(frame: pl.DataFrame, column: str, kind: str, pattern: str) -> pl.DataFrame:
+    return (
+        frame.select(pl.int_range(0, pl.len(), dtype=pl.UInt32).alias("_row"), pl.col(column).cast(pl.Utf8))
+        .select("_row", pl.col(column).fill_null("").str.extract_all(pattern).alias("text"))
+        .explode("text")
+        .drop_nulls("text")
+        .with_columns(pl.lit(kind).alias("kind"))
+    )
+
+
+def values(frame: pl.DataFrame, column: str) -> pl.DataFrame:
+    """Long frame ``_row, kind (money|percent|date), text, value (number), key (date text), year``."""
+    money = _long(frame, column, "money", MONEY).with_columns(
+        pl.col("text").str.strip_chars().str.extract_groups(_MONEY_PARTS).alias("g")
+    )
+    money = money.unnest("g").filter(
+        pl.col("sym").is_not_null()
+        | pl.col("suf").is_not_null()
+        | pl.col("word").is_not_null()
+        | pl.col("num").str.contains(",")
+    )
+    money = money.with_columns(
+        (
+            pl.col("num").str.replace_all(",", "").cast(pl.Float64, strict=False)
+            * pl.col("suf").str.to_lowercase().replace_strict(_SCALE, default=1.0, return_dtype=pl.Float64)
+        ).alias("value"),
+        pl.lit(None, pl.Utf8).alias("key"),
+        pl.lit(None, pl.Utf8).alias("year"),
+    ).select("_row", "kind", pl.col("text").str.strip_chars(), "value", "key", "year")
+    percent = _long(frame, column, "percent", PERCENT).select(
+        "_row",
+        "kind",
+        "text",
+        pl.col("text").str.extract(r"([-+]?\d+(?:\.\d+)?)", 1).cast(pl.Float64).alias("value"),
+        pl.lit(None, pl.Utf8).alias("key"),
+        pl.lit(None, pl.Utf8).alias("year"),
+    )
+    quarter = _long(frame, column, "date", QUARTER).with_columns(
+        pl.col("text").str.extract(r"(?i)q([1-4])", 1).alias("q"),
+        pl.col("text").str.extract(r"(\d{2,4})$", 1).alias("y"),
+    )
+    quarter = quarter.select(
+        "_row",
+        "kind",
+        "text",
+        pl.lit(None, pl.Float64).alias("value"),
+        pl.concat_str(pl.lit("Q"), pl.col("q")).alias("key"),
+        pl.when(pl.col("y").str.len_chars() == 2).then(pl.concat_str(pl.lit("20"), "y")).otherwise("y").alias("year"),
+    )
+    iso = _long(frame, column, "date", ISO_DATE).select(
+        "_row",
+        "kind",
+        "text",
+        pl.lit(None, pl.Float64).alias("value"),
+        pl.col("text").alias("key"),
+        pl.lit(None, pl.Utf8).alias("year"),
+    )
+    month = _long(frame, column, "date", MONTH_DATE).with_columns(
+        pl.col("text").str.to_lowercase().str.slice(0, 3).replace_strict(_MONTHS, default=None).alias("m"),
+        pl.col("text").str.extract(r"\s(\d{1,2})(?:st|nd|rd|th)?,?\s", 1).str.zfill(2).alias("d"),
+        pl.col("text").str.extract(r"(\d{4})$", 1).alias("y"),
+    )
+    month = month.select(
+        "_row",
+        "kind",
+        "text",
+        pl.lit(None, pl.Float64).alias("value"),
+        pl.concat_str(
+            "y",
+            pl.lit("-"),
+            "m",
+            pl.when(pl.col("d").is_not_null()).then(pl.concat_str(pl.lit("-"), "d")).otherwise(pl.lit("")),
+        ).alias("key"),
+        pl.lit(None, pl.Utf8).alias("year"),
+    )
+    return pl.concat([money, percent, quarter, iso, month], how="vertical_relaxed")
+
+
+def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
+    """Score each row: the share of expected values the response states (see module docstring)."""
+    want = values(frame, "expected_output").with_row_index("_e")
+    got = values(frame, "output").with_row_index("_a")
+    pairs = want.join(got, on=["_row", "kind"], how="left", suffix="_a")
+    diff = (pl.col("value_a") - pl.col("value")).abs()
+    rel = pl.when(pl.col("value") == 0).then(diff).otherwise(diff / pl.col("value").abs())
+    limit = (
+        pl.when(pl.col("kind") == "percent")
+        .then(pl.lit(opts.percent_tolerance))
+        .when(pl.col("value") == 0)
+        .then(pl.lit(opts.zero_tolerance))
+        .otherwise(pl.lit(opts.currency_tolerance))
+    )
+    numeric_ok = pl.when(pl.col("kind") == "percent").then(diff <= limit + 1e-9).otherwise(rel <= limit + 1e-9)
+    date_ok = (pl.col("key") == pl.col("key_a")) & (
+        (pl.col("year") == pl.col("year_a")) | pl.col("year").is_null() | pl.col("year_a").is_null()
+    )
+    pairs = pairs.with_columns(
+        pl.when(pl.col("kind") == "date").then(date_ok).otherwise(numeric_ok).fill_null(False).alias("ok"),
+        pl.when(pl.col("kind") == "date").then(pl.lit(0.0)).otherwise(rel).fill_null(float("inf")).alias("dist"),
+    )
+    # One-to-one: each response value counts only for the expected value it is closest to.
+    assigned = (
+        pairs.filter(pl.col("ok"))
+        .sort("dist", "_e")
+        .unique("_a", keep="first", maintain_order=True)
+        .sort("dist")
+        .unique("_e", keep="first")
+        .select("_e", pl.lit(True).alias("matched"), pl.col("text_a").alias("hit_text"))
+    )
+    per_value = (
+        pairs.sort("_e", "dist", nulls_last=True)
+        .group_by("_e", maintain_order=True)
+        .agg(
+            pl.col("_row").first(),
+            pl.col("kind").first(),
+            pl.col("text").first().alias("expected"),
+            pl.col("value").first(),
+            pl.col("text_a").first().alias("closest"),
+        )
+        .join(assigned, on="_e", how="left")
+        .with_columns(
+            pl.col("matched").fill_null(False),
+            pl.coalesce("hit_text", "closest").alias("actual"),
+        )
+    )
+    per_row = per_value.group_by("_row").agg(
+        pl.col("matched").mean().alias("score"),
+        pl.col("matched").sum().alias("hits"),
+        pl.len().alias("n"),
+        pl.struct("kind", "expected", "value", "matched", "actual").alias("values"),
+    )
+    out = pl.DataFrame({"_row": pl.int_range(0, frame.height, eager=True, dtype=pl.UInt32)})
+    out = out.join(per_row, on="_row", how="left").sort("_row")
+    reasoning = pl.format("{} of {} expected values found in the response", "hits", "n")
+    tolerances = pl.struct(
+        pl.lit(opts.currency_tolerance).alias("currency"),
+        pl.lit(opts.percent_tolerance).alias("percent"),
+        pl.lit(opts.zero_tolerance).alias("zero"),
+    )
+    details = pl.struct(
+        "values",
+        pl.col("hits").alias("matched"),
+        pl.col("n").alias("expected"),
+        tolerances.alias("tolerances"),
+        reasoning.alias("reasoning"),
+    ).struct.json_encode()
+    missing = pl.col("score").is_null()
+    return out.select(
+        pl.when(missing).then(pl.lit("error")).otherwise(pl.lit("processed")).alias("status"),
+        pl.col("score"),
+        pl.when(~missing).then(details).alias("details"),
+        pl.when(missing).then(pl.lit("expected_output holds no currency, percentage or date values")).alias("error"),
+    )
