@@ -29,7 +29,10 @@ MONTH_DATE = (
 )
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "mm": 1e6, "billion": 1e9, "b": 1e9}
 _SCALE |= {"bn": 1e9, "trillion": 1e12, "t": 1e12}
-_MONTHS = {m: f"{i:02d}" for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], start=1)}
+_MONTHS = {
+    m: f"{i:02d}"
+    for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], start=1)
+}
 
 
 @dataclass(frozen=True)

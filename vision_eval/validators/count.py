@@ -26,7 +26,50 @@ NUMBER_WORDS: list[tuple[str, str]] = [
 _ANY_NUMBER_WORD = (
     r"\b(?:" + "|".join(["dozen", "pair", "couple", "single", "an?", "no", "none", *_UNITS.split(), *_TENS]) + r")\b"
 )
-STOP_WORDS = ["and", "or", "plus", "with", "in", "on", "at", "of", "but", "the", "there", "are", "is", "was", "were", "i", "see", "can", "count", "counted", "total", "which", "that", "from", "to", "by", "for", "each", "also", "as", "than", "about", "approximately", "around", "exactly", "only", "just", "image", "picture", "photo", "shows", "show"]
+STOP_WORDS = [
+    "and",
+    "or",
+    "plus",
+    "with",
+    "in",
+    "on",
+    "at",
+    "of",
+    "but",
+    "the",
+    "there",
+    "are",
+    "is",
+    "was",
+    "were",
+    "i",
+    "see",
+    "can",
+    "count",
+    "counted",
+    "total",
+    "which",
+    "that",
+    "from",
+    "to",
+    "by",
+    "for",
+    "each",
+    "also",
+    "as",
+    "than",
+    "about",
+    "approximately",
+    "around",
+    "exactly",
+    "only",
+    "just",
+    "image",
+    "picture",
+    "photo",
+    "shows",
+    "show",
+]
 _STOP = r"\b(?:" + "|".join(STOP_WORDS) + r")\b"
 _PAIR = r"\d+\s+[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2}"
 IRREGULAR = {

@@ -33,7 +33,7 @@ class JsonOptions:
 
 
 def extract_expr(text: pl.Expr) -> pl.Expr:
-    """The JSON candidate in a response: a fenced block, else the text from the first ``{``/``[`` to the last ``}``/``]``."""
+    """The JSON candidate in a response: a fenced block, else from the first ``{``/``[`` to the last ``}``/``]``."""
     fenced = text.str.extract(_FENCE, 1)
     embedded = text.str.extract(r"([\{\[][\s\S]*[\}\]])", 1)
     return pl.coalesce(fenced.str.strip_chars(), embedded, text.str.strip_chars())
