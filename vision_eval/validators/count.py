@@ -87,6 +87,9 @@ IRREGULAR = {
     "wolves": "wolf",
     "sheep": "sheep",
     "fish": "fish",
+    "buses": "bus",
+    "lenses": "lens",
+    "gases": "gas",
 }
 
 
