@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -333,3 +334,57 @@ def test_where_filters_and_null_rows_are_not_lost() -> None:
     assert by_id["a"]["score"] == 1.0
     assert by_id["b"]["status"] == "skipped"
     assert by_id["c"]["status"] == "error"
+
+
+def test_code_validators_stack_on_demo_like_rows() -> None:
+    import yaml
+
+    stack = yaml.safe_load((Path(__file__).resolve().parents[1] / "conf/evaluators/code_validators.yaml").read_text())
+    assert {spec["type"] for spec in stack.values()} == {
+        "count_validator",
+        "ocr_validator",
+        "json_validator",
+        "chart_validator",
+    }
+    data = [
+        {
+            "id": "count-2",
+            "task": "count",
+            "output": "There are five circles and three squares.",
+            "expected_output": "5 circles, 8 squares",
+        },
+        {
+            "id": "ocr-1",
+            "task": "ocr",
+            "output": "EXIT - Emergency use only",
+            "expected_output": "EXIT\nEmergency use only",
+            "keywords": ["exit", "emergency"],
+        },
+        {
+            "id": "invoice-4",
+            "task": "invoice",
+            "output": "Sorry, I could not read this invoice.",
+            "expected_output": json.dumps(EXPECTED),
+            "keywords": None,
+        },
+        {
+            "id": "chart-2",
+            "task": "chart",
+            "output": "1. Q1 2025: about 3 million dollars\n2. Q4 2025: $3.9M",
+            "expected_output": "Q1 2025: $3.0M; Q4 2025: $2.9M",
+        },
+    ]
+    result = vision_eval.evaluate(data, evaluators=stack).results
+    processed = {(r["evaluator"], r["sample_id"]): r for r in result.filter(pl.col("status") == "processed").to_dicts()}
+    assert set(processed) == {
+        ("object_counts", "count-2"),
+        ("ocr_text", "ocr-1"),
+        ("invoice_json", "invoice-4"),
+        ("chart_values", "chart-2"),
+    }
+    assert processed[("object_counts", "count-2")]["score"] == 0.5
+    assert processed[("ocr_text", "ocr-1")]["score"] == 1.0
+    assert processed[("invoice_json", "invoice-4")]["score"] == 0.0
+    assert processed[("chart_values", "chart-2")]["score"] == 0.75
+    assert processed[("chart_values", "chart-2")]["passed"] is False
+    assert result.filter(pl.col("status") == "skipped").height == 12

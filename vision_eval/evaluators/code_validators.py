@@ -155,7 +155,7 @@ class ChartValidator(Evaluator):
     type_name: ClassVar[str] = "chart_validator"
     settings_model = ChartValidatorSettings
     required_columns = ("output", "expected_output")
-    default_threshold = 0.8
+    default_threshold = 0.9
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s: ChartValidatorSettings = self.settings  # type: ignore[assignment]
