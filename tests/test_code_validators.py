@@ -388,3 +388,20 @@ def test_code_validators_stack_on_demo_like_rows() -> None:
     assert processed[("chart_values", "chart-2")]["score"] == 0.75
     assert processed[("chart_values", "chart-2")]["passed"] is False
     assert result.filter(pl.col("status") == "skipped").height == 12
+
+
+def test_json_inferred_schema_checks_every_array_item() -> None:
+    expected = json.dumps({"items": [{"d": "a", "n": 1}]})
+    frame = pl.DataFrame(
+        {
+            "output": [
+                json.dumps({"items": [{"d": "a", "n": 1}, {"d": "b"}]}),
+                json.dumps({"items": [{"d": "a", "n": 1}]}),
+            ],
+            "expected_output": [expected, expected],
+        }
+    )
+    out = [json.loads(d) for d in json_frame(frame, JsonOptions())["details"]]
+    assert out[0]["schema_valid"] is False and out[0]["extra_keys"] == ["items[1]"]
+    assert "'n' is a required property" in out[0]["schema_errors"][0]
+    assert out[1]["schema_valid"] is True

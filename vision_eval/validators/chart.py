@@ -27,6 +27,10 @@ ISO_DATE = r"\b\d{4}-\d{2}-\d{2}\b"
 MONTH_DATE = (
     r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?\d{4}\b"
 )
+# ASCII word boundaries (a Unicode \b keeps Rust's regex engine off its fast DFA).
+MONEY, PERCENT, QUARTER, ISO_DATE, MONTH_DATE = (
+    p.replace(r"\b", r"(?-u:\b)") for p in (MONEY, PERCENT, QUARTER, ISO_DATE, MONTH_DATE)
+)
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "mm": 1e6, "billion": 1e9, "b": 1e9}
 _SCALE |= {"bn": 1e9, "trillion": 1e12, "t": 1e12}
 _MONTHS = {
@@ -122,6 +126,23 @@ def values(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     return pl.concat([money, percent, quarter, iso, month], how="vertical_relaxed")
 
 
+def _assign(candidates: pl.DataFrame, rounds: int = 8) -> pl.DataFrame:
+    """One-to-one matching of expected (``_e``) and response (``_a``) values, closest pairs first.
+
+    Each round keeps every expected value's closest free response value, and each response value for the
+    expected value it is closest to; the globally closest free pair always survives, so rounds converge.
+    """
+    taken = candidates.head(0)
+    for _ in range(rounds):
+        free = candidates.join(taken, on="_e", how="anti").join(taken, on="_a", how="anti")
+        if free.is_empty():
+            break
+        best = free.sort("dist", "_e", "_a").unique("_e", keep="first", maintain_order=True)
+        best = best.unique("_a", keep="first", maintain_order=True)
+        taken = pl.concat([taken, best])
+    return taken
+
+
 def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     """Score each row: the share of expected values the response states (see module docstring)."""
     want = values(frame, "expected_output").with_row_index("_e")
@@ -144,15 +165,8 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
         pl.when(pl.col("kind") == "date").then(date_ok).otherwise(numeric_ok).fill_null(False).alias("ok"),
         pl.when(pl.col("kind") == "date").then(pl.lit(0.0)).otherwise(rel).fill_null(float("inf")).alias("dist"),
     )
-    # One-to-one: each response value counts only for the expected value it is closest to.
-    assigned = (
-        pairs.filter(pl.col("ok"))
-        .sort("dist", "_e")
-        .unique("_a", keep="first", maintain_order=True)
-        .sort("dist")
-        .unique("_e", keep="first")
-        .select("_e", pl.lit(True).alias("matched"), pl.col("text_a").alias("hit_text"))
-    )
+    assigned = _assign(pairs.filter(pl.col("ok")).select("_e", "_a", "dist", pl.col("text_a").alias("hit_text")))
+    assigned = assigned.select("_e", pl.lit(True).alias("matched"), "hit_text")
     per_value = (
         pairs.sort("_e", "dist", nulls_last=True)
         .group_by("_e", maintain_order=True)

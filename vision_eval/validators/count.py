@@ -10,22 +10,56 @@ from __future__ import annotations
 
 import polars as pl
 
-_UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-_UNITS += "seventeen eighteen nineteen"
-_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
-# Applied in order; compound phrases before single words.
-NUMBER_WORDS: list[tuple[str, str]] = [
-    (r"\bhalf (?:a )?dozen\b", "6"),
-    (r"\b(?:a |one )?dozen\b", "12"),
-    (r"\b(?:a )?(?:pair|couple) of\b", "2"),
-    (r"\b(?:a single|single|an|a)\b", "1"),
-    (r"\b(?:no|none)\b", "0"),
-    *[(rf"\b{word}\b", str(i)) for i, word in enumerate(_UNITS.split())],
-    *[(rf"\b{word}\b", str(value)) for word, value in _TENS.items()],
+_UNITS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
 ]
-_ANY_NUMBER_WORD = (
-    r"\b(?:" + "|".join(["dozen", "pair", "couple", "single", "an?", "no", "none", *_UNITS.split(), *_TENS]) + r")\b"
-)
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+# Words and phrases -> digits. Text is matched with every word padded by two spaces, so " five " never
+# matches inside "fivefold"; phrases come first because the earliest listed pattern wins at a position.
+NUMBER_WORDS: dict[str, int] = {
+    "half a dozen": 6,
+    "half dozen": 6,
+    "a dozen": 12,
+    "one dozen": 12,
+    "dozen": 12,
+    "a pair of": 2,
+    "pair of": 2,
+    "a couple of": 2,
+    "couple of": 2,
+    "a single": 1,
+    **{
+        f"{tens}{sep}{unit}": value + i
+        for tens, value in _TENS.items()
+        for i, unit in enumerate(_UNITS[1:10], 1)
+        for sep in ("-", " ")
+    },
+    **{word: i for i, word in enumerate(_UNITS)},
+    **_TENS,
+    "single": 1,
+    "an": 1,
+    "a": 1,
+    "no": 0,
+    "none": 0,
+}
 STOP_WORDS = [
     "and",
     "or",
@@ -70,8 +104,10 @@ STOP_WORDS = [
     "shows",
     "show",
 ]
-_STOP = r"\b(?:" + "|".join(STOP_WORDS) + r")\b"
-_PAIR = r"\d+\s+[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,2}"
+_WORD_PATTERNS = [" " + w.replace(" ", "  ") + " " for w in NUMBER_WORDS]
+_WORD_DIGITS = [f" {n} " for n in NUMBER_WORDS.values()]
+_STOP_PATTERNS = [f" {w} " for w in STOP_WORDS]
+_PAIR = r"\d+ +[a-z][a-z'-]*(?: +[a-z][a-z'-]*){0,2}"
 IRREGULAR = {
     "people": "person",
     "children": "child",
@@ -93,14 +129,21 @@ IRREGULAR = {
 }
 
 
-def normalize_numbers(text: pl.Expr) -> pl.Expr:
-    """Lowercased text with number words as digits and ``noun: N`` turned into ``N noun``."""
-    expr = text.str.to_lowercase()
-    for pattern, digits in NUMBER_WORDS:
-        expr = expr.str.replace_all(pattern, digits)
-    # "twenty-one" -> "20-1" -> "21"
-    expr = expr.str.replace_all(r"\b(\d)0[- ](\d)\b", "${1}${2}")
-    return expr.str.replace_all(r"([a-z][a-z-]*)\s*[:=]\s*(\d+)\b", "${2} ${1}")
+_PAD = {",": "  ,  ", ".": "  .  ", ";": "  ;  ", ":": "  :  ", "!": "  !  ", "?": "  ?  ", "(": "  (  ", ")": "  )  "}
+_PAD |= {'"': '  "  ', "/": "  /  ", "=": "  =  ", " ": "  ", "\n": "  ", "\t": "  ", "\r": "  "}
+
+
+def normalize(text: pl.Expr) -> pl.Expr:
+    """Lowercase text with number words as digits, ``noun: N`` as ``N noun`` and stop words as commas.
+
+    Literal multi-pattern replacements (Aho-Corasick) over space-padded words instead of one regex
+    per word: every word is surrounded by at least two spaces, so " five " never matches "fivefold".
+    """
+    padded = text.cast(pl.Utf8).fill_null("").str.to_lowercase().str.replace_many(_PAD, leftmost=True)
+    padded = pl.concat_str(pl.lit("  "), padded, pl.lit("  "))
+    digits = padded.str.replace_many(_WORD_PATTERNS, _WORD_DIGITS, leftmost=True)
+    reordered = digits.str.replace_all(r"([a-z][a-z'-]*) +[:=] +(\d+)", "$2 $1")
+    return reordered.str.replace_many(_STOP_PATTERNS, [" , "] * len(_STOP_PATTERNS))
 
 
 def singular(word: pl.Expr) -> pl.Expr:
@@ -117,45 +160,39 @@ def singular(word: pl.Expr) -> pl.Expr:
     return word.replace_strict(IRREGULAR, default=regular, return_dtype=pl.Utf8)
 
 
-def _normalized(frame: pl.DataFrame, column: str) -> pl.Series:
-    """``normalize_numbers`` of a column, run only on the rows that hold a number word (the chain is costly)."""
-    lower = frame.get_column(column).cast(pl.Utf8).fill_null("").str.to_lowercase()
-    mask = lower.str.contains(_ANY_NUMBER_WORD)
-    if mask.any():
-        converted = lower.filter(mask).to_frame("t").select(normalize_numbers(pl.col("t")))["t"]
-        lower = lower.scatter(mask.arg_true(), converted)
-    return lower.str.replace_all(r"([a-z][a-z-]*)\s*[:=]\s*(\d+)\b", "${2} ${1}")
-
-
-def mentions(frame: pl.DataFrame, column: str) -> pl.DataFrame:
-    """Long frame of count mentions: ``_row, _m (mention index), n, words (singular), last``."""
-    text = _normalized(frame, column).str.replace_all(_STOP, ",").str.replace_all(r"\s+", " ")
-    pairs = pl.DataFrame({"_row": pl.int_range(0, frame.height, eager=True, dtype=pl.UInt32), "p": text})
+def mentions(text: pl.Series) -> pl.DataFrame:
+    """Long frame of the count mentions in normalized text: ``_row, _m (mention index), n, words, last``."""
+    pairs = pl.DataFrame({"_row": pl.int_range(0, text.len(), eager=True, dtype=pl.UInt32), "p": text})
     pairs = pairs.with_columns(pl.col("p").str.extract_all(_PAIR)).explode("p").drop_nulls("p")
     pairs = pairs.with_row_index("_m").with_columns(
         pl.col("p").str.extract(r"^(\d+)").cast(pl.Int64).alias("n"),
-        pl.col("p").str.replace(r"^\d+\s+", "").str.split(" ").list.eval(singular(pl.element())).alias("words"),
+        pl.col("p").str.extract_all(r"[a-z][a-z'-]*").alias("words"),
     )
+    # Singularize the (few) distinct words once, then map.
+    vocabulary = pairs["words"].explode().drop_nulls().unique()
+    singulars = vocabulary.to_frame("w").select(singular(pl.col("w")))["w"]
+    mapping = dict(zip(vocabulary.to_list(), singulars.to_list(), strict=True))
+    pairs = pairs.with_columns(pl.col("words").list.eval(pl.element().replace_strict(mapping, default=pl.element())))
     return pairs.with_columns(pl.col("words").list.last().alias("last")).drop("p")
 
 
-def _bare_numbers(frame: pl.DataFrame, column: str) -> pl.Series:
-    return _normalized(frame, column).str.extract_all(r"\b\d+\b").list.eval(pl.element().cast(pl.Int64))
+def _numbers(text: pl.Series) -> pl.Series:
+    return text.str.extract_all(r"\d+").list.eval(pl.element().cast(pl.Int64))
 
 
-def _json_object(key: pl.Expr, value: pl.Expr) -> pl.Expr:
-    """Aggregation: a JSON object text from key/value columns (keys are plain words, values numbers)."""
-    return pl.concat_str(pl.lit("{"), pl.format('"{}": {}', key, value).str.join(", "), pl.lit("}"))
+def _braces(column: str) -> pl.Expr:
+    return pl.concat_str(pl.lit("{"), pl.col(column), pl.lit("}")).alias(column)
 
 
 def count_frame(frame: pl.DataFrame) -> pl.DataFrame:
     """Score ``output`` against ``expected_output`` counts; see the module docstring."""
     height = frame.height
     rows = pl.DataFrame({"_row": pl.int_range(0, height, eager=True, dtype=pl.UInt32)})
-    expected = mentions(frame, "expected_output").select("_row", "_m", pl.col("last").alias("object"), "n")
+    texts = frame.select(normalize(pl.col("output")).alias("o"), normalize(pl.col("expected_output")).alias("e"))
+    expected = mentions(texts["e"]).select("_row", "_m", pl.col("last").alias("object"), "n")
     # The same object named twice in the expected text keeps its first count.
     expected = expected.unique(["_row", "object"], keep="first", maintain_order=True)
-    found = mentions(frame, "output")
+    found = mentions(texts["o"])
     keyed = (
         found.explode("words")
         .join(expected.select("_row", pl.col("object").alias("words")), on=["_row", "words"], how="inner")
@@ -177,25 +214,35 @@ def count_frame(frame: pl.DataFrame) -> pl.DataFrame:
         .fill_null(False)
         .alias("ok")
     )
+    # JSON fragments are built on the long frame; the aggregations below only join strings (fast path).
+    fragment = pl.format('"{}": {}', "object", "n")
     match = match.with_columns(
-        pl.when(pl.col("total") == pl.col("n")).then("total").otherwise("first").alias("got"),
+        fragment.alias("frag"),
+        pl.when("ok").then(fragment).alias("mfrag"),
+        pl.when(~pl.col("ok")).then("object").alias("wrong"),
     )
     by_row = match.group_by("_row").agg(
         pl.col("ok").mean().alias("score"),
         pl.col("ok").sum().alias("hits"),
         pl.len().alias("total_expected"),
-        _json_object(pl.col("object"), pl.col("n")).alias("expected"),
-        _json_object(pl.col("object").filter(pl.col("ok")), pl.col("n").filter(pl.col("ok"))).alias("matched"),
-        pl.col("object").filter(~pl.col("ok")).str.join(", ").alias("wrong"),
+        pl.col("frag").alias("expected"),
+        pl.col("mfrag").alias("matched"),
+        pl.col("wrong"),
     )
-    found_json = per_object.group_by("_row").agg(_json_object(pl.col("object"), pl.col("first")).alias("found"))
+    # Aggregating to lists and joining them afterwards is much faster than str.join per group.
+    by_row = by_row.with_columns(pl.col("expected", "matched", "wrong").list.drop_nulls().list.join(", "))
+    found_json = per_object.with_columns(pl.format('"{}": {}', "object", "first").alias("frag"))
+    found_json = found_json.group_by("_row").agg(pl.col("frag").alias("found"))
+    found_json = found_json.with_columns(pl.col("found").list.join(", "))
+    by_row = by_row.with_columns(_braces("expected"), _braces("matched"))
+    found_json = found_json.with_columns(_braces("found"))
 
     # A bare expected number ("7") matches any count the output states, or the sum of its counts.
     bare = pl.DataFrame(
         {
             "_row": rows["_row"],
-            "bare": _bare_numbers(frame, "expected_output").list.first(),
-            "out_numbers": _bare_numbers(frame, "output"),
+            "bare": _numbers(texts["e"]).list.first(),
+            "out_numbers": _numbers(texts["o"]),
         }
     )
     sums = found.group_by("_row").agg(pl.col("n").sum().alias("out_total"))
