@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import polars as pl
 
 MONEY = (
-    r"(?i)(?:[$€£¥]|\b(?:usd|eur|gbp)\b)?\s?\b(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?i)(?:(?:[$€£¥]|\b(?:usd|eur|gbp)\b)\s?)?\b(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?:\s?(?:thousand|million|billion|trillion|bn|mn|mm|k|m|b|t)\b)?(?:\s*(?:dollars|usd|euros?|eur|pounds|gbp)\b)?"
 )
 _MONEY_PARTS = (
@@ -48,82 +48,85 @@ class ChartOptions:
     zero_tolerance: float = 0.0
 
 
-def _long(frame: pl.DataFrame, column: str, kind: str, pattern: str) -> pl.DataFrame:
-    return (
-        frame.select(pl.int_range(0, pl.len(), dtype=pl.UInt32).alias("_row"), pl.col(column).cast(pl.Utf8))
-        .select("_row", pl.col(column).fill_null("").str.extract_all(pattern).alias("text"))
-        .explode("text")
-        .drop_nulls("text")
-        .with_columns(pl.lit(kind).alias("kind"))
-    )
+# One pass over the text: the earliest alternative wins at a position, so dates and percentages are
+# taken before a bare number could be read as money.
+_ANY = "(?i)" + "|".join(f"(?:{p.removeprefix('(?i)')})" for p in (ISO_DATE, MONTH_DATE, QUARTER, PERCENT, MONEY))
 
 
 def values(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     """Long frame ``_row, kind (money|percent|date), text, value (number), key (date text), year``."""
-    money = _long(frame, column, "money", MONEY).with_columns(
-        pl.col("text").str.strip_chars().str.extract_groups(_MONEY_PARTS).alias("g")
+    found = (
+        frame.select(
+            pl.int_range(0, pl.len(), dtype=pl.UInt32).alias("_row"),
+            pl.col(column).cast(pl.Utf8).fill_null("").str.extract_all(_ANY).alias("text"),
+        )
+        .explode("text")
+        .drop_nulls("text")
+        .with_columns(pl.col("text").str.strip_chars())
     )
+    text = pl.col("text")
+    is_iso = text.str.contains(r"^\d{4}-\d{2}-\d{2}$")
+    is_quarter = text.str.contains(r"(?i)^q[1-4]")
+    is_percent = text.str.contains(r"(?i)(?:%|percent|per cent|pct)$")
+    is_month = text.str.contains(r"(?i)^(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)")
+    found = found.with_columns(
+        pl.when(is_iso)
+        .then(pl.lit("iso"))
+        .when(is_quarter)
+        .then(pl.lit("quarter"))
+        .when(is_percent)
+        .then(pl.lit("percent"))
+        .when(is_month)
+        .then(pl.lit("month"))
+        .otherwise(pl.lit("money"))
+        .alias("sub")
+    )
+    money = found.filter(pl.col("sub") == "money").with_columns(text.str.extract_groups(_MONEY_PARTS).alias("g"))
     money = money.unnest("g").filter(
         pl.col("sym").is_not_null()
         | pl.col("suf").is_not_null()
         | pl.col("word").is_not_null()
         | pl.col("num").str.contains(",")
     )
-    money = money.with_columns(
+    money = money.select(
+        "_row",
+        pl.lit("money").alias("kind"),
+        "text",
         (
             pl.col("num").str.replace_all(",", "").cast(pl.Float64, strict=False)
             * pl.col("suf").str.to_lowercase().replace_strict(_SCALE, default=1.0, return_dtype=pl.Float64)
         ).alias("value"),
         pl.lit(None, pl.Utf8).alias("key"),
         pl.lit(None, pl.Utf8).alias("year"),
-    ).select("_row", "kind", pl.col("text").str.strip_chars(), "value", "key", "year")
-    percent = _long(frame, column, "percent", PERCENT).select(
+    )
+    rest = found.filter(pl.col("sub") != "money")
+    year = text.str.extract(r"(\d{2,4})$", 1)
+    month = pl.concat_str(
+        text.str.extract(r"(\d{4})$", 1),
+        pl.lit("-"),
+        text.str.to_lowercase().str.slice(0, 3).replace_strict(_MONTHS, default=None),
+        pl.when(text.str.contains(r"\s\d{1,2}(?:st|nd|rd|th)?,?\s"))
+        .then(pl.concat_str(pl.lit("-"), text.str.extract(r"\s(\d{1,2})(?:st|nd|rd|th)?,?\s", 1).str.zfill(2)))
+        .otherwise(pl.lit("")),
+    )
+    sub = pl.col("sub")
+    rest = rest.select(
         "_row",
-        "kind",
+        pl.when(sub == "percent").then(pl.lit("percent")).otherwise(pl.lit("date")).alias("kind"),
         "text",
-        pl.col("text").str.extract(r"([-+]?\d+(?:\.\d+)?)", 1).cast(pl.Float64).alias("value"),
-        pl.lit(None, pl.Utf8).alias("key"),
-        pl.lit(None, pl.Utf8).alias("year"),
+        pl.when(sub == "percent").then(text.str.extract(r"([-+]?\d+(?:\.\d+)?)", 1).cast(pl.Float64)).alias("value"),
+        pl.when(sub == "quarter")
+        .then(pl.concat_str(pl.lit("Q"), text.str.extract(r"(?i)q([1-4])", 1)))
+        .when(sub == "iso")
+        .then(text)
+        .when(sub == "month")
+        .then(month)
+        .alias("key"),
+        pl.when((sub == "quarter") & text.str.contains(r"\d{2,4}$", literal=False) & (text.str.len_chars() > 2))
+        .then(pl.when(year.str.len_chars() == 2).then(pl.concat_str(pl.lit("20"), year)).otherwise(year))
+        .alias("year"),
     )
-    quarter = _long(frame, column, "date", QUARTER).with_columns(
-        pl.col("text").str.extract(r"(?i)q([1-4])", 1).alias("q"),
-        pl.col("text").str.extract(r"(\d{2,4})$", 1).alias("y"),
-    )
-    quarter = quarter.select(
-        "_row",
-        "kind",
-        "text",
-        pl.lit(None, pl.Float64).alias("value"),
-        pl.concat_str(pl.lit("Q"), pl.col("q")).alias("key"),
-        pl.when(pl.col("y").str.len_chars() == 2).then(pl.concat_str(pl.lit("20"), "y")).otherwise("y").alias("year"),
-    )
-    iso = _long(frame, column, "date", ISO_DATE).select(
-        "_row",
-        "kind",
-        "text",
-        pl.lit(None, pl.Float64).alias("value"),
-        pl.col("text").alias("key"),
-        pl.lit(None, pl.Utf8).alias("year"),
-    )
-    month = _long(frame, column, "date", MONTH_DATE).with_columns(
-        pl.col("text").str.to_lowercase().str.slice(0, 3).replace_strict(_MONTHS, default=None).alias("m"),
-        pl.col("text").str.extract(r"\s(\d{1,2})(?:st|nd|rd|th)?,?\s", 1).str.zfill(2).alias("d"),
-        pl.col("text").str.extract(r"(\d{4})$", 1).alias("y"),
-    )
-    month = month.select(
-        "_row",
-        "kind",
-        "text",
-        pl.lit(None, pl.Float64).alias("value"),
-        pl.concat_str(
-            "y",
-            pl.lit("-"),
-            "m",
-            pl.when(pl.col("d").is_not_null()).then(pl.concat_str(pl.lit("-"), "d")).otherwise(pl.lit("")),
-        ).alias("key"),
-        pl.lit(None, pl.Utf8).alias("year"),
-    )
-    return pl.concat([money, percent, quarter, iso, month], how="vertical_relaxed")
+    return pl.concat([money, rest], how="vertical_relaxed")
 
 
 def _assign(candidates: pl.DataFrame, rounds: int = 8) -> pl.DataFrame:
