@@ -186,11 +186,12 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
             pl.coalesce("hit_text", "closest").alias("actual"),
         )
     )
+    per_value = per_value.with_columns(pl.struct("kind", "expected", "value", "matched", "actual").alias("values"))
     per_row = per_value.group_by("_row").agg(
         pl.col("matched").mean().alias("score"),
         pl.col("matched").sum().alias("hits"),
         pl.len().alias("n"),
-        pl.struct("kind", "expected", "value", "matched", "actual").alias("values"),
+        "values",
     )
     out = pl.DataFrame({"_row": pl.int_range(0, frame.height, eager=True, dtype=pl.UInt32)})
     out = out.join(per_row, on="_row", how="left").sort("_row")

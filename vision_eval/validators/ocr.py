@@ -74,11 +74,14 @@ def ocr_frame(frame: pl.DataFrame, opts: OcrOptions) -> pl.DataFrame:
         .drop_nulls("kw")
         .with_columns(pl.col("got").str.contains(normalize(pl.col("kw"), opts), literal=True).alias("hit"))
     )
-    per_row = long.group_by("_row").agg(
-        pl.col("kw").filter(pl.col("hit")).alias("keywords_found"),
-        pl.col("kw").filter(~pl.col("hit")).alias("keywords_missing"),
-        pl.col("hit").mean().alias("keyword_accuracy"),
+    # Plain column aggregations (lists) stay on Polars' fast path; filtering inside agg would not.
+    long = long.with_columns(
+        pl.when("hit").then("kw").alias("keywords_found"), pl.when(~pl.col("hit")).then("kw").alias("keywords_missing")
     )
+    per_row = long.group_by("_row").agg(
+        "keywords_found", "keywords_missing", pl.col("hit").mean().alias("keyword_accuracy")
+    )
+    per_row = per_row.with_columns(pl.col("keywords_found", "keywords_missing").list.drop_nulls())
     out = (
         pl.DataFrame({"_row": pl.int_range(0, frame.height, eager=True), "similarity": sim})
         .join(per_row, on="_row", how="left")
