@@ -135,15 +135,16 @@ def _assign(candidates: pl.DataFrame, rounds: int = 8) -> pl.DataFrame:
     Each round keeps every expected value's closest free response value, and each response value for the
     expected value it is closest to; the globally closest free pair always survives, so rounds converge.
     """
-    taken = candidates.head(0)
+    taken = []
     for _ in range(rounds):
-        free = candidates.join(taken, on="_e", how="anti").join(taken, on="_a", how="anti")
-        if free.is_empty():
+        if candidates.is_empty():
             break
-        best = free.sort("dist", "_e", "_a").unique("_e", keep="first", maintain_order=True)
-        best = best.unique("_a", keep="first", maintain_order=True)
-        taken = pl.concat([taken, best])
-    return taken
+        dist = pl.col("dist")
+        best = candidates.filter(dist == dist.min().over("_e")).unique("_e", keep="first", maintain_order=True)
+        best = best.filter(dist == dist.min().over("_a")).unique("_a", keep="first", maintain_order=True)
+        taken.append(best)
+        candidates = candidates.join(best, on="_e", how="anti").join(best, on="_a", how="anti")
+    return pl.concat(taken) if taken else candidates.head(0)
 
 
 def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
@@ -170,15 +171,10 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     )
     assigned = _assign(pairs.filter(pl.col("ok")).select("_e", "_a", "dist", pl.col("text_a").alias("hit_text")))
     assigned = assigned.select("_e", pl.lit(True).alias("matched"), "hit_text")
+    closest = pairs.filter(pl.col("dist") == pl.col("dist").min().over("_e")).unique("_e", keep="first")
     per_value = (
-        pairs.sort("_e", "dist", nulls_last=True)
-        .group_by("_e", maintain_order=True)
-        .agg(
-            pl.col("_row").first(),
-            pl.col("kind").first(),
-            pl.col("text").first().alias("expected"),
-            pl.col("value").first(),
-            pl.col("text_a").first().alias("closest"),
+        closest.select(
+            "_e", "_row", "kind", pl.col("text").alias("expected"), "value", pl.col("text_a").alias("closest")
         )
         .join(assigned, on="_e", how="left")
         .with_columns(
