@@ -67,6 +67,14 @@ def coerce_result(raw: Any, threshold: float | None) -> dict[str, Any]:
     return out
 
 
+def _accepts_config(function: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature
+        return False
+    return any(p.name == "config" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
 def _wants_frame(function: Callable[..., Any]) -> bool:
     params = list(inspect.signature(function).parameters.values())
     if not params:
@@ -97,17 +105,14 @@ class PythonEvaluator(Evaluator):
             raise ValueError(f"function: {settings.function!r} is not callable")
         self.frame_mode = settings.mode == "frame" or (settings.mode == "auto" and _wants_frame(self.function))
         self.config = dict(settings.model_extra or {})
+        self.takes_config = _accepts_config(self.function)
 
     def columns_needed(self) -> tuple[str, ...]:
         return tuple(self.settings.columns)  # type: ignore[attr-defined]
 
     def _call(self, arg: Any) -> Any:
-        try:
-            return self.function(arg, config=self.config)
-        except TypeError as exc:
-            if "config" not in str(exc):
-                raise
-            return self.function(arg)
+        # Decided once from the signature: retrying on TypeError would hide the function's own TypeErrors.
+        return self.function(arg, config=self.config) if self.takes_config else self.function(arg)
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         if self.frame_mode:

@@ -1,0 +1,348 @@
+"""Throughput of the code validators: built-in (vectorized) vs a row-wise Python loop doing the same work,
+and code_judge batch mode vs one process per row.
+
+    PYTHONPATH=. python benchmarks/bench_code_validators.py [--rows 1000000] [--loop-rows 50000] [--judge-rows 20000]
+
+The row-wise loop and process-per-row are measured on a sample (``--loop-rows``, ``--process-rows``) and
+reported as rows/s, which is what they would sustain on the full frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from vision_eval.evaluators.code_judge import CodeJudge, CodeJudgeSettings
+from vision_eval.evaluators.code_validators import (
+    ChartValidator,
+    ChartValidatorSettings,
+    CountValidator,
+    CountValidatorSettings,
+    JsonValidator,
+    JsonValidatorSettings,
+    OcrValidator,
+    OcrValidatorSettings,
+)
+from vision_eval.validators import chart as chart_mod
+from vision_eval.validators import count as count_mod
+from vision_eval.validators.json_check import JsonOptions, check_one
+
+SHAPES = ["circles", "squares", "triangles", "stars"]
+WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+
+
+def fmt(template: str, *values: pl.Expr | pl.Series) -> pl.Expr:
+    """``template`` with each ``{}`` replaced by a value (``pl.format`` refuses literal braces)."""
+    pieces = template.split("{}")
+    parts: list[pl.Expr] = []
+    for piece, value in zip(pieces, [*values, None]):
+        parts.append(pl.lit(piece))
+        if value is not None:
+            parts.append((pl.lit(value) if isinstance(value, pl.Series) else value).cast(pl.Utf8))
+    return pl.concat_str(parts)
+
+
+def make_frames(n: int, seed: int = 0) -> dict[str, pl.DataFrame]:
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(1, 10, n), rng.integers(1, 10, n)
+    s1, s2 = rng.integers(0, 4, n), (rng.integers(1, 4, n) + 0) % 4
+    wordy = rng.random(n) < 0.3
+    ids = pl.Series("id", np.arange(n).astype(str))
+    sh = pl.Series(SHAPES)
+    first = pl.when(pl.Series(wordy)).then(pl.Series(WORDS).gather(a)).otherwise(pl.Series(a).cast(pl.Utf8))
+    count = pl.DataFrame({"id": ids}).with_columns(
+        fmt("I count {} red {} and {} blue {}.", first, sh.gather(s1), pl.Series(b), sh.gather(s2)).alias("output"),
+        fmt("{} {}, {} {}", pl.Series(a), sh.gather(s1), pl.Series(b + (rng.random(n) < 0.3)), sh.gather(s2)).alias(
+            "expected_output"
+        ),
+    )
+    base = ["Project Proposal Q1 2026", "Quarterly Review: revenue up 12%", "Meeting Notes, Owner: Dana Lee"]
+    typo = ["Project Proposl Q1 2026", "Quartely Reveiw: revenue up 12%", "Meeting notes owner Dana Lee"]
+    k = rng.integers(0, 3, n)
+    ocr = pl.DataFrame(
+        {
+            "id": ids,
+            "output": pl.Series(typo).gather(k).zip_with(pl.Series(rng.random(n) < 0.5), pl.Series(base).gather(k)),
+            "expected_output": pl.Series(base).gather(k),
+            "keywords": pl.Series([["proposal", "2026"], ["revenue"], ["owner", "dana"]]).gather(k),
+        }
+    )
+    total = rng.integers(100, 5000, n)
+    expected = fmt(
+        '{"invoice_number": "INV-{}", "vendor_name": "Northwind", "total_amount": {}, "currency": "USD", '
+        '"line_items": [{"description": "Widgets", "quantity": 2, "amount": {}}]}',
+        pl.Series(np.arange(n)),
+        pl.Series(total),
+        pl.Series(total),
+    )
+    wrong = pl.Series(total + (rng.random(n) < 0.2) * 7)
+    output = fmt(
+        'Here you go:\n```json\n{"invoice_number": "INV-{}", "vendor_name": "Northwind", "total_amount": {}, '
+        '"line_items": [{"description": "Widgets", "quantity": 2, "amount": {}}]}\n```',
+        pl.Series(np.arange(n)),
+        wrong,
+        pl.Series(total),
+    )
+    invoice = pl.DataFrame({"id": ids}).with_columns(output.alias("output"), expected.alias("expected_output"))
+    v = rng.integers(10, 40, (n, 2)) / 10
+    growth = rng.integers(10, 90, n)
+    chart = pl.DataFrame({"id": ids}).with_columns(
+        fmt(
+            "1. Q1 2025 revenue was ${}M\n2. Q4 2025 peaked at ${}M, up {}% from Q1.",
+            pl.Series(v[:, 0]),
+            pl.Series(v[:, 1]),
+            pl.Series(growth),
+        ).alias("output"),
+        fmt(
+            "Q1 2025: ${}M; Q4 2025: ${}M; growth: {}%",
+            pl.Series(v[:, 0]),
+            pl.Series(v[:, 1] * 1.1),
+            pl.Series(growth + (rng.random(n) < 0.2)),
+        ).alias("expected_output"),
+    )
+    return {"count": count, "ocr": ocr, "json": invoice, "chart": chart}
+
+
+# ---- row-wise baselines: the same algorithms with `re` and plain Python, one row at a time ------
+
+_NUM_WORDS = sorted(count_mod.NUMBER_WORDS, key=len, reverse=True)
+_NUM_RX = re.compile(r"\b(?:" + "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in _NUM_WORDS) + r")\b")
+_STOP = re.compile(r"\b(?:" + "|".join(count_mod.STOP_WORDS) + r")\b")
+_PAIR = re.compile(r"\d+ [a-z][a-z'-]*(?: [a-z][a-z'-]*){0,2}")
+_COLON = re.compile(r"([a-z][a-z'-]*)\s*[:=]\s*(\d+)")
+
+
+def _singular(word: str) -> str:
+    if word in count_mod.IRREGULAR:
+        return count_mod.IRREGULAR[word]
+    if re.search(r"[^aeiou]ies$", word):
+        return word[:-3] + "y"
+    if re.search(r"(?:ss|x|z|ch|sh)es$", word):
+        return word[:-2]
+    if re.search(r"[^su]s$", word) and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def _mentions(text: str) -> list[tuple[int, list[str]]]:
+    text = re.sub(r"([^a-z0-9\s'-])", r" \1 ", (text or "").lower())
+    text = _NUM_RX.sub(lambda m: str(count_mod.NUMBER_WORDS[" ".join(m.group(0).split())]), text)
+    text = re.sub(r"\s+", " ", _STOP.sub(",", _COLON.sub(r"\2 \1", text)))
+    out = []
+    for pair in _PAIR.findall(text):
+        number, rest = pair.split(" ", 1)
+        out.append((int(number), [_singular(w) for w in rest.split(" ")]))
+    return out
+
+
+def count_row(output: str, expected: str) -> dict:
+    want: dict[str, int] = {}
+    for n, words in _mentions(expected):
+        want.setdefault(words[-1], n)
+    first: dict[str, int] = {}
+    total: dict[str, int] = {}
+    for n, words in _mentions(output):
+        key = next((w for w in words if w in want), words[-1])
+        first.setdefault(key, n)
+        total[key] = total.get(key, 0) + n
+    ok = {k: first.get(k) == n or total.get(k) == n or (k not in first and n == 0) for k, n in want.items()}
+    score = sum(ok.values()) / len(ok) if ok else None
+    details = {"expected": want, "found": first, "matched": {k: want[k] for k, v in ok.items() if v}}
+    return {"status": "processed", "score": score, "details": json.dumps(details)}
+
+
+def ocr_row(output: str, expected: str, keywords: list[str]) -> dict:
+    from rapidfuzz import fuzz
+
+    def norm(text: str) -> str:
+        return re.sub(r"\s+", " ", re.sub(r"[^\w\s]", " ", (text or "").lower())).strip()
+
+    got, want = norm(output), norm(expected)
+    sim = fuzz.ratio(got, want) / 100
+    found = [k for k in keywords if norm(k) in got]
+    acc = len(found) / len(keywords) if keywords else None
+    score = sim if acc is None else 0.7 * sim + 0.3 * acc
+    return {"status": "processed", "score": score, "details": json.dumps({"similarity": sim, "keywords_found": found})}
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*([\s\S]*?)```")
+_EMBED = re.compile(r"([\{\[][\s\S]*[\}\]])")
+
+
+def json_row(output: str, expected: str, opts: JsonOptions) -> dict:
+    m = _FENCE.search(output) or _EMBED.search(output)
+    candidate = m.group(1).strip() if m else output.strip()
+    return check_one(output, candidate, expected, opts)
+
+
+def _py_regex(pattern: str) -> re.Pattern[str]:
+    """A Rust pattern of the chart module for Python's ``re`` (ASCII word boundaries, ``(?i)`` as a flag)."""
+    return re.compile(pattern.removeprefix("(?i)").replace("(?-u:\\b)", "\\b"), re.I)
+
+
+_MONEY = _py_regex(chart_mod.MONEY)
+_MONEY_PARTS = _py_regex(chart_mod._MONEY_PARTS)
+_PERCENT = _py_regex(chart_mod.PERCENT)
+_QUARTER = _py_regex(chart_mod.QUARTER)
+
+
+def _chart_values(text: str) -> list[tuple[str, object]]:
+    values: list[tuple[str, object]] = []
+    for m in _MONEY.finditer(text):
+        parts = _MONEY_PARTS.match(m.group(0).strip())
+        if parts and (parts["sym"] or parts["suf"] or parts["word"] or "," in parts["num"]):
+            scale = chart_mod._SCALE.get((parts["suf"] or "").lower(), 1.0)
+            values.append(("money", float(parts["num"].replace(",", "")) * scale))
+    for m in _PERCENT.finditer(text):
+        values.append(("percent", float(re.search(r"[-+]?\d+(?:\.\d+)?", m.group(0)).group(0))))
+    for m in _QUARTER.finditer(text):
+        year = re.search(r"(\d{2,4})$", m.group(0))
+        values.append(("date", (m.group(0)[1], year.group(1) if year else None)))
+    return values
+
+
+def chart_row(output: str, expected: str) -> dict:
+    got = _chart_values(output)
+    want = _chart_values(expected)
+    candidates = []
+    for i, (kind, w) in enumerate(want):
+        for j, (k, value) in enumerate(got):
+            if k != kind:
+                continue
+            if kind == "date":
+                ok, dist = value[0] == w[0] and (value[1] == w[1] or None in (value[1], w[1])), 0.0
+            else:
+                dist = abs(value - w) / abs(w) if w else abs(value - w)
+                ok = abs(value - w) <= 1e-9 if kind == "percent" else dist <= (0.15 if w else 0.0) + 1e-9
+            if ok:
+                candidates.append((dist, i, j))
+    used_e: set[int] = set()
+    used_a: set[int] = set()
+    for _, i, j in sorted(candidates):  # closest pairs first, one-to-one
+        if i not in used_e and j not in used_a:
+            used_e.add(i)
+            used_a.add(j)
+    score = len(used_e) / len(want) if want else None
+    return {"status": "processed", "score": score, "details": json.dumps({"matched": len(used_e)})}
+
+
+def row_loop(kind: str, frame: pl.DataFrame) -> list[dict]:
+    opts = JsonOptions()
+    if kind == "count":
+        return [count_row(o, e) for o, e in zip(frame["output"].to_list(), frame["expected_output"].to_list())]
+    if kind == "ocr":
+        return [
+            ocr_row(o, e, k)
+            for o, e, k in zip(
+                frame["output"].to_list(), frame["expected_output"].to_list(), frame["keywords"].to_list()
+            )
+        ]
+    if kind == "json":
+        return [json_row(o, e, opts) for o, e in zip(frame["output"].to_list(), frame["expected_output"].to_list())]
+    return [chart_row(o, e) for o, e in zip(frame["output"].to_list(), frame["expected_output"].to_list())]
+
+
+BUILTINS = {
+    "count": (CountValidator, CountValidatorSettings()),
+    "ocr": (OcrValidator, OcrValidatorSettings()),
+    "json": (JsonValidator, JsonValidatorSettings()),
+    "chart": (ChartValidator, ChartValidatorSettings()),
+}
+
+JUDGE = """
+import json, sys
+for line in sys.stdin:
+    if line.strip():
+        row = json.loads(line)
+        print(json.dumps({"id": row["id"], "score": float(row["output"] == row["expected_output"])}))
+"""
+
+
+def bench_judge(rows: int, process_rows: int, batch_size: int) -> tuple[float, float]:
+    import asyncio
+
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "judge.py"
+        script.write_text(JUDGE)
+        frame = pl.DataFrame(
+            {"id": [str(i) for i in range(rows)], "output": ["a"] * rows, "expected_output": ["a"] * rows}
+        )
+        command = [sys.executable, "-S", str(script)]
+        batch = CodeJudge("j", CodeJudgeSettings(command=command, batch_size=batch_size, concurrency=2))
+        start = time.perf_counter()
+        out = asyncio.run(batch.aevaluate(frame)).results
+        batch_rate = rows / (time.perf_counter() - start)
+        assert out["status"].eq("processed").all(), out.filter(pl.col("status") != "processed").head(3)
+        per_row = CodeJudge("j", CodeJudgeSettings(command=command, concurrency=2))
+        start = time.perf_counter()
+        out = asyncio.run(per_row.aevaluate(frame.head(process_rows))).results
+        process_rate = process_rows / (time.perf_counter() - start)
+        assert out["status"].eq("processed").all()
+    return batch_rate, process_rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows per validator for the built-ins")
+    parser.add_argument("--loop-rows", type=int, default=20_000, help="rows the row-wise loop is measured on")
+    parser.add_argument(
+        "--json-rows", type=int, default=100_000, help="rows for json_validator (its parsing is per-row Python)"
+    )
+    parser.add_argument("--repeat", type=int, default=2, help="best of this many timings")
+    parser.add_argument(
+        "--batch-size", type=int, default=50_000, help="rows per evaluate() call, as the engine's run.batch_size"
+    )
+    parser.add_argument("--judge-rows", type=int, default=20_000, help="rows for batch-mode code_judge")
+    parser.add_argument("--process-rows", type=int, default=20, help="rows for process-per-row code_judge")
+    args = parser.parse_args()
+
+    start = time.perf_counter()
+    frames = make_frames(args.rows)
+    print(f"generated {args.rows:,} rows per validator in {time.perf_counter() - start:.1f} s")
+    print(f"built-ins run in batches of {args.batch_size:,} rows (the engine's run.batch_size)\n")
+    print(
+        f"{'validator (rows)':<18} {'built-in rows/s':>16} {'row-wise rows/s':>16} {'speed-up':>9}"
+        "   mean score (built-in / loop)"
+    )
+    for kind, (cls, settings) in BUILTINS.items():
+        frame = frames[kind] if kind != "json" else frames[kind].head(args.json_rows)
+        evaluator = cls(kind, settings)
+        sample = frame.head(min(args.loop_rows, frame.height))
+        builtin_rate = loop_rate = 0.0
+        for _ in range(args.repeat):  # alternate, so both see the same load on a shared machine
+            start = time.perf_counter()
+            results = pl.concat(
+                [evaluator.evaluate(part).results for part in frame.iter_slices(args.batch_size)],
+                how="vertical_relaxed",
+            )
+            builtin_rate = max(builtin_rate, frame.height / (time.perf_counter() - start))
+            start = time.perf_counter()
+            looped = row_loop(kind, sample)
+            loop_rate = max(loop_rate, sample.height / (time.perf_counter() - start))
+        loop_mean = float(np.mean([r["score"] for r in looped if r.get("score") is not None]))
+        built_mean = results.head(sample.height)["score"].mean()
+        print(
+            f"{kind + f' ({frame.height:,})':<18} {builtin_rate:>16,.0f} {loop_rate:>16,.0f}"
+            f" {builtin_rate / loop_rate:>8.1f}x"
+            f"   {built_mean:.4f} / {loop_mean:.4f}"
+        )
+    batch_rate, process_rate = bench_judge(args.judge_rows, args.process_rows, batch_size=5_000)
+    print(
+        f"\ncode_judge batch mode: {batch_rate:,.0f} rows/s ({args.judge_rows:,} rows, batches of 5,000); "
+        f"process per row: {process_rate:,.1f} rows/s ({args.process_rows} rows sampled); "
+        f"speed-up {batch_rate / process_rate:,.0f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()
