@@ -1,0 +1,119 @@
+"""``bbox_iou``: detection boxes against expected boxes — Hungarian matching, P/R/F1, mean IoU, dataset AP."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import polars as pl
+from pydantic import Field
+
+from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.registry import register
+from vision_eval.results import ERROR, PROCESSED, rows_frame
+from vision_eval.structured import boxes as bx
+
+
+class BboxIouSettings(EvaluatorSettings):
+    """Settings of ``bbox_iou``."""
+
+    format: bx.BoxFormat = "xyxy"
+    """Box format of both columns: ``xyxy``, ``xywh`` or ``cxcywh``."""
+    output_format: bx.BoxFormat | None = None
+    """Box format of ``output`` when it differs from ``format``."""
+    normalized: bool = False
+    """Coordinates of both columns are fractions of the image size (0..1) rather than pixels."""
+    output_normalized: bool | None = None
+    """``output`` normalization when it differs from ``normalized``; the rows then need ``width_column`` and
+    ``height_column`` to bring both sides to pixels."""
+    width_column: str = "width"
+    """Column with the image width in pixels (only read when normalizations differ)."""
+    height_column: str = "height"
+    """Column with the image height in pixels (only read when normalizations differ)."""
+    iou_threshold: float = Field(0.5, gt=0, le=1)
+    """IoU at or above which a matched pair is a true positive."""
+    label_aware: bool = True
+    """Only boxes with the same label match, when both sides carry labels."""
+    score: Literal["f1", "precision", "recall", "mean_iou"] = "f1"
+    """Which per-row metric is the row score."""
+
+
+@register
+class BboxIou(Evaluator):
+    """Per-row detection quality of ``output`` boxes against ``expected_output`` boxes."""
+
+    type_name: ClassVar[str] = "bbox_iou"
+    settings_model = BboxIouSettings
+    required_columns = ("output", "expected_output")
+    default_threshold = 0.5
+
+    def columns_needed(self) -> tuple[str, ...]:
+        s: BboxIouSettings = self.settings  # type: ignore[assignment]
+        if s.output_normalized is not None and s.output_normalized != s.normalized:
+            return (*self.required_columns, s.width_column, s.height_column)
+        return self.required_columns
+
+    def _row(self, out: Any, exp: Any, size: tuple[Any, Any]) -> dict[str, Any]:
+        s: BboxIouSettings = self.settings  # type: ignore[assignment]
+        pred = bx.parse_boxes(out, s.output_format or s.format, "output")
+        gt = bx.parse_boxes(exp, s.format, "expected_output")
+        out_norm = s.normalized if s.output_normalized is None else s.output_normalized
+        if out_norm != s.normalized:
+            w, h = size
+            if not w or not h:
+                raise ValueError(f"image size needed ({s.width_column}, {s.height_column}) to mix coordinate systems")
+            scale = np.array([w, h, w, h], dtype=float)
+            if out_norm:
+                pred.xyxy = pred.xyxy * scale
+            else:
+                gt.xyxy = gt.xyxy * scale
+        iou = bx.iou_matrix(pred.xyxy, gt.xyxy)
+        mask = bx.label_mask(pred, gt) if s.label_aware else None
+        if mask is not None:
+            iou = np.where(mask, iou, 0.0)
+        match = bx.hungarian(iou, s.iou_threshold)
+        metrics = match.metrics()
+        scores = np.array([1.0 if x is None else x for x in pred.scores], dtype=float)
+        tp = bx.coco_tp(iou, scores)
+        classes = pred.labels if mask is not None else [None] * len(pred)
+        gt_classes = gt.labels if mask is not None else [None] * len(gt)
+        gt_counts: dict[str, int] = {}
+        for c in gt_classes:
+            gt_counts[json.dumps(c)] = gt_counts.get(json.dumps(c), 0) + 1
+        details = {
+            **{k: round(v, 6) for k, v in metrics.items()},
+            "tp": match.tp,
+            "fp": match.n_pred - match.tp,
+            "fn": match.n_gt - match.tp,
+            "matches": [[i, j, round(v, 4)] for (i, j), v in zip(match.pairs, match.ious)],
+            "ap_dets": [[float(sc), c, [int(x) for x in row]] for sc, c, row in zip(scores, classes, tp)],
+            "ap_gt": gt_counts,
+        }
+        return {"status": PROCESSED, "score": metrics[s.score], "details": details}
+
+    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        s: BboxIouSettings = self.settings  # type: ignore[assignment]
+        ids, outs, exps = batch["id"].to_list(), batch["output"].to_list(), batch["expected_output"].to_list()
+        widths = batch[s.width_column].to_list() if s.width_column in batch.columns else [None] * batch.height
+        heights = batch[s.height_column].to_list() if s.height_column in batch.columns else [None] * batch.height
+        rows = []
+        for sid, out, exp, w, h in zip(ids, outs, exps, widths, heights):
+            try:
+                rows.append({"sample_id": sid, **self._row(out, exp, (w, h))})
+            except ValueError as exc:
+                rows.append({"sample_id": sid, "status": ERROR, "error": str(exc), "details": {"raw": str(out)[:2000]}})
+        return EvalOutput(rows_frame(rows))
+
+    def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
+        done = results.filter(pl.col("status") == PROCESSED)
+        dets: list[tuple[float, str | None, list[bool]]] = []
+        gt_counts: dict[str | None, int] = {}
+        for text in done["details"].to_list():
+            d = json.loads(text)
+            dets += [(sc, json.dumps(c), [bool(x) for x in flags]) for sc, c, flags in d["ap_dets"]]
+            for c, n in d["ap_gt"].items():
+                gt_counts[c] = gt_counts.get(c, 0) + n
+        ap = bx.coco_ap(dets, gt_counts)
+        means = done.select(pl.col("score").mean()).item() if done.height else None
+        return {**{k: round(v, 6) for k, v in ap.items()}, "mean_score": means, "rows": done.height}
