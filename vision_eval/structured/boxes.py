@@ -41,11 +41,16 @@ def parse_boxes(value: Any, fmt: BoxFormat = "xyxy", where: str = "boxes") -> Bo
     if isinstance(value, str):
         from vision_eval.structured.matching import extract_json
 
-        ok, value = extract_json(value)
-        if not ok:
-            raise ValueError(f"{where} is not a JSON list of boxes")
+        try:
+            value = json.loads(value)
+        except ValueError:
+            ok, value = extract_json(value)
+            if not ok:
+                raise ValueError(f"{where} is not a JSON list of boxes") from None
     if isinstance(value, dict) and isinstance(value.get("boxes"), list):
         value = value["boxes"]
+    if isinstance(value, dict) and any(k in value for k in ("box", "bbox", "xyxy", "coordinates")):
+        value = [value]
     if value is None:
         value = []
     if not isinstance(value, list):

@@ -24,6 +24,8 @@ W = r"[ \t\n\r]*"
 S = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
 NUM = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 SCALAR = rf"(?:{S}|{NUM}|true|false|null)"
+# Numbers whose text is what Python's json.dumps prints for them (≤ 15 significant digits, no exponent).
+CANONICAL_NUMBER = r"^(?:-?[1-9][0-9]{0,8}|0|-?(?:0|[1-9][0-9]{0,8})\.(?:[0-9]{0,5}[1-9]|0))$"
 TOKEN = rf'("(?:[^"\\]|\\.)*"|{NUM}|true|false|null|\{{|\[)'
 _SAFE_KEY = re.compile(r'^[^"\\\x00-\x1f]+$')
 
@@ -83,6 +85,7 @@ def _fast_extract(doc: pl.Expr, valid: pl.Expr, steps: tuple[str | int, ...]) ->
         found = doc.str.contains(structure) & (count == 1) & token.is_not_null()
         is_str = token.str.starts_with('"')
         plain = ~token.str.contains("\\", literal=True) & ~token.str.contains(r"^[\[{n]")
+        plain = plain & (is_str | token.is_in(["true", "false"]) | token.str.contains(CANONICAL_NUMBER))
         present = valid & found & plain
         text = pl.when(is_str).then(token.str.slice(1).str.head(-1)).otherwise(token)
     else:

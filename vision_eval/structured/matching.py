@@ -186,6 +186,8 @@ def to_json(value: Any) -> str | None:
 def fmt(x: float) -> str:
     """A number as reasons print it (same text as Polars' ``round(6).cast(String)``)."""
     r = round(float(x), 6)
+    if math.isnan(r):
+        return "NaN"
     if r == 0:
         return "0.0"
     text = repr(r)
