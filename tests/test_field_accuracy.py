@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import pytest
 import yaml
 
@@ -73,8 +72,13 @@ def test_any_order_pairs_by_assignment() -> None:
 
 def test_any_order_fuzzy_strings_optimal_not_greedy() -> None:
     # Greedy would give "acme corp" to "acme corporation" (best single score) and leave a bad pair.
-    res = one(["acme corp", "acme corporation ltd"], ["acme corporation", "acme corp"], match="fuzzy",
-              array_match="any_order", threshold=0.7)
+    res = one(
+        ["acme corp", "acme corporation ltd"],
+        ["acme corporation", "acme corp"],
+        match="fuzzy",
+        array_match="any_order",
+        threshold=0.7,
+    )
     assert res["hit"] is True
 
 
@@ -116,8 +120,13 @@ def test_numeric(got: Any, want: Any, settings: dict[str, Any], hit: bool, reaso
         ("15/01/2025", "2025-01-15", {}, True, "same date 2025-01-15"),
         ("2025-01-16", "2025-01-15", {}, False, "got 2025-01-16, expected 2025-01-15"),
         ("2025-01-15T23:30:00-08:00", "2025-01-15", {}, True, "same date 2025-01-15"),
-        ("2025-01-15 10:00", "2025-01-15T09:00:00", {"compare_time": True}, False,
-         "got 2025-01-15 10:00:00, expected 2025-01-15 09:00:00"),
+        (
+            "2025-01-15 10:00",
+            "2025-01-15T09:00:00",
+            {"compare_time": True},
+            False,
+            "got 2025-01-15 10:00:00, expected 2025-01-15 09:00:00",
+        ),
         ("January 15, 2025", "2025-01-15", {}, True, "same date 2025-01-15"),
         ("not a date", "2025-01-15", {}, False, 'could not parse date "not a date"'),
         (20250115, "2025-01-15", {}, False, "not a date string: got 20250115"),
@@ -258,8 +267,9 @@ TRICKY = [
 )
 def test_vectorized_matches_reference(field: dict[str, Any]) -> None:
     wants = ['{"v": "plain", "customer": {"address": {"city": "Paris"}}, "items": [{"v": 1}]}', '{"v": 1000}']
-    rows = [{"id": f"{i}-{j}", "output": g, "expected_output": w} for i, g in enumerate(TRICKY) for j, w in
-            enumerate(wants)]
+    rows = [
+        {"id": f"{i}-{j}", "output": g, "expected_output": w} for i, g in enumerate(TRICKY) for j, w in enumerate(wants)
+    ]
     rows.append({"id": "items", "output": '{"items": [{"v": 1}, {"v": 2}]}', "expected_output": wants[0]})
     res = vision_eval.evaluate(rows, evaluators={"f": {"type": "field_accuracy", "fields": [field]}})
     spec = m.FieldSpec(**field)
@@ -275,13 +285,27 @@ def test_vectorized_matches_reference(field: dict[str, Any]) -> None:
 
 def test_structured_stack_config_loads() -> None:
     stack = yaml.safe_load((ROOT / "conf/evaluators/structured.yaml").read_text())
-    inv = {"invoice_number": "INV-7", "vendor_name": "Acme Corp", "invoice_date": "2025-01-15",
-           "total_amount": 1500.0, "currency": "USD", "line_items": [{"description": "A", "quantity": 1, "amount": 1500.0}]}
+    inv = {
+        "invoice_number": "INV-7",
+        "vendor_name": "Acme Corp",
+        "invoice_date": "2025-01-15",
+        "total_amount": 1500.0,
+        "currency": "USD",
+        "line_items": [{"description": "A", "quantity": 1, "amount": 1500.0}],
+    }
     rows = [
-        {"id": "i", "task": "invoice", "output": json.dumps({**inv, "invoice_date": "15-Jan-2025"}),
-         "expected_output": json.dumps(inv)},
-        {"id": "d", "task": "detect", "output": '[{"label": "circle", "box": [0, 0, 10, 10]}]',
-         "expected_output": '[{"label": "circle", "box": [0, 0, 10, 10]}]'},
+        {
+            "id": "i",
+            "task": "invoice",
+            "output": json.dumps({**inv, "invoice_date": "15-Jan-2025"}),
+            "expected_output": json.dumps(inv),
+        },
+        {
+            "id": "d",
+            "task": "detect",
+            "output": '[{"label": "circle", "box": [0, 0, 10, 10]}]',
+            "expected_output": '[{"label": "circle", "box": [0, 0, 10, 10]}]',
+        },
     ]
     res = vision_eval.evaluate(rows, evaluators=stack).results
     got = {(r["evaluator"], r["sample_id"]): (r["status"], r["score"]) for r in res.to_dicts()}

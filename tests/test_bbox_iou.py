@@ -1,0 +1,148 @@
+"""bbox_iou: formats, IoU edge cases, Hungarian matching, P/R/F1, COCO AP; and the code-judge example script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import vision_eval
+from vision_eval.structured import boxes as bx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(rows: list[dict[str, Any]], **settings: Any) -> Any:
+    for i, row in enumerate(rows):
+        row.setdefault("id", str(i))
+        for key in ("output", "expected_output"):
+            if not isinstance(row[key], str):
+                row[key] = json.dumps(row[key])
+    return vision_eval.evaluate(rows, evaluators={"b": {"type": "bbox_iou", **settings}})
+
+
+def test_iou_and_formats() -> None:
+    a = np.array([[0.0, 0, 10, 10]])
+    assert bx.iou_matrix(a, np.array([[5.0, 0, 15, 10]]))[0, 0] == pytest.approx(1 / 3)
+    assert np.allclose(bx.to_xyxy(np.array([[0.0, 0, 10, 10]]), "xywh"), a)
+    assert np.allclose(bx.to_xyxy(np.array([[5.0, 5, 10, 10]]), "cxcywh"), a)
+    point = np.array([[1.0, 1, 1, 1]])
+    assert bx.iou_matrix(point, point)[0, 0] == 1.0
+    assert bx.iou_matrix(point, np.array([[0.0, 0, 2, 2]]))[0, 0] == 0.0
+    line = np.array([[0.0, 0, 10, 0]])
+    assert bx.iou_matrix(line, np.array([[0.0, 0, 10, 0]]))[0, 0] == 1.0
+
+
+def test_hungarian_beats_greedy() -> None:
+    iou = np.array([[0.6, 0.55], [0.55, 0.0]])
+    match = bx.hungarian(iou, 0.5)
+    assert match.tp == 2 and sorted(match.pairs) == [(0, 1), (1, 0)]
+    assert match.mean_iou == pytest.approx(0.55)
+
+
+def test_row_metrics_and_score_choice() -> None:
+    gt = [{"label": "circle", "box": [0, 0, 10, 10]}, {"label": "square", "box": [20, 20, 30, 30]}]
+    pred = [
+        {"label": "circle", "box": [0, 0, 10, 10]},
+        {"label": "circle", "box": [20, 20, 30, 30]},  # right place, wrong label
+        {"label": "square", "box": [50, 50, 60, 60]},
+    ]
+    res = run([{"output": pred, "expected_output": gt}])
+    d = json.loads(res.results["details"][0])
+    assert (d["tp"], d["fp"], d["fn"]) == (1, 2, 1)
+    assert d["precision"] == pytest.approx(1 / 3) and d["recall"] == 0.5 and d["f1"] == pytest.approx(0.4)
+    assert res.results["score"][0] == pytest.approx(0.4)
+    blind = run([{"output": pred, "expected_output": gt}], label_aware=False)
+    assert json.loads(blind.results["details"][0])["tp"] == 2
+    recall = run([{"output": pred, "expected_output": gt}], score="recall")
+    assert recall.results["score"][0] == 0.5
+
+
+def test_empty_and_formats_end_to_end() -> None:
+    rows = [
+        {"output": [], "expected_output": []},
+        {"output": [], "expected_output": [[0, 0, 1, 1]]},
+        {"output": [[5, 5, 10, 10]], "expected_output": [[0, 0, 10, 10]]},  # IoU 25/175 in cxcywh
+    ]
+    res = run(rows, format="cxcywh")
+    assert res.results["score"].to_list() == [1.0, 0.0, 0.0]
+    assert json.loads(res.results["details"][0])["mean_iou"] == 1.0
+    res = run(
+        [{"output": [[0, 0, 10, 10]], "expected_output": [[5, 5, 10, 10]]}], format="cxcywh", output_format="xyxy"
+    )
+    assert res.results["score"][0] == 1.0
+
+
+def test_normalized_against_pixels_uses_image_size() -> None:
+    row = {"output": [[0.0, 0.0, 0.5, 0.5]], "expected_output": [[0, 0, 50, 100]], "width": 100, "height": 200}
+    res = run([row], output_normalized=True)
+    assert res.results["score"][0] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ("[[0, 0, 5]]", "malformed box at output[0]: expected 4 numbers"),
+        ("[[10, 0, 5, 5]]", "malformed box at output[0]: negative width or height"),
+        ('[{"label": "a"}]', "malformed box at output[0]: no 'box' or 'bbox' key"),
+        ('[[0, 0, "a", 1]]', "coordinates must be finite numbers"),
+        ("no boxes here", "output is not a JSON list of boxes"),
+    ],
+)
+def test_malformed_boxes_are_row_errors(output: str, message: str) -> None:
+    res = run([{"output": output, "expected_output": "[]"}, {"output": "[]", "expected_output": "[]"}])
+    assert res.results["status"].to_list() == ["error", "processed"]
+    assert message in res.results["error"][0]
+
+
+def test_ap_hand_checked() -> None:
+    rows = [
+        {
+            "output": [{"box": [0, 0, 10, 10], "score": 0.9}, {"box": [50, 50, 60, 60], "score": 0.8}],
+            "expected_output": [[0, 0, 10, 10]],
+        },
+        {"output": [{"box": [0, 0, 10, 10], "score": 0.7}], "expected_output": [[0, 0, 10, 10]]},
+    ]
+    metrics = run(rows).run_info["metrics"]["b"]
+    # TP .9, FP .8, TP .7 over 2 ground truths: 51 recall points at precision 1, 50 at 2/3.
+    expected = (51 + 50 * 2 / 3) / 101
+    assert metrics["ap50"] == pytest.approx(expected, abs=1e-6)
+    assert metrics["ap50_95"] == pytest.approx(expected, abs=1e-6)
+
+
+def test_ap_by_threshold() -> None:
+    # IoU 0.68: a true positive at 0.50..0.65 (4 of 10 COCO thresholds).
+    rows = [{"output": [[20, 20, 30, 30]], "expected_output": [[21, 21, 31, 31]]}]
+    metrics = run(rows).run_info["metrics"]["b"]
+    assert metrics["ap50"] == 1.0 and metrics["ap50_95"] == pytest.approx(0.4)
+
+
+def _judge(row: dict[str, Any]) -> dict[str, Any]:
+    script = ROOT / "evaluators/code-validators/fuzzy_fields_judge.py"
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run(
+        [sys.executable, str(script)], input=json.dumps(row), env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_code_judge_script_fuzzy_and_boxes() -> None:
+    row = {
+        "output": '```json\n{"vendor": "Acme Crop", "boxes": [[0, 0, 10, 10]]}\n```',
+        "expected_output": json.dumps({"vendor": "Acme Corp", "boxes": [[0, 0, 10, 10]]}),
+        "config": {"fields": [{"path": "vendor", "threshold": 0.7}], "boxes": "boxes"},
+    }
+    out = _judge(row)
+    assert out["score"] == 1.0
+    assert out["hits"][0] == "vendor: similarity 0.778 >= threshold 0.7"
+    assert out["hits"][1].startswith("boxes: F1 1.000")
+    strict = _judge({**row, "config": {"fields": [{"path": "vendor"}]}})
+    assert strict["score"] == 0.0 and strict["misses"] == ["vendor: similarity 0.778 < threshold 0.85"]
+    assert set(strict) == {"score", "hits", "misses", "reasoning"}
