@@ -146,3 +146,49 @@ def test_code_judge_script_fuzzy_and_boxes() -> None:
     strict = _judge({**row, "config": {"fields": [{"path": "vendor"}]}})
     assert strict["score"] == 0.0 and strict["misses"] == ["vendor: similarity 0.778 < threshold 0.85"]
     assert set(strict) == {"score", "hits", "misses", "reasoning"}
+
+
+def test_batch_path_matches_row_path() -> None:
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(300):
+        n = int(rng.integers(0, 7))
+        xy = rng.uniform(0, 50, size=(n, 2))
+        gt = np.hstack([xy, xy + rng.uniform(0, 20, size=(n, 2))]).round(1)
+        labels = rng.choice(["a", "b"], size=n)
+        pred = gt[rng.random(n) > 0.2]
+        if pred.size and i % 3 == 0:
+            pred = np.vstack([pred, pred[:1] + 0.5])  # near-duplicate: several candidates for one box
+        pred = (pred + rng.normal(0, 1.5, size=pred.shape)).round(1)
+        pred[:, 2:] = np.maximum(pred[:, 2:], pred[:, :2])
+        plabels = (
+            rng.choice(["a", "b"], size=len(pred))
+            if i % 4 == 0
+            else labels[: len(pred)].tolist() + ["a"] * max(0, len(pred) - n)
+        )
+        out = [{"box": b.tolist(), "score": float(s)} for b, s in zip(pred, rng.random(len(pred)))]
+        if i % 5:
+            for item, lab in zip(out, plabels):
+                item["label"] = str(lab)
+        exp = [{"label": str(lab), "box": b.tolist()} for lab, b in zip(labels, gt)]
+        rows.append({"id": str(i), "output": json.dumps(out), "expected_output": json.dumps(exp)})
+    frame = vision_eval.evaluate(rows, evaluators={"b": {"type": "bbox_iou"}})
+    from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
+
+    evaluator = BboxIou("b", BboxIouSettings())
+    import polars as pl
+
+    batch = pl.DataFrame(rows)
+    slow = evaluator._rows(batch)
+    fast = evaluator.evaluate(batch).results
+    assert fast["status"].to_list() == ["processed"] * 300
+    for f, s in zip(fast.sort("sample_id").to_dicts(), slow.sort("sample_id").to_dicts()):
+        assert f["score"] == pytest.approx(s["score"]), f["sample_id"]
+        fd, sd = json.loads(f["details"]), json.loads(s["details"])
+        for key in ("precision", "recall", "f1", "mean_iou", "tp", "fp", "fn"):
+            assert fd[key] == pytest.approx(sd[key]), (f["sample_id"], key)
+        assert sorted((d["s"], d["l"] or "", d["b"]) for d in fd["ap_dets"] or []) == sorted(
+            (d["s"], d["l"] or "", d["b"]) for d in sd["ap_dets"]
+        )
+    assert evaluator.summarize(fast) == evaluator.summarize(slow)
+    assert frame.run_info["metrics"]["b"]["rows"] == 300

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 import vision_eval
+from vision_eval.errors import ConfigError
 from vision_eval.structured import matching as m
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -194,7 +195,6 @@ def test_required_missing_and_all_or_nothing() -> None:
 def test_paths_with_indexes_both_syntaxes() -> None:
     doc = {"invoice": {"line_items": [{"amount": 3}, {"amount": 4}]}}
     for path in ("invoice.line_items[1].amount", "invoice.line_items.1.amount"):
-        row = one(None, None, path=path) if False else None
         res = run([{"output": doc, "expected_output": doc}], [{"path": path}])
         assert field_rows(res)[("0", path)]["actual"] == "4"
     assert m.parse_path("a[0].b") == m.parse_path("a.0.b") == ("a", 0, "b")
@@ -218,10 +218,12 @@ def test_not_json_fenced_prose_and_bad_expected() -> None:
 
 
 def test_settings_validation() -> None:
-    with pytest.raises(Exception, match="tolerance"):
+    with pytest.raises(ConfigError, match="tolerance"):
         run([{"output": {}, "expected_output": {}}], [{"path": "a", "match": "exact", "tolerance": 1}])
-    with pytest.raises(Exception):
+    with pytest.raises(ConfigError, match="bogus: unknown key"):
         run([{"output": {}, "expected_output": {}}], [{"path": "a", "bogus": 1}])
+    with pytest.raises(ConfigError, match="invalid field path"):
+        run([{"output": {}, "expected_output": {}}], [{"path": "a..b"}])
 
 
 # ---------------------------------------------------------------- fast path == reference

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -11,7 +10,8 @@ from pydantic import Field
 
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
-from vision_eval.results import ERROR, PROCESSED, rows_frame
+from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform, rows_frame
+from vision_eval.structured import box_batch
 from vision_eval.structured import boxes as bx
 
 
@@ -75,24 +75,58 @@ class BboxIou(Evaluator):
         match = bx.hungarian(iou, s.iou_threshold)
         metrics = match.metrics()
         scores = np.array([1.0 if x is None else x for x in pred.scores], dtype=float)
-        tp = bx.coco_tp(iou, scores)
-        classes = pred.labels if mask is not None else [None] * len(pred)
-        gt_classes = gt.labels if mask is not None else [None] * len(gt)
-        gt_counts: dict[str, int] = {}
-        for c in gt_classes:
-            gt_counts[json.dumps(c)] = gt_counts.get(json.dumps(c), 0) + 1
+        packed = bx.bits(bx.coco_tp(iou, scores)) if len(pred) else np.zeros(0, dtype=np.int64)
+        aware = mask is not None
+        gt_counts: dict[str | None, int] = {}
+        for c in gt.labels if aware else [None] * len(gt):
+            gt_counts[c] = gt_counts.get(c, 0) + 1
         details = {
             **{k: round(v, 6) for k, v in metrics.items()},
             "tp": match.tp,
             "fp": match.n_pred - match.tp,
             "fn": match.n_gt - match.tp,
-            "matches": [[i, j, round(v, 4)] for (i, j), v in zip(match.pairs, match.ious)],
-            "ap_dets": [[float(sc), c, [int(x) for x in row]] for sc, c, row in zip(scores, classes, tp)],
-            "ap_gt": gt_counts,
+            "ap_dets": [
+                {"s": float(sc), "l": lab if aware else None, "b": int(b)}
+                for sc, lab, b in zip(scores, pred.labels, packed)
+            ],
+            "ap_gt": [{"l": c, "n": k} for c, k in gt_counts.items()],
         }
         return {"status": PROCESSED, "score": metrics[s.score], "details": details}
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        s: BboxIouSettings = self.settings  # type: ignore[assignment]
+        out_norm = s.normalized if s.output_normalized is None else s.output_normalized
+        mixed = out_norm != s.normalized
+        sizes = None
+        if mixed:
+            w, h = (batch[c].cast(pl.Float64, strict=False).to_numpy() for c in (s.width_column, s.height_column))
+            sizes = np.stack([w, h, w, h], axis=1).astype(float)
+        opts = box_batch.BoxOptions(
+            output_format=s.output_format or s.format,
+            expected_format=s.format,
+            scale_output=mixed and out_norm,
+            scale_expected=mixed and not out_norm,
+            iou_threshold=s.iou_threshold,
+            label_aware=s.label_aware,
+        )
+        fast = box_batch.evaluate_batch(batch["output"], batch["expected_output"], opts, sizes)
+        frames = []
+        if fast is None:
+            slow = np.arange(batch.height)
+        else:
+            done, slow = fast
+            frames.append(
+                done.select(
+                    pl.Series("sample_id", batch["id"].to_numpy()[done["row"].to_numpy()], dtype=pl.Utf8),
+                    pl.lit(PROCESSED).alias("status"),
+                    pl.col(s.score).alias("score"),
+                    pl.col("details"),
+                )
+            )
+        frames.append(self._rows(batch[slow]))
+        return EvalOutput(pl.concat([conform(f, RESULT_ROW_SCHEMA) for f in frames]))
+
+    def _rows(self, batch: pl.DataFrame) -> pl.DataFrame:
         s: BboxIouSettings = self.settings  # type: ignore[assignment]
         ids, outs, exps = batch["id"].to_list(), batch["output"].to_list(), batch["expected_output"].to_list()
         widths = batch[s.width_column].to_list() if s.width_column in batch.columns else [None] * batch.height
@@ -103,17 +137,11 @@ class BboxIou(Evaluator):
                 rows.append({"sample_id": sid, **self._row(out, exp, (w, h))})
             except ValueError as exc:
                 rows.append({"sample_id": sid, "status": ERROR, "error": str(exc), "details": {"raw": str(out)[:2000]}})
-        return EvalOutput(rows_frame(rows))
+        return rows_frame(rows)
 
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
         done = results.filter(pl.col("status") == PROCESSED)
-        dets: list[tuple[float, str | None, list[bool]]] = []
-        gt_counts: dict[str | None, int] = {}
-        for text in done["details"].to_list():
-            d = json.loads(text)
-            dets += [(sc, json.dumps(c), [bool(x) for x in flags]) for sc, c, flags in d["ap_dets"]]
-            for c, n in d["ap_gt"].items():
-                gt_counts[c] = gt_counts.get(c, 0) + n
-        ap = bx.coco_ap(dets, gt_counts)
-        means = done.select(pl.col("score").mean()).item() if done.height else None
-        return {**{k: round(v, 6) for k, v in ap.items()}, "mean_score": means, "rows": done.height}
+        ap = box_batch.dataset_ap(done["details"]) if done.height else {"ap50": None, "ap50_95": None}
+        mean = done.select(pl.col("score").mean()).item() if done.height else None
+        rounded = {k: (round(v, 6) if v is not None else None) for k, v in ap.items()}
+        return {**rounded, "mean_score": mean, "rows": done.height}

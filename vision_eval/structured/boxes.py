@@ -107,10 +107,10 @@ def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def label_mask(pred: Boxes, gt: Boxes) -> np.ndarray | None:
-    """``(n, m)`` True where labels agree, or ``None`` when labels are not on both sides."""
-    if not pred.labels or not gt.labels or any(x is None for x in pred.labels + gt.labels):
+    """``(n, m)`` True where labels agree, or ``None`` when some box (on either side) has no label."""
+    if any(x is None for x in pred.labels + gt.labels):
         return None
-    return np.array(pred.labels, dtype=object)[:, None] == np.array(gt.labels, dtype=object)[None, :]
+    return np.array(pred.labels, dtype=object).reshape(-1, 1) == np.array(gt.labels, dtype=object).reshape(1, -1)
 
 
 @dataclass
@@ -195,18 +195,47 @@ def average_precision(scores: np.ndarray, tp: np.ndarray, n_gt: int) -> float:
     return float(np.mean([precision[i] if i < precision.size else 0.0 for i in idx]))
 
 
-def coco_ap(dets: list[tuple[float, str | None, list[bool]]], gt_counts: dict[str | None, int]) -> dict[str, float]:
-    """AP50 and AP@[.5:.95] over a dataset: ``dets`` are (score, label, tp flag per COCO threshold)."""
-    classes = [c for c, n in gt_counts.items() if n > 0]
+def coco_tp_batch(iou: np.ndarray, scores: np.ndarray, pred_valid: np.ndarray) -> np.ndarray:
+    """:func:`coco_tp` for a padded batch: ``iou (R, P, G)``, ``scores (R, P)`` → ``(R, P, T)`` flags.
+    Loops over prediction ranks (≤ P), vectorized over rows and thresholds."""
+    rows, n_pred, n_gt = iou.shape
+    t = COCO_THRESHOLDS
+    tp = np.zeros((rows, n_pred, len(t)), dtype=bool)
+    if n_pred == 0 or n_gt == 0:
+        return tp
+    order = np.argsort(np.where(pred_valid, -scores, np.inf), axis=1, kind="stable")
+    matched = np.zeros((rows, len(t), n_gt), dtype=bool)
+    r = np.arange(rows)
+    for k in range(n_pred):
+        p = order[:, k]
+        row_iou = iou[r, p, :]
+        ok = (row_iou[:, None, :] >= t[None, :, None]) & ~matched
+        masked = np.where(ok, row_iou[:, None, :], -1.0)
+        j = masked.argmax(axis=2)
+        hit = (np.take_along_axis(masked, j[..., None], axis=2)[..., 0] >= 0) & pred_valid[r, p][:, None]
+        rr, tt = np.nonzero(hit)
+        matched[rr, tt, j[rr, tt]] = True
+        tp[r, p, :] = hit
+    return tp
+
+
+def bits(flags: np.ndarray) -> np.ndarray:
+    """Threshold flags ``(..., T)`` packed into ints (bit t = TP at ``COCO_THRESHOLDS[t]``)."""
+    return (flags.astype(np.int64) << np.arange(flags.shape[-1], dtype=np.int64)).sum(axis=-1)
+
+
+def ap_from_arrays(
+    scores: np.ndarray, labels: list[str | None], packed: np.ndarray, gt: dict[str | None, int]
+) -> dict[str, float]:
+    """AP50 and AP@[.5:.95] from every detection of a dataset (score, class, packed TP bits) and gt counts."""
+    classes = [c for c, n in gt.items() if n > 0]
     if not classes:
         return {"ap50": float("nan"), "ap50_95": float("nan")}
-    per_t = []
-    for t in range(len(COCO_THRESHOLDS)):
-        aps = []
-        for c in classes:
-            mine = [(s, f[t]) for s, lab, f in dets if lab == c]
-            scores = np.array([s for s, _ in mine], dtype=float)
-            tp = np.array([f for _, f in mine], dtype=bool)
-            aps.append(average_precision(scores, tp, gt_counts[c]))
-        per_t.append(float(np.nanmean(aps)))
-    return {"ap50": per_t[0], "ap50_95": float(np.mean(per_t))}
+    label_arr = np.array(labels, dtype=object)
+    per_t = np.zeros((len(COCO_THRESHOLDS), len(classes)))
+    for ci, c in enumerate(classes):
+        sel = np.array([x == c for x in label_arr], dtype=bool) if label_arr.size else np.zeros(0, dtype=bool)
+        for t in range(len(COCO_THRESHOLDS)):
+            per_t[t, ci] = average_precision(scores[sel], ((packed[sel] >> t) & 1).astype(bool), gt[c])
+    means = per_t.mean(axis=1)
+    return {"ap50": float(means[0]), "ap50_95": float(means.mean())}

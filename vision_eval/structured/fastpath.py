@@ -26,6 +26,7 @@ NUM = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 SCALAR = rf"(?:{S}|{NUM}|true|false|null)"
 # Numbers whose text is what Python's json.dumps prints for them (≤ 15 significant digits, no exponent).
 CANONICAL_NUMBER = r"^(?:-?[1-9][0-9]{0,8}|0|-?(?:0|[1-9][0-9]{0,8})\.(?:[0-9]{0,5}[1-9]|0))$"
+LOOSE_S = r'"(?:[^"\\]|\\.)*"'
 TOKEN = rf'("(?:[^"\\]|\\.)*"|{NUM}|true|false|null|\{{|\[)'
 _SAFE_KEY = re.compile(r'^[^"\\\x00-\x1f]+$')
 
@@ -40,10 +41,11 @@ def _value_rx(depth: int) -> str:
 
 
 def _balanced_rx(depth: int) -> str:
-    """Content with balanced brackets (strings skipped whole), nesting ≤ depth."""
-    g = rf'(?:[^{{}}\[\]"]|{S})*'
+    """Content with balanced brackets (strings skipped whole), nesting ≤ depth. Only used on documents VALID
+    accepted, so a loose string pattern is exact there (and much faster)."""
+    g = rf'(?:[^{{}}\[\]"]|{LOOSE_S})*'
     for _ in range(depth):
-        g = rf'(?:[^{{}}\[\]"]|{S}|[\[{{]{g}[\]}}])*'
+        g = rf'(?:[^{{}}\[\]"]|{LOOSE_S}|[\[{{]{g}[\]}}])*'
     return g
 
 
@@ -69,46 +71,56 @@ class Side:
     text: pl.Series
 
 
-def _fast_extract(doc: pl.Expr, valid: pl.Expr, steps: tuple[str | int, ...]) -> list[pl.Expr] | None:
-    """Expressions (decided, kind, text) for a path, or ``None`` when the path needs Python for every row."""
+def _fast_extract(doc: pl.Expr, steps: tuple[str | int, ...], i: int) -> tuple[list[pl.Expr], list[pl.Expr]] | None:
+    """Two stages of expressions for a path: raw columns, then ``d{i}`` (decided), ``k{i}`` (kind), ``t{i}`` (text).
+    ``None`` when the path needs Python for every row."""
     keys = [s for s in steps if isinstance(s, str)]
     if not keys or not all(_SAFE_KEY.match(k) for k in keys) or not isinstance(steps[-1], str):
         return None
     leaf = steps[-1]
     count = doc.str.count_matches(_key_pattern(leaf))
     absent = pl.any_horizontal([doc.str.count_matches(_key_pattern(k)) == 0 for k in set(keys)])
+    tok, found = pl.col(f"_tok{i}"), pl.col(f"_found{i}")
     if all(isinstance(s, str) for s in steps):
         structure = r"^" + W + r"\{"
-        for i, key in enumerate(steps):
-            structure += (W + r"\{" if i else "") + _BALANCED + _key_pattern(str(key))
-        token = doc.str.extract(_key_pattern(leaf) + W + TOKEN, 1)
-        found = doc.str.contains(structure) & (count == 1) & token.is_not_null()
-        is_str = token.str.starts_with('"')
-        plain = ~token.str.contains("\\", literal=True) & ~token.str.contains(r"^[\[{n]")
-        plain = plain & (is_str | token.is_in(["true", "false"]) | token.str.contains(CANONICAL_NUMBER))
-        present = valid & found & plain
-        text = pl.when(is_str).then(token.str.slice(1).str.head(-1)).otherwise(token)
+        for n, key in enumerate(steps):
+            structure += (W + r"\{" if n else "") + _BALANCED + _key_pattern(str(key))
+        raw = [
+            doc.str.extract(_key_pattern(leaf) + W + TOKEN, 1).alias(f"_tok{i}"),
+            (doc.str.contains(structure) & (count == 1)).alias(f"_found{i}"),
+            absent.alias(f"_absent{i}"),
+        ]
+        is_str = tok.str.starts_with('"')
+        plain = ~tok.str.contains("\\", literal=True) & ~tok.str.contains(r"^[\[{n]")
+        plain = plain & (is_str | tok.is_in(["true", "false"]) | tok.str.contains(CANONICAL_NUMBER))
+        present = pl.col("_valid") & found & tok.is_not_null() & plain
+        text = pl.when(is_str).then(tok.str.slice(1).str.head(-1)).otherwise(tok)
     else:
         jsonpath = "$" + "".join(f"[{s}]" if isinstance(s, int) else f"['{s}']" for s in steps)
-        value = doc.str.json_path_match(jsonpath)
-        is_str = doc.str.contains(_key_pattern(leaf) + W + '"')
-        present = valid & value.is_not_null() & (count == 1) & ~value.str.contains(r"^[\[{]")
-        text = value
-        token = value
+        raw = [
+            doc.str.json_path_match(jsonpath).alias(f"_tok{i}"),
+            doc.str.contains(_key_pattern(leaf) + W + '"').alias(f"_found{i}"),
+            absent.alias(f"_absent{i}"),
+            (count == 1).alias(f"_one{i}"),
+        ]
+        is_str = found
+        present = pl.col("_valid") & tok.is_not_null() & pl.col(f"_one{i}") & ~tok.str.contains(r"^[\[{]")
+        present = present & (is_str | tok.is_in(["true", "false"]) | tok.str.contains(CANONICAL_NUMBER))
+        text = tok
     kind = (
         pl.when(is_str)
         .then(pl.lit("string"))
-        .when(token.is_in(["true", "false"]))
+        .when(tok.is_in(["true", "false"]))
         .then(pl.lit("bool"))
         .otherwise(pl.lit("number"))
     )
-    missing = valid & absent
-    decided = present | missing
-    return [
-        decided,
-        pl.when(present).then(kind).when(missing).then(pl.lit("missing")),
-        pl.when(present).then(text),
+    missing = pl.col("_valid") & pl.col(f"_absent{i}")
+    decided = [
+        (present | missing).fill_null(False).alias(f"d{i}"),
+        pl.when(present).then(kind).when(missing).then(pl.lit("missing")).alias(f"k{i}"),
+        pl.when(present).then(text).alias(f"t{i}"),
     ]
+    return raw, decided
 
 
 def _python_value(value: Any) -> tuple[str, str | None]:
@@ -122,18 +134,20 @@ def _python_value(value: Any) -> tuple[str, str | None]:
 
 def extract_side(batch: pl.DataFrame, column: str, specs: list[m.FieldSpec]) -> tuple[pl.Series, list[Side]]:
     """Per row whether ``column`` holds JSON (a JSON object for ``expected_output``), and per field its values."""
-    doc, valid = pl.col("_doc"), pl.col("_valid")
+    doc = pl.col("_doc")
     frame = batch.select(doc_text(column).alias("_doc")).with_columns(
         doc.str.contains(VALID).fill_null(False).alias("_valid")
     )
-    exprs: list[pl.Expr] = []
+    raw: list[pl.Expr] = []
+    decided: list[pl.Expr] = []
     fast: list[bool] = []
     for i, spec in enumerate(specs):
-        parts = _fast_extract(doc, valid, m.parse_path(spec.path))
+        parts = _fast_extract(doc, m.parse_path(spec.path), i)
         fast.append(parts is not None)
         if parts is not None:
-            exprs += [parts[0].fill_null(False).alias(f"d{i}"), parts[1].alias(f"k{i}"), parts[2].alias(f"t{i}")]
-    out = frame.with_columns(exprs) if exprs else frame
+            raw += parts[0]
+            decided += parts[1]
+    out = frame.with_columns(raw).with_columns(decided) if raw else frame
     undecided: dict[int, pl.Series] = {}
     for i, is_fast in enumerate(fast):
         undecided[i] = (~out[f"d{i}"]).arg_true() if is_fast else pl.Series(range(out.height), dtype=pl.UInt32)
