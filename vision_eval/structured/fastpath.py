@@ -55,8 +55,12 @@ _BALANCED = _balanced_rx(DEPTH)
 
 def doc_text(column: str) -> pl.Expr:
     """The candidate JSON object text of a column: fence stripped, first ``{`` to last ``}``."""
-    body = pl.coalesce(pl.col(column).str.extract(m.FENCE, 1), pl.col(column))
-    return body.str.extract(r"(?s)(\{.*\})", 1)
+    text = pl.col(column)
+    bare = text.str.strip_chars(" \t\r\n")
+    plain = bare.str.starts_with("{") & bare.str.ends_with("}") & ~bare.str.contains("```", literal=True)
+    other = pl.when(~plain).then(text)  # null for plain rows, so the regexes below skip them
+    body = pl.coalesce(other.str.extract(m.FENCE, 1), other)
+    return pl.coalesce(pl.when(plain).then(bare), body.str.extract(r"(?s)(\{.*\})", 1))
 
 
 def _key_pattern(key: str) -> str:
