@@ -20,6 +20,19 @@ from vision_eval.structured.matching import NOT_JSON, FieldSpec
 RAW_LIMIT = 2000
 
 
+def score_expr(specs: list[FieldSpec], aggregation: str) -> pl.Expr:
+    """Row score from the field score columns ``s0..sN`` (null = left out); null when every field is left out."""
+    scores = [pl.col(f"s{i}") for i in range(len(specs))]
+    counted = [sc.is_not_null() for sc in scores]
+    any_counted = pl.any_horizontal(counted)
+    all_hit = pl.all_horizontal([(~c) | (sc == 1.0) for c, sc in zip(counted, scores)]).cast(pl.Float64)
+    if aggregation == "all_or_nothing":
+        return pl.when(any_counted).then(all_hit)
+    weight = pl.sum_horizontal([pl.when(c).then(pl.lit(spec.weight)).otherwise(0.0) for c, spec in zip(counted, specs)])
+    total = pl.sum_horizontal([sc.fill_null(0.0) * spec.weight for sc, spec in zip(scores, specs)])
+    return pl.when(~any_counted).then(None).when(weight > 0).then(total / weight).otherwise(all_hit)
+
+
 class FieldAccuracySettings(EvaluatorSettings):
     """Settings of ``field_accuracy``."""
 
@@ -48,7 +61,7 @@ class FieldAccuracy(Evaluator):
         frame = pl.DataFrame({"sample_id": ids, "g_ok": got_ok, "w_ok": want_ok, "raw": batch["output"]})
         not_json = ~pl.col("g_ok")
         cols = []
-        for i, (spec, res) in enumerate(zip(specs, per_field)):
+        for i, res in enumerate(per_field):
             cols += [
                 pl.when(not_json).then(pl.lit(0.0)).otherwise(res["score"]).alias(f"s{i}"),
                 pl.when(not_json).then(pl.lit(False)).otherwise(res["hit"]).alias(f"h{i}"),
@@ -56,9 +69,8 @@ class FieldAccuracy(Evaluator):
                 pl.when(not_json).then(None).otherwise(res["actual"]).alias(f"a{i}"),
                 res["expected"].alias(f"e{i}"),
             ]
-            _ = spec
         frame = frame.with_columns(cols)
-        score = self._score_expr(specs)
+        score = score_expr(specs, s.aggregation)
         labels = [pl.lit(spec.path + ": ") + pl.col(f"r{i}") for i, spec in enumerate(specs)]
         listed = {
             "hits": pl.concat_list([pl.when(pl.col(f"h{i}")).then(lab) for i, lab in enumerate(labels)]),
@@ -106,20 +118,3 @@ class FieldAccuracy(Evaluator):
             ]
         )
         return EvalOutput(results, fields=fields)
-
-    @staticmethod
-    def _score_expr_static(specs: list[FieldSpec], aggregation: str) -> pl.Expr:
-        scores = [pl.col(f"s{i}") for i in range(len(specs))]
-        counted = [sc.is_not_null() for sc in scores]
-        any_counted = pl.any_horizontal(counted)
-        all_hit = pl.all_horizontal([(~c) | (sc == 1.0) for c, sc in zip(counted, scores)]).cast(pl.Float64)
-        if aggregation == "all_or_nothing":
-            return pl.when(any_counted).then(all_hit)
-        weight = pl.sum_horizontal(
-            [pl.when(c).then(pl.lit(spec.weight)).otherwise(0.0) for c, spec in zip(counted, specs)]
-        )
-        total = pl.sum_horizontal([sc.fill_null(0.0) * spec.weight for sc, spec in zip(scores, specs)])
-        return pl.when(~any_counted).then(None).when(weight > 0).then(total / weight).otherwise(all_hit)
-
-    def _score_expr(self, specs: list[FieldSpec]) -> pl.Expr:
-        return self._score_expr_static(specs, self.settings.aggregation)  # type: ignore[attr-defined]
