@@ -178,4 +178,8 @@ def dataset_ap(details: pl.Series) -> dict[str, float]:
     gts = decoded.select(pl.col("ap_gt").explode()).drop_nulls().unnest("ap_gt")
     counts = gts.group_by("l").agg(pl.col("n").sum())
     gt = dict(zip(counts["l"].to_list(), counts["n"].to_list()))
-    return bx.ap_from_arrays(dets["s"].to_numpy(), dets["l"].to_list(), dets["b"].to_numpy(), gt)
+    per_class = {
+        key[0]: (part["s"].to_numpy(), part["b"].to_numpy())
+        for key, part in dets.partition_by("l", as_dict=True, include_key=False).items()
+    }
+    return bx.ap_from_classes(per_class, gt)

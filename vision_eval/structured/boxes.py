@@ -224,18 +224,19 @@ def bits(flags: np.ndarray) -> np.ndarray:
     return (flags.astype(np.int64) << np.arange(flags.shape[-1], dtype=np.int64)).sum(axis=-1)
 
 
-def ap_from_arrays(
-    scores: np.ndarray, labels: list[str | None], packed: np.ndarray, gt: dict[str | None, int]
+def ap_from_classes(
+    dets: dict[str | None, tuple[np.ndarray, np.ndarray]], gt: dict[str | None, int]
 ) -> dict[str, float]:
-    """AP50 and AP@[.5:.95] from every detection of a dataset (score, class, packed TP bits) and gt counts."""
+    """AP50 and AP@[.5:.95] over a dataset: per class, every detection's scores and packed TP bits, and the
+    ground-truth count. Classes without ground truth are left out (COCO)."""
     classes = [c for c, n in gt.items() if n > 0]
     if not classes:
         return {"ap50": float("nan"), "ap50_95": float("nan")}
-    label_arr = np.array(labels, dtype=object)
+    empty = (np.zeros(0), np.zeros(0, dtype=np.int64))
     per_t = np.zeros((len(COCO_THRESHOLDS), len(classes)))
     for ci, c in enumerate(classes):
-        sel = np.array([x == c for x in label_arr], dtype=bool) if label_arr.size else np.zeros(0, dtype=bool)
+        scores, packed = dets.get(c, empty)
         for t in range(len(COCO_THRESHOLDS)):
-            per_t[t, ci] = average_precision(scores[sel], ((packed[sel] >> t) & 1).astype(bool), gt[c])
+            per_t[t, ci] = average_precision(scores, ((packed >> t) & 1).astype(bool), gt[c])
     means = per_t.mean(axis=1)
     return {"ap50": float(means[0]), "ap50_95": float(means.mean())}
