@@ -215,6 +215,7 @@ def test_not_json_fenced_prose_and_bad_expected() -> None:
     assert res["score"].to_list()[:3] == [0.0, 1.0, 1.0]
     assert json.loads(res["details"][0])["reason"] == "response is not JSON"
     assert res["error"][3] == "expected_output is not a JSON object"
+    assert json.loads(res["details"][3]) == {"raw_expected": "not json"}
 
 
 def test_settings_validation() -> None:

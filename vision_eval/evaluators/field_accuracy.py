@@ -58,7 +58,15 @@ class FieldAccuracy(Evaluator):
         want_ok, want = fastpath.extract_side(batch, "expected_output", specs)
         per_field = [fastpath.compare(spec, g, w) for spec, g, w in zip(specs, got, want)]
         ids = batch["id"]
-        frame = pl.DataFrame({"sample_id": ids, "g_ok": got_ok, "w_ok": want_ok, "raw": batch["output"]})
+        frame = pl.DataFrame(
+            {
+                "sample_id": ids,
+                "g_ok": got_ok,
+                "w_ok": want_ok,
+                "raw": batch["output"],
+                "raw_w": batch["expected_output"],
+            }
+        )
         not_json = ~pl.col("g_ok")
         cols = []
         for i, res in enumerate(per_field):
@@ -89,7 +97,7 @@ class FieldAccuracy(Evaluator):
             pl.when(pl.col("w_ok")).then(pl.col("score")).alias("score"),
             pl.when(~pl.col("w_ok")).then(pl.lit("expected_output is not a JSON object")).alias("error"),
             pl.when(~pl.col("w_ok"))
-            .then(pl.lit(None, pl.Utf8))
+            .then(pl.struct(pl.col("raw_w").str.head(RAW_LIMIT).alias("raw_expected")).struct.json_encode())
             .when(not_json)
             .then(
                 pl.struct(
