@@ -190,5 +190,16 @@ def test_batch_path_matches_row_path() -> None:
         assert sorted((d["s"], d["l"] or "", d["b"]) for d in fd["ap_dets"] or []) == sorted(
             (d["s"], d["l"] or "", d["b"]) for d in sd["ap_dets"]
         )
-    assert evaluator.summarize(fast) == evaluator.summarize(slow)
+    from vision_eval.structured import box_batch
+
+    from_details = box_batch.dataset_ap(slow["details"])
+    assert box_batch.dataset_ap(fast["details"]) == pytest.approx(from_details)
+    kept = evaluator.summarize(fast)  # from the AP inputs evaluate() kept
+    assert {k: kept[k] for k in from_details} == pytest.approx(from_details, abs=1e-6)
+    mixed = BboxIou("m", BboxIouSettings())
+    mixed_rows = [*rows[:50], {"id": "lists", "output": "[[0, 0, 2, 2]]", "expected_output": "[[0, 0, 2, 2]]"}]
+    mixed_result = mixed.evaluate(pl.DataFrame(mixed_rows)).results  # one row takes the row-wise path
+    assert mixed.summarize(mixed_result)["ap50"] == pytest.approx(
+        box_batch.dataset_ap(mixed_result["details"])["ap50"], abs=1e-6
+    )
     assert frame.run_info["metrics"]["b"]["rows"] == 300

@@ -48,6 +48,10 @@ class BboxIou(Evaluator):
     required_columns = ("output", "expected_output")
     default_threshold = 0.5
 
+    def __init__(self, name: str, settings: EvaluatorSettings, context: Any = None) -> None:
+        super().__init__(name, settings, context)
+        self._ap_parts: list[pl.DataFrame] = []
+
     def columns_needed(self) -> tuple[str, ...]:
         s: BboxIouSettings = self.settings  # type: ignore[assignment]
         if s.output_normalized is not None and s.output_normalized != s.normalized:
@@ -111,10 +115,13 @@ class BboxIou(Evaluator):
         )
         fast = box_batch.evaluate_batch(batch["output"], batch["expected_output"], opts, sizes)
         frames = []
+        ids = batch["id"].to_numpy()
         if fast is None:
             slow = np.arange(batch.height)
         else:
-            done, slow = fast
+            done, slow = fast.frame, fast.fallback
+            for part in (fast.dets, fast.gts):
+                self._ap_parts.append(part.with_columns(pl.Series("sample_id", ids[part["row"].to_numpy()], pl.Utf8)))
             frames.append(
                 done.select(
                     pl.Series("sample_id", batch["id"].to_numpy()[done["row"].to_numpy()], dtype=pl.Utf8),
@@ -123,7 +130,15 @@ class BboxIou(Evaluator):
                     pl.col("details"),
                 )
             )
-        frames.append(self._rows(batch[slow]))
+        rows = self._rows(batch[slow])
+        processed = rows.filter(pl.col("status") == PROCESSED)
+        if processed.height:
+            dets, gts = box_batch.ap_inputs(processed["details"])
+            per_row = processed["details"].str.json_decode(box_batch.AP_DTYPE).struct.unnest()
+            n_dets, n_gts = per_row["ap_dets"].list.len().fill_null(0), per_row["ap_gt"].list.len().fill_null(0)
+            self._ap_parts.append(dets.with_columns(processed["sample_id"].gather(_repeat(n_dets))))
+            self._ap_parts.append(gts.with_columns(processed["sample_id"].gather(_repeat(n_gts))))
+        frames.append(rows)
         return EvalOutput(pl.concat([conform(f, RESULT_ROW_SCHEMA) for f in frames]))
 
     def _rows(self, batch: pl.DataFrame) -> pl.DataFrame:
@@ -140,8 +155,29 @@ class BboxIou(Evaluator):
         return rows_frame(rows)
 
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
+        """Dataset AP from what ``evaluate`` kept (the processed rows of ``results``), else from ``details``."""
         done = results.filter(pl.col("status") == PROCESSED)
-        ap = box_batch.dataset_ap(done["details"]) if done.height else {"ap50": None, "ap50_95": None}
+        if not done.height:
+            ap: dict[str, Any] = {"ap50": None, "ap50_95": None}
+        elif self._ap_parts:
+            keep = done.select("sample_id")
+            dets = [p for p in self._ap_parts if "s" in p.columns]
+            gts = [p for p in self._ap_parts if "n" in p.columns]
+            ap = box_batch.ap_from_frames(
+                pl.concat([d.select("sample_id", "s", "l", "b") for d in dets], how="vertical_relaxed").join(
+                    keep, on="sample_id", how="semi"
+                ),
+                pl.concat([g.select("sample_id", "l", "n") for g in gts], how="vertical_relaxed").join(
+                    keep, on="sample_id", how="semi"
+                ),
+            )
+        else:
+            ap = box_batch.dataset_ap(done["details"])
         mean = done.select(pl.col("score").mean()).item() if done.height else None
         rounded = {k: (round(v, 6) if v is not None else None) for k, v in ap.items()}
         return {**rounded, "mean_score": mean, "rows": done.height}
+
+
+def _repeat(counts: pl.Series) -> pl.Series:
+    """Row positions repeated ``counts`` times (0, 0, 1, 2, 2, ...)."""
+    return pl.Series(np.repeat(np.arange(counts.len()), counts.to_numpy()), dtype=pl.UInt32)

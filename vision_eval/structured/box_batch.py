@@ -45,9 +45,9 @@ def _long(lists: pl.Series, fmt: bx.BoxFormat, sizes: np.ndarray | None) -> tupl
 
 def evaluate_batch(
     outputs: pl.Series, expected: pl.Series, opts: BoxOptions, sizes: np.ndarray | None
-) -> tuple[pl.DataFrame, np.ndarray] | None:
-    """``(frame, fallback_rows)``: per-row metrics and details JSON for the rows decided here, and the row
-    positions left for the row-wise path. ``None`` when the batch is not in the list-of-objects shape."""
+) -> BatchResult | None:
+    """Metrics, details and AP inputs for the rows decided here; ``None`` when no row is in the list-of-objects
+    shape this path reads."""
     shape = r"^[ \t\r\n]*\[[ \t\r\n]*[{\]]"
     frame = pl.DataFrame({"o": outputs, "e": expected})
     lists = frame.select(pl.when(pl.col(c).str.contains(shape)).then(pl.col(c)).alias(c) for c in ("o", "e"))
@@ -160,7 +160,20 @@ def evaluate_batch(
     rounded = [pl.col(c).round(6) for c in ("precision", "recall", "f1", "mean_iou")]
     details = pl.struct(*rounded, "tp", "fp", "fn", "ap_dets", "ap_gt").struct.json_encode()
     out = metrics.select("row", "precision", "recall", "f1", "mean_iou", details.alias("details"))
-    return out, np.nonzero(bad)[0]
+    ap_dets = dets.explode("ap_dets").drop_nulls().unnest("ap_dets")
+    ap_gts = gts.explode("ap_gt").drop_nulls().unnest("ap_gt")
+    return BatchResult(out, np.nonzero(bad)[0], ap_dets, ap_gts)
+
+
+@dataclass
+class BatchResult:
+    """What the batch path decided: per-row ``frame`` (row, metrics, details), the row positions left for the
+    row-wise path, and the AP inputs of the decided rows (``dets``: row, s, l, b; ``gts``: row, l, n)."""
+
+    frame: pl.DataFrame
+    fallback: np.ndarray
+    dets: pl.DataFrame
+    gts: pl.DataFrame
 
 
 AP_DTYPE = pl.Struct(
@@ -171,11 +184,21 @@ AP_DTYPE = pl.Struct(
 )
 
 
-def dataset_ap(details: pl.Series) -> dict[str, float]:
-    """AP50 and AP@[.5:.95] from the ``details`` of processed rows (both paths write the same fields)."""
+def ap_inputs(details: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(dets, gts)`` frames (s, l, b) and (l, n) from result ``details`` JSON (both paths write them)."""
     decoded = details.str.json_decode(AP_DTYPE).to_frame("d").unnest("d")
     dets = decoded.select(pl.col("ap_dets").explode()).drop_nulls().unnest("ap_dets")
     gts = decoded.select(pl.col("ap_gt").explode()).drop_nulls().unnest("ap_gt")
+    return dets, gts
+
+
+def dataset_ap(details: pl.Series) -> dict[str, float]:
+    """AP50 and AP@[.5:.95] from the ``details`` of processed rows."""
+    return ap_from_frames(*ap_inputs(details))
+
+
+def ap_from_frames(dets: pl.DataFrame, gts: pl.DataFrame) -> dict[str, float]:
+    """AP50 and AP@[.5:.95] from detections (s, l, b) and ground-truth counts (l, n)."""
     counts = gts.group_by("l").agg(pl.col("n").sum())
     gt = dict(zip(counts["l"].to_list(), counts["n"].to_list()))
     per_class = {
