@@ -166,7 +166,7 @@ def test_batch_path_matches_row_path() -> None:
             if i % 4 == 0
             else labels[: len(pred)].tolist() + ["a"] * max(0, len(pred) - n)
         )
-        out = [{"box": b.tolist(), "score": float(s)} for b, s in zip(pred, rng.random(len(pred)))]
+        out = [{"box": b.tolist(), "score": round(float(s), 1)} for b, s in zip(pred, rng.random(len(pred)))]
         if i % 5:
             for item, lab in zip(out, plabels):
                 item["label"] = str(lab)
@@ -192,14 +192,14 @@ def test_batch_path_matches_row_path() -> None:
         )
     from vision_eval.structured import box_batch
 
-    from_details = box_batch.dataset_ap(slow["details"])
-    assert box_batch.dataset_ap(fast["details"]) == pytest.approx(from_details)
+    from_details = box_batch.dataset_ap(slow["details"], slow["sample_id"])  # scores tie: order must not matter
+    assert box_batch.dataset_ap(fast["details"], fast["sample_id"]) == pytest.approx(from_details, abs=1e-12)
     kept = evaluator.summarize(fast)  # from the AP inputs evaluate() kept
-    assert {k: kept[k] for k in from_details} == pytest.approx(from_details, abs=1e-6)
+    assert {k: kept[k] for k in from_details} == pytest.approx({k: round(v, 6) for k, v in from_details.items()})
     mixed = BboxIou("m", BboxIouSettings())
     mixed_rows = [*rows[:50], {"id": "lists", "output": "[[0, 0, 2, 2]]", "expected_output": "[[0, 0, 2, 2]]"}]
     mixed_result = mixed.evaluate(pl.DataFrame(mixed_rows)).results  # one row takes the row-wise path
     assert mixed.summarize(mixed_result)["ap50"] == pytest.approx(
-        box_batch.dataset_ap(mixed_result["details"])["ap50"], abs=1e-6
+        box_batch.dataset_ap(mixed_result["details"], mixed_result["sample_id"])["ap50"], abs=1e-6
     )
     assert frame.run_info["metrics"]["b"]["rows"] == 300

@@ -172,7 +172,7 @@ class BboxIou(Evaluator):
                 ),
             )
         else:
-            ap = box_batch.dataset_ap(done["details"])
+            ap = box_batch.dataset_ap(done["details"], done["sample_id"])
         mean = done.select(pl.col("score").mean()).item() if done.height else None
         rounded = {k: (round(v, 6) if v is not None else None) for k, v in ap.items()}
         return {**rounded, "mean_score": mean, "rows": done.height}

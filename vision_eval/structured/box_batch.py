@@ -133,15 +133,15 @@ def evaluate_batch(
         pred.with_columns(pl.Series("s", p_score), pl.Series("b", p_bits))
         .filter(pl.col("row").is_in(keep))
         .select("row", pl.struct(pl.col("s"), aware_label.alias("l"), pl.col("b")).alias("d"))
-        .group_by("row")
+        .group_by("row", maintain_order=True)
         .agg(pl.col("d").alias("ap_dets"))
     )
     gts = (
         gt.filter(pl.col("row").is_in(keep))
         .select("row", aware_label.alias("l"))
-        .group_by("row", "l")
+        .group_by("row", "l", maintain_order=True)
         .len("n")
-        .group_by("row")
+        .group_by("row", maintain_order=True)
         .agg(pl.struct("l", "n").alias("ap_gt"))
     )
     metrics = pl.DataFrame(
@@ -192,13 +192,21 @@ def ap_inputs(details: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
     return dets, gts
 
 
-def dataset_ap(details: pl.Series) -> dict[str, float]:
-    """AP50 and AP@[.5:.95] from the ``details`` of processed rows."""
-    return ap_from_frames(*ap_inputs(details))
+def dataset_ap(details: pl.Series, sample_ids: pl.Series | None = None) -> dict[str, float]:
+    """AP50 and AP@[.5:.95] from the ``details`` of processed rows (``sample_ids`` break score ties)."""
+    dets, gts = ap_inputs(details)
+    if sample_ids is not None:
+        decoded = details.str.json_decode(AP_DTYPE).struct.field("ap_dets").list.len().fill_null(0)
+        index = np.repeat(np.arange(decoded.len()), decoded.to_numpy())
+        dets = dets.with_columns(sample_ids.gather(pl.Series(index, dtype=pl.UInt32)).alias("sample_id"))
+    return ap_from_frames(dets, gts)
 
 
 def ap_from_frames(dets: pl.DataFrame, gts: pl.DataFrame) -> dict[str, float]:
-    """AP50 and AP@[.5:.95] from detections (s, l, b) and ground-truth counts (l, n)."""
+    """AP50 and AP@[.5:.95] from detections (s, l, b[, sample_id]) and ground-truth counts (l, n). Equal scores
+    keep sample order (COCO keeps image order), so the answer does not depend on batch order."""
+    if "sample_id" in dets.columns:
+        dets = dets.sort(["s", "sample_id"], descending=[True, False], maintain_order=True)
     counts = gts.group_by("l").agg(pl.col("n").sum())
     gt = dict(zip(counts["l"].to_list(), counts["n"].to_list()))
     per_class = {
