@@ -1,0 +1,183 @@
+"""``bbox_iou``: detection boxes against expected boxes — Hungarian matching, P/R/F1, mean IoU, dataset AP."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import polars as pl
+from pydantic import Field
+
+from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.registry import register
+from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform, rows_frame
+from vision_eval.structured import box_batch
+from vision_eval.structured import boxes as bx
+
+
+class BboxIouSettings(EvaluatorSettings):
+    """Settings of ``bbox_iou``."""
+
+    format: bx.BoxFormat = "xyxy"
+    """Box format of both columns: ``xyxy``, ``xywh`` or ``cxcywh``."""
+    output_format: bx.BoxFormat | None = None
+    """Box format of ``output`` when it differs from ``format``."""
+    normalized: bool = False
+    """Coordinates of both columns are fractions of the image size (0..1) rather than pixels."""
+    output_normalized: bool | None = None
+    """``output`` normalization when it differs from ``normalized``; the rows then need ``width_column`` and
+    ``height_column`` to bring both sides to pixels."""
+    width_column: str = "width"
+    """Column with the image width in pixels (only read when normalizations differ)."""
+    height_column: str = "height"
+    """Column with the image height in pixels (only read when normalizations differ)."""
+    iou_threshold: float = Field(0.5, gt=0, le=1)
+    """IoU at or above which a matched pair is a true positive."""
+    label_aware: bool = True
+    """Only boxes with the same label match, when both sides carry labels."""
+    score: Literal["f1", "precision", "recall", "mean_iou"] = "f1"
+    """Which per-row metric is the row score."""
+
+
+@register
+class BboxIou(Evaluator):
+    """Per-row detection quality of ``output`` boxes against ``expected_output`` boxes."""
+
+    type_name: ClassVar[str] = "bbox_iou"
+    settings_model = BboxIouSettings
+    required_columns = ("output", "expected_output")
+    default_threshold = 0.5
+
+    def __init__(self, name: str, settings: EvaluatorSettings, context: Any = None) -> None:
+        super().__init__(name, settings, context)
+        self._ap_parts: list[pl.DataFrame] = []
+
+    def columns_needed(self) -> tuple[str, ...]:
+        s: BboxIouSettings = self.settings  # type: ignore[assignment]
+        if s.output_normalized is not None and s.output_normalized != s.normalized:
+            return (*self.required_columns, s.width_column, s.height_column)
+        return self.required_columns
+
+    def _row(self, out: Any, exp: Any, size: tuple[Any, Any]) -> dict[str, Any]:
+        s: BboxIouSettings = self.settings  # type: ignore[assignment]
+        pred = bx.parse_boxes(out, s.output_format or s.format, "output")
+        gt = bx.parse_boxes(exp, s.format, "expected_output")
+        out_norm = s.normalized if s.output_normalized is None else s.output_normalized
+        if out_norm != s.normalized:
+            w, h = size
+            if not w or not h:
+                raise ValueError(f"image size needed ({s.width_column}, {s.height_column}) to mix coordinate systems")
+            scale = np.array([w, h, w, h], dtype=float)
+            if out_norm:
+                pred.xyxy = pred.xyxy * scale
+            else:
+                gt.xyxy = gt.xyxy * scale
+        iou = bx.iou_matrix(pred.xyxy, gt.xyxy)
+        mask = bx.label_mask(pred, gt) if s.label_aware else None
+        if mask is not None:
+            iou = np.where(mask, iou, 0.0)
+        match = bx.hungarian(iou, s.iou_threshold)
+        metrics = match.metrics()
+        scores = np.array([1.0 if x is None else x for x in pred.scores], dtype=float)
+        packed = bx.bits(bx.coco_tp(iou, scores)) if len(pred) else np.zeros(0, dtype=np.int64)
+        aware = mask is not None
+        gt_counts: dict[str | None, int] = {}
+        for c in gt.labels if aware else [None] * len(gt):
+            gt_counts[c] = gt_counts.get(c, 0) + 1
+        details = {
+            **{k: round(v, 6) for k, v in metrics.items()},
+            "tp": match.tp,
+            "fp": match.n_pred - match.tp,
+            "fn": match.n_gt - match.tp,
+            "ap_dets": [
+                {"s": float(sc), "l": lab if aware else None, "b": int(b)}
+                for sc, lab, b in zip(scores, pred.labels, packed)
+            ],
+            "ap_gt": [{"l": c, "n": k} for c, k in gt_counts.items()],
+        }
+        return {"status": PROCESSED, "score": metrics[s.score], "details": details}
+
+    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        s: BboxIouSettings = self.settings  # type: ignore[assignment]
+        out_norm = s.normalized if s.output_normalized is None else s.output_normalized
+        mixed = out_norm != s.normalized
+        sizes = None
+        if mixed:
+            w, h = (batch[c].cast(pl.Float64, strict=False).to_numpy() for c in (s.width_column, s.height_column))
+            sizes = np.stack([w, h, w, h], axis=1).astype(float)
+        opts = box_batch.BoxOptions(
+            output_format=s.output_format or s.format,
+            expected_format=s.format,
+            scale_output=mixed and out_norm,
+            scale_expected=mixed and not out_norm,
+            iou_threshold=s.iou_threshold,
+            label_aware=s.label_aware,
+        )
+        fast = box_batch.evaluate_batch(batch["output"], batch["expected_output"], opts, sizes)
+        frames = []
+        ids = batch["id"].to_numpy()
+        if fast is None:
+            slow = np.arange(batch.height)
+        else:
+            done, slow = fast.frame, fast.fallback
+            for part in (fast.dets, fast.gts):
+                self._ap_parts.append(part.with_columns(pl.Series("sample_id", ids[part["row"].to_numpy()], pl.Utf8)))
+            frames.append(
+                done.select(
+                    pl.Series("sample_id", batch["id"].to_numpy()[done["row"].to_numpy()], dtype=pl.Utf8),
+                    pl.lit(PROCESSED).alias("status"),
+                    pl.col(s.score).alias("score"),
+                    pl.col("details"),
+                )
+            )
+        rows = self._rows(batch[slow])
+        processed = rows.filter(pl.col("status") == PROCESSED)
+        if processed.height:
+            dets, gts = box_batch.ap_inputs(processed["details"])
+            per_row = processed["details"].str.json_decode(box_batch.AP_DTYPE).struct.unnest()
+            n_dets, n_gts = per_row["ap_dets"].list.len().fill_null(0), per_row["ap_gt"].list.len().fill_null(0)
+            self._ap_parts.append(dets.with_columns(processed["sample_id"].gather(_repeat(n_dets))))
+            self._ap_parts.append(gts.with_columns(processed["sample_id"].gather(_repeat(n_gts))))
+        frames.append(rows)
+        return EvalOutput(pl.concat([conform(f, RESULT_ROW_SCHEMA) for f in frames]))
+
+    def _rows(self, batch: pl.DataFrame) -> pl.DataFrame:
+        s: BboxIouSettings = self.settings  # type: ignore[assignment]
+        ids, outs, exps = batch["id"].to_list(), batch["output"].to_list(), batch["expected_output"].to_list()
+        widths = batch[s.width_column].to_list() if s.width_column in batch.columns else [None] * batch.height
+        heights = batch[s.height_column].to_list() if s.height_column in batch.columns else [None] * batch.height
+        rows = []
+        for sid, out, exp, w, h in zip(ids, outs, exps, widths, heights):
+            try:
+                rows.append({"sample_id": sid, **self._row(out, exp, (w, h))})
+            except ValueError as exc:
+                rows.append({"sample_id": sid, "status": ERROR, "error": str(exc), "details": {"raw": str(out)[:2000]}})
+        return rows_frame(rows)
+
+    def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
+        """Dataset AP from what ``evaluate`` kept (the processed rows of ``results``), else from ``details``."""
+        done = results.filter(pl.col("status") == PROCESSED)
+        if not done.height:
+            ap: dict[str, Any] = {"ap50": None, "ap50_95": None}
+        elif self._ap_parts:
+            keep = done.select("sample_id")
+            dets = [p for p in self._ap_parts if "s" in p.columns]
+            gts = [p for p in self._ap_parts if "n" in p.columns]
+            ap = box_batch.ap_from_frames(
+                pl.concat([d.select("sample_id", "s", "l", "b") for d in dets], how="vertical_relaxed").join(
+                    keep, on="sample_id", how="semi"
+                ),
+                pl.concat([g.select("sample_id", "l", "n") for g in gts], how="vertical_relaxed").join(
+                    keep, on="sample_id", how="semi"
+                ),
+            )
+        else:
+            ap = box_batch.dataset_ap(done["details"], done["sample_id"])
+        mean = done.select(pl.col("score").mean()).item() if done.height else None
+        rounded = {k: (round(v, 6) if v is not None else None) for k, v in ap.items()}
+        return {**rounded, "mean_score": mean, "rows": done.height}
+
+
+def _repeat(counts: pl.Series) -> pl.Series:
+    """Row positions repeated ``counts`` times (0, 0, 1, 2, 2, ...)."""
+    return pl.Series(np.repeat(np.arange(counts.len()), counts.to_numpy()), dtype=pl.UInt32)

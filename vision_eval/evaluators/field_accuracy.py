@@ -1,0 +1,128 @@
+"""``field_accuracy``: structured extraction (invoices, forms, receipts) scored field by field.
+
+Semantics live in :mod:`vision_eval.structured.matching` (the row-wise reference); this evaluator runs the
+vectorized :mod:`vision_eval.structured.fastpath` over the batch and writes one ``fields`` row per sample × field.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import polars as pl
+from pydantic import Field
+
+from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.registry import register
+from vision_eval.results import ERROR, PROCESSED, SKIPPED
+from vision_eval.structured import fastpath
+from vision_eval.structured.matching import NOT_JSON, FieldSpec
+
+RAW_LIMIT = 2000
+
+
+def score_expr(specs: list[FieldSpec], aggregation: str) -> pl.Expr:
+    """Row score from the field score columns ``s0..sN`` (null = left out); null when every field is left out."""
+    scores = [pl.col(f"s{i}") for i in range(len(specs))]
+    counted = [sc.is_not_null() for sc in scores]
+    any_counted = pl.any_horizontal(counted)
+    all_hit = pl.all_horizontal([(~c) | (sc == 1.0) for c, sc in zip(counted, scores)]).cast(pl.Float64)
+    if aggregation == "all_or_nothing":
+        return pl.when(any_counted).then(all_hit)
+    weight = pl.sum_horizontal([pl.when(c).then(pl.lit(spec.weight)).otherwise(0.0) for c, spec in zip(counted, specs)])
+    total = pl.sum_horizontal([sc.fill_null(0.0) * spec.weight for sc, spec in zip(scores, specs)])
+    return pl.when(~any_counted).then(None).when(weight > 0).then(total / weight).otherwise(all_hit)
+
+
+class FieldAccuracySettings(EvaluatorSettings):
+    """Settings of ``field_accuracy``."""
+
+    fields: list[FieldSpec] = Field(min_length=1)
+    """The fields to compare: ``path``, ``match``, ``required``, ``weight`` plus the match's own settings."""
+    aggregation: Literal["weighted_average", "all_or_nothing"] = "weighted_average"
+    """``weighted_average`` of field scores, or 1 only when every counted field is a hit."""
+
+
+@register
+class FieldAccuracy(Evaluator):
+    """Weighted share of fields of the JSON response that match the expected JSON object."""
+
+    type_name: ClassVar[str] = "field_accuracy"
+    settings_model = FieldAccuracySettings
+    required_columns = ("output", "expected_output")
+    default_threshold = 0.8
+
+    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        s: FieldAccuracySettings = self.settings  # type: ignore[assignment]
+        specs = s.fields
+        got_ok, got = fastpath.extract_side(batch, "output", specs)
+        want_ok, want = fastpath.extract_side(batch, "expected_output", specs)
+        per_field = [fastpath.compare(spec, g, w) for spec, g, w in zip(specs, got, want)]
+        ids = batch["id"]
+        frame = pl.DataFrame(
+            {
+                "sample_id": ids,
+                "g_ok": got_ok,
+                "w_ok": want_ok,
+                "raw": batch["output"],
+                "raw_w": batch["expected_output"],
+            }
+        )
+        not_json = ~pl.col("g_ok")
+        cols = []
+        for i, res in enumerate(per_field):
+            cols += [
+                pl.when(not_json).then(pl.lit(0.0)).otherwise(res["score"]).alias(f"s{i}"),
+                pl.when(not_json).then(pl.lit(False)).otherwise(res["hit"]).alias(f"h{i}"),
+                pl.when(not_json).then(pl.lit(NOT_JSON)).otherwise(res["reason"]).alias(f"r{i}"),
+                pl.when(not_json).then(None).otherwise(res["actual"]).alias(f"a{i}"),
+                res["expected"].alias(f"e{i}"),
+            ]
+        frame = frame.with_columns(cols)
+        score = score_expr(specs, s.aggregation)
+        labels = [pl.lit(spec.path + ": ") + pl.col(f"r{i}") for i, spec in enumerate(specs)]
+        listed = {
+            "hits": pl.concat_list([pl.when(pl.col(f"h{i}")).then(lab) for i, lab in enumerate(labels)]),
+            "misses": pl.concat_list([pl.when(~pl.col(f"h{i}")).then(lab) for i, lab in enumerate(labels)]),
+            "left_out": pl.concat_list([pl.when(pl.col(f"h{i}").is_null()).then(lab) for i, lab in enumerate(labels)]),
+        }
+        lists = [v.list.drop_nulls().alias(k) for k, v in listed.items()]
+        results = frame.with_columns(score.alias("score")).select(
+            pl.col("sample_id"),
+            pl.when(~pl.col("w_ok"))
+            .then(pl.lit(ERROR))
+            .when(pl.col("g_ok") & pl.col("score").is_null())
+            .then(pl.lit(SKIPPED))
+            .otherwise(pl.lit(PROCESSED))
+            .alias("status"),
+            pl.when(pl.col("w_ok")).then(pl.col("score")).alias("score"),
+            pl.when(~pl.col("w_ok")).then(pl.lit("expected_output is not a JSON object")).alias("error"),
+            pl.when(~pl.col("w_ok"))
+            .then(pl.struct(pl.col("raw_w").str.head(RAW_LIMIT).alias("raw_expected")).struct.json_encode())
+            .when(not_json)
+            .then(
+                pl.struct(
+                    pl.lit(NOT_JSON).alias("reason"), pl.col("raw").str.head(RAW_LIMIT).alias("raw"), *lists
+                ).struct.json_encode()
+            )
+            .when(pl.col("score").is_null())
+            .then(pl.struct(pl.lit("every field was left out").alias("reason"), *lists).struct.json_encode())
+            .otherwise(pl.struct(*lists).struct.json_encode())
+            .alias("details"),
+        )
+        keep = frame.filter(pl.col("w_ok"))
+        fields = pl.concat(
+            [
+                keep.select(
+                    pl.col("sample_id"),
+                    pl.lit(spec.path).alias("path"),
+                    pl.lit(spec.match).alias("match"),
+                    pl.col(f"e{i}").alias("expected"),
+                    pl.col(f"a{i}").alias("actual"),
+                    pl.col(f"s{i}").alias("score"),
+                    pl.col(f"h{i}").alias("hit"),
+                    pl.col(f"r{i}").alias("reason"),
+                )
+                for i, spec in enumerate(specs)
+            ]
+        )
+        return EvalOutput(results, fields=fields)

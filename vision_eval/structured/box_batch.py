@@ -1,0 +1,216 @@
+"""``bbox_iou`` over a whole batch: JSON decoded by Polars, IoU / matching / COCO flags with padded numpy arrays.
+
+Rows this path cannot take (other JSON shapes, malformed boxes, missing image sizes) are returned for the
+row-wise path in :mod:`vision_eval.evaluators.bbox_iou`, which also produces their error messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from vision_eval.structured import boxes as bx
+
+BOX_DTYPE = pl.List(pl.Struct({"label": pl.Utf8, "box": pl.List(pl.Float64), "score": pl.Float64}))
+CHUNK = 4096
+
+
+@dataclass
+class BoxOptions:
+    """What the batch path needs from the settings."""
+
+    output_format: bx.BoxFormat
+    expected_format: bx.BoxFormat
+    scale_output: bool
+    scale_expected: bool
+    iou_threshold: float
+    label_aware: bool
+
+
+def _long(lists: pl.Series, fmt: bx.BoxFormat, sizes: np.ndarray | None) -> tuple[pl.DataFrame, np.ndarray]:
+    """One row per box (``row, pos, label, score, ok``) and its xyxy coordinates."""
+    frame = pl.DataFrame({"row": np.arange(lists.len()), "b": lists}).filter(pl.col("b").list.len() > 0)
+    frame = frame.explode("b").unnest("b")
+    frame = frame.with_columns(pl.int_range(pl.len()).over("row").alias("pos"))
+    coords = frame.select([pl.col("box").list.get(k, null_on_oob=True).alias(f"c{k}") for k in range(4)])
+    arr = bx.to_xyxy(coords.to_numpy().astype(float).reshape(-1, 4), fmt)
+    if sizes is not None:
+        arr = arr * sizes[frame["row"].to_numpy()]
+    ok = (frame["box"].list.len() == 4).fill_null(False).to_numpy() & np.isfinite(arr).all(axis=1)
+    ok &= (arr[:, 2] >= arr[:, 0]) & (arr[:, 3] >= arr[:, 1])
+    return frame.select("row", "pos", "label", "score").with_columns(pl.Series("ok", ok)), arr
+
+
+def evaluate_batch(
+    outputs: pl.Series, expected: pl.Series, opts: BoxOptions, sizes: np.ndarray | None
+) -> BatchResult | None:
+    """Metrics, details and AP inputs for the rows decided here; ``None`` when no row is in the list-of-objects
+    shape this path reads."""
+    shape = r"^[ \t\r\n]*\[[ \t\r\n]*[{\]]"
+    frame = pl.DataFrame({"o": outputs, "e": expected})
+    lists = frame.select(pl.when(pl.col(c).str.contains(shape)).then(pl.col(c)).alias(c) for c in ("o", "e"))
+    try:
+        pred_lists, gt_lists = lists["o"].str.json_decode(BOX_DTYPE), lists["e"].str.json_decode(BOX_DTYPE)
+    except Exception:  # any other JSON shape: the row-wise path handles (and explains) it
+        return None
+    n = outputs.len()
+    pred, parr = _long(pred_lists, opts.output_format, sizes if opts.scale_output else None)
+    gt, garr = _long(gt_lists, opts.expected_format, sizes if opts.scale_expected else None)
+    bad = np.zeros(n, dtype=bool)
+    bad |= pred_lists.is_null().to_numpy() | gt_lists.is_null().to_numpy()
+    if sizes is not None and (opts.scale_output or opts.scale_expected):
+        bad |= ~np.isfinite(sizes).all(axis=1) | (sizes <= 0).any(axis=1)
+    for frame in (pred, gt):
+        bad[frame.filter(~pl.col("ok"))["row"].to_numpy()] = True
+    keep = np.nonzero(~bad)[0]
+    n_p = np.bincount(pred["row"].to_numpy(), minlength=n)
+    n_g = np.bincount(gt["row"].to_numpy(), minlength=n)
+    unlabeled = np.zeros(n, dtype=bool)
+    for frame in (pred, gt):
+        unlabeled[frame.filter(pl.col("label").is_null())["row"].to_numpy()] = True
+    aware = ~unlabeled if opts.label_aware else np.zeros(n, dtype=bool)
+    names = pl.concat([pred["label"], gt["label"]]).drop_nulls().unique().sort().to_list()
+    code = {name: i for i, name in enumerate(names)}
+    p_code = pred["label"].replace_strict(code, default=-1, return_dtype=pl.Int64).to_numpy()
+    g_code = gt["label"].replace_strict(code, default=-1, return_dtype=pl.Int64).to_numpy()
+    p_score = pred["score"].fill_null(1.0).to_numpy()
+
+    tp = np.zeros(n)
+    iou_sum = np.zeros(n)
+    p_bits = np.zeros(pred.height, dtype=np.int64)
+    p_rows, p_pos, g_rows, g_pos = (f[c].to_numpy() for f in (pred, gt) for c in ("row", "pos"))
+    p_order, g_order = np.argsort(p_rows, kind="stable"), np.argsort(g_rows, kind="stable")
+    p_start = np.concatenate([[0], np.cumsum(n_p)])
+    g_start = np.concatenate([[0], np.cumsum(n_g)])
+    for lo in range(0, keep.size, CHUNK):
+        rows = keep[lo : lo + CHUNK]
+        mp, mg = int(n_p[rows].max(initial=0)), int(n_g[rows].max(initial=0))
+        if mp == 0 or mg == 0:
+            continue
+        local = np.full(n, -1)
+        local[rows] = np.arange(rows.size)
+        sel_p = np.concatenate([p_order[p_start[r] : p_start[r + 1]] for r in rows])
+        sel_g = np.concatenate([g_order[g_start[r] : g_start[r + 1]] for r in rows])
+        P = np.zeros((rows.size, mp, 4))
+        G = np.zeros((rows.size, mg, 4))
+        vp = np.zeros((rows.size, mp), dtype=bool)
+        vg = np.zeros((rows.size, mg), dtype=bool)
+        lp = np.full((rows.size, mp), -2)
+        lg = np.full((rows.size, mg), -3)
+        sp = np.zeros((rows.size, mp))
+        rp, rg = local[p_rows[sel_p]], local[g_rows[sel_g]]
+        P[rp, p_pos[sel_p]], vp[rp, p_pos[sel_p]] = parr[sel_p], True
+        G[rg, g_pos[sel_g]], vg[rg, g_pos[sel_g]] = garr[sel_g], True
+        lp[rp, p_pos[sel_p]], lg[rg, g_pos[sel_g]] = p_code[sel_p], g_code[sel_g]
+        sp[rp, p_pos[sel_p]] = p_score[sel_p]
+        iou = bx.iou_matrix(P, G)
+        same = ~aware[rows][:, None, None] | (lp[:, :, None] == lg[:, None, :])
+        iou = np.where(vp[:, :, None] & vg[:, None, :] & same, iou, 0.0)
+        cand = iou >= opts.iou_threshold
+        conflict = (cand.sum(axis=2) > 1).any(axis=1) | (cand.sum(axis=1) > 1).any(axis=1)
+        tp[rows] = cand.sum(axis=(1, 2))
+        iou_sum[rows] = np.where(cand, iou, 0.0).sum(axis=(1, 2))
+        for k in np.nonzero(conflict)[0]:
+            r = rows[k]
+            match = bx.hungarian(iou[k, : n_p[r], : n_g[r]], opts.iou_threshold)
+            tp[r], iou_sum[r] = match.tp, sum(match.ious)
+        packed = bx.bits(bx.coco_tp_batch(iou, sp, vp))
+        p_bits[sel_p] = packed[rp, p_pos[sel_p]]
+
+    kp, kg = n_p[keep].astype(float), n_g[keep].astype(float)
+    t = tp[keep]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(kp > 0, t / np.maximum(kp, 1), np.where(kg == 0, 1.0, 0.0))
+        recall = np.where(kg > 0, t / np.maximum(kg, 1), np.where(kp == 0, 1.0, 0.0))
+        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
+        mean_iou = np.where(t > 0, iou_sum[keep] / np.maximum(t, 1), np.where((kp == 0) & (kg == 0), 1.0, 0.0))
+    aware_label = pl.when(pl.col("aware")).then(pl.col("label"))
+    pred = pred.with_columns(pl.Series("aware", aware[pred["row"].to_numpy()]))
+    gt = gt.with_columns(pl.Series("aware", aware[gt["row"].to_numpy()]))
+    dets = (
+        pred.with_columns(pl.Series("s", p_score), pl.Series("b", p_bits))
+        .filter(pl.col("row").is_in(keep))
+        .select("row", pl.struct(pl.col("s"), aware_label.alias("l"), pl.col("b")).alias("d"))
+        .group_by("row", maintain_order=True)
+        .agg(pl.col("d").alias("ap_dets"))
+    )
+    gts = (
+        gt.filter(pl.col("row").is_in(keep))
+        .select("row", aware_label.alias("l"))
+        .group_by("row", "l", maintain_order=True)
+        .len("n")
+        .group_by("row", maintain_order=True)
+        .agg(pl.struct("l", "n").alias("ap_gt"))
+    )
+    metrics = pl.DataFrame(
+        {
+            "row": keep,
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+            "mean_iou": mean_iou,
+            "tp": t.astype(np.int64),
+            "fp": (kp - t).astype(np.int64),
+            "fn": (kg - t).astype(np.int64),
+        }
+    )
+    metrics = metrics.join(dets, on="row", how="left").join(gts, on="row", how="left").sort("row")
+    rounded = [pl.col(c).round(6) for c in ("precision", "recall", "f1", "mean_iou")]
+    details = pl.struct(*rounded, "tp", "fp", "fn", "ap_dets", "ap_gt").struct.json_encode()
+    out = metrics.select("row", "precision", "recall", "f1", "mean_iou", details.alias("details"))
+    ap_dets = dets.explode("ap_dets").drop_nulls().unnest("ap_dets")
+    ap_gts = gts.explode("ap_gt").drop_nulls().unnest("ap_gt")
+    return BatchResult(out, np.nonzero(bad)[0], ap_dets, ap_gts)
+
+
+@dataclass
+class BatchResult:
+    """What the batch path decided: per-row ``frame`` (row, metrics, details), the row positions left for the
+    row-wise path, and the AP inputs of the decided rows (``dets``: row, s, l, b; ``gts``: row, l, n)."""
+
+    frame: pl.DataFrame
+    fallback: np.ndarray
+    dets: pl.DataFrame
+    gts: pl.DataFrame
+
+
+AP_DTYPE = pl.Struct(
+    {
+        "ap_dets": pl.List(pl.Struct({"s": pl.Float64, "l": pl.Utf8, "b": pl.Int64})),
+        "ap_gt": pl.List(pl.Struct({"l": pl.Utf8, "n": pl.Int64})),
+    }
+)
+
+
+def ap_inputs(details: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(dets, gts)`` frames (s, l, b) and (l, n) from result ``details`` JSON (both paths write them)."""
+    decoded = details.str.json_decode(AP_DTYPE).to_frame("d").unnest("d")
+    dets = decoded.select(pl.col("ap_dets").explode()).drop_nulls().unnest("ap_dets")
+    gts = decoded.select(pl.col("ap_gt").explode()).drop_nulls().unnest("ap_gt")
+    return dets, gts
+
+
+def dataset_ap(details: pl.Series, sample_ids: pl.Series | None = None) -> dict[str, float]:
+    """AP50 and AP@[.5:.95] from the ``details`` of processed rows (``sample_ids`` break score ties)."""
+    dets, gts = ap_inputs(details)
+    if sample_ids is not None:
+        decoded = details.str.json_decode(AP_DTYPE).struct.field("ap_dets").list.len().fill_null(0)
+        index = np.repeat(np.arange(decoded.len()), decoded.to_numpy())
+        dets = dets.with_columns(sample_ids.gather(pl.Series(index, dtype=pl.UInt32)).alias("sample_id"))
+    return ap_from_frames(dets, gts)
+
+
+def ap_from_frames(dets: pl.DataFrame, gts: pl.DataFrame) -> dict[str, float]:
+    """AP50 and AP@[.5:.95] from detections (s, l, b[, sample_id]) and ground-truth counts (l, n). Equal scores
+    keep sample order (COCO keeps image order), so the answer does not depend on batch order."""
+    if "sample_id" in dets.columns:
+        dets = dets.sort(["s", "sample_id"], descending=[True, False], maintain_order=True)
+    counts = gts.group_by("l").agg(pl.col("n").sum())
+    gt = dict(zip(counts["l"].to_list(), counts["n"].to_list()))
+    per_class = {
+        key[0]: (part["s"].to_numpy(), part["b"].to_numpy())
+        for key, part in dets.partition_by("l", as_dict=True, include_key=False).items()
+    }
+    return bx.ap_from_classes(per_class, gt)
