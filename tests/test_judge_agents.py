@@ -244,6 +244,7 @@ def test_rankings_plateaus_and_feedback_written(fake: FakeProviders, tmp_path: P
     assert groups["b1"]["winner"] == "b1-it4-a"  # a tie on 3 shapes: broken by sample id
     assert groups["b2"]["last_iteration"] == 4 and groups["b2"]["winner_score"] == pytest.approx(agg[4])
     assert groups["b1"]["plateaued"] is True and groups["b1"]["plateau_iteration"] == 2
+    assert result.run_info["metrics"]["p"]["plateaued_groups"] == 1
     assert set(result.tables) >= {"rankings", "plateaus", "feedback"}
 
 

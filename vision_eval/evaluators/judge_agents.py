@@ -261,6 +261,7 @@ class JudgeAgents(Evaluator):
             return metrics
         tables = self._tables if self._tables is not None else tables_from_results(results, self.agents, self.settings_)
         metrics["groups"] = group_summary(tables, self.settings_.group)
+        metrics["plateaued_groups"] = sum(1 for g in metrics["groups"].values() if g.get("plateaued"))
         return metrics
 
 
