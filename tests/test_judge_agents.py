@@ -120,6 +120,10 @@ def test_weighted_panel_scores_from_pixels(fake: FakeProviders, tmp_path: Path) 
     assert rows["red"]["input_tokens"] > 2 * 255 and rows["red"]["cost_usd"] > 0
     metrics = result.run_info["metrics"]["p"]
     assert metrics["scheduler"]["calls"] == 4 and metrics["parse_failed"] == 0
+    # no brief_id / iteration columns: one group, one ranking
+    assert metrics["groups"] == {"all": {"last_iteration": None, "winner": "red", "winner_score": pytest.approx(0.84)}}
+    assert result.tables["rankings"].select("sample_id", "rank").rows() == [("red", 1), ("blue", 2)]
+    assert "plateaus" not in result.tables
 
 
 def test_output_format_rule_and_system_prompt_reach_the_model(fake: FakeProviders, tmp_path: Path) -> None:
@@ -300,3 +304,16 @@ def test_config_errors(tmp_path: Path) -> None:
         ve.evaluate(rows, evaluators=panel(BRAND, {**TECH, "judge": {"model": "openai/gpt-4o-mini"}}))
     with pytest.raises(ConfigError, match="unknown agent"):
         ve.evaluate(rows, evaluators=panel("no_such_agent"))
+
+
+def test_embedding_failure_fails_that_agent_not_the_run(fake: FakeProviders, tmp_path: Path) -> None:
+    guide = tmp_path / "guide.md"
+    guide.write_text("Cans are red.")
+    agent = {**BRAND, "documents": [str(guide)], "rag": {"embedding_model": "openai/text-embedding-3-small"}}
+    rows = two_rows(tmp_path)  # the fake serves no embeddings endpoint
+    result = ve.evaluate(rows, evaluators=panel(agent, TECH, require_all_agents=False), judge=judge(fake, tmp_path))
+    assert result.results["status"].to_list() == ["processed", "processed"]
+    assert result.results["score"].to_list() == pytest.approx([0.6, 0.6])  # tech alone
+    details = json.loads(result.results["details"][0])
+    assert "embedding the documents failed" in details["agents"]["brand"]["error"]
+    assert fake.calls == 2  # only tech was asked

@@ -269,6 +269,10 @@ async def _done(outcome: AgentOutcome) -> AgentOutcome:
     return outcome
 
 
+def _label(group: Any) -> str:
+    return "all" if group is None else str(group)
+
+
 def group_summary(tables: dict[str, pl.DataFrame], group: str | None) -> dict[str, Any]:
     """Per group: the winner of its last iteration and where its scores plateaued."""
     ranked = tables.get("rankings")
@@ -279,14 +283,14 @@ def group_summary(tables: dict[str, pl.DataFrame], group: str | None) -> dict[st
     last = winners.group_by(group_col, maintain_order=True).last()
     summary: dict[str, Any] = {}
     for row in last.to_dicts():
-        summary[str(row[group_col])] = {
+        summary[_label(row[group_col])] = {
             "last_iteration": row["iteration"],
             "winner": row["sample_id"],
             "winner_score": row["score"],
         }
     plateaus = tables.get("plateaus")
     for row in plateaus.to_dicts() if plateaus is not None else []:
-        entry = summary.setdefault(str(row[group_col]), {})
+        entry = summary.setdefault(_label(row[group_col]), {})
         entry.update(
             {k: row[k] for k in ("plateaued", "plateau_iteration", "detected_at", "best_iteration", "best_score")}
         )
