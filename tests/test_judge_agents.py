@@ -317,3 +317,15 @@ def test_embedding_failure_fails_that_agent_not_the_run(fake: FakeProviders, tmp
     details = json.loads(result.results["details"][0])
     assert "embedding the documents failed" in details["agents"]["brand"]["error"]
     assert fake.calls == 2  # only tech was asked
+
+
+def test_resumed_run_rebuilds_the_same_tables_without_calls(fake: FakeProviders, tmp_path: Path) -> None:
+    rows, out = iterations(tmp_path), tmp_path / "run"
+    evaluators = panel(COUNT, TECH_FEEDBACK)
+    first = ve.evaluate(rows, evaluators=evaluators, judge={**judge(fake, tmp_path), "cache": False}, output_dir=out)
+    calls = fake.calls
+    again = ve.evaluate(rows, evaluators=evaluators, judge={**judge(fake, tmp_path), "cache": False},
+                        run={"resume": str(out)})  # fmt: skip
+    assert fake.calls == calls and again.run_info["resumed_batches"]["p"] >= 1
+    for name in ("rankings", "plateaus", "feedback"):
+        assert again.tables[name].equals(first.tables[name]), name
