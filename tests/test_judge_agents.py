@@ -178,7 +178,8 @@ def test_call_and_image_failures_become_row_errors(fake: FakeProviders, tmp_path
     first, broken = result.results.sort("sample_id", descending=True).to_dicts()
     assert first["status"] == "error" and "brand: judge call failed after 1 attempt(s)" in first["error"]
     assert broken["status"] == "error" and fake.calls == 1  # the broken image never reached the model
-    assert broken["error"]
+    assert broken["error"].startswith("brand: Image 1: not a PNG/JPEG/GIF/WEBP image")
+    assert json.loads(broken["details"])["agents"]["brand"]["error"].startswith("Image 1: not a PNG")
 
 
 def test_braces_in_a_brief_are_text(fake: FakeProviders, tmp_path: Path) -> None:
