@@ -81,6 +81,18 @@ def test_cli_runs_the_agents_demo(tmp_path: Path, subprocess_env: dict[str, str]
     )
     assert proc.returncode == 0, proc.stderr
     results = pl.read_parquet(tmp_path / "run" / "results.parquet")
-    assert results.height == 20 and set(results["status"]) == {"processed"}
+    similarity = results.filter(pl.col("evaluator") == "reference_similarity")
+    assert similarity.height == 20 and set(similarity["status"]) == {"processed"}
     dims = pl.read_parquet(tmp_path / "run" / "dimensions.parquet")
     assert set(dims["dimension"]) == {"ssim", "phash", "histogram"}
+    # offline (no judge) the agent panel plans its calls: 4 agents x 20 images, guideline chunks retrieved
+    panel = results.filter(pl.col("evaluator") == "panel")
+    assert panel.height == 20 and set(panel["status"]) == {"skipped"}
+    details = [json.loads(d) for d in panel["details"]]
+    assert all(len(d["agents"]) == 4 for d in details)
+    tea = next(d for d in details if d["panel"]["brief_id"] == "bluebird-tea")
+    assert tea["agents"]["brand_compliance"]["chunks"][0]["document"] == "bluebird-packaging.docx"
+    assert "## Reference Guidelines" in tea["agents"]["brand_compliance"]["request"]["text"]
+    assert tea["agents"]["composition"]["chunks"] == []
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["metrics"]["panel"]["planned_calls"] == 80

@@ -156,6 +156,8 @@ class AgentPanel:
                     self.indexes[agent.name] = LexicalIndex(chunks)
             except (AgentDefinitionError, DocumentError) as exc:
                 self.broken[agent.name] = str(exc)
+            except Exception as exc:  # the embedding provider failed: this agent's rows fail, the run goes on
+                self.broken[agent.name] = f"agent {agent.name!r}: embedding the documents failed: {exc}"
         return self
 
     async def retrieve(self, agent: AgentDefinition, query: str) -> list[Retrieved]:
@@ -180,7 +182,11 @@ class AgentPanel:
                 out.append(AgentOutcome(sample_id, agent.name, error="brief is missing"))
                 continue
             query = f"{brief}\n{prompt or ''}".strip()
-            chunks = await self.retrieve(agent, query)
+            try:
+                chunks = await self.retrieve(agent, query)
+            except Exception as exc:  # embedding the query failed (provider error): this agent fails on this row
+                out.append(AgentOutcome(sample_id, agent.name, error=f"guideline retrieval failed: {exc}"))
+                continue
             text = build_prompt(
                 agent,
                 str(brief),
@@ -193,6 +199,19 @@ class AgentPanel:
             fallback = agent.fallback_score if agent.fallback_score is not None else self.fallback_score
             out.append(AgentRequest(sample_id, agent, agent.system_prompt, text, chunks, fallback))
         return out
+
+
+VERDICT_SCHEMA: dict[str, pl.DataType] = {
+    "sample_id": pl.Utf8(),
+    "agent": pl.Utf8(),
+    "score": pl.Float64(),
+    "optimization_weight": pl.Float64(),
+    "severity": pl.Utf8(),
+    "problem": pl.Utf8(),
+    "fix": pl.Utf8(),
+    "prompt_instructions": pl.List(pl.Utf8()),
+}
+"""One row per (sample, agent) verdict: what the panel tables are computed from."""
 
 
 def _agent_details(outcome: AgentOutcome) -> dict[str, Any]:
@@ -214,10 +233,18 @@ def _sum(values: list[Any]) -> Any:
 
 
 def assemble(
-    batch: pl.DataFrame, agents: list[AgentDefinition], outcomes: list[AgentOutcome], settings: JudgeAgentsSettings
+    batch: pl.DataFrame,
+    agents: list[AgentDefinition],
+    outcomes: list[AgentOutcome],
+    settings: JudgeAgentsSettings,
+    extra_details: dict[str, dict[str, Any]] | None = None,
+    tables: bool = True,
 ) -> EvalOutput:
     """Results (weighted aggregate per row), dimensions (each agent, each agent/category) and the
-    ``rankings``, ``plateaus`` and ``feedback`` tables from every agent's outcome on every row."""
+    ``rankings``, ``plateaus`` and ``feedback`` tables from every agent's outcome on every row.
+
+    ``extra_details`` (sample id -> mapping) is merged into each row's details; ``tables=False`` leaves
+    the tables out (a run split into batches builds them once with :func:`tables_from_results`)."""
     by_name = {a.name: a for a in agents}
     verdicts = pl.DataFrame(
         [
@@ -233,16 +260,7 @@ def assemble(
             }
             for o in outcomes
         ],
-        schema={
-            "sample_id": pl.Utf8,
-            "agent": pl.Utf8,
-            "score": pl.Float64,
-            "optimization_weight": pl.Float64,
-            "severity": pl.Utf8,
-            "problem": pl.Utf8,
-            "fix": pl.Utf8,
-            "prompt_instructions": pl.List(pl.Utf8),
-        },
+        schema=VERDICT_SCHEMA,
     )
     weights = {a.name: a.scoring_weight for a in agents}
     aggregate = {r["sample_id"]: r for r in aggregate_scores(verdicts, weights, settings.require_all_agents).to_dicts()}
@@ -257,6 +275,7 @@ def assemble(
             "agents": {o.agent: _agent_details(o) for o in mine},
             "weights": weights,
             "parse_failed": any(o.verdict is not None and o.verdict.parse_failed for o in mine),
+            **(extra_details or {}).get(sample_id, {}),
         }
         calls = [o.call for o in mine]
         row = {
@@ -288,7 +307,9 @@ def assemble(
     dimensions = pl.DataFrame(
         dims, schema={"sample_id": pl.Utf8, "dimension": pl.Utf8, "score": pl.Float64, "weight": pl.Float64}
     )
-    return EvalOutput(results, dimensions=dimensions, tables=panel_tables(batch, results, verdicts, settings))
+    return EvalOutput(
+        results, dimensions=dimensions, tables=panel_tables(batch, results, verdicts, settings) if tables else {}
+    )
 
 
 def panel_tables(
@@ -310,3 +331,40 @@ def panel_tables(
         chosen = chosen.join(winners, on="sample_id", how="semi")
     tables["feedback"] = optimization_feedback(chosen, group, iteration)
     return tables
+
+
+def tables_from_results(
+    results: pl.DataFrame, agents: list[AgentDefinition], settings: JudgeAgentsSettings
+) -> dict[str, pl.DataFrame]:
+    """``rankings``, ``plateaus`` and ``feedback`` over every row a run assembled, rebuilt from the rows'
+    details (``details.panel`` holds the row's group and iteration values): the same tables as
+    :func:`assemble` gives for one batch holding every row, whatever the batches were."""
+    weights = {a.name: a.optimization_weight for a in agents}
+    meta, verdicts, scores = [], [], []
+    columns = ("sample_id", "status", "score", "details")
+    for sample_id, status, score, text in zip(*(results[c].to_list() for c in columns), strict=True):
+        details = json.loads(text) if text and status in (PROCESSED, ERROR) else {}
+        if not isinstance(details.get("panel"), dict) or not isinstance(details.get("agents"), dict):
+            continue  # not assembled by the panel (skipped, or failed before any agent ran)
+        meta.append({"id": sample_id, **details["panel"]})
+        scores.append({"sample_id": sample_id, "score": score if status == PROCESSED else None})
+        for name, mine in details["agents"].items():
+            issue = mine.get("top_issue") or {}
+            verdicts.append(
+                {
+                    "sample_id": sample_id,
+                    "agent": name,
+                    "score": mine.get("score"),
+                    "optimization_weight": weights.get(name, 0.0),
+                    "severity": issue.get("severity"),
+                    "problem": issue.get("problem"),
+                    "fix": issue.get("fix"),
+                    "prompt_instructions": mine.get("prompt_instructions") or [],
+                }
+            )
+    if not meta:
+        return {}
+    batch = pl.DataFrame(meta, infer_schema_length=None)
+    frame = pl.DataFrame(verdicts, schema=VERDICT_SCHEMA)
+    scored = pl.DataFrame(scores, schema={"sample_id": pl.Utf8, "score": pl.Float64})
+    return panel_tables(batch, scored, frame, settings)

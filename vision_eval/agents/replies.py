@@ -1,91 +1,24 @@
 """Parsing an agent's reply: score 0-100, TOP_ISSUE / topIssue, categoryScores, lists, checklist, feedback.
 
-``find_json_object`` follows the same approach (and signature) as the judges' reply extraction
-(``vision_eval.llm.replies.find_json_object``): fenced blocks first, then every balanced object in the
-prose, lenient about comments and trailing commas; swap the import once that module is on main.
+The JSON object is found by the judges' extraction (``vision_eval.llm.replies.find_json_object``):
+fenced blocks first, then every balanced object in the prose, lenient about comments and trailing commas.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from vision_eval.agents.panel import SEVERITIES
+from vision_eval.llm.replies import find_json_object
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
-_LINE_COMMENT = re.compile(r"(?m)^\s*//.*$|(?<=[,{\[\s])//[^\n\"]*$")
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
 ISSUE_KEYS = ("TOP_ISSUE", "topIssue", "top_issue")
 
 
 class ReplyError(ValueError):
     """A reply with no usable score; the message is the row's error reason."""
-
-
-def _loads_lenient(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return json.loads(_TRAILING_COMMA.sub(r"\1", _LINE_COMMENT.sub("", text)))
-
-
-def _balanced_end(text: str, start: int) -> int | None:
-    depth, in_string, escape = 0, False, False
-    for index in range(start, len(text)):
-        char = text[index]
-        if in_string:
-            if escape:
-                escape = False
-            elif char == "\\":
-                escape = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return index + 1
-    return None
-
-
-def _objects(text: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    position = text.find("{")
-    while position != -1:
-        end = _balanced_end(text, position)
-        value = None
-        if end is not None:
-            try:
-                value = _loads_lenient(text[position:end])
-            except ValueError:
-                value = None
-        if isinstance(value, dict):
-            found.append(value)
-            position = text.find("{", end)
-        else:
-            position = text.find("{", position + 1)
-    return found
-
-
-def find_json_object(text: str, required_key: str | None = None) -> dict[str, Any] | None:
-    """The first JSON object in ``text`` (preferring fenced blocks, and objects holding ``required_key``)."""
-    if not text:
-        return None
-    candidates: list[dict[str, Any]] = []
-    for block in _FENCE.findall(text):
-        candidates += _objects(block)
-    candidates += _objects(text)
-    if required_key is not None:
-        for candidate in candidates:
-            if required_key in candidate:
-                return candidate
-    return candidates[0] if candidates else None
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -130,6 +131,7 @@ class LexicalIndex:
     def __init__(self, chunks: Sequence[Chunk]) -> None:
         import bm25s
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets DEBUG at import: no per-index chatter
         self.chunks = list(chunks)
         self._bm25 = bm25s.BM25()
         if self.chunks:
