@@ -42,16 +42,10 @@ from vision_eval.llm.graders import (
     parse_steps,
     weighted_score,
 )
-from vision_eval.llm.templates import render_text
 from vision_eval.llm.transport import uses_direct
 from vision_eval.registry import register
 
 LOGPROB_PREFIXES = ("openai/", "azure/", "hosted_vllm/")
-
-
-def render(asker: Asker, text: str) -> str:
-    """A setting that is itself a template (rubric, criteria), rendered over the row's variables."""
-    return render_text(text, asker.variables, len(asker.images))
 
 
 class LLMRubricSettings(GradedSettings):
@@ -84,7 +78,7 @@ class LLMRubric(GradedEvaluator):
 
     async def grade(self, asker: Asker) -> Grade:
         s: LLMRubricSettings = self.settings  # type: ignore[assignment]
-        reply = await asker.ask(self.templates()[0], {"rubric": render(asker, s.rubric)})
+        reply = await asker.ask(self.templates()[0], {"rubric": asker.render(s.rubric)})
         verdict = parse_rubric(reply.text)
         low, high = s.scale
         if not low <= verdict.score <= high:
@@ -160,7 +154,7 @@ class ClosedQA(GradedEvaluator):
         return [(self.templates()[0], {"criteria": self.templates()[1]}, True)]
 
     async def grade(self, asker: Asker) -> Grade:
-        reply = await asker.ask(self.templates()[0], {"criteria": render(asker, self.templates()[1])})
+        reply = await asker.ask(self.templates()[0], {"criteria": asker.render(self.templates()[1])})
         passed = parse_closed_qa(reply.text)
         return Grade(float(passed), passed, {"reason": reply.text.strip()[-2000:]})
 
@@ -252,7 +246,7 @@ class GEval(GradedEvaluator):
     async def grade(self, asker: Asker) -> Grade:
         per: dict[str, dict[str, Any]] = {}
         for name, template in self.criteria.items():
-            criteria = render(asker, template)
+            criteria = asker.render(template)
             steps = await self.steps_for(asker, criteria)
             per[name] = await self._score(asker, criteria, steps)
             per[name]["steps"] = steps

@@ -28,7 +28,13 @@ from vision_eval.llm.cache import cache_key
 from vision_eval.llm.graders import GraderError
 from vision_eval.llm.requests import build_call, row_images, row_variables
 from vision_eval.llm.scheduler import SERVICE, get_scheduler
-from vision_eval.llm.templates import IMAGE_VARIABLES, TemplateError, compile_template, template_variables
+from vision_eval.llm.templates import (
+    IMAGE_VARIABLES,
+    TemplateError,
+    compile_template,
+    render_text,
+    template_variables,
+)
 from vision_eval.llm.transport import CallError, CallResult
 from vision_eval.results import DIMENSION_ROW_SCHEMA, ERROR, PROCESSED, SKIPPED, empty, rows_frame
 
@@ -128,6 +134,10 @@ class Asker:
         self.evaluator, self.judge, self.variables, self.images = evaluator, judge, variables, images
         self.sample, self.usage = sample, usage
         self.replies: list[str] = []
+
+    def render(self, text: str) -> str:
+        """A setting that is itself a template (rubric, criteria), rendered over the row's variables."""
+        return render_text(text, self.variables, len(self.images))
 
     async def ask(
         self,
