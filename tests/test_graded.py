@@ -140,7 +140,7 @@ def test_g_eval_steps_are_asked_once_for_all_rows(scripted, images, tmp_path) ->
     assert all(r.images and r.images[0].colour == "red" for r in fake.requests if r not in steps_requests)
     assert all(o["score"] == 0.8 and o["passed"] and o["details"]["mode"] == "single" for o in out.values())
     assert out["a"]["details"]["steps"] == ["Look at the image", "Compare"]
-    assert "- Look at the image" in [r for r in fake.requests if r not in steps_requests][0].text
+    assert "- Look at the image" in next(r for r in fake.requests if r not in steps_requests).text
 
 
 def test_g_eval_criteria_list_is_averaged_with_dimensions(scripted, images, tmp_path) -> None:
