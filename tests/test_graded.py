@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from conftest import BLUE, RED, shape_png
 
@@ -277,3 +278,16 @@ def test_without_judge_rows_are_skipped_with_the_plan(images) -> None:
     assert out["g"]["calls"] == 6 and out["g"]["request"]["image_count"] == 1  # (score + steps) x 3 samples
     assert out["f"]["calls"] == 2 and out["r"]["calls"] == 1
     assert result.run_info["metrics"]["g"]["planned_calls"] == 6
+
+
+def test_shipped_graded_stack_plans_the_demo_offline() -> None:
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    stack = yaml.safe_load((root / "conf/evaluators/graded.yaml").read_text())
+    result = ve.evaluate(root / "datasets/demo/demo.jsonl", evaluators=stack)
+    assert set(result.results["status"]) == {"skipped"}
+    metrics = result.run_info["metrics"]
+    assert all(metrics[name]["planned_calls"] > 0 for name in stack)
+    planned = result.results.filter(pl.col("details").str.contains('"request"'))
+    assert planned.height == 4 + 4 + 5 + 5 + 3 + 3 + 4  # the rows each evaluator's where selects

@@ -163,9 +163,13 @@ def test_calibration_against_human_scores_and_pass_labels(fresh_fake, red, tmp_p
 
 
 def test_calibration_with_a_label_column(fresh_fake, red, tmp_path) -> None:
-    fresh_fake.push(rubric(0.9, True), rubric(0.2, False), rubric(0.7, True), rubric(0.6, True))
-    data = rows(list("abcd"), red, label=[True, False, False, True])
-    spec = {"type": "llm_rubric", "rubric": "r", "human_score": "label"}
-    row = evaluate(data, spec, fresh_fake, tmp_path, cache=False).tables["calibration"].row(0, named=True)
+    replies = {"a": rubric(0.9, True), "b": rubric(0.2, False), "c": rubric(0.7, True), "d": rubric(0.6, True)}
+    fresh_fake.responder = lambda req: replies[req.text.split("OUT-")[1][0]]["reply"]
+    try:
+        data = rows(list("abcd"), red, label=[True, False, False, True])
+        spec = {"type": "llm_rubric", "rubric": "r", "human_score": "label"}
+        row = evaluate(data, spec, fresh_fake, tmp_path, cache=False).tables["calibration"].row(0, named=True)
+    finally:
+        fresh_fake.responder = None
     # verdicts T,F,T,T vs labels T,F,F,T: accuracy 3/4; Cohen's kappa: po = .75, pe = .75*.5 + .25*.5 = .5 -> .5
     assert row["accuracy"] == pytest.approx(0.75) and row["kappa"] == pytest.approx(0.5) and row["kappa_levels"] == 2

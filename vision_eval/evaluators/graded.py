@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from pydantic import field_validator
 
 from vision_eval.llm import grader_prompts as prompts
-from vision_eval.llm.graded import Asker, Grade, GradedEvaluator, GradedSettings, load_prompt
+from vision_eval.llm.graded import GradedEvaluator
 from vision_eval.llm.graders import (
     FACTUALITY_ALIASES,
     FACTUALITY_CATEGORIES,
@@ -42,6 +42,7 @@ from vision_eval.llm.graders import (
     parse_steps,
     weighted_score,
 )
+from vision_eval.llm.grading import Asker, Grade, GradedSettings, load_prompt
 from vision_eval.llm.transport import uses_direct
 from vision_eval.registry import register
 

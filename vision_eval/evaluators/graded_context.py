@@ -8,8 +8,9 @@ import asyncio
 from typing import Any, ClassVar
 
 from vision_eval.llm import grader_prompts as prompts
-from vision_eval.llm.graded import Asker, Grade, GradedEvaluator, GradedSettings, load_prompt
+from vision_eval.llm.graded import GradedEvaluator
 from vision_eval.llm.graders import parse_faithfulness, parse_recall, parse_select_best, parse_statements
+from vision_eval.llm.grading import Asker, Grade, GradedSettings, load_prompt
 from vision_eval.registry import register
 
 IMAGES_ONLY = "(the attached images)"
