@@ -136,6 +136,7 @@ def test_g_eval_steps_are_asked_once_for_all_rows(scripted, images, tmp_path) ->
     result = run(rows_for(["a", "b", "c", "d"], images["red"]), spec, fake, tmp_path)
     out = table(result)
     assert fake.calls == 5  # one step-1 call + one score call per row
+    assert result.run_info["metrics"]["e"]["step_calls"] == 1
     steps_requests = [r for r in fake.requests if "evaluation procedures" in r.text]
     assert len(steps_requests) == 1 and steps_requests[0].images == []
     assert all(r.images and r.images[0].colour == "red" for r in fake.requests if r not in steps_requests)
@@ -223,11 +224,14 @@ def test_select_best_swaps_orders_and_reports_position_bias_as_a_tie(scripted, i
     assert (out["score"], out["passed"]) == (0.5, False)
     assert fake.calls == 2 and all(r.images[0].colour == "red" for r in fake.requests)
     assert sorted(result.dimensions["score"].to_list()) == [0.5, 0.5]
+    assert result.run_info["metrics"]["e"] | {"wins": {}, "ties": 1, "tie_rate": 1.0} == result.run_info["metrics"]["e"]
     # a grader that really prefers the red description wins in every order
     use(lambda req: str(req.text.split("<Text")[1:].index(next(t for t in req.text.split("<Text")[1:]
                                                                if "OUT-a" in t))))  # fmt: skip
     spec3 = {**spec, "candidates": ["output", "output_b", "output_c"], "orders": 3}
-    out3 = table(run(rows, spec3, fake, tmp_path))["a"]
+    result3 = run(rows, spec3, fake, tmp_path)
+    out3 = table(result3)["a"]
+    assert result3.run_info["metrics"]["e"]["wins"] == {"output": 1} and result3.run_info["metrics"]["e"]["ties"] == 0
     assert out3["details"]["winner"] == "output" and (out3["score"], out3["passed"]) == (1.0, True)
     assert [p["order"][0] for p in out3["details"]["picks"]] == ["output", "output_b", "output_c"]
 
@@ -266,6 +270,10 @@ def test_transport_failure_is_an_error_not_a_fail(fresh_fake, images, tmp_path) 
     out = table(run(rows_for(["a"], images["red"]), {"type": "closed_qa", "criteria": "c"}, fresh_fake, tmp_path))
     assert out["a"]["status"] == "error" and out["a"]["passed"] is None
     assert "grader call failed after 1 attempt(s)" in out["a"]["error"] and out["a"]["details"]["failures"]
+    fresh_fake.push({"malformed": True}, {"malformed": True})
+    spec = {"type": "llm_rubric", "rubric": "r"}
+    out = table(run(rows_for(["a"], images["red"]), spec, fresh_fake, tmp_path, max_retries=1))
+    assert out["a"]["status"] == "error" and "after 2 attempt(s)" in out["a"]["error"] and fresh_fake.calls == 3
 
 
 def test_without_judge_rows_are_skipped_with_the_plan(images) -> None:

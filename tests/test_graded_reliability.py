@@ -173,3 +173,12 @@ def test_calibration_with_a_label_column(fresh_fake, red, tmp_path) -> None:
         fresh_fake.responder = None
     # verdicts T,F,T,T vs labels T,F,F,T: accuracy 3/4; Cohen's kappa: po = .75, pe = .75*.5 + .25*.5 = .5 -> .5
     assert row["accuracy"] == pytest.approx(0.75) and row["kappa"] == pytest.approx(0.5) and row["kappa_levels"] == 2
+
+
+def test_missing_human_column_is_reported_not_fatal(fresh_fake, red, tmp_path) -> None:
+    fresh_fake.push(rubric(0.9))
+    spec = {"type": "llm_rubric", "rubric": "r", "human_score": "rating"}
+    result = evaluate(rows(["a"], red), spec, fresh_fake, tmp_path, cache=False)
+    assert result.results["status"][0] == "processed"
+    assert "rating" in result.run_info["metrics"]["e"]["calibration_warning"]
+    assert result.tables["calibration"]["n"].to_list() == [0]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, ClassVar
 
+import polars as pl
 from pydantic import field_validator
 
 from vision_eval.llm import grader_prompts as prompts
@@ -222,6 +223,9 @@ class GEval(GradedEvaluator):
         if s.steps is None:
             calls += [(step, {"criteria": text}, False) for text in self.criteria.values()]
         return calls
+
+    def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
+        return {**super().summarize(results), "step_calls": self.step_calls}
 
     def _logprobs(self, asker: Asker) -> bool:
         s: GEvalSettings = self.settings  # type: ignore[assignment]

@@ -5,13 +5,17 @@ in :mod:`vision_eval.evaluators.graded`)."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import Any, ClassVar
+
+import polars as pl
 
 from vision_eval.llm import grader_prompts as prompts
 from vision_eval.llm.graded import GradedEvaluator
 from vision_eval.llm.graders import parse_faithfulness, parse_recall, parse_select_best, parse_statements
 from vision_eval.llm.grading import Asker, Grade, GradedSettings, load_prompt
 from vision_eval.registry import register
+from vision_eval.results import PROCESSED
 
 IMAGES_ONLY = "(the attached images)"
 
@@ -196,3 +200,11 @@ class SelectBest(GradedEvaluator):
             "picks": [{"order": [names[i] for i in order], "picked": names[p]} for order, p in zip(orders, picks)],
         }
         return Grade(dims[names[0]], winner == names[0], details, dims)
+
+    def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
+        processed = results.filter(pl.col("status") == PROCESSED)
+        winners = processed["details"].str.json_path_match("$.winner")
+        wins = {k: v for k, v in Counter(winners.drop_nulls().to_list()).most_common()}
+        ties = int(winners.is_null().sum())
+        share = ties / processed.height if processed.height else None
+        return {**super().summarize(results), "wins": wins, "ties": ties, "tie_rate": share}

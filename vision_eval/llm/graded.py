@@ -346,4 +346,8 @@ class GradedEvaluator(Evaluator):
         if s.human_score or s.human_pass:
             rows = self._calibration["rows"] if self._calibration else calibration_table(results, None, s).to_dicts()
             metrics["calibration"] = rows
+            processed = results.filter(pl.col("status") == PROCESSED)
+            if processed.height and not processed["details"].str.contains('"human": ').any():
+                columns = ", ".join(c for c in (s.human_score, s.human_pass) if c)
+                metrics["calibration_warning"] = f"no human values found: is {columns} a dataset column?"
         return metrics
