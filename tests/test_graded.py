@@ -299,3 +299,18 @@ def test_shipped_graded_stack_plans_the_demo_offline() -> None:
     assert all(metrics[name]["planned_calls"] > 0 for name in stack)
     planned = result.results.filter(pl.col("details").str.contains('"request"'))
     assert planned.height == 4 + 4 + 5 + 5 + 3 + 3 + 4  # the rows each evaluator's where selects
+
+
+def test_promptfoo_style_custom_prompts_render_unchanged(scripted, images, tmp_path) -> None:
+    fake, use = scripted
+    use(lambda req: "(D) The submission disagrees.")
+    prompt = "[Question]: {{input}}\n[Expert]: {{ideal}}\n[Submission]: {{completion}}\nPick (A)-(E)."
+    out = table(run(rows_for(["a"], images["red"]), {"type": "factuality", "prompt": prompt}, fake, tmp_path))["a"]
+    assert (out["details"]["category"], out["score"], out["passed"]) == ("D", 0.0, False)
+    assert "[Expert]: two red circles\n[Submission]: OUT-a" in fake.requests[0].text
+    assert fake.requests[0].images[0].colour == "red"  # the images follow a prompt that never mentions them
+    use(lambda req: '{"score": 10, "reason": "all correct"}')
+    geval = {"type": "g_eval", "criteria": "c", "steps": ["one", "two"], "logprobs": False,
+             "prompt": "Steps:\n- {{steps}}\nRate 0 to {{maxScore}}.\n{{output}}"}  # fmt: skip
+    out = table(run(rows_for(["a"], images["red"]), geval, fake, tmp_path))["a"]
+    assert out["score"] == 1.0 and "Steps:\n- one\n- two\nRate 0 to 10." in fake.requests[-1].text

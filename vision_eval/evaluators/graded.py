@@ -43,7 +43,7 @@ from vision_eval.llm.graders import (
     parse_steps,
     weighted_score,
 )
-from vision_eval.llm.grading import Asker, Grade, GradedSettings, load_prompt
+from vision_eval.llm.grading import Asker, Grade, GradedSettings, TextList, load_prompt
 from vision_eval.llm.transport import uses_direct
 from vision_eval.registry import register
 
@@ -211,7 +211,7 @@ class GEval(GradedEvaluator):
         ]
 
     def extra_variables(self) -> set[str]:
-        return {"criteria", "steps", "max_score"}
+        return {"criteria", "steps", "max_score", "maxScore"}
 
     def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
         s: GEvalSettings = self.settings  # type: ignore[assignment]
@@ -267,7 +267,7 @@ class GEval(GradedEvaluator):
 
     async def _score(self, asker: Asker, criteria: str, steps: list[str]) -> dict[str, Any]:
         s: GEvalSettings = self.settings  # type: ignore[assignment]
-        extra = {"criteria": criteria, "steps": steps, "max_score": GEVAL_MAX}
+        extra = {"criteria": criteria, "steps": TextList(steps, "\n- "), "max_score": GEVAL_MAX, "maxScore": GEVAL_MAX}
         want = self._logprobs(asker)
         params = {"logprobs": True, "top_logprobs": 20} if want else None
         first = asker.sample * s.n_samples  # salts sample*n .. sample*n+n-1 never collide across samples

@@ -13,7 +13,7 @@ import polars as pl
 from vision_eval.llm import grader_prompts as prompts
 from vision_eval.llm.graded import GradedEvaluator
 from vision_eval.llm.graders import parse_faithfulness, parse_recall, parse_select_best, parse_statements
-from vision_eval.llm.grading import Asker, Grade, GradedSettings, load_prompt
+from vision_eval.llm.grading import Asker, Grade, GradedSettings, TextList, load_prompt
 from vision_eval.registry import register
 from vision_eval.results import PROCESSED
 
@@ -46,7 +46,7 @@ class _ContextEvaluator(GradedEvaluator):
         return tuple(dict.fromkeys((*super().columns_needed(), *self.reads, *([s.context] if s.context else []))))
 
     def extra_variables(self) -> set[str]:
-        return {"context", "reference", "statements"}
+        return {"context", "reference", "statements", "groundTruth"}
 
     def prepare_variables(self, row: dict[str, Any], variables: dict[str, Any]) -> None:
         s: ContextSettings = self.settings  # type: ignore[assignment]
@@ -81,7 +81,7 @@ class ContextRecall(_ContextEvaluator):
     def prepare_variables(self, row: dict[str, Any], variables: dict[str, Any]) -> None:
         super().prepare_variables(row, variables)
         variables["reference"] = str(row.get(self.settings.reference) or "")  # type: ignore[attr-defined]
-        variables["expected_output"] = variables["reference"]
+        variables["expected_output"] = variables["groundTruth"] = variables["reference"]
 
     async def grade(self, asker: Asker) -> Grade:
         reply = await asker.ask(self.templates()[0])
@@ -107,7 +107,7 @@ class ContextFaithfulness(_ContextEvaluator):
     async def grade(self, asker: Asker) -> Grade:
         first = await asker.ask(self.templates()[0], images=False)
         statements = parse_statements(first.text)
-        second = await asker.ask(self.templates()[1], {"statements": statements})
+        second = await asker.ask(self.templates()[1], {"statements": TextList(statements)})
         unsupported, verdicts = parse_faithfulness(second.text, len(statements))
         score = min(1.0, max(0.0, 1.0 - unsupported / len(statements)))
         details = {"statements": statements, "unsupported": unsupported, "verdicts": verdicts, "reply": second.text}
@@ -153,7 +153,7 @@ class SelectBest(GradedEvaluator):
         return [load_prompt(s.prompt, prompts.SELECT_BEST), s.criteria]
 
     def extra_variables(self) -> set[str]:
-        return {"criteria", "candidates"}
+        return {"criteria", "candidates", "outputs"}
 
     def prepare_variables(self, row: dict[str, Any], variables: dict[str, Any]) -> None:
         s: SelectBestSettings = self.settings  # type: ignore[assignment]
@@ -170,8 +170,9 @@ class SelectBest(GradedEvaluator):
     def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
         texts = variables["_candidates"]
         orders = self._orders(len(texts))
-        return [(self.templates()[0], {"criteria": self.templates()[1], "candidates": [texts[i] for i in order]},
-                 True) for order in orders]  # fmt: skip
+        criteria = self.templates()[1]
+        shown = [[texts[i] for i in order] for order in orders]
+        return [(self.templates()[0], {"criteria": criteria, "candidates": c, "outputs": c}, True) for c in shown]
 
     def _orders(self, n: int) -> list[list[int]]:
         count = min(self.settings.orders, n)  # type: ignore[attr-defined]
@@ -183,9 +184,8 @@ class SelectBest(GradedEvaluator):
         orders = self._orders(len(texts))
 
         async def pick(order: list[int]) -> int:
-            reply = await asker.ask(
-                self.templates()[0], {"criteria": criteria, "candidates": [texts[i] for i in order]}
-            )
+            shown = [texts[i] for i in order]
+            reply = await asker.ask(self.templates()[0], {"criteria": criteria, "candidates": shown, "outputs": shown})
             return order[parse_select_best(reply.text, len(order))]
 
         picks = await asyncio.gather(*(pick(order) for order in orders))

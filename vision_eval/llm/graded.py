@@ -23,7 +23,15 @@ from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
 from vision_eval.llm import reliability as rel
 from vision_eval.llm.graders import GraderError
-from vision_eval.llm.grading import NO_JUDGE_REASON, TEXT_VARIABLES, Asker, Grade, GradedSettings, Usage
+from vision_eval.llm.grading import (
+    NO_JUDGE_REASON,
+    PROMPTFOO_ALIASES,
+    TEXT_VARIABLES,
+    Asker,
+    Grade,
+    GradedSettings,
+    Usage,
+)
 from vision_eval.llm.requests import build_call, row_images, row_variables
 from vision_eval.llm.scheduler import SERVICE, get_scheduler
 from vision_eval.llm.templates import (
@@ -94,7 +102,7 @@ class GradedEvaluator(Evaluator):
         used: set[str] = set()
         for template in self.templates():
             used |= template_variables(template)
-        used -= set(IMAGE_VARIABLES) | set(TEXT_VARIABLES) | self.extra_variables()
+        used -= set(IMAGE_VARIABLES) | set(TEXT_VARIABLES) | set(PROMPTFOO_ALIASES) | self.extra_variables()
         return tuple(dict.fromkeys((*self.required_columns, *s.images, *sorted(used))))
 
     def describe(self) -> dict[str, Any]:
@@ -117,6 +125,8 @@ class GradedEvaluator(Evaluator):
             if variables[name] is None:
                 variables[name] = ""
         self.prepare_variables(row, variables)
+        for alias, source in PROMPTFOO_ALIASES.items():
+            variables.setdefault(alias, variables[source])
         return variables, images
 
     async def aevaluate(self, batch: pl.DataFrame) -> EvalOutput:

@@ -23,6 +23,19 @@ if TYPE_CHECKING:
 
 TEXT_VARIABLES = ("input", "output", "expected_output")
 NO_JUDGE_REASON = "no judge configured (judge.model is null): this is the request a judge run would send"
+PROMPTFOO_ALIASES = {"completion": "output", "ideal": "expected_output", "question": "input", "answer": "output"}
+"""promptfoo's grading-prompt variable names, so a promptfoo ``rubricPrompt`` renders unchanged."""
+
+
+class TextList(list):
+    """A list that renders as promptfoo renders it (``{{ steps }}`` -> lines), yet iterates in templates."""
+
+    def __init__(self, items: list[str], separator: str = "\n") -> None:
+        super().__init__(items)
+        self.separator = separator
+
+    def __str__(self) -> str:
+        return self.separator.join(str(i) for i in self)
 
 
 class GradedSettings(EvaluatorSettings):
