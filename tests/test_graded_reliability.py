@@ -182,3 +182,22 @@ def test_missing_human_column_is_reported_not_fatal(fresh_fake, red, tmp_path) -
     assert result.results["status"][0] == "processed"
     assert "rating" in result.run_info["metrics"]["e"]["calibration_warning"]
     assert result.tables["calibration"]["n"].to_list() == [0]
+
+
+def test_judge_files_get_samples_and_panel_through_the_graded_base(fresh_fake, red, tmp_path) -> None:
+    spec = {"_target_": "vision_eval.evaluators.graded_judge.ReliableLLMJudge", "prompt": "image-description",
+            "samples": 2, "panel": [MINI, BIG]}  # fmt: skip
+    data = [{"id": "a", "input": "Describe.", "output": "Two red circles.", "images": [red]},
+            {"id": "b", "input": "Describe.", "output": "A green square.", "images": [red]}]  # fmt: skip
+    result = evaluate(data, spec, fresh_fake, tmp_path, cache=False)
+    assert fresh_fake.calls == 8  # 2 rows x 2 models x 2 samples
+    out = {r["sample_id"]: r for r in result.results.to_dicts()}
+    # the fake's verdict is grounded in the pixels: 0.9 when the text names the red of the image, else 0.3
+    assert (out["a"]["score"], out["a"]["passed"]) == (pytest.approx(0.9), True)
+    assert (out["b"]["score"], out["b"]["passed"]) == (pytest.approx(0.3), False)
+    assert out["a"]["type"] == "llm_judge" and out["a"]["threshold"] == 0.7 and out["a"]["score_std"] == 0
+    dims = result.dimensions.filter(sample_id="a")
+    assert set(dims["dimension"]) == {f"model:{MINI}", f"model:{BIG}", "visual_accuracy", "completeness", "clarity",
+                                      "relevance"}  # fmt: skip
+    assert dims.filter(dimension="visual_accuracy")["weight"].to_list() == [0.4]
+    assert result.run_info["metrics"]["e"]["panel"]["alpha_interval"] == pytest.approx(1.0)

@@ -315,7 +315,8 @@ class GradedEvaluator(Evaluator):
         keys = dict.fromkeys(k for j in valid.values() for k in j["dims"])
         for key in keys:
             values = [j["dims"][key] for j in valid.values() if key in j["dims"]]
-            out.append({"sample_id": sample_id, "dimension": key, "score": sum(values) / len(values), "weight": 1.0})
+            weight = next(iter(valid.values()))["grade"].weights.get(key, 1.0)
+            out.append({"sample_id": sample_id, "dimension": key, "score": sum(values) / len(values), "weight": weight})
         return out
 
     def _human(self, row: dict[str, Any]) -> dict[str, Any]:

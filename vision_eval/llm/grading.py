@@ -83,6 +83,8 @@ class Grade:
     passed: bool
     details: dict[str, Any]
     dims: dict[str, float] = field(default_factory=dict)
+    weights: dict[str, float] = field(default_factory=dict)
+    """Weight of each dimension in ``dimensions.parquet`` (default 1)."""
 
 
 @dataclass
