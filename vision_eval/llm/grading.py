@@ -5,6 +5,7 @@ and sends it through the run's scheduler (distinct cache entries per sample)."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -14,7 +15,7 @@ from vision_eval.evaluator import EvaluatorSettings
 from vision_eval.images.policy import PreparedImage
 from vision_eval.llm.cache import cache_key
 from vision_eval.llm.requests import build_call
-from vision_eval.llm.scheduler import get_scheduler
+from vision_eval.llm.scheduler import Scheduler, get_scheduler
 from vision_eval.llm.templates import render_text
 from vision_eval.llm.transport import CallResult
 
@@ -162,6 +163,9 @@ class Asker:
         return result
 
 
+_KEY_EXTRA = "key_extra" in inspect.signature(Scheduler.complete).parameters
+
+
 async def complete(
     context: Any,
     judge: JudgeConfig,
@@ -174,6 +178,11 @@ async def complete(
     scheduler = get_scheduler(context)
     if salt == 0 or not judge.cache:
         return await scheduler.complete(judge, messages, params=params, estimated_tokens=estimated)
+    if _KEY_EXTRA:  # main's scheduler salts the cache key itself
+        return await scheduler.complete(
+            judge, messages, params=params, estimated_tokens=estimated, key_extra={"sample": salt}
+        )
+    # Fallback for a scheduler without ``key_extra`` (this branch's base); drop once merged with main.
     store = scheduler.cache_for(judge)
     assert store is not None
     key = cache_key(str(judge.model), judge.api_base, {**scheduler.params_of(judge, params), "_sample": salt}, messages)
