@@ -50,6 +50,7 @@ def test_samples_mean_spread_and_distinct_cache_entries(fresh_fake, red, tmp_pat
     assert first["score_std"] == pytest.approx(math.sqrt(0.06))
     samples = json.loads(first["details"])["samples"]
     assert (samples["k"], samples["valid"], samples["errors"]) == (3, 3, [])
+    assert samples["temperature"] == {MINI: 0.0}
     assert (samples["min"], samples["max"]) == (0.2, 0.8) and sorted(samples["scores"]) == [0.2, 0.5, 0.8]
     fresh_fake.reset()  # a re-run hits the cache for every sample, each with its own reply
     again = evaluate(rows(["a"], red), spec, fresh_fake, tmp_path).results.row(0, named=True)

@@ -284,6 +284,7 @@ class GradedEvaluator(Evaluator):
                 if len(valid) == 1
                 else {k: len(j["scores"]) for k, j in valid.items()},
                 "aggregate": s.aggregate,
+                "temperature": {label: j.temperature for label, j in self.judges if label in valid},
                 "scores": pooled,
                 "errors": [e["error"] for j in valid.values() for e in j["errors"]],
                 **rel.spread(pooled),
