@@ -367,6 +367,23 @@ def _image_tokens(image: SeenImage) -> int:
     return openai_image_tokens(image.width, image.height)
 
 
+def _logprob_content(reply: str, top_logprobs: dict[str, float]) -> list[dict[str, Any]]:
+    """The reply as tokens (digit runs, words, spaces, single characters), each certain except the first token
+    equal to the most likely of ``top_logprobs``, which carries them all as its alternatives."""
+    first = max(top_logprobs, key=lambda k: top_logprobs[k])
+    top = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in top_logprobs.items()]
+    content, placed = [], False
+    for token in re.findall(r"\d+|\w+|\s+|.", reply, re.S) or [first]:
+        if not placed and token == first:
+            content.append({"token": token, "logprob": top_logprobs[first], "bytes": list(token.encode()),
+                            "top_logprobs": top})  # fmt: skip
+            placed = True
+        else:
+            entry = {"token": token, "logprob": 0.0, "bytes": list(token.encode())}
+            content.append({**entry, "top_logprobs": [entry]})
+    return content
+
+
 def _shape(provider: str, model: str, reply: str, prompt: int, completion: int, action: Action) -> dict[str, Any]:
     if provider == "anthropic":
         return {
@@ -400,9 +417,7 @@ def _shape(provider: str, model: str, reply: str, prompt: int, completion: int, 
         }
     choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
     if action.top_logprobs:
-        first = max(action.top_logprobs, key=lambda k: action.top_logprobs[k])  # type: ignore[index]
-        top = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in action.top_logprobs.items()]
-        choice["logprobs"] = {"content": [{"token": first, "logprob": action.top_logprobs[first], "top_logprobs": top}]}
+        choice["logprobs"] = {"content": _logprob_content(reply, action.top_logprobs)}
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",

@@ -1,0 +1,76 @@
+"""``llm_judge`` on the graded base: the judge files of :mod:`vision_eval.llm.judges` with the reliability
+options (``samples``, ``panel``, ``human_score`` / ``human_pass``) of the model-graded assertions.
+
+Not registered (``llm_judge`` belongs to :mod:`vision_eval.evaluators.llm_judge`); use it with
+``_target_: vision_eval.evaluators.graded_judge.ReliableLLMJudge`` and the usual ``llm_judge`` settings.
+It scores exactly as ``llm_judge`` does (same prompt, same parser, weighted mean of the dimensions).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from vision_eval.llm.graded import GradedEvaluator
+from vision_eval.llm.graders import GraderError
+from vision_eval.llm.grading import Asker, Grade, GradedSettings
+from vision_eval.llm.judges import JudgeSpec, ReplyError, load_judge, parse_verdict
+from vision_eval.llm.templates import template_variables
+
+
+class JudgeFileSettings(GradedSettings):
+    """Settings of the judge-file grader (``llm_judge``'s, plus the reliability options)."""
+
+    prompt: str  # type: ignore[assignment]
+    """Judge file: a stem in ``evaluators/llm-judges/`` or a path (as for ``llm_judge``)."""
+    weights: dict[str, float] | None = None
+    """Override of some or all dimension weights."""
+
+
+class ReliableLLMJudge(GradedEvaluator):
+    """A judge file graded with samples, panels and calibration."""
+
+    type_name: ClassVar[str] = "llm_judge"
+    settings_model = JudgeFileSettings
+    pass_from_score = True
+
+    def __init__(self, name: str, settings: JudgeFileSettings, context: Any = None) -> None:
+        self.spec: JudgeSpec = load_judge(settings.prompt).with_weights(settings.weights)
+        body = self.spec.body
+        if "response_format" not in template_variables(body):
+            body = body.rstrip() + "\n\n{{ response_format }}\n"
+        self.template = body
+        if settings.system is None and self.spec.system:
+            settings = settings.model_copy(update={"system": self.spec.system})
+        super().__init__(name, settings, context)
+
+    @property
+    def threshold(self) -> float | None:
+        return self.settings.threshold if self.settings.threshold is not None else self.spec.threshold
+
+    def templates(self) -> list[str]:
+        return [self.template]
+
+    def extra_variables(self) -> set[str]:
+        return {"response_format"}
+
+    def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
+        return [(self.template, {"response_format": self.spec.response_format()}, True)]
+
+    async def grade(self, asker: Asker) -> Grade:
+        reply = await asker.ask(self.template, {"response_format": self.spec.response_format()})
+        try:
+            verdict = parse_verdict(reply.text, self.spec)
+        except ReplyError as exc:
+            raise GraderError(str(exc)) from None
+        details = {
+            "judge": self.spec.name,
+            "scores": verdict.scores,
+            "weights": self.spec.dimensions,
+            "reasoning": verdict.reasoning,
+            "details": verdict.details,
+            "judge_total": verdict.judge_total,
+        }
+        threshold = self.threshold if self.threshold is not None else 0.7
+        return Grade(
+            verdict.score, verdict.score >= threshold, details, dict(verdict.scores), dict(self.spec.dimensions)
+        )

@@ -1,0 +1,365 @@
+"""The base of the model-graded evaluators: images, calls, samples, panels and grader failures, once.
+
+A subclass sets its templates and implements :meth:`GradedEvaluator.grade` (one judgement of one row by
+one judge: ``await asker.ask(template, extra)`` returns the reply, a contract parser turns it into a
+:class:`Grade` or raises :class:`GraderError`) and :meth:`GradedEvaluator.plan` (the requests a run would
+send, for the skipped plan without a judge). The base runs ``samples`` judgements per judge and the
+``panel`` of judges, aggregates them (:mod:`vision_eval.llm.reliability`), turns unreadable replies and
+failed calls into ``error`` rows with the raw reply, records tokens, cost, latency and cache hits, and
+writes per-model dimensions, the panel's agreement and the calibration against human labels.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+import polars as pl
+
+from vision_eval.config import JudgeConfig
+from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluators.llm_judge import check_vision, resolve_judge
+from vision_eval.images.media import ImageError
+from vision_eval.images.policy import PreparedImage
+from vision_eval.llm import reliability as rel
+from vision_eval.llm.graders import GraderError
+from vision_eval.llm.grading import (
+    NO_JUDGE_REASON,
+    PROMPTFOO_ALIASES,
+    TEXT_VARIABLES,
+    Asker,
+    Grade,
+    GradedSettings,
+    Usage,
+)
+from vision_eval.llm.requests import build_call, row_images, row_variables
+from vision_eval.llm.scheduler import SERVICE, get_scheduler
+from vision_eval.llm.templates import (
+    IMAGE_VARIABLES,
+    TemplateError,
+    compile_template,
+    template_variables,
+)
+from vision_eval.llm.transport import CallError
+from vision_eval.results import DIMENSION_ROW_SCHEMA, ERROR, PROCESSED, SKIPPED, empty, rows_frame
+
+
+class GradedEvaluator(Evaluator):
+    """Base class of the model-graded assertions (see the module docstring)."""
+
+    settings_model: ClassVar[type[EvaluatorSettings]] = GradedSettings
+    required_columns = ("output",)
+    default_threshold: ClassVar[float | None] = None
+    is_async = True
+    pass_from_score: ClassVar[bool] = False
+    """True when ``passed`` is ``score >= threshold`` (else the grader's verdict decides)."""
+
+    def __init__(self, name: str, settings: GradedSettings, context: Any = None) -> None:
+        super().__init__(name, settings, context)
+        self.judges: list[tuple[str, JudgeConfig]] = []
+        members = settings.panel or [None]
+        for member in members:
+            override = {**(settings.judge or {}), **({"model": member} if isinstance(member, str) else member or {})}
+            judge = resolve_judge(self.context.judge, override or None)
+            if judge is not None:
+                check_vision(str(judge.model))
+                self.judges.append((str(judge.model), judge))
+        labels = [label for label, _ in self.judges]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"panel: the same model appears twice ({labels})")
+        if settings.samples < 1:
+            raise ValueError("samples must be at least 1")
+        for template in self.templates():
+            try:
+                compile_template(template)
+            except TemplateError as exc:
+                raise ValueError(f"prompt template error: {exc}") from None
+        self._calibration: dict[str, Any] | None = None
+
+    # --- what a subclass provides -------------------------------------------------------------------
+    def templates(self) -> list[str]:
+        """Every template this evaluator renders over row variables (checked at start, columns derived)."""
+        return []
+
+    def extra_variables(self) -> set[str]:
+        """Template variables the evaluator supplies itself (not dataset columns)."""
+        return set()
+
+    async def grade(self, asker: Asker) -> Grade:
+        """One judgement of one row by one judge."""
+        raise NotImplementedError
+
+    def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
+        """The calls of one judgement: (template, extra variables, with images)."""
+        return [(self.templates()[0], {}, True)]
+
+    def prepare_variables(self, row: dict[str, Any], variables: dict[str, Any]) -> None:
+        """Adjust a row's template variables in place (e.g. a context column); ``ValueError`` -> row error."""
+
+    # --- columns and description ----------------------------------------------------------------------
+    def columns_needed(self) -> tuple[str, ...]:
+        s: GradedSettings = self.settings  # type: ignore[assignment]
+        used: set[str] = set()
+        for template in self.templates():
+            used |= template_variables(template)
+        used -= set(IMAGE_VARIABLES) | set(TEXT_VARIABLES) | set(PROMPTFOO_ALIASES) | self.extra_variables()
+        return tuple(dict.fromkeys((*self.required_columns, *s.images, *sorted(used))))
+
+    def describe(self) -> dict[str, Any]:
+        s: GradedSettings = self.settings  # type: ignore[assignment]
+        return {
+            **super().describe(),
+            "models": [label for label, _ in self.judges],
+            "samples": s.samples,
+            "panel": bool(s.panel),
+        }
+
+    # --- running --------------------------------------------------------------------------------------
+    def _variables(self, row: dict[str, Any], judge_policy: Any) -> tuple[dict[str, Any], list[PreparedImage]]:
+        s: GradedSettings = self.settings  # type: ignore[assignment]
+        variables = row_variables(row)
+        images = row_images(
+            row, s.images, self.context.dataset_root, judge_policy, chat_input=s.chat_input_images, variables=variables
+        )
+        for name in TEXT_VARIABLES:
+            if variables[name] is None:
+                variables[name] = ""
+        self.prepare_variables(row, variables)
+        for alias, source in PROMPTFOO_ALIASES.items():
+            variables.setdefault(alias, variables[source])
+        return variables, images
+
+    async def aevaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        rows = batch.to_dicts()
+        if not self.judges:
+            policy = (self.context.judge or JudgeConfig()).image
+            return EvalOutput(
+                rows_frame(await asyncio.gather(*(asyncio.to_thread(self._plan_row, r, policy) for r in rows)))
+            )
+        scheduler = get_scheduler(self.context)
+        gate = asyncio.Semaphore(scheduler.concurrency * 2)  # bounds prepared images held in memory
+        async with scheduler.session():
+            graded = await asyncio.gather(*(self._grade_row(row, gate) for row in rows))
+        dims = [d for _, ds in graded for d in ds]
+        dimensions = pl.DataFrame(dims, schema=DIMENSION_ROW_SCHEMA) if dims else empty(DIMENSION_ROW_SCHEMA)
+        return EvalOutput(rows_frame([r for r, _ in graded]), dimensions=dimensions)
+
+    def _plan_row(self, row: dict[str, Any], policy: Any) -> dict[str, Any]:
+        s: GradedSettings = self.settings  # type: ignore[assignment]
+        try:
+            variables, images = self._variables(row, policy)
+            calls = [
+                build_call(t, {**variables, **extra}, images if with_images else [], None, policy.detail, s.system)
+                for t, extra, with_images in self.plan(variables)
+            ]
+        except (ImageError, TemplateError, ValueError) as exc:
+            return {"sample_id": row["id"], "status": ERROR, "error": str(exc)}
+        per_row = s.samples * max(1, len(s.panel or []))
+        details = {
+            "reason": NO_JUDGE_REASON,
+            "type": self.type_name,
+            "request": calls[0].plan(None),
+            "calls": len(calls) * per_row,
+            "estimated_input_tokens": sum(c.estimated_tokens for c in calls) * per_row,
+        }
+        return {"sample_id": row["id"], "status": SKIPPED, "details": details}
+
+    async def _judge_row(self, row: dict[str, Any], judge: JudgeConfig, usage: Usage) -> dict[str, Any]:
+        """All samples of one judge for one row -> {score, passed, grade, scores, errors} or {error, ...}."""
+        s: GradedSettings = self.settings  # type: ignore[assignment]
+        has_images = any(row.get(c) for c in s.images)
+        variables, images = (
+            await asyncio.to_thread(self._variables, row, judge.image)
+            if has_images
+            else self._variables(row, judge.image)
+        )
+        outcomes = await asyncio.gather(*(self._one(judge, variables, images, k, usage) for k in range(s.samples)))
+        grades = [o for o in outcomes if isinstance(o, Grade)]
+        errors = [o for o in outcomes if not isinstance(o, Grade)]
+        needed = s.min_valid if s.min_valid is not None else -(-s.samples // 2)
+        records = [i.record() for i in images]
+        if len(grades) < max(1, needed):
+            first = errors[0]
+            message = (
+                first["error"]
+                if s.samples == 1
+                else (
+                    f"{len(grades)} valid judgement(s) of {s.samples}, {max(1, needed)} needed; first error: "
+                    f"{first['error']}"
+                )
+            )
+            return {"error": message, "errors": errors, "images": records}
+        scores = [g.score for g in grades]
+        score, passed = rel.aggregate(
+            scores, [g.passed for g in grades], s.aggregate, self.threshold, self.pass_from_score
+        )
+        dims: dict[str, float] = {}
+        for key in dict.fromkeys(k for g in grades for k in g.dims):
+            values = [g.dims[key] for g in grades if key in g.dims]
+            dims[key] = sum(values) / len(values)
+        return {
+            "score": score,
+            "passed": passed,
+            "grade": grades[0],
+            "scores": scores,
+            "errors": errors,
+            "dims": dims,
+            "images": records,
+        }
+
+    async def _one(
+        self, judge: JudgeConfig, variables: dict[str, Any], images: list[PreparedImage], sample: int, usage: Usage
+    ) -> Grade | dict[str, Any]:
+        asker = Asker(self, judge, variables, images, sample, usage)
+        try:
+            return await self.grade(asker)
+        except GraderError as exc:
+            return {"error": f"unusable grader reply: {exc}", "reply": asker.replies[-1] if asker.replies else None}
+        except CallError as exc:
+            attempts = getattr(exc, "attempts", 1)
+            return {
+                "error": f"grader call failed after {attempts} attempt(s): {exc}",
+                "failures": getattr(exc, "failures", [str(exc)]),
+            }
+        except TemplateError as exc:
+            return {"error": f"prompt template error: {exc}"}
+
+    async def _grade_row(self, row: dict[str, Any], gate: asyncio.Semaphore) -> tuple[dict[str, Any], list]:
+        s: GradedSettings = self.settings  # type: ignore[assignment]
+        sample_id, usage = row["id"], Usage()
+        async with gate:
+            try:
+                judged = await asyncio.gather(*(self._judge_row(row, j, usage) for _, j in self.judges))
+            except (ImageError, TemplateError, ValueError) as exc:
+                return {"sample_id": sample_id, "status": ERROR, "error": str(exc)}, []
+        labels = [label for label, _ in self.judges]
+        valid = {label: j for label, j in zip(labels, judged, strict=True) if "error" not in j}
+        base: dict[str, Any] = {"type": self.type_name, "images": judged[0].get("images", [])}
+        if not s.panel:
+            base["model"] = labels[0]
+        needed = max(1, s.panel_min_valid if s.panel_min_valid is not None else -(-len(labels) // 2))
+        if s.panel:
+            base["panel"] = {
+                "models": {k: j.get("score") for k, j in zip(labels, judged, strict=True)},
+                "passed": {k: j.get("passed") for k, j in zip(labels, judged, strict=True)},
+                "errors": {k: j["error"] for k, j in zip(labels, judged, strict=True) if "error" in j},
+                "aggregate": s.panel_aggregate,
+            }
+        if len(valid) < needed:
+            failed = next(j for j in judged if "error" in j)
+            message = (
+                failed["error"]
+                if not s.panel
+                else (f"{len(valid)} valid panel judgement(s) of {len(labels)}, {needed} needed: {failed['error']}")
+            )
+            details = {**base, **{k: v for k, v in failed.items() if k in ("errors",)}}
+            if s.samples == 1 and failed["errors"]:
+                details.update({k: v for k, v in failed["errors"][0].items() if k != "error"})
+            return {
+                "sample_id": sample_id,
+                "status": ERROR,
+                "error": message,
+                "details": details,
+                **usage.columns(),
+            }, []
+        first = next(iter(valid.values()))
+        if len(valid) == 1:
+            score, passed = first["score"], first["passed"]
+        else:
+            method = "majority" if s.panel_aggregate == "majority" else "mean"
+            score, passed = rel.aggregate(
+                [j["score"] for j in valid.values()],
+                [j["passed"] for j in valid.values()],
+                method,
+                self.threshold,
+                self.pass_from_score,
+            )
+        details = {**base, **first["grade"].details}
+        pooled = [x for j in valid.values() for x in j["scores"]]
+        score_std = None
+        if s.samples > 1:
+            details["samples"] = {
+                "k": s.samples,
+                "valid": len(pooled) // len(valid)
+                if len(valid) == 1
+                else {k: len(j["scores"]) for k, j in valid.items()},
+                "aggregate": s.aggregate,
+                "temperature": {label: j.temperature for label, j in self.judges if label in valid},
+                "scores": pooled,
+                "errors": [e["error"] for j in valid.values() for e in j["errors"]],
+                **rel.spread(pooled),
+            }
+            score_std = details["samples"]["std"]
+        elif len(valid) > 1:
+            score_std = rel.spread([j["score"] for j in valid.values()])["std"]
+        details.update(self._human(row))
+        dims = self._dimensions(sample_id, valid)
+        row_out = {
+            "sample_id": sample_id,
+            "status": PROCESSED,
+            "score": score,
+            "passed": passed,
+            "details": details,
+            "score_std": score_std,
+            **usage.columns(),
+        }
+        return row_out, dims
+
+    def _dimensions(self, sample_id: str, valid: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+        s: GradedSettings = self.settings  # type: ignore[assignment]
+        out: list[dict[str, Any]] = []
+        if s.panel:
+            out += [
+                {"sample_id": sample_id, "dimension": f"model:{k}", "score": j["score"], "weight": 1.0}
+                for k, j in valid.items()
+            ]
+        keys = dict.fromkeys(k for j in valid.values() for k in j["dims"])
+        for key in keys:
+            values = [j["dims"][key] for j in valid.values() if key in j["dims"]]
+            weight = next(iter(valid.values()))["grade"].weights.get(key, 1.0)
+            out.append({"sample_id": sample_id, "dimension": key, "score": sum(values) / len(values), "weight": weight})
+        return out
+
+    def _human(self, row: dict[str, Any]) -> dict[str, Any]:
+        s: GradedSettings = self.settings  # type: ignore[assignment]
+        human: dict[str, Any] = {}
+        if s.human_score and s.human_score in row:
+            human["score"] = row[s.human_score]
+        if s.human_pass and s.human_pass in row:
+            human["pass"] = rel.label(row[s.human_pass])
+        return {"human": human} if human else {}
+
+    # --- dataset level ---------------------------------------------------------------------------------
+    def finalize(self, results: pl.DataFrame, dimensions: pl.DataFrame) -> dict[str, pl.DataFrame]:
+        from vision_eval.llm.calibration import calibration_table
+
+        s: GradedSettings = self.settings  # type: ignore[assignment]
+        if not (s.human_score or s.human_pass):
+            return {}
+        table = calibration_table(results, dimensions, s)
+        self._calibration = {"rows": table.to_dicts()}
+        return {"calibration": table}
+
+    def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
+        from vision_eval.llm.calibration import calibration_table, panel_alpha
+
+        s: GradedSettings = self.settings  # type: ignore[assignment]
+        metrics: dict[str, Any] = {"cache_hits": int(results["cached"].fill_null(False).sum())}
+        scheduler = self.context.services.get(SERVICE)
+        if scheduler is not None:
+            metrics["scheduler"] = scheduler.stats.as_dict()
+        skipped = results.filter(pl.col("status") == SKIPPED)
+        if not self.judges and skipped.height:
+            estimated = skipped["details"].str.json_path_match("$.estimated_input_tokens").cast(pl.Int64)
+            metrics["planned_calls"] = int(skipped["details"].str.json_path_match("$.calls").cast(pl.Int64).sum() or 0)
+            metrics["estimated_input_tokens"] = int(estimated.sum() or 0)
+        if s.panel:
+            metrics["panel"] = panel_alpha(results, [label for label, _ in self.judges])
+        if s.human_score or s.human_pass:
+            rows = self._calibration["rows"] if self._calibration else calibration_table(results, None, s).to_dicts()
+            metrics["calibration"] = rows
+            processed = results.filter(pl.col("status") == PROCESSED)
+            if processed.height and not processed["details"].str.contains('"human": ').any():
+                columns = ", ".join(c for c in (s.human_score, s.human_pass) if c)
+                metrics["calibration_warning"] = f"no human values found: is {columns} a dataset column?"
+        return metrics
