@@ -186,7 +186,7 @@ def test_missing_human_column_is_reported_not_fatal(fresh_fake, red, tmp_path) -
 
 
 def test_judge_files_get_samples_and_panel_through_the_graded_base(fresh_fake, red, tmp_path) -> None:
-    spec = {"_target_": "vision_eval.evaluators.graded_judge.ReliableLLMJudge", "prompt": "image-description",
+    spec = {"type": "llm_judge", "prompt": "image-description",
             "samples": 2, "panel": [MINI, BIG]}  # fmt: skip
     data = [{"id": "a", "input": "Describe.", "output": "Two red circles.", "images": [red]},
             {"id": "b", "input": "Describe.", "output": "A green square.", "images": [red]}]  # fmt: skip

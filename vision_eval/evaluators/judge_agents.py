@@ -28,9 +28,9 @@ from vision_eval.agents.panel_run import (
 )
 from vision_eval.config import JudgeConfig
 from vision_eval.evaluator import EvalOutput, Evaluator
-from vision_eval.evaluators.llm_judge import check_vision, resolve_judge
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
+from vision_eval.llm.models import check_vision, resolve_judge
 from vision_eval.llm.requests import PreparedCall, build_call, row_images
 from vision_eval.llm.scheduler import SERVICE, get_scheduler
 from vision_eval.llm.templates import TemplateError

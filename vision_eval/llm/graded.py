@@ -18,7 +18,6 @@ import polars as pl
 
 from vision_eval.config import JudgeConfig
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
-from vision_eval.evaluators.llm_judge import check_vision, resolve_judge
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
 from vision_eval.llm import reliability as rel
@@ -32,6 +31,7 @@ from vision_eval.llm.grading import (
     GradedSettings,
     Usage,
 )
+from vision_eval.llm.models import check_vision, resolve_judge
 from vision_eval.llm.requests import build_call, row_images, row_variables
 from vision_eval.llm.scheduler import SERVICE, get_scheduler
 from vision_eval.llm.templates import (
@@ -219,6 +219,7 @@ class GradedEvaluator(Evaluator):
             attempts = getattr(exc, "attempts", 1)
             return {
                 "error": f"grader call failed after {attempts} attempt(s): {exc}",
+                "attempts": attempts,
                 "failures": getattr(exc, "failures", [str(exc)]),
             }
         except TemplateError as exc:
@@ -293,6 +294,9 @@ class GradedEvaluator(Evaluator):
         elif len(valid) > 1:
             score_std = rel.spread([j["score"] for j in valid.values()])["std"]
         details.update(self._human(row))
+        details["attempts"] = usage.attempts
+        if usage.retried_failures:
+            details["retried_failures"] = usage.retried_failures
         dims = self._dimensions(sample_id, valid)
         row_out = {
             "sample_id": sample_id,

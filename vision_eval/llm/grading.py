@@ -4,8 +4,6 @@ and sends it through the run's scheduler (distinct cache entries per sample)."""
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -13,9 +11,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from vision_eval.config import JudgeConfig
 from vision_eval.evaluator import EvaluatorSettings
 from vision_eval.images.policy import PreparedImage
-from vision_eval.llm.cache import cache_key
 from vision_eval.llm.requests import build_call
-from vision_eval.llm.scheduler import Scheduler, get_scheduler
+from vision_eval.llm.scheduler import get_scheduler
 from vision_eval.llm.templates import render_text
 from vision_eval.llm.transport import CallResult
 
@@ -98,9 +95,13 @@ class Usage:
     latency: float = 0.0
     calls: int = 0
     cached: int = 0
+    attempts: int = 0
+    retried_failures: list[str] = field(default_factory=list)
 
     def add(self, result: CallResult) -> None:
         self.calls += 1
+        self.attempts += result.attempts or 0
+        self.retried_failures += list(result.failures or [])
         self.cached += bool(result.cached)
         self.input_tokens += result.input_tokens or 0
         self.output_tokens += result.output_tokens or 0
@@ -163,9 +164,6 @@ class Asker:
         return result
 
 
-_KEY_EXTRA = "key_extra" in inspect.signature(Scheduler.complete).parameters
-
-
 async def complete(
     context: Any,
     judge: JudgeConfig,
@@ -178,32 +176,9 @@ async def complete(
     scheduler = get_scheduler(context)
     if salt == 0 or not judge.cache:
         return await scheduler.complete(judge, messages, params=params, estimated_tokens=estimated)
-    if _KEY_EXTRA:  # main's scheduler salts the cache key itself
-        return await scheduler.complete(
-            judge, messages, params=params, estimated_tokens=estimated, key_extra={"sample": salt}
-        )
-    # Fallback for a scheduler without ``key_extra`` (this branch's base); drop once merged with main.
-    store = scheduler.cache_for(judge)
-    assert store is not None
-    key = cache_key(str(judge.model), judge.api_base, {**scheduler.params_of(judge, params), "_sample": salt}, messages)
-    hit = await asyncio.to_thread(store.get, key)
-    if hit is not None:
-        scheduler.stats.cache_hits += 1
-        return CallResult(
-            text=hit["text"],
-            input_tokens=hit.get("input_tokens"),
-            output_tokens=hit.get("output_tokens"),
-            cost_usd=0.0 if hit.get("cost_usd") is not None else None,
-            latency_s=0.0,
-            cached=True,
-            attempts=0,
-            model=str(judge.model),
-            transport="cache",
-            logprobs=hit.get("logprobs"),
-        )
-    result = await scheduler.complete(judge, messages, params=params, estimated_tokens=estimated, cache=False)
-    await asyncio.to_thread(store.put, key, str(judge.model), result.to_cache())
-    return result
+    return await scheduler.complete(
+        judge, messages, params=params, estimated_tokens=estimated, key_extra={"sample": salt}
+    )
 
 
 def load_prompt(text: str | None, default: str) -> str:
