@@ -42,6 +42,7 @@ class LLMJudge(GradedEvaluator):
         if "response_format" not in template_variables(body):
             body = body.rstrip() + "\n\n{{ response_format }}\n"
         self.template = body
+        self.response_format = self.spec.response_format()
         if settings.system is None and self.spec.system:
             settings = settings.model_copy(update={"system": self.spec.system})
         super().__init__(name, settings, context)
@@ -57,10 +58,10 @@ class LLMJudge(GradedEvaluator):
         return {"response_format"}
 
     def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-        return [(self.template, {"response_format": self.spec.response_format()}, True)]
+        return [(self.template, {"response_format": self.response_format}, True)]
 
     async def grade(self, asker: Asker) -> Grade:
-        reply = await asker.ask(self.template, {"response_format": self.spec.response_format()})
+        reply = await asker.ask(self.template, {"response_format": self.response_format})
         try:
             verdict = parse_verdict(reply.text, self.spec)
         except ReplyError as exc:
