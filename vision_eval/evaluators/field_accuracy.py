@@ -14,7 +14,7 @@ from pydantic import Field
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
-from vision_eval.structured import fastpath
+from vision_eval.structured import fastpath, rawpath
 from vision_eval.structured.matching import NOT_JSON, FieldSpec
 
 RAW_LIMIT = 2000
@@ -54,8 +54,8 @@ class FieldAccuracy(Evaluator):
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s: FieldAccuracySettings = self.settings  # type: ignore[assignment]
         specs = s.fields
-        got_ok, got = fastpath.extract_side(batch, "output", specs)
-        want_ok, want = fastpath.extract_side(batch, "expected_output", specs)
+        got_ok, got = rawpath.extract_side(batch, "output", specs)
+        want_ok, want = rawpath.extract_side(batch, "expected_output", specs)
         per_field = [fastpath.compare(spec, g, w) for spec, g, w in zip(specs, got, want)]
         ids = batch["id"]
         frame = pl.DataFrame(

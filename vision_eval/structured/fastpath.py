@@ -133,9 +133,16 @@ def _python_value(value: Any) -> tuple[str, str | None]:
     k = m.kind(value)
     if k in ("missing", "null"):
         return k, None
-    if k == "string":
-        return k, value
-    return k, m.to_json(value)
+    text = value if k == "string" else m.to_json(value)
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # lone surrogates ("\ud800" is valid JSON) cannot enter a Polars string column
+        text = _replace_surrogates(text)
+    return k, text
+
+
+def _replace_surrogates(text: str) -> str:
+    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
 
 
 def extract_side(batch: pl.DataFrame, column: str, specs: list[m.FieldSpec]) -> tuple[pl.Series, list[Side]]:
