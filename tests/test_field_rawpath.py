@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import polars as pl
@@ -42,6 +43,8 @@ DOCS = [
     "",
     '  {\n  "a" :\t"spaced" , "n":\r\n7 }  ',
     '{"a": "x\\u0000y", "n": true}',
+    '{"a": "see ```code``` here", "n": 1}',
+    '{"a": "before"} ```json\n{"a": "inside"}\n```',
 ]
 
 FIELDS: list[dict[str, Any]] = [
@@ -82,6 +85,15 @@ def test_many_fields_match_reference() -> None:
         if "surrogate" in row["output"] + row["expected_output"]:
             continue  # shown with U+FFFD (Polars strings are UTF-8); the batch must not fail
         assert result["score"] == pytest.approx(ref.get("score"), abs=1e-12), row
+        if result["status"] != "error":
+            details = json.loads(result["details"])
+            labels = [(f"{p}: {fr.reason}", fr.hit) for p, fr, _, _ in ref["fields"]]
+            assert details["hits"] == [lab for lab, hit in labels if hit is True], row
+            assert details["misses"] == [lab for lab, hit in labels if hit is False], row
+            assert details["left_out"] == [lab for lab, hit in labels if hit is None], row
+            assert details.get("reason") == ref.get("reason"), row
+            if ref.get("reason") == m.NOT_JSON:
+                assert details["raw"] == row["output"]
         for path, fr, got, want in ref["fields"]:
             r = mine[(row["id"], path)].pop(0)
             assert (r["hit"], r["score"], r["reason"]) == (fr.hit, fr.score, fr.reason), (row, path)

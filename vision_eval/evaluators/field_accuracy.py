@@ -6,6 +6,7 @@ vectorized :mod:`vision_eval.structured.fastpath` over the batch and writes one 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar, Literal
 
 import polars as pl
@@ -31,6 +32,11 @@ def score_expr(specs: list[FieldSpec], aggregation: str) -> pl.Expr:
     weight = pl.sum_horizontal([pl.when(c).then(pl.lit(spec.weight)).otherwise(0.0) for c, spec in zip(counted, specs)])
     total = pl.sum_horizontal([sc.fill_null(0.0) * spec.weight for sc, spec in zip(scores, specs)])
     return pl.when(~any_counted).then(None).when(weight > 0).then(total / weight).otherwise(all_hit)
+
+
+def _quoted(text: pl.Expr) -> pl.Expr:
+    """A string column as JSON string literals (escaped exactly as Polars' ``json_encode`` does)."""
+    return pl.struct(text.alias("v")).struct.json_encode().str.slice(5).str.head(-1)
 
 
 class FieldAccuracySettings(EvaluatorSettings):
@@ -79,13 +85,22 @@ class FieldAccuracy(Evaluator):
             ]
         frame = frame.with_columns(cols)
         score = score_expr(specs, s.aggregation)
-        labels = [pl.lit(spec.path + ": ") + pl.col(f"r{i}") for i, spec in enumerate(specs)]
-        listed = {
-            "hits": pl.concat_list([pl.when(pl.col(f"h{i}")).then(lab) for i, lab in enumerate(labels)]),
-            "misses": pl.concat_list([pl.when(~pl.col(f"h{i}")).then(lab) for i, lab in enumerate(labels)]),
-            "left_out": pl.concat_list([pl.when(pl.col(f"h{i}").is_null()).then(lab) for i, lab in enumerate(labels)]),
-        }
-        lists = [v.list.drop_nulls().alias(k) for k, v in listed.items()]
+        # Details JSON assembled as text: Polars list columns (concat_list + drop_nulls + json_encode) cost ~4x more.
+        frame = frame.with_columns(
+            _quoted(pl.lit(spec.path + ": ") + pl.col(f"r{i}")).alias(f"q{i}") for i, spec in enumerate(specs)
+        )
+
+        def listed(key: str, cond: Callable[[pl.Expr], pl.Expr]) -> list[pl.Expr]:
+            items = [pl.when(cond(pl.col(f"h{i}"))).then(pl.col(f"q{i}")) for i in range(len(specs))]
+            return [pl.lit(f'"{key}":['), pl.concat_str(items, separator=",", ignore_nulls=True), pl.lit("]")]
+
+        hits, misses, left_out = (
+            listed("hits", lambda h: h),
+            listed("misses", lambda h: ~h),
+            listed("left_out", pl.Expr.is_null),
+        )
+        lists = pl.concat_str([*hits, pl.lit(","), *misses, pl.lit(","), *left_out])
+        raw_text = _quoted(pl.when(not_json).then(pl.col("raw").str.head(RAW_LIMIT)))
         results = frame.with_columns(score.alias("score")).select(
             pl.col("sample_id"),
             pl.when(~pl.col("w_ok"))
@@ -99,14 +114,10 @@ class FieldAccuracy(Evaluator):
             pl.when(~pl.col("w_ok"))
             .then(pl.struct(pl.col("raw_w").str.head(RAW_LIMIT).alias("raw_expected")).struct.json_encode())
             .when(not_json)
-            .then(
-                pl.struct(
-                    pl.lit(NOT_JSON).alias("reason"), pl.col("raw").str.head(RAW_LIMIT).alias("raw"), *lists
-                ).struct.json_encode()
-            )
+            .then(pl.concat_str(pl.lit(f'{{"reason":"{NOT_JSON}","raw":'), raw_text, pl.lit(","), lists, pl.lit("}")))
             .when(pl.col("score").is_null())
-            .then(pl.struct(pl.lit("every field was left out").alias("reason"), *lists).struct.json_encode())
-            .otherwise(pl.struct(*lists).struct.json_encode())
+            .then(pl.concat_str(pl.lit('{"reason":"every field was left out",'), lists, pl.lit("}")))
+            .otherwise(pl.concat_str(pl.lit("{"), lists, pl.lit("}")))
             .alias("details"),
         )
         keep = frame.filter(pl.col("w_ok"))

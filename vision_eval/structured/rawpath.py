@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 from operator import attrgetter
 from typing import Any
 
@@ -152,25 +153,14 @@ def decode_all(texts: list[str | None], p: Plan) -> tuple[list[Any], list[int]]:
             docs.append(p.blank)
 
 
+KIND_BY_FIRST = {"": "missing", '"': "string", "t": "bool", "f": "bool", "n": "null", "{": "object", "[": "array"}
+
+
 def token_frame(tokens: bytes) -> pl.DataFrame:
     """Kind and text per token (``\\x00``-separated); ``py`` marks tokens only ``json.loads`` can read exactly."""
     tok = pl.col("tok")
-    first = tok.str.head(1)
-    kind = (
-        pl.when(tok == "")
-        .then(pl.lit("missing"))
-        .when(first == '"')
-        .then(pl.lit("string"))
-        .when(tok.is_in(["true", "false"]))
-        .then(pl.lit("bool"))
-        .when(tok == "null")
-        .then(pl.lit("null"))
-        .when(first == "{")
-        .then(pl.lit("object"))
-        .when(first == "[")
-        .then(pl.lit("array"))
-        .otherwise(pl.lit("number"))
-    )
+    # Tokens are valid JSON: the first character tells the kind (t/f/n can only start true, false, null).
+    kind = tok.str.head(1).replace_strict(KIND_BY_FIRST, default="number", return_dtype=pl.Utf8)
     k = pl.col("kind")
     py = (
         ((k == "string") & tok.str.contains("\\", literal=True))
@@ -186,26 +176,37 @@ def extract_side(batch: pl.DataFrame, column: str, specs: list[m.FieldSpec]) -> 
     """Per row whether ``column`` holds JSON (a JSON object for ``expected_output``), and per field its values."""
     paths = tuple(m.parse_path(spec.path) for spec in specs)
     p = plan(paths)
-    texts = batch.select(doc_text(column)).to_series().to_list()
+    # A JSON object text with no fence is its own candidate (first "{" to last "}"), so the raw texts are decoded
+    # first; doc_text runs only on the rows that failed (fenced, wrapped in prose, not JSON).
+    fenced = pl.col(column).str.contains("```", literal=True)
+    texts = batch.select(pl.when(~fenced).then(pl.col(column))).to_series().to_list()
     docs, failed = decode_all(texts, p)
+    if failed:
+        index = pl.Series(failed, dtype=pl.UInt32)
+        again, still = decode_all(batch[index].select(doc_text(column)).to_series().to_list(), p)
+        for row, doc in zip(failed, again):
+            docs[row] = doc
+        failed = [failed[i] for i in still]
     ok = [True] * len(docs)
     originals = batch[column].gather(failed).to_list() if failed else []
     parsed = [m.extract_json(t) for t in originals]
     for row, (good, value) in zip(failed, parsed):
         ok[row] = good if column == "output" else good and isinstance(value, dict)
-    index = pl.Series(failed, dtype=pl.UInt32)
+    frame = token_frame(b"\x00".join(chain.from_iterable(map(get, docs) for get in p.getters)))
+    kinds, values = frame["kind"], frame["text"]
+    redo = frame["py"].arg_true()
+    if redo.len():
+        pairs = [_python_value(json.loads(t)) for t in frame["tok"].gather(redo).to_list()]
+        kinds = kinds.scatter(redo, pl.Series([k for k, _ in pairs], dtype=pl.Utf8))
+        values = values.scatter(redo, pl.Series([t for _, t in pairs], dtype=pl.Utf8))
+    n = len(docs)
     sides = []
-    for steps, get in zip(paths, p.getters):
-        frame = token_frame(b"\x00".join(map(get, docs)))
-        kinds, texts_out = frame["kind"], frame["text"]
-        redo = frame["py"].arg_true()
-        if redo.len():
-            pairs = [_python_value(json.loads(t)) for t in frame["tok"].gather(redo).to_list()]
-            kinds = kinds.scatter(redo, pl.Series([k for k, _ in pairs], dtype=pl.Utf8))
-            texts_out = texts_out.scatter(redo, pl.Series([t for _, t in pairs], dtype=pl.Utf8))
+    for i, steps in enumerate(paths):
+        kind, text = kinds.slice(i * n, n), values.slice(i * n, n)
         if failed:
+            index = pl.Series(failed, dtype=pl.UInt32)
             pairs = [_python_value(m.resolve(v, steps)) if good else ("missing", None) for good, v in parsed]
-            kinds = kinds.scatter(index, pl.Series([k for k, _ in pairs], dtype=pl.Utf8))
-            texts_out = texts_out.scatter(index, pl.Series([t for _, t in pairs], dtype=pl.Utf8))
-        sides.append(Side(kinds, texts_out))
+            kind = kind.clone().scatter(index, pl.Series([k for k, _ in pairs], dtype=pl.Utf8))
+            text = text.clone().scatter(index, pl.Series([t for _, t in pairs], dtype=pl.Utf8))
+        sides.append(Side(kind, text))
     return pl.Series("ok", ok, dtype=pl.Boolean), sides
