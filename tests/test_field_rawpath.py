@@ -128,3 +128,15 @@ def test_decode_all_keeps_order_after_failures() -> None:
     docs, failed = rawpath.decode_all(['{"a": 1}', None, "bad", '{"a": 2}', '{"a": NaN}', '{"a": 3}'], p)
     assert failed == [1, 2, 4]
     assert [bytes(d.k0) for d in docs] == [b"1", b"", b"", b"2", b"", b"3"]
+
+
+NUMBER_TEXTS = ["12", " 12 ", "1e5", "+3", ".5", "-0.25", "USD 1,500", "1 500 EUR", "(20)", "--5", "$1,500.00", "abc"]
+NUMBER_TEXTS += ["1.", "inf", "NaN", "12\u00a0000", "€ 3,5", "", "1,2,3", "0x10", "1_000"]
+
+
+def test_number_expr_matches_clean_number() -> None:
+    from vision_eval.structured import fastpath
+
+    frame = pl.DataFrame({"t": NUMBER_TEXTS})
+    got = frame.select(fastpath.number_expr(pl.lit("string"), pl.col("t")).alias("n"))["n"].to_list()
+    assert got == [m.as_number(t) for t in NUMBER_TEXTS]

@@ -24,7 +24,7 @@ import msgspec
 import polars as pl
 
 from vision_eval.structured import matching as m
-from vision_eval.structured.fastpath import CANONICAL_NUMBER, Side, _python_value, doc_text
+from vision_eval.structured.fastpath import CANONICAL_NUMBER, Side, doc_text, python_value
 
 EMPTY = msgspec.Raw(b"")
 """The token of a missing value (a real JSON value is never empty)."""
@@ -196,7 +196,7 @@ def extract_side(batch: pl.DataFrame, column: str, specs: list[m.FieldSpec]) -> 
     kinds, values = frame["kind"], frame["text"]
     redo = frame["py"].arg_true()
     if redo.len():
-        pairs = [_python_value(json.loads(t)) for t in frame["tok"].gather(redo).to_list()]
+        pairs = [python_value(json.loads(t)) for t in frame["tok"].gather(redo).to_list()]
         kinds = kinds.scatter(redo, pl.Series([k for k, _ in pairs], dtype=pl.Utf8))
         values = values.scatter(redo, pl.Series([t for _, t in pairs], dtype=pl.Utf8))
     n = len(docs)
@@ -205,7 +205,7 @@ def extract_side(batch: pl.DataFrame, column: str, specs: list[m.FieldSpec]) -> 
         kind, text = kinds.slice(i * n, n), values.slice(i * n, n)
         if failed:
             index = pl.Series(failed, dtype=pl.UInt32)
-            pairs = [_python_value(m.resolve(v, steps)) if good else ("missing", None) for good, v in parsed]
+            pairs = [python_value(m.resolve(v, steps)) if good else ("missing", None) for good, v in parsed]
             kind = kind.clone().scatter(index, pl.Series([k for k, _ in pairs], dtype=pl.Utf8))
             text = text.clone().scatter(index, pl.Series([t for _, t in pairs], dtype=pl.Utf8))
         sides.append(Side(kind, text))
