@@ -16,7 +16,6 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import chain
 from operator import attrgetter
 from typing import Any
 
@@ -192,7 +191,7 @@ def extract_side(batch: pl.DataFrame, column: str, specs: list[m.FieldSpec]) -> 
     parsed = [m.extract_json(t) for t in originals]
     for row, (good, value) in zip(failed, parsed):
         ok[row] = good if column == "output" else good and isinstance(value, dict)
-    frame = token_frame(b"\x00".join(chain.from_iterable(map(get, docs) for get in p.getters)))
+    frame = token_frame(b"\x00".join([b"\x00".join(map(get, docs)) for get in p.getters]))
     kinds, values = frame["kind"], frame["text"]
     redo = frame["py"].arg_true()
     if redo.len():
