@@ -137,6 +137,7 @@ NUMBER_TEXTS += ["1.", "inf", "NaN", "12\u00a0000", "€ 3,5", "", "1,2,3", "0x1
 def test_number_expr_matches_clean_number() -> None:
     from vision_eval.structured import fastpath
 
-    frame = pl.DataFrame({"t": NUMBER_TEXTS})
-    got = frame.select(fastpath.number_expr(pl.lit("string"), pl.col("t")).alias("n"))["n"].to_list()
-    assert got == [m.as_number(t) for t in NUMBER_TEXTS]
+    frame = pl.DataFrame({"t": NUMBER_TEXTS, "k": ["string"] * len(NUMBER_TEXTS)})
+    want = [m.as_number(t) for t in NUMBER_TEXTS]
+    assert frame.select(fastpath.number_expr(pl.col("k"), pl.col("t")).alias("n"))["n"].to_list() == want
+    assert fastpath.numbers(frame, "k", "t").to_list() == want

@@ -62,14 +62,28 @@ def json_text(kind: pl.Expr, text: pl.Expr) -> pl.Expr:
 
 def number_expr(kind: pl.Expr, text: pl.Expr) -> pl.Expr:
     """A number or numeric string as Float64 (the rules of :func:`matching.clean_number`)."""
-    plain = text.str.contains(m.NUMBER)  # already clean: the cleaning chain below only sees the other strings
-    t = pl.when(~plain).then(text).str.strip_chars()
+    t = text.str.strip_chars()
     inner = t.str.extract(m.PARENS, 1)
     t = pl.when(inner.is_not_null()).then(pl.lit("-") + inner).otherwise(t)
     t = t.str.replace(m.ISO_PREFIX, "").str.replace(m.ISO_SUFFIX, "")
     t = t.str.replace_all(m.CURRENCY, "").str.replace_all(r"[\s,]", "").str.replace_all("--", "", literal=True)
-    cleaned = pl.when(plain).then(text).when(t.str.contains(m.NUMBER)).then(t).cast(pl.Float64, strict=False)
+    cleaned = pl.when(t.str.contains(m.NUMBER)).then(t).cast(pl.Float64, strict=False)
     return pl.when(kind == "number").then(text.cast(pl.Float64, strict=False)).when(kind == "string").then(cleaned)
+
+
+def numbers(frame: pl.DataFrame, kind: str, text: str) -> pl.Series:
+    """:func:`number_expr` over a frame, the cleaning chain only on strings that are not plain numbers already."""
+    k, t = pl.col(kind), pl.col(text)
+    plain = t.str.contains(m.NUMBER)
+    out = frame.select(
+        pl.when((k == "number") | ((k == "string") & plain)).then(t.cast(pl.Float64, strict=False)).alias("n"),
+        ((k == "string") & ~plain).fill_null(False).alias("dirty"),
+    )
+    rows = out["dirty"].arg_true()
+    if not rows.len():
+        return out["n"]
+    dirty = frame.select(pl.col(kind).gather(rows), pl.col(text).gather(rows)).select(number_expr(k, t))
+    return out["n"].scatter(rows, dirty.to_series())
 
 
 def _fmt(expr: pl.Expr) -> pl.Expr:
@@ -137,7 +151,7 @@ def compare(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
             .otherwise(pl.struct(miss.alias("h"), pl.format("got {}, expected {}", gj, wj).alias("r")))
         )
     elif spec.match == "numeric_tolerance":
-        f = f.with_columns(number_expr(gk, gt).alias("gn"), number_expr(wk, wt).alias("wn"))
+        f = f.with_columns(numbers(f, "gk", "gt").alias("gn"), numbers(f, "wk", "wt").alias("wn"))
         gn, wn = pl.col("gn"), pl.col("wn")
         diff = (gn - wn).abs()
         tol = (wn.abs() * spec.tolerance) if spec.relative else pl.lit(spec.tolerance)
