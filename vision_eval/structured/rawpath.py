@@ -186,19 +186,21 @@ def extract_side(batch: pl.DataFrame, column: str, specs: list[m.FieldSpec]) -> 
         for row, doc in zip(failed, again):
             docs[row] = doc
         failed = [failed[i] for i in still]
-    ok = [True] * len(docs)
+    n = len(docs)
     originals = batch[column].gather(failed).to_list() if failed else []
     parsed = [m.extract_json(t) for t in originals]
-    for row, (good, value) in zip(failed, parsed):
-        ok[row] = good if column == "output" else good and isinstance(value, dict)
+    good_rows = [good if column == "output" else good and isinstance(value, dict) for good, value in parsed]
+    ok = pl.repeat(True, n, dtype=pl.Boolean, eager=True).alias("ok")
+    if failed:
+        ok = ok.scatter(pl.Series(failed, dtype=pl.UInt32), pl.Series(good_rows, dtype=pl.Boolean))
     frame = token_frame(b"\x00".join([b"\x00".join(map(get, docs)) for get in p.getters]))
+    del docs
     kinds, values = frame["kind"], frame["text"]
     redo = frame["py"].arg_true()
     if redo.len():
         pairs = [python_value(json.loads(t)) for t in frame["tok"].gather(redo).to_list()]
         kinds = kinds.scatter(redo, pl.Series([k for k, _ in pairs], dtype=pl.Utf8))
         values = values.scatter(redo, pl.Series([t for _, t in pairs], dtype=pl.Utf8))
-    n = len(docs)
     sides = []
     for i, steps in enumerate(paths):
         kind, text = kinds.slice(i * n, n), values.slice(i * n, n)
@@ -208,4 +210,4 @@ def extract_side(batch: pl.DataFrame, column: str, specs: list[m.FieldSpec]) -> 
             kind = kind.clone().scatter(index, pl.Series([k for k, _ in pairs], dtype=pl.Utf8))
             text = text.clone().scatter(index, pl.Series([t for _, t in pairs], dtype=pl.Utf8))
         sides.append(Side(kind, text))
-    return pl.Series("ok", ok, dtype=pl.Boolean), sides
+    return ok, sides
