@@ -1,7 +1,8 @@
 """``field_accuracy``: structured extraction (invoices, forms, receipts) scored field by field.
 
-Semantics live in :mod:`vision_eval.structured.matching` (the row-wise reference); this evaluator runs the
-vectorized :mod:`vision_eval.structured.fastpath` over the batch and writes one ``fields`` row per sample × field.
+Semantics live in :mod:`vision_eval.structured.matching` (the row-wise reference); this evaluator extracts values
+with :mod:`vision_eval.structured.rawpath` (msgspec), compares them with :mod:`vision_eval.structured.fastpath`
+(Polars) and writes one ``fields`` row per sample × field.
 """
 
 from __future__ import annotations
