@@ -1,11 +1,14 @@
 """``field_accuracy``: structured extraction (invoices, forms, receipts) scored field by field.
 
-Semantics live in :mod:`vision_eval.structured.matching` (the row-wise reference); this evaluator runs the
-vectorized :mod:`vision_eval.structured.fastpath` over the batch and writes one ``fields`` row per sample × field.
+Semantics live in :mod:`vision_eval.structured.matching` (the row-wise reference); this evaluator extracts values
+with :mod:`vision_eval.structured.rawpath` (msgspec), compares them with :mod:`vision_eval.structured.fastpath`
+(Polars) and writes one ``fields`` row per sample × field.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar, Literal
 
 import polars as pl
@@ -14,7 +17,7 @@ from pydantic import Field
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
-from vision_eval.structured import fastpath
+from vision_eval.structured import fastpath, rawpath
 from vision_eval.structured.matching import NOT_JSON, FieldSpec
 
 RAW_LIMIT = 2000
@@ -31,6 +34,11 @@ def score_expr(specs: list[FieldSpec], aggregation: str) -> pl.Expr:
     weight = pl.sum_horizontal([pl.when(c).then(pl.lit(spec.weight)).otherwise(0.0) for c, spec in zip(counted, specs)])
     total = pl.sum_horizontal([sc.fill_null(0.0) * spec.weight for sc, spec in zip(scores, specs)])
     return pl.when(~any_counted).then(None).when(weight > 0).then(total / weight).otherwise(all_hit)
+
+
+def _quoted(text: pl.Expr) -> pl.Expr:
+    """A string column as JSON string literals (escaped exactly as Polars' ``json_encode`` does)."""
+    return pl.struct(text.alias("v")).struct.json_encode().str.slice(5).str.head(-1)
 
 
 class FieldAccuracySettings(EvaluatorSettings):
@@ -54,8 +62,11 @@ class FieldAccuracy(Evaluator):
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s: FieldAccuracySettings = self.settings  # type: ignore[assignment]
         specs = s.fields
-        got_ok, got = fastpath.extract_side(batch, "output", specs)
-        want_ok, want = fastpath.extract_side(batch, "expected_output", specs)
+        # Two threads: one side's Polars work (GIL released) overlaps the other side's msgspec decoding.
+        with ThreadPoolExecutor(1) as pool:
+            expected = pool.submit(rawpath.extract_side, batch, "expected_output", specs)
+            got_ok, got = rawpath.extract_side(batch, "output", specs)
+            want_ok, want = expected.result()
         per_field = [fastpath.compare(spec, g, w) for spec, g, w in zip(specs, got, want)]
         ids = batch["id"]
         frame = pl.DataFrame(
@@ -79,13 +90,22 @@ class FieldAccuracy(Evaluator):
             ]
         frame = frame.with_columns(cols)
         score = score_expr(specs, s.aggregation)
-        labels = [pl.lit(spec.path + ": ") + pl.col(f"r{i}") for i, spec in enumerate(specs)]
-        listed = {
-            "hits": pl.concat_list([pl.when(pl.col(f"h{i}")).then(lab) for i, lab in enumerate(labels)]),
-            "misses": pl.concat_list([pl.when(~pl.col(f"h{i}")).then(lab) for i, lab in enumerate(labels)]),
-            "left_out": pl.concat_list([pl.when(pl.col(f"h{i}").is_null()).then(lab) for i, lab in enumerate(labels)]),
-        }
-        lists = [v.list.drop_nulls().alias(k) for k, v in listed.items()]
+        # Details JSON assembled as text: Polars list columns (concat_list + drop_nulls + json_encode) cost ~4x more.
+        frame = frame.with_columns(
+            _quoted(pl.lit(spec.path + ": ") + pl.col(f"r{i}")).alias(f"q{i}") for i, spec in enumerate(specs)
+        )
+
+        def listed(key: str, cond: Callable[[pl.Expr], pl.Expr]) -> list[pl.Expr]:
+            items = [pl.when(cond(pl.col(f"h{i}"))).then(pl.col(f"q{i}")) for i in range(len(specs))]
+            return [pl.lit(f'"{key}":['), pl.concat_str(items, separator=",", ignore_nulls=True), pl.lit("]")]
+
+        hits, misses, left_out = (
+            listed("hits", lambda h: h),
+            listed("misses", lambda h: ~h),
+            listed("left_out", pl.Expr.is_null),
+        )
+        lists = pl.concat_str([*hits, pl.lit(","), *misses, pl.lit(","), *left_out])
+        raw_text = _quoted(pl.when(not_json).then(pl.col("raw").str.head(RAW_LIMIT)))
         results = frame.with_columns(score.alias("score")).select(
             pl.col("sample_id"),
             pl.when(~pl.col("w_ok"))
@@ -99,14 +119,10 @@ class FieldAccuracy(Evaluator):
             pl.when(~pl.col("w_ok"))
             .then(pl.struct(pl.col("raw_w").str.head(RAW_LIMIT).alias("raw_expected")).struct.json_encode())
             .when(not_json)
-            .then(
-                pl.struct(
-                    pl.lit(NOT_JSON).alias("reason"), pl.col("raw").str.head(RAW_LIMIT).alias("raw"), *lists
-                ).struct.json_encode()
-            )
+            .then(pl.concat_str(pl.lit(f'{{"reason":"{NOT_JSON}","raw":'), raw_text, pl.lit(","), lists, pl.lit("}")))
             .when(pl.col("score").is_null())
-            .then(pl.struct(pl.lit("every field was left out").alias("reason"), *lists).struct.json_encode())
-            .otherwise(pl.struct(*lists).struct.json_encode())
+            .then(pl.concat_str(pl.lit('{"reason":"every field was left out",'), lists, pl.lit("}")))
+            .otherwise(pl.concat_str(pl.lit("{"), lists, pl.lit("}")))
             .alias("details"),
         )
         keep = frame.filter(pl.col("w_ok"))

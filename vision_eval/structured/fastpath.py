@@ -1,17 +1,13 @@
 """``field_accuracy`` vectorized: the semantics of :mod:`matching`, as Polars column operations over a batch.
 
-Extraction never parses JSON row by row when it can be avoided: a strict JSON-grammar regex (nesting ≤ ``DEPTH``)
-validates each document, a structural regex proves a key path exists at the right depth, and a plain regex
-takes the leaf's raw token when the leaf key occurs once in the document (so the token is the right one).
-Rows no regex can decide (escaped strings, objects/arrays, nulls, duplicate keys, deeper nesting, invalid JSON)
-are resolved by :mod:`matching` in Python, so both paths give the same answer by construction; composite values
-are compared in Python too. Dates are parsed once per distinct string with the reference parser.
+Values are extracted by :mod:`rawpath` (msgspec) into :class:`Side` columns (kind, text); this module compares
+them. Composite values (objects, arrays) are compared in Python with the reference rules, dates are parsed once per
+distinct string with the reference parser, fuzzy similarity once per distinct pair with rapidfuzz.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,38 +15,8 @@ import polars as pl
 
 from vision_eval.structured import matching as m
 
-DEPTH = 3
-W = r"[ \t\n\r]*"
-S = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
-NUM = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
-SCALAR = rf"(?:{S}|{NUM}|true|false|null)"
 # Numbers whose text is what Python's json.dumps prints for them (≤ 15 significant digits, no exponent).
 CANONICAL_NUMBER = r"^(?:-?[1-9][0-9]{0,8}|0|-?(?:0|[1-9][0-9]{0,8})\.(?:[0-9]{0,5}[1-9]|0))$"
-LOOSE_S = r'"(?:[^"\\]|\\.)*"'
-TOKEN = rf'("(?:[^"\\]|\\.)*"|{NUM}|true|false|null|\{{|\[)'
-_SAFE_KEY = re.compile(r'^[^"\\\x00-\x1f]+$')
-
-
-def _value_rx(depth: int) -> str:
-    if depth == 0:
-        return SCALAR
-    v = _value_rx(depth - 1)
-    obj = rf"\{{{W}(?:{S}{W}:{W}{v}{W}(?:,{W}{S}{W}:{W}{v}{W})*)?\}}"
-    arr = rf"\[{W}(?:{v}{W}(?:,{W}{v}{W})*)?\]"
-    return rf"(?:{SCALAR}|{obj}|{arr})"
-
-
-def _balanced_rx(depth: int) -> str:
-    """Content with balanced brackets (strings skipped whole), nesting ≤ depth. Only used on documents VALID
-    accepted, so a loose string pattern is exact there (and much faster)."""
-    g = rf'(?:[^{{}}\[\]"]|{LOOSE_S})*'
-    for _ in range(depth):
-        g = rf'(?:[^{{}}\[\]"]|{LOOSE_S}|[\[{{]{g}[\]}}])*'
-    return g
-
-
-VALID = rf"^{W}\{{{W}(?:{S}{W}:{W}{_value_rx(DEPTH - 1)}{W}(?:,{W}{S}{W}:{W}{_value_rx(DEPTH - 1)}{W})*)?\}}{W}$"
-_BALANCED = _balanced_rx(DEPTH)
 
 
 def doc_text(column: str) -> pl.Expr:
@@ -63,10 +29,6 @@ def doc_text(column: str) -> pl.Expr:
     return pl.coalesce(pl.when(plain).then(bare), body.str.extract(r"(?s)(\{.*\})", 1))
 
 
-def _key_pattern(key: str) -> str:
-    return '"' + re.escape(key) + '"' + W + ":"
-
-
 @dataclass
 class Side:
     """Extracted values of one field on one side: kind and text columns (text: decoded string or JSON)."""
@@ -75,107 +37,21 @@ class Side:
     text: pl.Series
 
 
-def _fast_extract(doc: pl.Expr, steps: tuple[str | int, ...], i: int) -> tuple[list[pl.Expr], list[pl.Expr]] | None:
-    """Two stages of expressions for a path: raw columns, then ``d{i}`` (decided), ``k{i}`` (kind), ``t{i}`` (text).
-    ``None`` when the path needs Python for every row."""
-    keys = [s for s in steps if isinstance(s, str)]
-    if not keys or not all(_SAFE_KEY.match(k) for k in keys) or not isinstance(steps[-1], str):
-        return None
-    leaf = steps[-1]
-    count = doc.str.count_matches(_key_pattern(leaf))
-    # The leaf key nowhere in a valid document: certainly missing. Other misses (an intermediate key absent while
-    # the leaf key occurs elsewhere) are rare and left to Python.
-    absent = count == 0
-    tok, found = pl.col(f"_tok{i}"), pl.col(f"_found{i}")
-    if all(isinstance(s, str) for s in steps):
-        structure = r"^" + W + r"\{"
-        for n, key in enumerate(steps):
-            structure += (W + r"\{" if n else "") + _BALANCED + _key_pattern(str(key))
-        raw = [
-            doc.str.extract(_key_pattern(leaf) + W + TOKEN, 1).alias(f"_tok{i}"),
-            (doc.str.contains(structure) & (count == 1)).alias(f"_found{i}"),
-            absent.alias(f"_absent{i}"),
-        ]
-        is_str = tok.str.starts_with('"')
-        plain = ~tok.str.contains("\\", literal=True) & ~tok.str.contains(r"^[\[{n]")
-        plain = plain & (is_str | tok.is_in(["true", "false"]) | tok.str.contains(CANONICAL_NUMBER))
-        present = pl.col("_valid") & found & tok.is_not_null() & plain
-        text = pl.when(is_str).then(tok.str.slice(1).str.head(-1)).otherwise(tok)
-    else:
-        jsonpath = "$" + "".join(f"[{s}]" if isinstance(s, int) else f"['{s}']" for s in steps)
-        raw = [
-            doc.str.json_path_match(jsonpath).alias(f"_tok{i}"),
-            doc.str.contains(_key_pattern(leaf) + W + '"').alias(f"_found{i}"),
-            absent.alias(f"_absent{i}"),
-            (count == 1).alias(f"_one{i}"),
-        ]
-        is_str = found
-        present = pl.col("_valid") & tok.is_not_null() & pl.col(f"_one{i}") & ~tok.str.contains(r"^[\[{]")
-        present = present & (is_str | tok.is_in(["true", "false"]) | tok.str.contains(CANONICAL_NUMBER))
-        text = tok
-    kind = (
-        pl.when(is_str)
-        .then(pl.lit("string"))
-        .when(tok.is_in(["true", "false"]))
-        .then(pl.lit("bool"))
-        .otherwise(pl.lit("number"))
-    )
-    missing = pl.col("_valid") & pl.col(f"_absent{i}")
-    decided = [
-        (present | missing).fill_null(False).alias(f"d{i}"),
-        pl.when(present).then(kind).when(missing).then(pl.lit("missing")).alias(f"k{i}"),
-        pl.when(present).then(text).alias(f"t{i}"),
-    ]
-    return raw, decided
-
-
-def _python_value(value: Any) -> tuple[str, str | None]:
+def python_value(value: Any) -> tuple[str, str | None]:
+    """Kind and text of a Python JSON value (the columns of a :class:`Side`)."""
     k = m.kind(value)
     if k in ("missing", "null"):
         return k, None
-    if k == "string":
-        return k, value
-    return k, m.to_json(value)
+    text = value if k == "string" else m.to_json(value)
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # lone surrogates ("\ud800" is valid JSON) cannot enter a Polars string column
+        text = _replace_surrogates(text)
+    return k, text
 
 
-def extract_side(batch: pl.DataFrame, column: str, specs: list[m.FieldSpec]) -> tuple[pl.Series, list[Side]]:
-    """Per row whether ``column`` holds JSON (a JSON object for ``expected_output``), and per field its values."""
-    doc = pl.col("_doc")
-    frame = batch.select(doc_text(column).alias("_doc")).with_columns(
-        doc.str.contains(VALID).fill_null(False).alias("_valid")
-    )
-    raw: list[pl.Expr] = []
-    decided: list[pl.Expr] = []
-    fast: list[bool] = []
-    for i, spec in enumerate(specs):
-        parts = _fast_extract(doc, m.parse_path(spec.path), i)
-        fast.append(parts is not None)
-        if parts is not None:
-            raw += parts[0]
-            decided += parts[1]
-    out = frame.with_columns(raw).with_columns(decided) if raw else frame
-    undecided: dict[int, pl.Series] = {}
-    for i, is_fast in enumerate(fast):
-        undecided[i] = (~out[f"d{i}"]).arg_true() if is_fast else pl.Series(range(out.height), dtype=pl.UInt32)
-    need = sorted({int(x) for idx in undecided.values() for x in idx.to_list()})
-    texts = batch[column].gather(need).to_list() if need else []
-    parsed = dict(zip(need, (m.extract_json(t) for t in texts)))
-    ok = out["_valid"].to_list()
-    for row, (good, value) in parsed.items():
-        ok[row] = good if column == "output" else good and isinstance(value, dict)
-    sides = []
-    for i, spec in enumerate(specs):
-        steps = m.parse_path(spec.path)
-        kinds = out[f"k{i}"] if fast[i] else pl.Series([None] * out.height, dtype=pl.Utf8)
-        vals = out[f"t{i}"] if fast[i] else pl.Series([None] * out.height, dtype=pl.Utf8)
-        rows = undecided[i].to_list()
-        if rows:
-            pairs = [_python_value(m.resolve(parsed[r][1], steps)) if parsed[r][0] else ("missing", None) for r in rows]
-            index = pl.Series(rows, dtype=pl.UInt32)
-            kinds = kinds.clone().scatter(index, pl.Series([p[0] for p in pairs], dtype=pl.Utf8))
-            vals = vals.clone().scatter(index, pl.Series([p[1] for p in pairs], dtype=pl.Utf8))
-        sides.append(Side(kinds, vals))
-    return pl.Series("ok", ok, dtype=pl.Boolean), sides
+def _replace_surrogates(text: str) -> str:
+    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
 
 
 def json_text(kind: pl.Expr, text: pl.Expr) -> pl.Expr:
@@ -193,6 +69,21 @@ def number_expr(kind: pl.Expr, text: pl.Expr) -> pl.Expr:
     t = t.str.replace_all(m.CURRENCY, "").str.replace_all(r"[\s,]", "").str.replace_all("--", "", literal=True)
     cleaned = pl.when(t.str.contains(m.NUMBER)).then(t).cast(pl.Float64, strict=False)
     return pl.when(kind == "number").then(text.cast(pl.Float64, strict=False)).when(kind == "string").then(cleaned)
+
+
+def numbers(frame: pl.DataFrame, kind: str, text: str) -> pl.Series:
+    """:func:`number_expr` over a frame, the cleaning chain only on strings that are not plain numbers already."""
+    k, t = pl.col(kind), pl.col(text)
+    plain = t.str.contains(m.NUMBER)
+    out = frame.select(
+        pl.when((k == "number") | ((k == "string") & plain)).then(t.cast(pl.Float64, strict=False)).alias("n"),
+        ((k == "string") & ~plain).fill_null(False).alias("dirty"),
+    )
+    rows = out["dirty"].arg_true()
+    if not rows.len():
+        return out["n"]
+    dirty = frame.select(pl.col(kind).gather(rows), pl.col(text).gather(rows)).select(number_expr(k, t))
+    return out["n"].scatter(rows, dirty.to_series())
 
 
 def _fmt(expr: pl.Expr) -> pl.Expr:
@@ -216,17 +107,25 @@ def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
     from rapidfuzz import process
 
     both = (pl.col("gk") == "string") & (pl.col("wk") == "string")
-    g, w = (
-        pl.when(both).then(pl.col("gt")).otherwise(pl.lit("")),
-        pl.when(both).then(pl.col("wt")).otherwise(pl.lit("")),
+    pair = frame.select(
+        pl.when(both).then(pl.col("gt")).otherwise(pl.lit("")).alias("g"),
+        pl.when(both).then(pl.col("wt")).otherwise(pl.lit("")).alias("w"),
     )
+    # Repeated (response, expected) pairs (vendor names, currencies, ...) are scored once.
+    uniq = pair.unique()
+    dedup = uniq.height * 2 < pair.height
+    work = uniq if dedup else pair
+    g, w = pl.col("g"), pl.col("w")
     if spec.normalize:
         g = g.str.to_lowercase().str.replace_all(r"\s+", " ").str.strip_chars()
         w = w.str.to_lowercase().str.replace_all(r"\s+", " ").str.strip_chars()
-    pair = frame.select(g.alias("g"), w.alias("w"))
+    normed = work.select(g.alias("ng"), w.alias("nw"))
     fn, scale = m.scorer(spec.algorithm)
-    sims = process.cpdist(pair["g"].to_list(), pair["w"].to_list(), scorer=fn, workers=-1, dtype=None)
-    return pl.Series("sim", sims, dtype=pl.Float64) / scale
+    sims = process.cpdist(normed["ng"].to_list(), normed["nw"].to_list(), scorer=fn, workers=-1, dtype=None)
+    work = work.with_columns((pl.Series("sim", sims, dtype=pl.Float64) / scale).alias("sim"))
+    if dedup:
+        return pair.join(work, on=["g", "w"], how="left", maintain_order="left")["sim"]
+    return work["sim"]
 
 
 def compare(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
@@ -252,7 +151,7 @@ def compare(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
             .otherwise(pl.struct(miss.alias("h"), pl.format("got {}, expected {}", gj, wj).alias("r")))
         )
     elif spec.match == "numeric_tolerance":
-        f = f.with_columns(number_expr(gk, gt).alias("gn"), number_expr(wk, wt).alias("wn"))
+        f = f.with_columns(numbers(f, "gk", "gt").alias("gn"), numbers(f, "wk", "wt").alias("wn"))
         gn, wn = pl.col("gn"), pl.col("wn")
         diff = (gn - wn).abs()
         tol = (wn.abs() * spec.tolerance) if spec.relative else pl.lit(spec.tolerance)

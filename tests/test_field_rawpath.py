@@ -1,0 +1,143 @@
+"""field_accuracy's msgspec extraction (``rawpath``) against the row-wise reference, many fields at once."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import polars as pl
+import pytest
+
+import vision_eval
+from vision_eval.structured import matching as m
+from vision_eval.structured import rawpath
+
+DOCS = [
+    '{"a": "x", "n": 1, "b": {"c": "deep", "d": [1, 2]}, "items": [{"v": 1, "w": "p"}, {"v": "2"}], "tags": ["t0"]}',
+    '{"a": "\\ud800 lone surrogate", "n": 2}',
+    '{"a": "x", "n": NaN}',
+    '{"a": "x", "n": Infinity}',
+    '{"a": "x", "n": 1e400}',
+    '{"a": "x", "n": -0}',
+    '{"a": "x", "n": 1.50}',
+    '{"a": "x", "n": 12345678901}',
+    '{"a": "x", "n": 0.1, "n": 0.2}',
+    '{"a": "é ü 漢字", "n": 3}',
+    '{"a": "tab\\tand \\u00e9", "n": "1,500.00"}',
+    '{"b": null, "items": null}',
+    '{"b": "not an object", "items": {"0": {"v": 5}}}',
+    '{"b": {"c": null}, "items": []}',
+    '{"b": {"c": {"x": [1, {"y": 2}]}}, "items": [{"v": [1, 2]}]}',
+    '{"b": {"c": "one"}, "b": {"d": "two"}}',
+    '{"items": [{"v": 1}, 7], "tags": [null, "t1"]}',
+    '{"a": "x", "weird key": 1, "a-b": {"c.d": 2}}',
+    '```json\n{"a": "fenced", "n": 4}\n```',
+    'Sure! Here it is: {"a": "prose", "n": 5} Hope it helps.',
+    'prose {"a": "first"} and {"a": "second"}',
+    '{"a": "x"}, {"n": 9}',
+    '{"a": [1, 2',
+    '"{\\"a\\": \\"double encoded\\"}"',
+    "[1, 2, 3]",
+    "42",
+    "not json at all",
+    "",
+    '  {\n  "a" :\t"spaced" , "n":\r\n7 }  ',
+    '{"a": "x\\u0000y", "n": true}',
+    '{"a": "see ```code``` here", "n": 1}',
+    '{"a": "before"} ```json\n{"a": "inside"}\n```',
+]
+
+FIELDS: list[dict[str, Any]] = [
+    {"path": "a"},
+    {"path": "a", "match": "fuzzy"},
+    {"path": "n", "match": "numeric_tolerance", "tolerance": 0.5},
+    {"path": "b"},
+    {"path": "b.c"},
+    {"path": "b.d[1]"},
+    {"path": "items[0].v"},
+    {"path": "items.1.v", "required": False},
+    {"path": "items[0].w", "match": "fuzzy"},
+    {"path": "tags[0]"},
+    {"path": "tags.1", "match": "date"},
+    {"path": "weird key"},
+    {"path": "a-b.c.d", "required": False},
+]
+WANTS = [
+    '{"a": "x", "n": 1, "b": {"c": "deep", "d": [1, 2]}, "items": [{"v": 1, "w": "p"}, {"v": "2"}], "tags": ["t0"]}',
+    '{"a": "y", "n": 1.4, "b": {"c": null}, "items": [{"v": 1}], "weird key": 1, "tags": [null, "2025-01-02"]}',
+    '{"b": "scalar", "items": {"0": {"v": 5}}}',
+]
+
+
+def test_many_fields_match_reference() -> None:
+    rows = [
+        {"id": f"{i}-{j}", "output": g, "expected_output": w} for i, g in enumerate(DOCS) for j, w in enumerate(WANTS)
+    ]
+    rows += [{"id": f"e{i}", "output": WANTS[0], "expected_output": d} for i, d in enumerate(DOCS)]
+    res = vision_eval.evaluate(rows, evaluators={"f": {"type": "field_accuracy", "fields": FIELDS}})
+    specs = [m.FieldSpec(**f) for f in FIELDS]
+    mine: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in res.fields.to_dicts():  # field-major: per (row, path) in field order
+        mine.setdefault((r["sample_id"], r["path"]), []).append(r)
+    for row, result in zip(rows, res.results.to_dicts()):
+        ref = m.evaluate_row(specs, row["output"], row["expected_output"], "weighted_average")
+        assert result["status"] == ref["status"], row
+        if "surrogate" in row["output"] + row["expected_output"]:
+            continue  # shown with U+FFFD (Polars strings are UTF-8); the batch must not fail
+        assert result["score"] == pytest.approx(ref.get("score"), abs=1e-12), row
+        if result["status"] != "error":
+            details = json.loads(result["details"])
+            labels = [(f"{p}: {fr.reason}", fr.hit) for p, fr, _, _ in ref["fields"]]
+            assert details["hits"] == [lab for lab, hit in labels if hit is True], row
+            assert details["misses"] == [lab for lab, hit in labels if hit is False], row
+            assert details["left_out"] == [lab for lab, hit in labels if hit is None], row
+            assert details.get("reason") == ref.get("reason"), row
+            if ref.get("reason") == m.NOT_JSON:
+                assert details["raw"] == row["output"]
+        for path, fr, got, want in ref["fields"]:
+            r = mine[(row["id"], path)].pop(0)
+            assert (r["hit"], r["score"], r["reason"]) == (fr.hit, fr.score, fr.reason), (row, path)
+            assert r["expected"] == m.to_json(want), (row, path)
+            if fr.reason != m.NOT_JSON:
+                assert r["actual"] == m.to_json(got), (row, path)
+
+
+@pytest.mark.parametrize("text", DOCS)
+def test_tokens_give_reference_values(text: str) -> None:
+    """Per document and path: kind and text from msgspec tokens equal the reference's resolved value."""
+    paths = [m.parse_path(f["path"]) for f in FIELDS]
+    batch = pl.DataFrame({"output": [text]})
+    ok, sides = rawpath.extract_side(batch, "output", [m.FieldSpec(**f) for f in FIELDS])
+    good, value = m.extract_json(text)
+    assert ok.to_list() == [good]
+    if "surrogate" in text:
+        assert sides[0].text[0] == "\ufffd lone surrogate"
+        return
+    for steps, side in zip(paths, sides):
+        expected = m.resolve(value, steps) if good else m.MISSING
+        kind, shown = side.kind[0], side.text[0]
+        assert kind == m.kind(expected), (text, steps)
+        if kind == "string":
+            assert shown == expected
+        elif kind not in ("missing", "null"):
+            assert shown == m.to_json(expected)
+
+
+def test_decode_all_keeps_order_after_failures() -> None:
+    p = rawpath.plan((("a",),))
+    docs, failed = rawpath.decode_all(['{"a": 1}', None, "bad", '{"a": 2}', '{"a": NaN}', '{"a": 3}'], p)
+    assert failed == [1, 2, 4]
+    assert [bytes(d.k0) for d in docs] == [b"1", b"", b"", b"2", b"", b"3"]
+
+
+NUMBER_TEXTS = ["12", " 12 ", "1e5", "+3", ".5", "-0.25", "USD 1,500", "1 500 EUR", "(20)", "--5", "$1,500.00", "abc"]
+NUMBER_TEXTS += ["1.", "inf", "NaN", "12\u00a0000", "€ 3,5", "", "1,2,3", "0x10", "1_000"]
+
+
+def test_number_expr_matches_clean_number() -> None:
+    from vision_eval.structured import fastpath
+
+    frame = pl.DataFrame({"t": NUMBER_TEXTS, "k": ["string"] * len(NUMBER_TEXTS)})
+    want = [m.as_number(t) for t in NUMBER_TEXTS]
+    assert frame.select(fastpath.number_expr(pl.col("k"), pl.col("t")).alias("n"))["n"].to_list() == want
+    assert fastpath.numbers(frame, "k", "t").to_list() == want
