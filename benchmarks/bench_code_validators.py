@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
@@ -35,6 +36,7 @@ from vision_eval.evaluators.code_validators import (
 )
 from vision_eval.validators import chart as chart_mod
 from vision_eval.validators import count as count_mod
+from vision_eval.validators import ocr as ocr_mod
 from vision_eval.validators.json_check import JsonOptions, check_one
 
 SHAPES = ["circles", "squares", "triangles", "stars"]
@@ -161,18 +163,32 @@ def count_row(output: str, expected: str) -> dict:
     return {"status": "processed", "score": score, "details": json.dumps(details)}
 
 
-def ocr_row(output: str, expected: str, keywords: list[str]) -> dict:
+_OCR_PUNCT = re.compile(ocr_mod._PUNCTUATION)
+
+
+def ocr_row(output: str, expected: str, keywords: list[str] | None) -> dict:
     from rapidfuzz import fuzz
 
     def norm(text: str) -> str:
-        return re.sub(r"\s+", " ", re.sub(r"[^\w\s]", " ", (text or "").lower())).strip()
+        return re.sub(r"\s+", " ", _OCR_PUNCT.sub(" ", (text or "").lower())).strip()
 
     got, want = norm(output), norm(expected)
-    sim = fuzz.ratio(got, want) / 100
-    found = [k for k in keywords if norm(k) in got]
+    sim = fuzz.ratio(got, want) / 100 if got or want else 1.0
+    keywords = [k for k in keywords or [] if k is not None and k.strip()]
+    hits = [norm(k) in got for k in keywords]
+    found = [k for k, hit in zip(keywords, hits) if hit]
     acc = len(found) / len(keywords) if keywords else None
-    score = sim if acc is None else 0.7 * sim + 0.3 * acc
-    return {"status": "processed", "score": score, "details": json.dumps({"similarity": sim, "keywords_found": found})}
+    w_sim, w_kw = (0.7, 0.3) if keywords else (1.0, 0.0)
+    score = min(max(w_sim * sim + w_kw * (acc or 0.0), 0.0), 1.0)
+    details = {
+        "similarity": round(sim, 4),
+        "keyword_accuracy": None if acc is None else round(acc, 4),
+        "keywords_found": found,
+        "keywords_missing": [k for k, hit in zip(keywords, hits) if not hit],
+        "weights": {"similarity": w_sim, "keywords": w_kw},
+        "scorer": "ratio",
+    }
+    return {"status": "processed", "score": score, "details": json.dumps(details)}
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*([\s\S]*?)```")
@@ -304,17 +320,22 @@ def main() -> None:
     )
     parser.add_argument("--judge-rows", type=int, default=20_000, help="rows for batch-mode code_judge")
     parser.add_argument("--process-rows", type=int, default=20, help="rows for process-per-row code_judge")
+    parser.add_argument("--only", nargs="*", choices=list(BUILTINS), help="validators to run (default: all)")
+    parser.add_argument("--no-judge", action="store_true", help="skip the code_judge measurement")
     args = parser.parse_args()
 
     start = time.perf_counter()
     frames = make_frames(args.rows)
     print(f"generated {args.rows:,} rows per validator in {time.perf_counter() - start:.1f} s")
+    print(f"load average at start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"built-ins run in batches of {args.batch_size:,} rows (the engine's run.batch_size)\n")
     print(
         f"{'validator (rows)':<18} {'built-in rows/s':>16} {'row-wise rows/s':>16} {'speed-up':>9}"
         "   mean score (built-in / loop)"
     )
     for kind, (cls, settings) in BUILTINS.items():
+        if args.only and kind not in args.only:
+            continue
         frame = frames[kind] if kind != "json" else frames[kind].head(args.json_rows)
         evaluator = cls(kind, settings)
         sample = frame.head(min(args.loop_rows, frame.height))
@@ -336,6 +357,9 @@ def main() -> None:
             f" {builtin_rate / loop_rate:>8.1f}x"
             f"   {built_mean:.4f} / {loop_mean:.4f}"
         )
+    print(f"\nload average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.no_judge:
+        return
     batch_rate, process_rate = bench_judge(args.judge_rows, args.process_rows, batch_size=5_000)
     print(
         f"\ncode_judge batch mode: {batch_rate:,.0f} rows/s ({args.judge_rows:,} rows, batches of 5,000); "

@@ -1,0 +1,74 @@
+"""The fast paths of the code validators give the same results as the straightforward implementations they
+replaced (frozen in ``tests/reference``), on generated and awkward inputs."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import polars as pl
+import pytest
+
+from tests.reference import ocr_reference
+from vision_eval.validators.ocr import OcrOptions, ocr_frame
+
+ALPHABET = [*"abcXYZ  01é", ".", ",", "!", "?", "'", '"', "-", "“", "”", "…", "—", "\t", "\n", "\xa0", "\u2003"]
+
+
+def _text(rng: random.Random, n: int = 14) -> str | None:
+    if rng.random() < 0.05:
+        return None
+    return "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, n)))
+
+
+def _same(new: pl.DataFrame, old: pl.DataFrame) -> None:
+    assert new.columns[:4] == old.columns[:4] == ["status", "score", "details", "error"]
+    assert new["status"].to_list() == old["status"].to_list()
+    assert new["error"].to_list() == old["error"].to_list()
+    for a, b in zip(new["score"].to_list(), old["score"].to_list()):
+        assert (a is None and b is None) or a == pytest.approx(b, abs=1e-12)
+    for a, b in zip(new["details"].to_list(), old["details"].to_list()):
+        assert (json.loads(a) if a is not None else None) == (json.loads(b) if b is not None else None)
+
+
+def _keywords(rng: random.Random) -> list[str | None] | None:
+    if rng.random() < 0.1:
+        return None
+    pool = ["abc", "ABC", "x y", "", "  ", "!!!", "é", "z", None, "a-b", "c.", "xyz0"]
+    return [rng.choice(pool) for _ in range(rng.randint(0, 4))]
+
+
+OCR_OPTIONS = [
+    OcrOptions(),
+    OcrOptions(case_sensitive=True),
+    OcrOptions(strip_punctuation=False),
+    OcrOptions(normalize_whitespace=False),
+    OcrOptions(case_sensitive=True, strip_punctuation=False, normalize_whitespace=False),
+    OcrOptions(scorer="token_set_ratio", similarity_weight=0.0, keyword_weight=0.0),
+    OcrOptions(scorer="token_sort_ratio", similarity_weight=2.0, keyword_weight=1.0, keywords=("abc", " ", "é!")),
+]
+
+
+@pytest.mark.parametrize("opts", OCR_OPTIONS)
+def test_ocr_matches_reference_on_awkward_text(opts: OcrOptions) -> None:
+    rng = random.Random(7)
+    rows: dict[str, list[Any]] = {"output": [], "expected_output": [], "keywords": []}
+    for _ in range(400):
+        out = _text(rng)
+        rows["output"].append(out)
+        rows["expected_output"].append(out if rng.random() < 0.2 else _text(rng))
+        rows["keywords"].append(_keywords(rng))
+    frame = pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8, "keywords": pl.List(pl.Utf8)})
+    _same(ocr_frame(frame, opts), ocr_reference.ocr_frame(frame, opts))
+    text_keywords = frame.with_columns(pl.col("keywords").list.join(","))
+    _same(ocr_frame(text_keywords, opts), ocr_reference.ocr_frame(text_keywords, opts))
+    no_keywords = frame.drop("keywords")
+    _same(ocr_frame(no_keywords, opts), ocr_reference.ocr_frame(no_keywords, opts))
+
+
+def test_ocr_matches_reference_on_empty_and_single_row_frames() -> None:
+    schema = {"output": pl.Utf8, "expected_output": pl.Utf8, "keywords": pl.List(pl.Utf8)}
+    for rows in ([], [("", "", [])], [(None, None, None)], [("A b", "a  B!", ["b", "q"])]):
+        frame = pl.DataFrame(rows, schema=schema, orient="row")
+        _same(ocr_frame(frame, OcrOptions()), ocr_reference.ocr_frame(frame, OcrOptions()))
