@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -203,53 +204,93 @@ def json_row(output: str, expected: str, opts: JsonOptions) -> dict:
 
 def _py_regex(pattern: str) -> re.Pattern[str]:
     """A Rust pattern of the chart module for Python's ``re`` (ASCII word boundaries, ``(?i)`` as a flag)."""
-    return re.compile(pattern.removeprefix("(?i)").replace("(?-u:\\b)", "\\b"), re.I)
+    return re.compile(pattern.replace("(?i)", "").replace("(?-u:\\b)", "\\b"), re.I)
 
 
-_MONEY = _py_regex(chart_mod.MONEY)
+_ANY = _py_regex(chart_mod._ANY)
 _MONEY_PARTS = _py_regex(chart_mod._MONEY_PARTS)
-_PERCENT = _py_regex(chart_mod.PERCENT)
-_QUARTER = _py_regex(chart_mod.QUARTER)
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_QUARTER_START = re.compile(r"^q[1-4]", re.I)
+_PERCENT_END = re.compile(r"(?:%|percent|per cent|pct)$", re.I)
+_MONTH_START = re.compile(r"^(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)", re.I)
+_DAY = re.compile(r"\s(\d{1,2})(?:st|nd|rd|th)?,?\s")
 
 
-def _chart_values(text: str) -> list[tuple[str, object]]:
-    values: list[tuple[str, object]] = []
-    for m in _MONEY.finditer(text):
-        parts = _MONEY_PARTS.match(m.group(0).strip())
-        if parts and (parts["sym"] or parts["suf"] or parts["word"] or "," in parts["num"]):
-            scale = chart_mod._SCALE.get((parts["suf"] or "").lower(), 1.0)
-            values.append(("money", float(parts["num"].replace(",", "")) * scale))
-    for m in _PERCENT.finditer(text):
-        values.append(("percent", float(re.search(r"[-+]?\d+(?:\.\d+)?", m.group(0)).group(0))))
-    for m in _QUARTER.finditer(text):
-        year = re.search(r"(\d{2,4})$", m.group(0))
-        values.append(("date", (m.group(0)[1], year.group(1) if year else None)))
-    return values
+def _chart_values(text: str) -> list[tuple[str, str, float | None, str | None, str | None]]:
+    """(kind, text, value, key, year) of each value, money first, as the built-in orders them."""
+    money: list[tuple[str, str, float | None, str | None, str | None]] = []
+    rest: list[tuple[str, str, float | None, str | None, str | None]] = []
+    for m in _ANY.finditer(text or ""):
+        t = m.group(0).strip()
+        if _ISO.match(t):
+            rest.append(("date", t, None, t, None))
+        elif _QUARTER_START.match(t):
+            year = re.search(r"(\d{2,4})$", t)
+            y = year.group(1) if year else None
+            rest.append(("date", t, None, "Q" + t[1], "20" + y if y and len(y) == 2 else y))
+        elif _PERCENT_END.search(t):
+            rest.append(("percent", t, float(re.search(r"[-+]?\d+(?:\.\d+)?", t).group(0)), None, None))
+        elif _MONTH_START.match(t):
+            day = _DAY.search(t)
+            year = re.search(r"(\d{4})$", t)
+            key = f"{year.group(1)}-{chart_mod._MONTHS[t[:3].lower()]}" + (f"-{day.group(1):0>2}" if day else "")
+            rest.append(("date", t, None, key if year else None, None))
+        else:
+            parts = _MONEY_PARTS.match(t)
+            if parts and (parts["sym"] or parts["suf"] or parts["word"] or "," in parts["num"]):
+                scale = chart_mod._SCALE.get((parts["suf"] or "").lower(), 1.0)
+                money.append(("money", t, float(parts["num"].replace(",", "")) * scale, None, None))
+    return money + rest
 
 
-def chart_row(output: str, expected: str) -> dict:
+def chart_row(output: str, expected: str, tol: tuple[float, float, float] = (0.15, 0.0, 0.0)) -> dict:
+    """The built-in's algorithm for one row: extract, pair same-kind values, assign closest pairs one-to-one."""
+    currency, percent, zero = tol
     got = _chart_values(output)
     want = _chart_values(expected)
+    if not want:
+        return {
+            "status": "error",
+            "score": None,
+            "error": "expected_output holds no currency, percentage or date values",
+        }
     candidates = []
-    for i, (kind, w) in enumerate(want):
-        for j, (k, value) in enumerate(got):
+    closest: list[int | None] = []
+    for i, (kind, _, w, key, year) in enumerate(want):
+        best, best_dist = None, math.inf
+        for j, (k, _, value, key_a, year_a) in enumerate(got):
             if k != kind:
                 continue
             if kind == "date":
-                ok, dist = value[0] == w[0] and (value[1] == w[1] or None in (value[1], w[1])), 0.0
+                ok, dist = key == key_a and (year == year_a or year is None or year_a is None), 0.0
             else:
-                dist = abs(value - w) / abs(w) if w else abs(value - w)
-                ok = abs(value - w) <= 1e-9 if kind == "percent" else dist <= (0.15 if w else 0.0) + 1e-9
+                diff = abs(value - w)
+                dist = diff if w == 0 else diff / abs(w)
+                ok = diff <= percent + 1e-9 if kind == "percent" else dist <= (zero if w == 0 else currency) + 1e-9
             if ok:
                 candidates.append((dist, i, j))
-    used_e: set[int] = set()
-    used_a: set[int] = set()
+            if best is None or dist < best_dist:
+                best, best_dist = j, dist
+        closest.append(best)
+    hit: dict[int, int] = {}
+    used: set[int] = set()
     for _, i, j in sorted(candidates):  # closest pairs first, one-to-one
-        if i not in used_e and j not in used_a:
-            used_e.add(i)
-            used_a.add(j)
-    score = len(used_e) / len(want) if want else None
-    return {"status": "processed", "score": score, "details": json.dumps({"matched": len(used_e)})}
+        if i not in hit and j not in used:
+            hit[i] = j
+            used.add(j)
+    values = []
+    for i, (kind, text, value, _, _) in enumerate(want):
+        j = hit.get(i, closest[i])
+        actual = got[j][1] if j is not None else None
+        values.append({"kind": kind, "expected": text, "value": value, "matched": i in hit, "actual": actual})
+    details = {
+        "values": values,
+        "matched": len(hit),
+        "expected": len(want),
+        "tolerances": {"currency": currency, "percent": percent, "zero": zero},
+        "reasoning": f"{len(hit)} of {len(want)} expected values found in the response",
+    }
+    return {"status": "processed", "score": len(hit) / len(want), "details": json.dumps(details)}
 
 
 def row_loop(kind: str, frame: pl.DataFrame) -> list[dict]:

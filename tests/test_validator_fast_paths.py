@@ -10,7 +10,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from tests.reference import ocr_reference
+from tests.reference import chart_reference, ocr_reference
+from vision_eval.validators.chart import ChartOptions, chart_frame
 from vision_eval.validators.ocr import OcrOptions, ocr_frame
 
 ALPHABET = [*"abcXYZ  01é", ".", ",", "!", "?", "'", '"', "-", "“", "”", "…", "—", "\t", "\n", "\xa0", "\u2003"]
@@ -72,3 +73,34 @@ def test_ocr_matches_reference_on_empty_and_single_row_frames() -> None:
     for rows in ([], [("", "", [])], [(None, None, None)], [("A b", "a  B!", ["b", "q"])]):
         frame = pl.DataFrame(rows, schema=schema, orient="row")
         _same(ocr_frame(frame, OcrOptions()), ocr_reference.ocr_frame(frame, OcrOptions()))
+
+
+CHART_PIECES = [
+    "$2.4M", "2.4 million", "€300K", "1,250", "USD 5", "usd5", "58%", "58 percent", "-3.5 pct", "+2 per cent",
+    "Q4 2025", "Q1'25", "q2 fy24", "Q3", "2025-03-01", "March 5th, 2025", "Jan 2024", "sept. 2025", "1.", "2025",
+    "0", "$0", "$0.0M", "7", "£1,000,000.50", "3 dollars", "12 eur", "5 bn", "4mm", "2.6 M", "$2.5 billion euros",
+    "revenue", "up", "¥12", "1,2345", "$1.2M.", "Q5 2025", "2.4m", "300k", "$2,400,000",
+]  # fmt: skip
+
+
+def _chart_text(rng: random.Random) -> str | None:
+    if rng.random() < 0.04:
+        return None
+    seps = ["; ", ", ", "\n", " and ", " ", ": "]
+    return "".join(rng.choice(CHART_PIECES) + rng.choice(seps) for _ in range(rng.randint(0, 6)))
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [ChartOptions(), ChartOptions(0.0, 0.0, 0.0), ChartOptions(0.5, 1.0, 1e6)],
+)
+def test_chart_matches_reference_on_generated_text(opts: ChartOptions) -> None:
+    rng = random.Random(11)
+    rows = {"output": [], "expected_output": []}
+    for _ in range(600):
+        expected = _chart_text(rng)
+        rows["expected_output"].append(expected)
+        rows["output"].append(expected if rng.random() < 0.15 else _chart_text(rng))
+    frame = pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8})
+    _same(chart_frame(frame, opts), chart_reference.chart_frame(frame, opts))
+    assert chart_frame(frame.head(0), opts).height == 0
