@@ -57,16 +57,17 @@ _ANY = "(?i)" + "|".join(f"(?:{p.removeprefix('(?i)')})" for p in (ISO_DATE, MON
 
 def values(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     """Long frame ``_row, kind (money|percent|date), text, value (number), key (date text), year``."""
-    return _values(frame[column])
+    return _values(frame[column]).collect()
 
 
 _ISO, _MONTH, _QUARTER, _PERCENT, _MONEY = range(5)
 _KIND_CODE = {"money": 0, "percent": 1, "date": 2}
 
 
-def _values(texts: pl.Series) -> pl.DataFrame:
+def _values(texts: pl.Series) -> pl.LazyFrame:
+    """The plan of :func:`values` (lazy, so the kinds and both columns are parsed in parallel)."""
     found = (
-        pl.DataFrame({"text": texts.cast(pl.Utf8).fill_null("").str.extract_all(_ANY)})
+        pl.LazyFrame({"text": texts.cast(pl.Utf8).fill_null("").str.extract_all(_ANY)})
         .with_row_index("_row")
         .explode("text")
         .drop_nulls("text")
@@ -191,10 +192,9 @@ def _assign(e: np.ndarray, a: np.ndarray, dist: np.ndarray, n_got: int, rounds: 
         if not len(e):
             break
         best = _first_at_min(e, dist)
-        least = np.full(len(used_a), np.inf)
-        np.minimum.at(least, a[best], dist[best])
-        best = best[dist[best] == least[a[best]]]
-        best = best[np.sort(np.unique(a[best], return_index=True)[1])]
+        # Per response value, the first of these pairs at its smallest distance (sorting beats ufunc.at).
+        by_a = best[np.lexsort((best, dist[best], a[best]))]
+        best = np.sort(by_a[np.concatenate([[True], a[by_a][1:] != a[by_a][:-1]])])
         hit_e.append(e[best])
         hit_a.append(a[best])
         used_a[a[best]] = True
@@ -207,7 +207,7 @@ def _assign(e: np.ndarray, a: np.ndarray, dist: np.ndarray, n_got: int, rounds: 
 
 def _codes(want: pl.Series, got: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     """Equal texts as equal integers across both series (null: -1)."""
-    codes = pl.concat([want, got]).rank("dense").fill_null(0).to_numpy().astype(np.int64) - 1
+    codes = pl.concat([want, got]).cast(pl.Categorical).to_physical().cast(pl.Int64).fill_null(-1).to_numpy()
     return codes[: len(want)], codes[len(want) :]
 
 
@@ -227,7 +227,7 @@ def _pairs(k_want: np.ndarray, k_got: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     """Score each row: the share of expected values the response states (see module docstring)."""
-    want, got = values(frame, "expected_output"), values(frame, "output")
+    want, got = pl.collect_all([_values(frame["expected_output"]), _values(frame["output"])])
     kind_w = want["kind"].replace_strict(_KIND_CODE, return_dtype=pl.Int64).to_numpy()
     kind_g = got["kind"].replace_strict(_KIND_CODE, return_dtype=pl.Int64).to_numpy()
     row_w = want["_row"].to_numpy().astype(np.int64)
