@@ -9,6 +9,7 @@ absolute one), percentages within an absolute tolerance, dates and quarters as d
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -265,23 +266,31 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     actual = np.where(matched, hit, closest)
 
     texts = got["text"]
-    per_value = want.select(
-        "_row",
-        "kind",
-        pl.col("text").alias("expected"),
-        "value",
-        pl.Series("matched", matched),
-        (texts.gather(np.maximum(actual, 0)) if got.height else pl.repeat(None, want.height, dtype=pl.Utf8, eager=True))
-        .alias("actual")
-        .set(pl.Series(actual < 0), None)
-        if want.height
-        else pl.Series("actual", [], pl.Utf8),
+    actual_text = (
+        texts.gather(np.maximum(actual, 0)).set(pl.Series(actual < 0), None)
+        if got.height and want.height
+        else pl.Series([None] * want.height, dtype=pl.Utf8)
+    )
+    # Each value's JSON object, written directly: struct.json_encode of nested lists costs several times more.
+    value = pl.col("value")
+    item = pl.concat_str(
+        pl.lit('{"kind":"'),
+        pl.col("kind"),
+        pl.lit('","expected":'),
+        _json_text(pl.col("text")),
+        pl.lit(',"value":'),
+        pl.when(value.is_finite()).then(value.cast(pl.Utf8)).otherwise(pl.lit("null")),
+        pl.lit(',"matched":'),
+        pl.when(pl.Series(matched)).then(pl.lit("true")).otherwise(pl.lit("false")),
+        pl.lit(',"actual":'),
+        _json_text(pl.lit(actual_text)).fill_null("null"),
+        pl.lit("}"),
     )
     # Per row, in expected order: lists cut by counts from the values sorted by row (stable).
     order = np.argsort(row_w, kind="stable")
     n = np.bincount(row_w, minlength=frame.height)[: frame.height]
     hits = np.bincount(row_w, weights=matched, minlength=frame.height)[: frame.height].astype(np.int64)
-    items = per_value[order].select(pl.struct("kind", "expected", "value", "matched", "actual").alias("v"))["v"]
+    items = want.select(item.alias("v"))["v"][order] if want.height else pl.Series("v", [], pl.Utf8)
     offsets = np.zeros(frame.height + 1, dtype=np.int64)
     np.cumsum(n, out=offsets[1:])
     lists = pl.Series("values", pa.LargeListArray.from_arrays(pa.array(offsets), items.to_arrow()))
@@ -290,19 +299,23 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     out = pl.DataFrame({"values": lists, "hits": hits, "n": n, "score": score}).with_columns(
         pl.col("score").fill_nan(None)
     )
-    reasoning = pl.format("{} of {} expected values found in the response", "hits", "n")
-    tolerances = pl.struct(
-        pl.lit(opts.currency_tolerance).alias("currency"),
-        pl.lit(opts.percent_tolerance).alias("percent"),
-        pl.lit(opts.zero_tolerance).alias("zero"),
+    tolerances = json.dumps(
+        {"currency": opts.currency_tolerance, "percent": opts.percent_tolerance, "zero": opts.zero_tolerance}
     )
-    details = pl.struct(
-        "values",
-        pl.col("hits").alias("matched"),
-        pl.col("n").alias("expected"),
-        tolerances.alias("tolerances"),
-        reasoning.alias("reasoning"),
-    ).struct.json_encode()
+    hits_text, n_text = pl.col("hits").cast(pl.Utf8), pl.col("n").cast(pl.Utf8)
+    details = pl.concat_str(
+        pl.lit('{"values":['),
+        pl.col("values").list.join(","),
+        pl.lit('],"matched":'),
+        hits_text,
+        pl.lit(',"expected":'),
+        n_text,
+        pl.lit(f',"tolerances":{tolerances},"reasoning":"'),
+        hits_text,
+        pl.lit(" of "),
+        n_text,
+        pl.lit(' expected values found in the response"}'),
+    )
     missing = pl.col("score").is_null()
     return out.select(
         pl.when(missing).then(pl.lit("error")).otherwise(pl.lit("processed")).alias("status"),
@@ -310,3 +323,12 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
         pl.when(~missing).then(details).alias("details"),
         pl.when(missing).then(pl.lit("expected_output holds no currency, percentage or date values")).alias("error"),
     )
+
+
+_JSON_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\x0b": "\\u000b", "\x0c": "\\u000c"}
+
+
+def _json_text(text: pl.Expr) -> pl.Expr:
+    """A JSON string literal of ``text`` (matched values hold no other control characters: see the patterns)."""
+    escaped = text.str.replace_many(list(_JSON_ESCAPES), list(_JSON_ESCAPES.values()))
+    return pl.concat_str(pl.lit('"'), escaped, pl.lit('"'))
