@@ -10,8 +10,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from tests.reference import chart_reference, ocr_reference
+from tests.reference import chart_reference, json_reference, ocr_reference
 from vision_eval.validators.chart import ChartOptions, chart_frame
+from vision_eval.validators.json_check import JsonOptions, json_frame
 from vision_eval.validators.ocr import OcrOptions, ocr_frame
 
 ALPHABET = [*"abcXYZ  01é", ".", ",", "!", "?", "'", '"', "-", "“", "”", "…", "—", "\t", "\n", "\xa0", "\u2003"]
@@ -24,7 +25,8 @@ def _text(rng: random.Random, n: int = 14) -> str | None:
 
 
 def _same(new: pl.DataFrame, old: pl.DataFrame) -> None:
-    assert new.columns[:4] == old.columns[:4] == ["status", "score", "details", "error"]
+    assert new.columns == old.columns
+    assert {"status", "score", "details", "error"} <= set(new.columns)
     assert new["status"].to_list() == old["status"].to_list()
     assert new["error"].to_list() == old["error"].to_list()
     for a, b in zip(new["score"].to_list(), old["score"].to_list()):
@@ -104,3 +106,94 @@ def test_chart_matches_reference_on_generated_text(opts: ChartOptions) -> None:
     frame = pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8})
     _same(chart_frame(frame, opts), chart_reference.chart_frame(frame, opts))
     assert chart_frame(frame.head(0), opts).height == 0
+
+
+def _json_value(rng: random.Random, depth: int = 0) -> Any:
+    kind = rng.choice(["obj", "obj", "list", "num", "str", "bool", "null"] if depth < 3 else ["num", "str", "bool"])
+    if kind == "obj":
+        keys = rng.sample(["a", "b", "total", "name", "items", "x.y", "ü"], rng.randint(0, 4))
+        return {k: _json_value(rng, depth + 1) for k in keys}
+    if kind == "list":
+        if rng.random() < 0.5:
+            return [{"d": rng.choice(["w", "W "]), "q": rng.randint(0, 3)} for _ in range(rng.randint(0, 3))]
+        return [_json_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    if kind == "num":
+        return rng.choice([0, 1, 2.5, -3, 10**20, 960, 960.0, 1e-3])
+    if kind == "str":
+        return rng.choice(["Acme", "acme ", "ACME  Corp", "", "2024-01-05", 'q"uote', "é\\n"])
+    return None if kind == "null" else rng.random() < 0.5
+
+
+def _mutate(rng: random.Random, value: Any) -> Any:
+    if isinstance(value, dict):
+        out = {k: _mutate(rng, v) for k, v in value.items() if rng.random() > 0.15}
+        if rng.random() < 0.2:
+            out["extra"] = 1
+        return out
+    if isinstance(value, list):
+        out = [_mutate(rng, v) for v in value if rng.random() > 0.15]
+        return [*out, {"d": "w"}] if rng.random() < 0.15 else out[::-1]
+    roll = rng.random()
+    if roll < 0.1:
+        return "text"
+    if roll < 0.2 and isinstance(value, int | float) and not isinstance(value, bool):
+        return value * 1.005
+    return value
+
+
+def _json_response(rng: random.Random, value: Any) -> str | None:
+    text = json.dumps(value, indent=rng.choice([None, 2]), ensure_ascii=rng.random() < 0.5)
+    roll = rng.random()
+    if roll < 0.05:
+        return None
+    if roll < 0.1:
+        return text[: len(text) // 2]  # truncated
+    if roll < 0.13:
+        return rng.choice(['{"a": NaN}', '{"a": 1e400}', '{"a": "\\ud800"}', "[1, 2,]", "no json at all", "  "])
+    if roll < 0.35:
+        return f"Here you go:\n```json\n{text}\n```\nDone."
+    if roll < 0.5:
+        return f"The answer is {text} as requested."
+    return text
+
+
+JSON_OPTIONS = [
+    JsonOptions(),
+    JsonOptions(compare_values=False),
+    JsonOptions(number_tolerance=0.01, case_sensitive=True),
+    JsonOptions(require_valid_schema=False),
+    JsonOptions(schema=json.dumps({"type": "object", "required": ["a"], "properties": {"a": {"type": "number"}}})),
+]
+
+
+@pytest.mark.parametrize("opts", JSON_OPTIONS)
+def test_json_matches_reference_on_generated_documents(opts: JsonOptions) -> None:
+    rng = random.Random(5)
+    rows: dict[str, list[Any]] = {"output": [], "expected_output": []}
+    for _ in range(500):
+        want = _json_value(rng)
+        expected = json.dumps(want) if rng.random() > 0.05 else rng.choice([None, "", "{not json"])
+        got = want if rng.random() < 0.2 else _mutate(rng, want)
+        rows["output"].append(_json_response(rng, got))
+        rows["expected_output"].append(expected)
+    frame = pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8})
+    frame = pl.concat([frame, frame.head(50)])  # repeated rows are scored once and copied
+    new, old = json_frame(frame, opts), json_reference.json_frame(frame, opts)
+    _same(new, old)
+    assert new["passed"].to_list() == old["passed"].to_list()
+    assert json_frame(frame.head(0), opts).height == 0
+
+
+def test_json_required_messages_match_jsonschema() -> None:
+    expected = json.dumps({"invoice": "A-1", "it's": 1, "total": 5, "lines": [{"q": 1}]})
+    frame = pl.DataFrame(
+        {"output": ['{"lines": [{"q": 2}]}', '{"total": 5, "extra": true}'], "expected_output": [expected] * 2}
+    )
+    new = [json.loads(d) for d in json_frame(frame, JsonOptions())["details"]]
+    old = [json.loads(d) for d in json_reference.json_frame(frame, JsonOptions())["details"]]
+    assert new == old
+    assert new[0]["schema_errors"] == [
+        "$: 'invoice' is a required property",
+        '$: "it\'s" is a required property',
+        "$: 'total' is a required property",
+    ]

@@ -168,8 +168,20 @@ class _Compare:
         return hits
 
 
-def check_one(raw: str | None, candidate: str | None, expected: str | None, opts: JsonOptions) -> dict[str, Any]:
-    """The result of one row (``status``, ``score``, ``details``, ``error``)."""
+_UNPARSED: Any = object()
+
+
+def _only_top_missing(want: dict[str, Any], got: dict[str, Any], cmp: _Compare) -> bool:
+    """Every difference the comparison found that a schema checks is a top-level key absent from ``got``."""
+    absent = [key for key in want if key not in got]
+    return len(absent) == len(cmp.missing) and not any(k.endswith("]") for k in cmp.extra)
+
+
+def check_one(
+    raw: str | None, candidate: str | None, expected: str | None, opts: JsonOptions, decoded: Any = _UNPARSED
+) -> dict[str, Any]:
+    """The result of one row (``status``, ``score``, ``details``, ``error``); ``decoded``: ``candidate`` already
+    parsed (by a batch decoder), else it is parsed here."""
     want: Any = None
     schema = opts.schema
     if expected is not None and expected.strip():
@@ -185,7 +197,7 @@ def check_one(raw: str | None, candidate: str | None, expected: str | None, opts
         reason = "the response holds no JSON"
         return {"status": "processed", "score": 0.0, "details": {**base, "valid_json": False, "reason": reason}}
     try:
-        got = json.loads(candidate)
+        got = json.loads(candidate) if decoded is _UNPARSED else decoded
     except json.JSONDecodeError as exc:
         found = "{" in candidate or "[" in candidate
         reason = f"invalid JSON: {exc}" if found else "no JSON object or array found in the response"
@@ -199,7 +211,15 @@ def check_one(raw: str | None, candidate: str | None, expected: str | None, opts
     # expected key with the expected type (and no unchecked extra array items) the schema holds; the
     # JSON Schema validator (the slowest step) runs for configured schemas and when something is off.
     structural = cmp.missing or cmp.type_errors or any(k.endswith("]") for k in cmp.extra)
-    violations = schema_errors(got, schema) if opts.schema is not None or want is None or structural else []
+    if opts.schema is not None or want is None:
+        violations = schema_errors(got, schema)
+    elif not structural:
+        violations = []
+    elif not cmp.type_errors and isinstance(want, dict) and isinstance(got, dict) and _only_top_missing(want, got, cmp):
+        # The same messages JSON Schema gives: only the inferred top-level ``required`` fails, in its order.
+        violations = [f"$: {key!r} is a required property" for key in want if key not in got]
+    else:
+        violations = schema_errors(got, schema)
     if want is None:
         score = 1.0 if not violations else 0.0
     passed = None
@@ -222,6 +242,21 @@ def check_one(raw: str | None, candidate: str | None, expected: str | None, opts
     return out
 
 
+def _decode_all(candidates: list[str | None]) -> list[Any]:
+    """Each candidate decoded by msgspec's C decoder; ``_UNPARSED`` where it refuses (``json.loads`` then decides:
+    it also accepts NaN, Infinity and integers of any size)."""
+    import msgspec
+
+    decode = msgspec.json.Decoder().decode
+    out: list[Any] = []
+    for text in candidates:
+        try:
+            out.append(decode(text) if text else _UNPARSED)
+        except (msgspec.DecodeError, UnicodeEncodeError):
+            out.append(_UNPARSED)
+    return out
+
+
 def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
     """Score every row; ``passed`` is set to false (whatever the score) when the JSON breaks the schema."""
     prepared = frame.select(
@@ -229,14 +264,23 @@ def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
         extract_expr(pl.col("output").cast(pl.Utf8)).alias("candidate"),
         (pl.col("expected_output").cast(pl.Utf8) if "expected_output" in frame.columns else pl.lit(None, pl.Utf8)),
     )
+    # Equal rows are scored once.
+    distinct = prepared.unique(maintain_order=True)
+    decoded = _decode_all(distinct["candidate"].to_list())
     results = []
-    for raw, candidate, expected in prepared.iter_rows():
+    for (raw, candidate, expected), got in zip(distinct.iter_rows(), decoded):
         try:
-            result = check_one(raw, candidate, expected, opts)
+            result = check_one(raw, candidate, expected, opts, got)
         except Exception as exc:  # e.g. an invalid configured schema: this row's error
             result = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
         if "details" in result:
             result["details"] = json.dumps(result["details"], ensure_ascii=False, default=str)
         results.append(result)
     schema = {"status": pl.Utf8, "score": pl.Float64, "passed": pl.Boolean, "details": pl.Utf8, "error": pl.Utf8}
-    return pl.DataFrame(results, schema=schema)
+    scored = pl.DataFrame(results, schema=schema)
+    if distinct.height == prepared.height:
+        return scored
+    keys = ["raw", "candidate", "expected_output"]
+    return prepared.join(
+        pl.concat([distinct, scored], how="horizontal"), on=keys, how="left", nulls_equal=True, maintain_order="left"
+    ).select(list(schema))
