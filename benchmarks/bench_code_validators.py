@@ -199,7 +199,10 @@ _EMBED = re.compile(r"([\{\[][\s\S]*[\}\]])")
 def json_row(output: str, expected: str, opts: JsonOptions) -> dict:
     m = _FENCE.search(output) or _EMBED.search(output)
     candidate = m.group(1).strip() if m else output.strip()
-    return check_one(output, candidate, expected, opts)
+    result = check_one(output, candidate, expected, opts)  # the built-in's per-row function
+    if "details" in result:  # results hold details as JSON text
+        result["details"] = json.dumps(result["details"], ensure_ascii=False, default=str)
+    return result
 
 
 def _py_regex(pattern: str) -> re.Pattern[str]:

@@ -16,6 +16,8 @@ from typing import Any
 import polars as pl
 
 _FENCE = r"```(?:json|JSON)?\s*([\s\S]*?)```"
+_UNPARSED: Any = object()
+"""Marks a text not decoded yet."""
 _TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
 
 
@@ -90,9 +92,14 @@ def schema_errors(value: Any, schema_text: str) -> list[str]:
 
 
 @lru_cache(maxsize=4096)
-def _parse_expected(text: str) -> tuple[Any, str]:
-    value = json.loads(text)
-    return value, json.dumps(infer_schema(value), sort_keys=True)
+def _expected_value(text: str) -> Any:
+    return json.loads(text)
+
+
+@lru_cache(maxsize=4096)
+def _inferred_schema(text: str) -> str:
+    """The schema inferred from an expected_output (computed only when a JSON Schema validation needs it)."""
+    return json.dumps(infer_schema(_expected_value(text)), sort_keys=True)
 
 
 def _leaves(value: Any) -> int:
@@ -168,9 +175,6 @@ class _Compare:
         return hits
 
 
-_UNPARSED: Any = object()
-
-
 def _only_top_missing(want: dict[str, Any], got: dict[str, Any], cmp: _Compare) -> bool:
     """Every difference the comparison found that a schema checks is a top-level key absent from ``got``."""
     absent = [key for key in want if key not in got]
@@ -178,19 +182,23 @@ def _only_top_missing(want: dict[str, Any], got: dict[str, Any], cmp: _Compare) 
 
 
 def check_one(
-    raw: str | None, candidate: str | None, expected: str | None, opts: JsonOptions, decoded: Any = _UNPARSED
+    raw: str | None,
+    candidate: str | None,
+    expected: str | None,
+    opts: JsonOptions,
+    decoded: Any = _UNPARSED,
+    expected_decoded: Any = _UNPARSED,
 ) -> dict[str, Any]:
-    """The result of one row (``status``, ``score``, ``details``, ``error``); ``decoded``: ``candidate`` already
-    parsed (by a batch decoder), else it is parsed here."""
+    """The result of one row (``status``, ``score``, ``details``, ``error``); ``decoded`` and ``expected_decoded``:
+    ``candidate`` and ``expected`` already parsed (by a batch decoder), else they are parsed here."""
     want: Any = None
-    schema = opts.schema
-    if expected is not None and expected.strip():
+    has_expected = expected is not None and bool(expected.strip())
+    if has_expected:
         try:
-            want, inferred = _parse_expected(expected)
+            want = _expected_value(expected) if expected_decoded is _UNPARSED else expected_decoded
         except json.JSONDecodeError as exc:
             return {"status": "error", "error": f"expected_output is not valid JSON: {exc}"}
-        schema = schema or inferred
-    if schema is None:
+    elif opts.schema is None:
         return {"status": "error", "error": "no schema configured and no expected_output to infer one from"}
     base: dict[str, Any] = {"missing_keys": [], "extra_keys": [], "type_errors": [], "value_mismatches": []}
     if candidate is None or not candidate.strip():
@@ -212,14 +220,14 @@ def check_one(
     # JSON Schema validator (the slowest step) runs for configured schemas and when something is off.
     structural = cmp.missing or cmp.type_errors or any(k.endswith("]") for k in cmp.extra)
     if opts.schema is not None or want is None:
-        violations = schema_errors(got, schema)
+        violations = schema_errors(got, opts.schema or _inferred_schema(expected or ""))
     elif not structural:
         violations = []
     elif not cmp.type_errors and isinstance(want, dict) and isinstance(got, dict) and _only_top_missing(want, got, cmp):
         # The same messages JSON Schema gives: only the inferred top-level ``required`` fails, in its order.
         violations = [f"$: {key!r} is a required property" for key in want if key not in got]
     else:
-        violations = schema_errors(got, schema)
+        violations = schema_errors(got, opts.schema or _inferred_schema(expected or ""))
     if want is None:
         score = 1.0 if not violations else 0.0
     passed = None
@@ -262,19 +270,33 @@ def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
     prepared = frame.select(
         pl.col("output").cast(pl.Utf8).alias("raw"),
         extract_expr(pl.col("output").cast(pl.Utf8)).alias("candidate"),
-        (pl.col("expected_output").cast(pl.Utf8) if "expected_output" in frame.columns else pl.lit(None, pl.Utf8)),
+        (
+            pl.col("expected_output").cast(pl.Utf8)
+            if "expected_output" in frame.columns
+            else pl.lit(None, pl.Utf8).alias("expected_output")
+        ),
     )
     # Equal rows are scored once.
     distinct = prepared.unique(maintain_order=True)
+    import msgspec
+
     decoded = _decode_all(distinct["candidate"].to_list())
+    wanted = _decode_all(distinct["expected_output"].to_list())
+    encode = msgspec.json.Encoder().encode
     results = []
-    for (raw, candidate, expected), got in zip(distinct.iter_rows(), decoded):
+    for (raw, candidate, expected), got, want in zip(distinct.iter_rows(), decoded, wanted):
         try:
-            result = check_one(raw, candidate, expected, opts, got)
+            result = check_one(raw, candidate, expected, opts, got, want)
         except Exception as exc:  # e.g. an invalid configured schema: this row's error
             result = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
         if "details" in result:
-            result["details"] = json.dumps(result["details"], ensure_ascii=False, default=str)
+            # Values msgspec decoded are finite numbers, strings, lists and dicts, which it encodes as json.dumps
+            # would (compactly); NaN or infinity (only json.loads yields them) keep json.dumps' spelling.
+            safe = got is not _UNPARSED and (want is not _UNPARSED or not expected or not expected.strip())
+            details = result["details"]
+            result["details"] = (
+                encode(details).decode() if safe else json.dumps(details, ensure_ascii=False, default=str)
+            )
         results.append(result)
     schema = {"status": pl.Utf8, "score": pl.Float64, "passed": pl.Boolean, "details": pl.Utf8, "error": pl.Utf8}
     scored = pl.DataFrame(results, schema=schema)
