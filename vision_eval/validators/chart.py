@@ -206,10 +206,10 @@ def _assign(e: np.ndarray, a: np.ndarray, dist: np.ndarray, n_got: int, rounds: 
     return np.concatenate(hit_e), np.concatenate(hit_a)
 
 
-def _codes(want: pl.Series, got: pl.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Equal texts as equal integers across both series (null: -1)."""
-    codes = pl.concat([want, got]).cast(pl.Categorical).to_physical().cast(pl.Int64).fill_null(-1).to_numpy()
-    return codes[: len(want)], codes[len(want) :]
+def _codes(*texts: pl.Series) -> list[np.ndarray]:
+    """Equal texts as equal integers across all the series (null: -1), one array per series."""
+    codes = pl.concat(texts).cast(pl.Categorical).to_physical().cast(pl.Int64).fill_null(-1).to_numpy()
+    return np.split(codes, np.cumsum([len(t) for t in texts[:-1]]))
 
 
 def _pairs(k_want: np.ndarray, k_got: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -238,8 +238,7 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     ga = np.where(has, a, 0)
     value = want["value"].fill_null(np.nan).to_numpy()[e]
     value_a = np.where(has, got["value"].fill_null(np.nan).to_numpy()[ga] if got.height else np.nan, np.nan)
-    key_w, key_g = _codes(want["key"], got["key"])
-    year_w, year_g = _codes(want["year"], got["year"])
+    key_w, key_g, year_w, year_g = _codes(want["key"], got["key"], want["year"], got["year"])
     kind = kind_w[e]
     with np.errstate(invalid="ignore", divide="ignore"):
         diff = np.abs(value_a - value)
@@ -281,16 +280,17 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
         pl.lit(',"value":'),
         pl.when(value.is_finite()).then(value.cast(pl.Utf8)).otherwise(pl.lit("null")),
         pl.lit(',"matched":'),
-        pl.when(pl.Series(matched)).then(pl.lit("true")).otherwise(pl.lit("false")),
+        pl.when("_matched").then(pl.lit("true")).otherwise(pl.lit("false")),
         pl.lit(',"actual":'),
-        _json_text(pl.lit(actual_text)).fill_null("null"),
+        _json_text(pl.col("_actual")).fill_null("null"),
         pl.lit("}"),
     )
     # Per row, in expected order: lists cut by counts from the values sorted by row (stable).
     order = np.argsort(row_w, kind="stable")
     n = np.bincount(row_w, minlength=frame.height)[: frame.height]
     hits = np.bincount(row_w, weights=matched, minlength=frame.height)[: frame.height].astype(np.int64)
-    items = want.select(item.alias("v"))["v"][order] if want.height else pl.Series("v", [], pl.Utf8)
+    items = want.with_columns(pl.Series("_matched", matched), actual_text.alias("_actual")).select(item.alias("v"))
+    items = items["v"][order] if want.height else pl.Series("v", [], pl.Utf8)
     offsets = np.zeros(frame.height + 1, dtype=np.int64)
     np.cumsum(n, out=offsets[1:])
     lists = pl.Series("values", pa.LargeListArray.from_arrays(pa.array(offsets), items.to_arrow()))
