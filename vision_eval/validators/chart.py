@@ -73,6 +73,8 @@ def _values(texts: pl.Series) -> pl.LazyFrame:
         .explode("text")
         .drop_nulls("text")
         .with_row_index("_i")
+        # A bare number (list marker, year) is never money, nor any other kind: dropped before classifying.
+        .filter(~pl.col("text").str.contains(r"^\s*\d+(?:\.\d+)?\s*$"))
     )
     text = pl.col("text").str.strip_chars()
     # Which alternative of the combined pattern matched (in its order of priority).
@@ -92,8 +94,7 @@ def _values(texts: pl.Series) -> pl.LazyFrame:
         .alias("sub"),
     )
     text = pl.col("text")
-    # A bare number is never money; dropping those first spares the group extraction most list markers and years.
-    money = found.filter((pl.col("sub") == _MONEY) & ~text.str.contains(r"^\d+(?:\.\d+)?$"))
+    money = found.filter(pl.col("sub") == _MONEY)
     money = money.with_columns(text.str.extract_groups(_MONEY_PARTS).alias("g")).unnest("g")
     money = money.filter(
         pl.col("sym").is_not_null()
