@@ -194,9 +194,14 @@ def _assign(e: np.ndarray, a: np.ndarray, dist: np.ndarray, n_got: int, rounds: 
         if not len(e):
             break
         best = _first_at_min(e, dist)
-        # Per response value, the first of these pairs at its smallest distance (sorting beats ufunc.at).
-        by_a = best[np.lexsort((best, dist[best], a[best]))]
-        best = np.sort(by_a[np.concatenate([[True], a[by_a][1:] != a[by_a][:-1]])])
+        # Per response value, the first of these pairs at its smallest distance (sorting beats ufunc.at); only
+        # response values wanted by several expected values need it.
+        shared = np.bincount(a[best], minlength=len(used_a))[a[best]] > 1
+        if shared.any():
+            contested = best[shared]
+            by_a = contested[np.lexsort((contested, dist[contested], a[contested]))]
+            keep = by_a[np.concatenate([[True], a[by_a][1:] != a[by_a][:-1]])]
+            best = np.concatenate([best[~shared], keep])  # order no longer matters
         hit_e.append(e[best])
         hit_a.append(a[best])
         used_a[a[best]] = True
