@@ -74,17 +74,18 @@ def _values(texts: pl.Series) -> pl.LazyFrame:
         .drop_nulls("text")
         .with_row_index("_i")
         # A bare number (list marker, year) is never money, nor any other kind: dropped before classifying.
-        .filter(~pl.col("text").str.contains(r"^\s*\d+(?:\.\d+)?\s*$"))
+        .filter(~pl.col("text").str.contains(r"^\d+(?:\.\d+)?$"))
     )
-    text = pl.col("text").str.strip_chars()
-    # Which alternative of the combined pattern matched (in its order of priority).
+    # No pattern starts or ends with whitespace, so the matched texts need no trimming.
+    text = pl.col("text")
+    # Which alternative of the combined pattern matched (in its order of priority; only quarters start with q).
     found = found.select(
         "_row",
         "_i",
-        text.alias("text"),
+        "text",
         pl.when(text.str.contains(r"^\d{4}-\d{2}-\d{2}$"))
         .then(pl.lit(_ISO, pl.UInt8))
-        .when(text.str.contains(r"(?i)^q[1-4]"))
+        .when(text.str.starts_with("q") | text.str.starts_with("Q"))
         .then(pl.lit(_QUARTER, pl.UInt8))
         .when(text.str.contains(r"(?i)(?:%|percent|per cent|pct)$"))
         .then(pl.lit(_PERCENT, pl.UInt8))
