@@ -15,7 +15,28 @@ from vision_eval.validators.chart import ChartOptions, chart_frame
 from vision_eval.validators.json_check import JsonOptions, json_frame
 from vision_eval.validators.ocr import OcrOptions, ocr_frame
 
-ALPHABET = [*"abcXYZ  01é", ".", ",", "!", "?", "'", '"', "-", "“", "”", "…", "—", "\t", "\n", "\xa0", "\u2003"]
+ALPHABET = [
+    *"abcXYZ  01é",
+    ".",
+    ",",
+    "!",
+    "?",
+    "'",
+    '"',
+    "-",
+    "“",
+    "”",
+    "…",
+    "—",
+    "\t",
+    "\n",
+    "\xa0",
+    "\u2003",
+    "\x0b",
+    "\x85",
+    "\u2028",
+    "\u3000",
+]
 
 
 def _text(rng: random.Random, n: int = 14) -> str | None:

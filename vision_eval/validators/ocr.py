@@ -11,7 +11,10 @@ import pyarrow as pa
 
 # ASCII punctuation plus common typographic marks; a literal class is much faster than Unicode [^\w\s].
 _PUNCTUATION = r"[!-/:-@\[-`{-~“”‘’«»–—…•·]"
-_PUNCT_OR_SPACE = _PUNCTUATION[:-1] + r"\s]+"
+_RUN = _PUNCTUATION[:-1] + r"\s]"
+# A run of punctuation and whitespace, except a lone space (replacing it by a space would change nothing and
+# costs as much as a real replacement): one with punctuation or other whitespace in it, or several spaces.
+_PUNCT_OR_SPACE = rf"{_RUN}*[{_RUN}--[ ]]{_RUN}*| {{2,}}"
 
 
 @dataclass(frozen=True)
