@@ -16,6 +16,8 @@ from typing import Any
 import polars as pl
 
 _FENCE = r"```(?:json|JSON)?\s*([\s\S]*?)```"
+_UNPARSED: Any = object()
+"""Marks a text not decoded yet."""
 _TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
 
 
@@ -90,9 +92,14 @@ def schema_errors(value: Any, schema_text: str) -> list[str]:
 
 
 @lru_cache(maxsize=4096)
-def _parse_expected(text: str) -> tuple[Any, str]:
-    value = json.loads(text)
-    return value, json.dumps(infer_schema(value), sort_keys=True)
+def _expected_value(text: str) -> Any:
+    return json.loads(text)
+
+
+@lru_cache(maxsize=4096)
+def _inferred_schema(text: str) -> str:
+    """The schema inferred from an expected_output (computed only when a JSON Schema validation needs it)."""
+    return json.dumps(infer_schema(_expected_value(text)), sort_keys=True)
 
 
 def _leaves(value: Any) -> int:
@@ -168,24 +175,37 @@ class _Compare:
         return hits
 
 
-def check_one(raw: str | None, candidate: str | None, expected: str | None, opts: JsonOptions) -> dict[str, Any]:
-    """The result of one row (``status``, ``score``, ``details``, ``error``)."""
+def _only_top_missing(want: dict[str, Any], got: dict[str, Any], cmp: _Compare) -> bool:
+    """Every difference the comparison found that a schema checks is a top-level key absent from ``got``."""
+    absent = [key for key in want if key not in got]
+    return len(absent) == len(cmp.missing) and not any(k.endswith("]") for k in cmp.extra)
+
+
+def check_one(
+    raw: str | None,
+    candidate: str | None,
+    expected: str | None,
+    opts: JsonOptions,
+    decoded: Any = _UNPARSED,
+    expected_decoded: Any = _UNPARSED,
+) -> dict[str, Any]:
+    """The result of one row (``status``, ``score``, ``details``, ``error``); ``decoded`` and ``expected_decoded``:
+    ``candidate`` and ``expected`` already parsed (by a batch decoder), else they are parsed here."""
     want: Any = None
-    schema = opts.schema
-    if expected is not None and expected.strip():
+    has_expected = expected is not None and bool(expected.strip())
+    if has_expected:
         try:
-            want, inferred = _parse_expected(expected)
+            want = _expected_value(expected) if expected_decoded is _UNPARSED else expected_decoded
         except json.JSONDecodeError as exc:
             return {"status": "error", "error": f"expected_output is not valid JSON: {exc}"}
-        schema = schema or inferred
-    if schema is None:
+    elif opts.schema is None:
         return {"status": "error", "error": "no schema configured and no expected_output to infer one from"}
     base: dict[str, Any] = {"missing_keys": [], "extra_keys": [], "type_errors": [], "value_mismatches": []}
     if candidate is None or not candidate.strip():
         reason = "the response holds no JSON"
         return {"status": "processed", "score": 0.0, "details": {**base, "valid_json": False, "reason": reason}}
     try:
-        got = json.loads(candidate)
+        got = json.loads(candidate) if decoded is _UNPARSED else decoded
     except json.JSONDecodeError as exc:
         found = "{" in candidate or "[" in candidate
         reason = f"invalid JSON: {exc}" if found else "no JSON object or array found in the response"
@@ -199,7 +219,15 @@ def check_one(raw: str | None, candidate: str | None, expected: str | None, opts
     # expected key with the expected type (and no unchecked extra array items) the schema holds; the
     # JSON Schema validator (the slowest step) runs for configured schemas and when something is off.
     structural = cmp.missing or cmp.type_errors or any(k.endswith("]") for k in cmp.extra)
-    violations = schema_errors(got, schema) if opts.schema is not None or want is None or structural else []
+    if opts.schema is not None or want is None:
+        violations = schema_errors(got, opts.schema or _inferred_schema(expected or ""))
+    elif not structural:
+        violations = []
+    elif not cmp.type_errors and isinstance(want, dict) and isinstance(got, dict) and _only_top_missing(want, got, cmp):
+        # The same messages JSON Schema gives: only the inferred top-level ``required`` fails, in its order.
+        violations = [f"$: {key!r} is a required property" for key in want if key not in got]
+    else:
+        violations = schema_errors(got, opts.schema or _inferred_schema(expected or ""))
     if want is None:
         score = 1.0 if not violations else 0.0
     passed = None
@@ -222,21 +250,59 @@ def check_one(raw: str | None, candidate: str | None, expected: str | None, opts
     return out
 
 
+def _decode_all(candidates: list[str | None]) -> list[Any]:
+    """Each candidate decoded by msgspec's C decoder; ``_UNPARSED`` where it refuses (``json.loads`` then decides:
+    it also accepts NaN, Infinity and integers of any size)."""
+    import msgspec
+
+    decode = msgspec.json.Decoder().decode
+    out: list[Any] = []
+    for text in candidates:
+        try:
+            out.append(decode(text) if text else _UNPARSED)
+        except (msgspec.DecodeError, UnicodeEncodeError):
+            out.append(_UNPARSED)
+    return out
+
+
 def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
     """Score every row; ``passed`` is set to false (whatever the score) when the JSON breaks the schema."""
     prepared = frame.select(
         pl.col("output").cast(pl.Utf8).alias("raw"),
         extract_expr(pl.col("output").cast(pl.Utf8)).alias("candidate"),
-        (pl.col("expected_output").cast(pl.Utf8) if "expected_output" in frame.columns else pl.lit(None, pl.Utf8)),
+        (
+            pl.col("expected_output").cast(pl.Utf8)
+            if "expected_output" in frame.columns
+            else pl.lit(None, pl.Utf8).alias("expected_output")
+        ),
     )
+    # Equal rows are scored once.
+    distinct = prepared.unique(maintain_order=True)
+    import msgspec
+
+    decoded = _decode_all(distinct["candidate"].to_list())
+    wanted = _decode_all(distinct["expected_output"].to_list())
+    encode = msgspec.json.Encoder().encode
     results = []
-    for raw, candidate, expected in prepared.iter_rows():
+    for (raw, candidate, expected), got, want in zip(distinct.iter_rows(), decoded, wanted):
         try:
-            result = check_one(raw, candidate, expected, opts)
+            result = check_one(raw, candidate, expected, opts, got, want)
         except Exception as exc:  # e.g. an invalid configured schema: this row's error
             result = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
         if "details" in result:
-            result["details"] = json.dumps(result["details"], ensure_ascii=False, default=str)
+            # Values msgspec decoded are finite numbers, strings, lists and dicts, which it encodes as json.dumps
+            # would (compactly); NaN or infinity (only json.loads yields them) keep json.dumps' spelling.
+            safe = got is not _UNPARSED and (want is not _UNPARSED or not expected or not expected.strip())
+            details = result["details"]
+            result["details"] = (
+                encode(details).decode() if safe else json.dumps(details, ensure_ascii=False, default=str)
+            )
         results.append(result)
     schema = {"status": pl.Utf8, "score": pl.Float64, "passed": pl.Boolean, "details": pl.Utf8, "error": pl.Utf8}
-    return pl.DataFrame(results, schema=schema)
+    scored = pl.DataFrame(results, schema=schema)
+    if distinct.height == prepared.height:
+        return scored
+    keys = ["raw", "candidate", "expected_output"]
+    return prepared.join(
+        pl.concat([distinct, scored], how="horizontal"), on=keys, how="left", nulls_equal=True, maintain_order="left"
+    ).select(list(schema))

@@ -1,0 +1,244 @@
+"""Frozen copy of the implementation before the perf3 fast paths (equivalence tests only).
+
+JSON answers: extraction (vectorized), parsing, JSON Schema validation and value comparison.
+
+Parsing arbitrary JSON and validating it has no Polars column operation, so that part is one
+tight pass over the batch; schemas are compiled once per distinct schema and expected texts are
+parsed once per distinct text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import polars as pl
+
+_FENCE = r"```(?:json|JSON)?\s*([\s\S]*?)```"
+_TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+
+
+@dataclass(frozen=True)
+class JsonOptions:
+    """See ``JsonValidatorSettings`` for the meaning of each field."""
+
+    schema: str | None = None
+    """JSON text of the configured schema (``None``: inferred from expected_output)."""
+    compare_values: bool = True
+    number_tolerance: float = 0.0
+    case_sensitive: bool = False
+    require_valid_schema: bool = True
+    fields: list[dict[str, Any]] = field(default_factory=list)
+
+
+def extract_expr(text: pl.Expr) -> pl.Expr:
+    """The JSON candidate in a response: a fenced block, else from the first ``{``/``[`` to the last ``}``/``]``."""
+    fenced = text.str.extract(_FENCE, 1)
+    embedded = text.str.extract(r"([\{\[][\s\S]*[\}\]])", 1)
+    return pl.coalesce(fenced.str.strip_chars(), embedded, text.str.strip_chars())
+
+
+def type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def infer_schema(value: Any) -> dict[str, Any]:
+    """A JSON Schema requiring the keys and types of ``value`` (arrays: the union of their items' keys)."""
+    kind = type_name(value)
+    if kind == "object":
+        return {
+            "type": "object",
+            "required": list(value),
+            "properties": {k: infer_schema(v) for k, v in value.items()},
+        }
+    if kind == "array":
+        objects = [v for v in value if isinstance(v, dict)]
+        if objects and len(objects) == len(value):
+            merged: dict[str, Any] = {}
+            for item in objects:
+                for k, v in item.items():
+                    merged.setdefault(k, v)
+            items = infer_schema(merged)
+            # Required: the keys every expected item has (so the expected value satisfies its own schema).
+            items["required"] = [k for k in merged if all(k in item for item in objects)]
+            return {"type": "array", "items": items}
+        kinds = {type_name(v) for v in value}
+        return {"type": "array", "items": {"type": kinds.pop()}} if len(kinds) == 1 else {"type": "array"}
+    if kind == "null":
+        return {}
+    return {"type": kind}
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_text: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(schema_text)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def schema_errors(value: Any, schema_text: str) -> list[str]:
+    """Messages of every JSON Schema violation (path: message)."""
+    errors = sorted(_validator(schema_text).iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
+    return [f"{'.'.join(map(str, e.absolute_path)) or '$'}: {e.message}" for e in errors]
+
+
+@lru_cache(maxsize=4096)
+def _parse_expected(text: str) -> tuple[Any, str]:
+    value = json.loads(text)
+    return value, json.dumps(infer_schema(value), sort_keys=True)
+
+
+def _leaves(value: Any) -> int:
+    if isinstance(value, dict):
+        return sum(_leaves(v) for v in value.values()) or 1
+    if isinstance(value, list):
+        return sum(_leaves(v) for v in value) or 1
+    return 1
+
+
+class _Compare:
+    """Recursive comparison of an expected and an actual JSON value, collecting what differs."""
+
+    def __init__(self, opts: JsonOptions) -> None:
+        self.opts = opts
+        self.missing: list[str] = []
+        self.extra: list[str] = []
+        self.type_errors: list[dict[str, Any]] = []
+        self.mismatches: list[dict[str, Any]] = []
+        self.hits = 0
+        self.total = 0
+
+    def equal(self, want: Any, got: Any) -> bool:
+        if isinstance(want, bool) or isinstance(got, bool):
+            return want is got
+        if isinstance(want, int | float) and isinstance(got, int | float):
+            tol = self.opts.number_tolerance
+            return math.isclose(want, got, rel_tol=tol, abs_tol=0.0) if tol else float(want) == float(got)
+        if isinstance(want, str) and isinstance(got, str) and not self.opts.case_sensitive:
+            return " ".join(want.lower().split()) == " ".join(got.lower().split())
+        return want == got
+
+    def run(self, want: Any, got: Any, path: str) -> int:
+        """Compare; returns the number of matching leaves under ``path``."""
+        if isinstance(want, dict) and isinstance(got, dict):
+            hits = 0
+            for key, sub in want.items():
+                child = f"{path}.{key}" if path else key
+                if key not in got:
+                    self.missing.append(child)
+                    self.total += _leaves(sub)
+                else:
+                    hits += self.run(sub, got[key], child)
+            self.extra += [f"{path}.{k}" if path else k for k in got if k not in want]
+            return hits
+        if isinstance(want, list) and isinstance(got, list):
+            return self._list(want, got, path)
+        if type_name(want) != type_name(got) and want is not None:
+            self.type_errors.append({"path": path or "$", "expected": type_name(want), "actual": type_name(got)})
+            self.total += _leaves(want)
+            return 0
+        self.total += 1
+        if not self.opts.compare_values or self.equal(want, got):
+            self.hits += 1
+            return 1
+        self.mismatches.append({"path": path or "$", "expected": want, "actual": got})
+        return 0
+
+    def _list(self, want: list[Any], got: list[Any], path: str) -> int:
+        # Items are matched by best overlap, not position: an invoice's line items may come in any order.
+        unused = list(range(len(got)))
+        hits = 0
+        for i, item in enumerate(want):
+            child = f"{path}[{i}]"
+            if not unused:
+                self.missing.append(child)
+                self.total += _leaves(item)
+                continue
+            best = max(unused, key=lambda j: _Compare(self.opts).run(item, got[j], ""))
+            unused.remove(best)
+            hits += self.run(item, got[best], child)
+        self.extra += [f"{path}[{j}]" for j in unused]
+        return hits
+
+
+def check_one(raw: str | None, candidate: str | None, expected: str | None, opts: JsonOptions) -> dict[str, Any]:
+    """The result of one row (``status``, ``score``, ``details``, ``error``)."""
+    want: Any = None
+    schema = opts.schema
+    if expected is not None and expected.strip():
+        try:
+            want, inferred = _parse_expected(expected)
+        except json.JSONDecodeError as exc:
+            return {"status": "error", "error": f"expected_output is not valid JSON: {exc}"}
+        schema = schema or inferred
+    if schema is None:
+        return {"status": "error", "error": "no schema configured and no expected_output to infer one from"}
+    base: dict[str, Any] = {"missing_keys": [], "extra_keys": [], "type_errors": [], "value_mismatches": []}
+    if candidate is None or not candidate.strip():
+        reason = "the response holds no JSON"
+        return {"status": "processed", "score": 0.0, "details": {**base, "valid_json": False, "reason": reason}}
+    try:
+        got = json.loads(candidate)
+    except json.JSONDecodeError as exc:
+        found = "{" in candidate or "[" in candidate
+        reason = f"invalid JSON: {exc}" if found else "no JSON object or array found in the response"
+        details = {**base, "valid_json": False, "reason": reason, "raw": (raw or "")[:500]}
+        return {"status": "processed", "score": 0.0, "details": details}
+    cmp = _Compare(opts)
+    if want is not None:
+        cmp.run(want, got, "")
+        score = cmp.hits / cmp.total if cmp.total else 1.0
+    # An inferred schema only requires the expected keys and types, so when the comparison found every
+    # expected key with the expected type (and no unchecked extra array items) the schema holds; the
+    # JSON Schema validator (the slowest step) runs for configured schemas and when something is off.
+    structural = cmp.missing or cmp.type_errors or any(k.endswith("]") for k in cmp.extra)
+    violations = schema_errors(got, schema) if opts.schema is not None or want is None or structural else []
+    if want is None:
+        score = 1.0 if not violations else 0.0
+    passed = None
+    if violations and opts.require_valid_schema:
+        passed = False
+    details = {
+        "valid_json": True,
+        "schema_valid": not violations,
+        "schema_errors": violations[:20],
+        "missing_keys": cmp.missing,
+        "extra_keys": cmp.extra,
+        "type_errors": cmp.type_errors,
+        "value_mismatches": cmp.mismatches,
+        "fields_matched": cmp.hits,
+        "fields_expected": cmp.total,
+    }
+    out: dict[str, Any] = {"status": "processed", "score": score, "details": details}
+    if passed is not None:
+        out["passed"] = passed
+    return out
+
+
+def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
+    """Score every row; ``passed`` is set to false (whatever the score) when the JSON breaks the schema."""
+    prepared = frame.select(
+        pl.col("output").cast(pl.Utf8).alias("raw"),
+        extract_expr(pl.col("output").cast(pl.Utf8)).alias("candidate"),
+        (pl.col("expected_output").cast(pl.Utf8) if "expected_output" in frame.columns else pl.lit(None, pl.Utf8)),
+    )
+    results = []
+    for raw, candidate, expected in prepared.iter_rows():
+        try:
+            result = check_one(raw, candidate, expected, opts)
+        except Exception as exc:  # e.g. an invalid configured schema: this row's error
+            result = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+        if "details" in result:
+            result["details"] = json.dumps(result["details"], ensure_ascii=False, default=str)
+        results.append(result)
+    schema = {"status": pl.Utf8, "score": pl.Float64, "passed": pl.Boolean, "details": pl.Utf8, "error": pl.Utf8}
+    return pl.DataFrame(results, schema=schema)

@@ -1,0 +1,223 @@
+"""The fast paths of the code validators give the same results as the straightforward implementations they
+replaced (frozen in ``tests/reference``), on generated and awkward inputs."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import polars as pl
+import pytest
+
+from tests.reference import chart_reference, json_reference, ocr_reference
+from vision_eval.validators.chart import ChartOptions, chart_frame
+from vision_eval.validators.json_check import JsonOptions, json_frame
+from vision_eval.validators.ocr import OcrOptions, ocr_frame
+
+ALPHABET = [
+    *"abcXYZ  01é",
+    ".",
+    ",",
+    "!",
+    "?",
+    "'",
+    '"',
+    "-",
+    "“",
+    "”",
+    "…",
+    "—",
+    "\t",
+    "\n",
+    "\xa0",
+    "\u2003",
+    "\x0b",
+    "\x85",
+    "\u2028",
+    "\u3000",
+]
+
+
+def _text(rng: random.Random, n: int = 14) -> str | None:
+    if rng.random() < 0.05:
+        return None
+    return "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, n)))
+
+
+def _same(new: pl.DataFrame, old: pl.DataFrame) -> None:
+    assert new.columns == old.columns
+    assert {"status", "score", "details", "error"} <= set(new.columns)
+    assert new["status"].to_list() == old["status"].to_list()
+    assert new["error"].to_list() == old["error"].to_list()
+    for a, b in zip(new["score"].to_list(), old["score"].to_list()):
+        assert (a is None and b is None) or a == pytest.approx(b, abs=1e-12)
+    for a, b in zip(new["details"].to_list(), old["details"].to_list()):
+        assert (json.loads(a) if a is not None else None) == (json.loads(b) if b is not None else None)
+
+
+def _keywords(rng: random.Random) -> list[str | None] | None:
+    if rng.random() < 0.1:
+        return None
+    pool = ["abc", "ABC", "x y", "", "  ", "!!!", "é", "z", None, "a-b", "c.", "xyz0"]
+    return [rng.choice(pool) for _ in range(rng.randint(0, 4))]
+
+
+OCR_OPTIONS = [
+    OcrOptions(),
+    OcrOptions(case_sensitive=True),
+    OcrOptions(strip_punctuation=False),
+    OcrOptions(normalize_whitespace=False),
+    OcrOptions(case_sensitive=True, strip_punctuation=False, normalize_whitespace=False),
+    OcrOptions(scorer="token_set_ratio", similarity_weight=0.0, keyword_weight=0.0),
+    OcrOptions(scorer="token_sort_ratio", similarity_weight=2.0, keyword_weight=1.0, keywords=("abc", " ", "é!")),
+]
+
+
+@pytest.mark.parametrize("opts", OCR_OPTIONS)
+def test_ocr_matches_reference_on_awkward_text(opts: OcrOptions) -> None:
+    rng = random.Random(7)
+    rows: dict[str, list[Any]] = {"output": [], "expected_output": [], "keywords": []}
+    for _ in range(400):
+        out = _text(rng)
+        rows["output"].append(out)
+        rows["expected_output"].append(out if rng.random() < 0.2 else _text(rng))
+        rows["keywords"].append(_keywords(rng))
+    frame = pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8, "keywords": pl.List(pl.Utf8)})
+    _same(ocr_frame(frame, opts), ocr_reference.ocr_frame(frame, opts))
+    text_keywords = frame.with_columns(pl.col("keywords").list.join(","))
+    _same(ocr_frame(text_keywords, opts), ocr_reference.ocr_frame(text_keywords, opts))
+    no_keywords = frame.drop("keywords")
+    _same(ocr_frame(no_keywords, opts), ocr_reference.ocr_frame(no_keywords, opts))
+
+
+def test_ocr_matches_reference_on_empty_and_single_row_frames() -> None:
+    schema = {"output": pl.Utf8, "expected_output": pl.Utf8, "keywords": pl.List(pl.Utf8)}
+    for rows in ([], [("", "", [])], [(None, None, None)], [("A b", "a  B!", ["b", "q"])]):
+        frame = pl.DataFrame(rows, schema=schema, orient="row")
+        _same(ocr_frame(frame, OcrOptions()), ocr_reference.ocr_frame(frame, OcrOptions()))
+
+
+CHART_PIECES = [
+    "$2.4M", "2.4 million", "€300K", "1,250", "USD 5", "usd5", "58%", "58 percent", "-3.5 pct", "+2 per cent",
+    "Q4 2025", "Q1'25", "q2 fy24", "Q3", "2025-03-01", "March 5th, 2025", "Jan 2024", "sept. 2025", "1.", "2025",
+    "0", "$0", "$0.0M", "7", "£1,000,000.50", "3 dollars", "12 eur", "5 bn", "4mm", "2.6 M", "$2.5 billion euros",
+    "revenue", "up", "¥12", "1,2345", "$1.2M.", "Q5 2025", "2.4m", "300k", "$2,400,000",
+]  # fmt: skip
+
+
+def _chart_text(rng: random.Random) -> str | None:
+    if rng.random() < 0.04:
+        return None
+    seps = ["; ", ", ", "\n", " and ", " ", ": "]
+    return "".join(rng.choice(CHART_PIECES) + rng.choice(seps) for _ in range(rng.randint(0, 6)))
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [ChartOptions(), ChartOptions(0.0, 0.0, 0.0), ChartOptions(0.5, 1.0, 1e6)],
+)
+def test_chart_matches_reference_on_generated_text(opts: ChartOptions) -> None:
+    rng = random.Random(11)
+    rows = {"output": [], "expected_output": []}
+    for _ in range(600):
+        expected = _chart_text(rng)
+        rows["expected_output"].append(expected)
+        rows["output"].append(expected if rng.random() < 0.15 else _chart_text(rng))
+    frame = pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8})
+    _same(chart_frame(frame, opts), chart_reference.chart_frame(frame, opts))
+    assert chart_frame(frame.head(0), opts).height == 0
+
+
+def _json_value(rng: random.Random, depth: int = 0) -> Any:
+    kind = rng.choice(["obj", "obj", "list", "num", "str", "bool", "null"] if depth < 3 else ["num", "str", "bool"])
+    if kind == "obj":
+        keys = rng.sample(["a", "b", "total", "name", "items", "x.y", "ü"], rng.randint(0, 4))
+        return {k: _json_value(rng, depth + 1) for k in keys}
+    if kind == "list":
+        if rng.random() < 0.5:
+            return [{"d": rng.choice(["w", "W "]), "q": rng.randint(0, 3)} for _ in range(rng.randint(0, 3))]
+        return [_json_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    if kind == "num":
+        return rng.choice([0, 1, 2.5, -3, 10**20, 960, 960.0, 1e-3])
+    if kind == "str":
+        return rng.choice(["Acme", "acme ", "ACME  Corp", "", "2024-01-05", 'q"uote', "é\\n"])
+    return None if kind == "null" else rng.random() < 0.5
+
+
+def _mutate(rng: random.Random, value: Any) -> Any:
+    if isinstance(value, dict):
+        out = {k: _mutate(rng, v) for k, v in value.items() if rng.random() > 0.15}
+        if rng.random() < 0.2:
+            out["extra"] = 1
+        return out
+    if isinstance(value, list):
+        out = [_mutate(rng, v) for v in value if rng.random() > 0.15]
+        return [*out, {"d": "w"}] if rng.random() < 0.15 else out[::-1]
+    roll = rng.random()
+    if roll < 0.1:
+        return "text"
+    if roll < 0.2 and isinstance(value, int | float) and not isinstance(value, bool):
+        return value * 1.005
+    return value
+
+
+def _json_response(rng: random.Random, value: Any) -> str | None:
+    text = json.dumps(value, indent=rng.choice([None, 2]), ensure_ascii=rng.random() < 0.5)
+    roll = rng.random()
+    if roll < 0.05:
+        return None
+    if roll < 0.1:
+        return text[: len(text) // 2]  # truncated
+    if roll < 0.13:
+        return rng.choice(['{"a": NaN}', '{"a": 1e400}', '{"a": "\\ud800"}', "[1, 2,]", "no json at all", "  "])
+    if roll < 0.35:
+        return f"Here you go:\n```json\n{text}\n```\nDone."
+    if roll < 0.5:
+        return f"The answer is {text} as requested."
+    return text
+
+
+JSON_OPTIONS = [
+    JsonOptions(),
+    JsonOptions(compare_values=False),
+    JsonOptions(number_tolerance=0.01, case_sensitive=True),
+    JsonOptions(require_valid_schema=False),
+    JsonOptions(schema=json.dumps({"type": "object", "required": ["a"], "properties": {"a": {"type": "number"}}})),
+]
+
+
+@pytest.mark.parametrize("opts", JSON_OPTIONS)
+def test_json_matches_reference_on_generated_documents(opts: JsonOptions) -> None:
+    rng = random.Random(5)
+    rows: dict[str, list[Any]] = {"output": [], "expected_output": []}
+    for _ in range(500):
+        want = _json_value(rng)
+        expected = json.dumps(want) if rng.random() > 0.05 else rng.choice([None, "", "{not json"])
+        got = want if rng.random() < 0.2 else _mutate(rng, want)
+        rows["output"].append(_json_response(rng, got))
+        rows["expected_output"].append(expected)
+    frame = pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8})
+    frame = pl.concat([frame, frame.head(50)])  # repeated rows are scored once and copied
+    new, old = json_frame(frame, opts), json_reference.json_frame(frame, opts)
+    _same(new, old)
+    assert new["passed"].to_list() == old["passed"].to_list()
+    assert json_frame(frame.head(0), opts).height == 0
+    if opts.schema is not None:  # validation against the configured schema alone
+        alone = frame.drop("expected_output")
+        _same(json_frame(alone, opts), json_reference.json_frame(alone, opts))
+
+
+def test_json_required_messages_match_jsonschema() -> None:
+    expected = json.dumps({"invoice": "A-1", "it's": 1, "total": 5, "lines": [{"q": 1}]})
+    frame = pl.DataFrame(
+        {"output": ['{"lines": [{"q": 2}]}', '{"total": 5, "extra": true}'], "expected_output": [expected] * 2}
+    )
+    new = [json.loads(d) for d in json_frame(frame, JsonOptions())["details"]]
+    old = [json.loads(d) for d in json_reference.json_frame(frame, JsonOptions())["details"]]
+    assert new == old
+    assert new[0]["schema_errors"] == [
+        "$: 'invoice' is a required property",
+        '$: "it\'s" is a required property',
+        "$: 'total' is a required property",
+    ]
