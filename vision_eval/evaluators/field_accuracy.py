@@ -1,14 +1,13 @@
 """``field_accuracy``: structured extraction (invoices, forms, receipts) scored field by field.
 
 Semantics live in :mod:`vision_eval.structured.matching` (the row-wise reference); this evaluator extracts values
-with :mod:`vision_eval.structured.rawpath` (msgspec), compares them with :mod:`vision_eval.structured.fastpath`
+with :mod:`vision_eval.structured.duckpath` (DuckDB), compares them with :mod:`vision_eval.structured.fastpath`
 (Polars) and writes one ``fields`` row per sample × field.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar, Literal
 
 import polars as pl
@@ -17,7 +16,7 @@ from pydantic import Field
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
-from vision_eval.structured import fastpath, rawpath
+from vision_eval.structured import duckpath, fastpath
 from vision_eval.structured.matching import NOT_JSON, FieldSpec
 
 RAW_LIMIT = 2000
@@ -62,11 +61,8 @@ class FieldAccuracy(Evaluator):
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s: FieldAccuracySettings = self.settings  # type: ignore[assignment]
         specs = s.fields
-        # Two threads: one side's Polars work (GIL released) overlaps the other side's msgspec decoding.
-        with ThreadPoolExecutor(1) as pool:
-            expected = pool.submit(rawpath.extract_side, batch, "expected_output", specs)
-            got_ok, got = rawpath.extract_side(batch, "output", specs)
-            want_ok, want = expected.result()
+        sides = duckpath.extract_sides(batch, ("output", "expected_output"), specs)
+        (got_ok, got), (want_ok, want) = sides["output"], sides["expected_output"]
         per_field = [fastpath.compare(spec, g, w) for spec, g, w in zip(specs, got, want)]
         ids = batch["id"]
         frame = pl.DataFrame(

@@ -1,6 +1,6 @@
 """``field_accuracy`` vectorized: the semantics of :mod:`matching`, as Polars column operations over a batch.
 
-Values are extracted by :mod:`rawpath` (msgspec) into :class:`Side` columns (kind, text); this module compares
+Values are extracted by :mod:`duckpath` (DuckDB) into :class:`Side` columns (kind, text, json); this module compares
 them. Composite values (objects, arrays) are compared in Python with the reference rules, dates are parsed once per
 distinct string with the reference parser, fuzzy similarity once per distinct pair with rapidfuzz.
 """
@@ -15,8 +15,11 @@ import polars as pl
 
 from vision_eval.structured import matching as m
 
-# Numbers whose text is what Python's json.dumps prints for them (≤ 15 significant digits, no exponent).
-CANONICAL_NUMBER = r"^(?:-?[1-9][0-9]{0,8}|0|-?(?:0|[1-9][0-9]{0,8})\.(?:[0-9]{0,5}[1-9]|0))$"
+# Numbers whose text is what Python's json.dumps prints for them (≤ 15 significant digits, no exponent; Python
+# switches to an exponent below 1e-4).
+CANONICAL_NUMBER = (
+    r"^(?:-?[1-9][0-9]{0,8}|0|-?[1-9][0-9]{0,8}\.(?:[0-9]{0,5}[1-9]|0)|-?0\.(?:0{0,3}[1-9](?:[0-9]{0,4}[1-9])?|0))$"
+)
 
 
 def doc_text(column: str) -> pl.Expr:
@@ -31,10 +34,11 @@ def doc_text(column: str) -> pl.Expr:
 
 @dataclass
 class Side:
-    """Extracted values of one field on one side: kind and text columns (text: decoded string or JSON)."""
+    """Extracted values of one field on one side: kind, text (decoded string or JSON) and JSON text columns."""
 
     kind: pl.Series
     text: pl.Series
+    json: pl.Series
 
 
 def python_value(value: Any) -> tuple[str, str | None]:
@@ -52,12 +56,6 @@ def python_value(value: Any) -> tuple[str, str | None]:
 
 def _replace_surrogates(text: str) -> str:
     return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
-
-
-def json_text(kind: pl.Expr, text: pl.Expr) -> pl.Expr:
-    """JSON text of an extracted value (strings quoted and escaped)."""
-    quoted = pl.struct(text.alias("v")).struct.json_encode().str.slice(5).str.head(-1)
-    return pl.when(kind == "string").then(quoted).when(kind == "null").then(pl.lit("null")).otherwise(text)
 
 
 def number_expr(kind: pl.Expr, text: pl.Expr) -> pl.Expr:
@@ -130,9 +128,10 @@ def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
 
 def compare(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
     """Columns ``score, hit, reason, expected, actual`` for one field over the batch."""
-    f = pl.DataFrame({"gk": got.kind, "gt": got.text, "wk": want.kind, "wt": want.text})
+    f = pl.DataFrame(
+        {"gk": got.kind, "gt": got.text, "gj": got.json, "wk": want.kind, "wt": want.text, "wj": want.json}
+    )
     gk, gt, wk, wt = pl.col("gk"), pl.col("gt"), pl.col("wk"), pl.col("wt")
-    f = f.with_columns(json_text(gk, gt).alias("gj"), json_text(wk, wt).alias("wj"))
     gj, wj = pl.col("gj"), pl.col("wj")
     composite = gk.is_in(["object", "array"]) | wk.is_in(["object", "array"])
     miss = pl.lit(False)

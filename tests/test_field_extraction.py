@@ -1,4 +1,4 @@
-"""field_accuracy's msgspec extraction (``rawpath``) against the row-wise reference, many fields at once."""
+"""field_accuracy's DuckDB extraction (``duckpath``) against the row-wise reference, many fields at once."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 import vision_eval
+from vision_eval.structured import duckpath
 from vision_eval.structured import matching as m
-from vision_eval.structured import rawpath
 
 DOCS = [
     '{"a": "x", "n": 1, "b": {"c": "deep", "d": [1, 2]}, "items": [{"v": 1, "w": "p"}, {"v": "2"}], "tags": ["t0"]}',
@@ -45,6 +45,20 @@ DOCS = [
     '{"a": "x\\u0000y", "n": true}',
     '{"a": "see ```code``` here", "n": 1}',
     '{"a": "before"} ```json\n{"a": "inside"}\n```',
+    '{"a": "x", "n": 1,}',
+    '{"a": "x", "n": [1, 2,]}',
+    '{"a": "x", "n": nan}',
+    '{"a": "x", "n": -inf}',
+    '{"a": "x", "n": -Infinity}',
+    '{"\\u0061": "escaped first", "a": "literal last"}',
+    '{"a": "literal first", "\\u0061": "escaped last"}',
+    '{"b": {"c": "one", "c": "two"}, "a": "b"}',
+    '{"a": "a", "n": 0.000001, "b": {"c": 1e-7, "d": [0.0001, 1e16]}}',
+    '{"a": "\\u00e9\\u2028\\/", "n": 1E+2, "b": {"c": -0, "d": [-0.0, 123456789012345678901]}}',
+    '{"items": {"0": {"v": "object key 0"}}, "tags": {"1": "2025-02-03", "0": "t"}}',
+    '{"a": {"nested": {"deep": [1, {"k": null}]}}, "b": {"d": {"1": "key"}}}',
+    '{"a~b": 1, "a/b": 2, "weird key": "quoted \\" key", "a-b": {"c.d": 3}}',
+    '{"b": {"c": "present", "x": {"c": "elsewhere"}}, "note": "b"}',
 ]
 
 FIELDS: list[dict[str, Any]] = [
@@ -107,7 +121,7 @@ def test_tokens_give_reference_values(text: str) -> None:
     """Per document and path: kind and text from msgspec tokens equal the reference's resolved value."""
     paths = [m.parse_path(f["path"]) for f in FIELDS]
     batch = pl.DataFrame({"output": [text]})
-    ok, sides = rawpath.extract_side(batch, "output", [m.FieldSpec(**f) for f in FIELDS])
+    ok, sides = duckpath.extract_sides(batch, ("output",), [m.FieldSpec(**f) for f in FIELDS])["output"]
     good, value = m.extract_json(text)
     assert ok.to_list() == [good]
     if "surrogate" in text:
@@ -123,11 +137,30 @@ def test_tokens_give_reference_values(text: str) -> None:
             assert shown == m.to_json(expected)
 
 
-def test_decode_all_keeps_order_after_failures() -> None:
-    p = rawpath.plan((("a",),))
-    docs, failed = rawpath.decode_all(['{"a": 1}', None, "bad", '{"a": 2}', '{"a": NaN}', '{"a": 3}'], p)
-    assert failed == [1, 2, 4]
-    assert [bytes(d.k0) for d in docs] == [b"1", b"", b"", b"2", b"", b"3"]
+def test_plain_documents_never_reach_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain, fenced and prose-wrapped objects are read by DuckDB; only what it may misread goes row by row."""
+    calls: list[str] = []
+    original = m.extract_json
+
+    def counting(text: str | None) -> tuple[bool, Any]:
+        calls.append(text or "")
+        return original(text)
+
+    monkeypatch.setattr(m, "extract_json", counting)
+    plain = [
+        '{"a": "x", "n": 1, "b": {"c": "deep"}}',
+        '```json\n{"a": "y", "n": 2.5}\n```',
+        'Here: {"a": "z", "tags": ["t", null]} done',
+        '{"a": "é\\n", "n": -0, "b": {"c": {"x": 1}}}',
+    ]
+    odd = ['{"a": 1, "a": 2}', '{"a": 1,}', "not json", '{"a": "\\ud800"}', '{"\\u0061": 1}']
+    specs = [m.FieldSpec(**f) for f in FIELDS[:6]]
+    duckpath.extract_sides(pl.DataFrame({"output": plain + odd}), ("output",), specs)
+    assert calls == odd
+
+
+def test_pointer_escapes() -> None:
+    assert duckpath.pointer(("a~b", 0, "c/d", "x y")) == "/a~0b/0/c~1d/x y"
 
 
 NUMBER_TEXTS = ["12", " 12 ", "1e5", "+3", ".5", "-0.25", "USD 1,500", "1 500 EUR", "(20)", "--5", "$1,500.00", "abc"]

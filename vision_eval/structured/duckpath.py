@@ -1,0 +1,217 @@
+"""``field_accuracy`` extraction: DuckDB's JSON functions pull every configured path out of a whole column at once.
+
+Each side's candidate JSON object text (fence stripped, first ``{`` to last ``}``, see :func:`fastpath.doc_text`) is
+handed to DuckDB, which parses it in C++ on every core and returns per path the JSON token text (``"x"``, ``1.5``,
+``null``; SQL NULL when the path does not resolve). Paths are JSON pointers, which resolve an index step as an array
+index or as an object key, exactly as :func:`matching.resolve` does.
+
+DuckDB's parser differs from ``json.loads`` (the reference) in a few places, so a row is decided by DuckDB only when
+none can apply; every other row is resolved by :mod:`matching`, row by row:
+
+- it accepts trailing commas and ``nan``/``inf`` in any case; it rejects lone surrogates (``"\\ud800"``);
+- it takes the first of duplicate keys where ``json.loads`` takes the last. A row is trusted only when the quoted
+  path keys occur in its text exactly as often as the path nodes DuckDB found (so no key on a path repeats), and no
+  key is written with escapes.
+
+Tokens become (kind, text, json) columns; only strings with escapes, numbers Python would print differently and
+objects/arrays are re-read with ``json.loads``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import polars as pl
+
+from vision_eval.structured import matching as m
+from vision_eval.structured.fastpath import CANONICAL_NUMBER, Side, doc_text, python_value
+
+FENCE = "```"
+"""A fence: the reference reads its content, not the text around it."""
+TRAILING_COMMA = r",\s*[\]}]"
+ESCAPED_KEY = r'\\.(?:[^"\\]|\\.)*"\s*:'
+"""A key written with an escape (``"\\u0061"`` is ``"a"``): repeated keys could hide behind it."""
+NAN_INF = r"[:\[,]\s*[-+]?(?i:nan|inf)"
+"""``nan``, ``inf``, ``Infinity`` spelt any way (DuckDB reads them all; ``json.loads`` only three spellings)."""
+
+KIND_BY_FIRST = {'"': "string", "t": "bool", "f": "bool", "n": "null", "{": "object", "[": "array"}
+_REGEX_META = set("\\.+*?()|[]{}^$#&-~")
+
+Paths = tuple[tuple[str | int, ...], ...]
+
+
+def pointer(steps: tuple[str | int, ...]) -> str:
+    """The JSON pointer of parsed path steps (``~`` and ``/`` escaped)."""
+    return "".join("/" + str(step).replace("~", "~0").replace("/", "~1") for step in steps)
+
+
+def _literal(text: str) -> str:
+    return "".join("\\" + c if c in _REGEX_META else c for c in text)
+
+
+def _sql_list(items: list[str]) -> str:
+    return "[" + ", ".join("'" + item.replace("'", "''") + "'" for item in items) + "]"
+
+
+def _nodes(paths: Paths) -> list[list[int]]:
+    """For every object-key node on the paths (a prefix ending in a key): the paths below it."""
+    out: dict[tuple[str | int, ...], list[int]] = {}
+    for i, steps in enumerate(paths):
+        for n in range(1, len(steps) + 1):
+            if isinstance(steps[n - 1], str):
+                out.setdefault(steps[:n], []).append(i)
+    return list(out.values())
+
+
+def _duckdb_tokens(texts: pl.DataFrame, paths: Paths) -> pl.DataFrame:
+    """Per text column ``c``: ``c_ok`` (DuckDB parsed it) and ``c_t{i}``, the token of path ``i``."""
+    import duckdb
+
+    ptrs = _sql_list([pointer(p) for p in paths])
+    inner = ", ".join(f"try(json_extract({c}, {ptrs})) AS {c}_e" for c in texts.columns)
+    outer = [f"{c}_e IS NOT NULL AS {c}_ok" for c in texts.columns]
+    outer += [f"{c}_e[{i + 1}] AS {c}_t{i}" for c in texts.columns for i in range(len(paths))]
+    with duckdb.connect() as con:
+        con.register("texts", texts)
+        return con.sql(f"SELECT {', '.join(outer)} FROM (SELECT {inner} FROM texts)").pl()
+
+
+def _decide(texts: pl.DataFrame, paths: Paths) -> pl.DataFrame:
+    """``{c}_ok`` and ``{c}_t{i}`` per candidate column ``c``: ok where DuckDB's tokens are the reference's values
+    (the text is a JSON object DuckDB reads as ``json.loads`` does and no key on a path repeats)."""
+    names = texts.columns
+    keys = sorted({str(step) for steps in paths for step in steps})
+    quoted_keys = "|".join('"' + _literal(k) + '"' for k in keys)
+    checks = texts.select(
+        *(pl.col(n).str.count_matches(quoted_keys).alias(f"{n}_keys") for n in names),
+        *(
+            (
+                pl.col(n).str.starts_with("{")
+                & ~pl.col(n).str.contains(FENCE, literal=True)
+                & ~pl.col(n).str.contains(TRAILING_COMMA)
+                & ~pl.col(n).str.contains(ESCAPED_KEY)
+            )
+            .fill_null(False)
+            .alias(f"{n}_plain")
+            for n in names
+        ),
+        *(pl.col(n).str.contains("(?i)nan|inf").fill_null(False).alias(f"{n}_nan") for n in names),
+    )
+    trusted = {}
+    for n in names:
+        plain = checks[f"{n}_plain"]
+        maybe = (plain & checks[f"{n}_nan"]).arg_true()  # the literal test is cheap, the exact one runs on few rows
+        if maybe.len():
+            odd = texts[n].gather(maybe).str.contains(NAN_INF)
+            plain = plain.scatter(maybe, ~odd)
+        trusted[n] = plain
+    tokens = _duckdb_tokens(texts.select(pl.when(trusted[n]).then(pl.col(n)).alias(n) for n in names), paths)
+    nodes = _nodes(paths)
+    oks = []
+    for n in names:
+        present = [pl.any_horizontal([pl.col(f"{n}_t{i}").is_not_null() for i in below]) for below in nodes]
+        known = pl.sum_horizontal([p.cast(pl.UInt32) for p in present]) if present else pl.lit(0, pl.UInt32)
+        # Each path node found holds one quoted key; a further occurrence may be a repeated key (or just a value).
+        oks.append((pl.col(f"{n}_ok") & (pl.col(f"{n}_keys") == known)).alias(f"{n}_ok"))
+    return tokens.hstack(checks.select(f"{n}_keys" for n in names)).select(
+        *oks, *(pl.col(f"{n}_t{i}") for n in names for i in range(len(paths)))
+    )
+
+
+def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.FieldSpec]) -> dict[str, Any]:
+    """Per column ``(ok, sides)``: whether each row holds JSON (a JSON object for ``expected_output``) and per field
+    its values (:class:`Side`)."""
+    paths = tuple(m.parse_path(spec.path) for spec in specs)
+    names = [f"c{j}" for j in range(len(columns))]
+    raw = batch.select(pl.col(col).cast(pl.Utf8).alias(n) for col, n in zip(columns, names))
+    decided = _decide(raw, paths)
+    out: dict[str, tuple[pl.Series, list[Side]]] = {}
+    for col, n in zip(columns, names):
+        ok = decided[f"{n}_ok"]
+        tokens = decided.select(pl.col(f"{n}_t{i}").alias(f"t{i}") for i in range(len(paths)))
+        again = (~ok).arg_true()
+        if again.len():  # fenced, wrapped in prose, not JSON, ...: doc_text's candidate gets a second reading
+            second = _decide(raw.select(pl.col(n).gather(again)).select(doc_text(n)), paths)
+            ok = ok.scatter(again, second[f"{n}_ok"])
+            tokens = tokens.with_columns(
+                tokens.to_series(i).scatter(again, second[f"{n}_t{i}"]) for i in range(len(paths))
+            )
+        # Tokens of rows DuckDB may misread are dropped before they are read (json.loads would refuse "-inf").
+        sides = _sides(tokens.select(pl.when(ok).then(pl.all()).name.keep()))
+        rows = (~ok).arg_true()
+        if rows.len():
+            ok, sides = _resolve_rows(batch[col], col, rows, paths, ok, sides)
+        out[col] = (ok.alias("ok"), sides)
+    return out
+
+
+def _sides(tokens: pl.DataFrame) -> list[Side]:
+    """Kind, text and JSON text columns from DuckDB tokens (one column per path); tokens only ``json.loads`` reads
+    exactly (strings with escapes, numbers Python prints differently, objects and arrays) are re-read."""
+    exprs = []
+    for c in tokens.columns:
+        t = pl.col(c)
+        kind = (
+            pl.when(t.is_null())
+            .then(pl.lit("missing"))
+            .otherwise(t.str.head(1).replace_strict(KIND_BY_FIRST, default="number", return_dtype=pl.Utf8))
+        )
+        quoted = t.str.starts_with('"')
+        redo = (quoted & t.str.contains("\\", literal=True)) | t.str.starts_with("{") | t.str.starts_with("[")
+        number = ~quoted & ~t.str.starts_with("n") & ~t.str.starts_with("t") & ~t.str.starts_with("f")
+        redo = redo | (number & ~t.str.contains(CANONICAL_NUMBER))
+        text = pl.when(quoted).then(t.str.slice(1).str.head(-1)).when(t != "null").then(t)
+        exprs += [kind.alias(f"{c}_k"), text.alias(f"{c}_x"), redo.fill_null(False).alias(f"{c}_r")]
+    frame = tokens.hstack(tokens.select(exprs))
+    sides = []
+    for c in tokens.columns:
+        side = Side(frame[f"{c}_k"], frame[f"{c}_x"], frame[c])
+        rows = frame[f"{c}_r"].arg_true()
+        if rows.len():
+            values = [json.loads(v) for v in frame[c].gather(rows).to_list()]
+            pairs = [python_value(v) for v in values]
+            side = Side(
+                side.kind.scatter(rows, pl.Series([k for k, _ in pairs], dtype=pl.Utf8)),
+                side.text.scatter(rows, pl.Series([x for _, x in pairs], dtype=pl.Utf8)),
+                side.json.scatter(rows, pl.Series([_json(v) for v in values], dtype=pl.Utf8)),
+            )
+        sides.append(side)
+    return sides
+
+
+def _json(value: Any) -> str:
+    text = m.to_json(value) or ""
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # lone surrogates cannot enter a Polars string column
+        text = re.sub("[\ud800-\udfff]", "\ufffd", text)
+    return text
+
+
+def _resolve_rows(
+    texts: pl.Series,
+    column: str,
+    rows: pl.Series,
+    paths: Paths,
+    fast: pl.Series,
+    sides: list[Side],
+) -> tuple[pl.Series, list[Side]]:
+    """The rows DuckDB did not decide, resolved by the reference (``extract_json`` + ``resolve``)."""
+    parsed = [m.extract_json(t) for t in texts.gather(rows).to_list()]
+    good = [ok if column == "output" else ok and isinstance(v, dict) for ok, v in parsed]
+    ok = fast.clone().scatter(rows, pl.Series(good, dtype=pl.Boolean))
+    out = []
+    for steps, side in zip(paths, sides):
+        values = [m.resolve(v, steps) if g else m.MISSING for g, (_, v) in zip(good, parsed)]
+        pairs = [python_value(v) for v in values]
+        shown = [_json(v) if v is not m.MISSING else None for v in values]
+        out.append(
+            Side(
+                side.kind.clone().scatter(rows, pl.Series([k for k, _ in pairs], dtype=pl.Utf8)),
+                side.text.clone().scatter(rows, pl.Series([x for _, x in pairs], dtype=pl.Utf8)),
+                side.json.clone().scatter(rows, pl.Series(shown, dtype=pl.Utf8)),
+            )
+        )
+    return ok, out
