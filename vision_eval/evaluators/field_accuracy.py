@@ -40,6 +40,18 @@ def _quoted(text: pl.Expr) -> pl.Expr:
     return pl.struct(text.alias("v")).struct.json_encode().str.slice(5).str.head(-1)
 
 
+def quote_all(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every column of strings as JSON string literals: wrapped in quotes, escaped only where a value needs it."""
+    out = frame.select(('"' + pl.all() + '"').name.keep())
+    needs = frame.select(pl.all().str.contains(r'["\\\x00-\x1f]').name.keep())
+    for name in frame.columns:
+        rows = needs[name].arg_true()
+        if rows.len():
+            fixed = frame.select(_quoted(pl.col(name).gather(rows))).to_series()
+            out = out.with_columns(out[name].scatter(rows, fixed))
+    return out
+
+
 class FieldAccuracySettings(EvaluatorSettings):
     """Settings of ``field_accuracy``."""
 
@@ -64,32 +76,35 @@ class FieldAccuracy(Evaluator):
         sides = duckpath.extract_sides(batch, ("output", "expected_output"), specs)
         (got_ok, got), (want_ok, want) = sides["output"], sides["expected_output"]
         per_field = [fastpath.compare(spec, g, w) for spec, g, w in zip(specs, got, want)]
-        ids = batch["id"]
-        frame = pl.DataFrame(
-            {
-                "sample_id": ids,
-                "g_ok": got_ok,
-                "w_ok": want_ok,
-                "raw": batch["output"],
-                "raw_w": batch["expected_output"],
-            }
-        )
-        not_json = ~pl.col("g_ok")
-        cols = []
-        for i, res in enumerate(per_field):
-            cols += [
-                pl.when(not_json).then(pl.lit(0.0)).otherwise(res["score"]).alias(f"s{i}"),
-                pl.when(not_json).then(pl.lit(False)).otherwise(res["hit"]).alias(f"h{i}"),
-                pl.when(not_json).then(pl.lit(NOT_JSON)).otherwise(res["reason"]).alias(f"r{i}"),
-                pl.when(not_json).then(None).otherwise(res["actual"]).alias(f"a{i}"),
-                res["expected"].alias(f"e{i}"),
+        frame = pl.DataFrame({"sample_id": batch["id"], "g_ok": got_ok, "w_ok": want_ok, "raw": batch["output"]})
+        frame = frame.hstack(
+            [
+                col.alias(f"{short}{i}")
+                for i, res in enumerate(per_field)
+                for short, col in zip(
+                    "shrae", (res["score"], res["hit"], res["reason"], res["actual"], res["expected"])
+                )
             ]
-        frame = frame.with_columns(cols)
+        )
+        if not got_ok.all():  # a response that is not JSON misses every field
+            not_json = ~pl.col("g_ok")
+            frame = frame.with_columns(
+                expr
+                for i in range(len(specs))
+                for expr in (
+                    pl.when(not_json).then(pl.lit(0.0)).otherwise(pl.col(f"s{i}")).alias(f"s{i}"),
+                    pl.when(not_json).then(pl.lit(False)).otherwise(pl.col(f"h{i}")).alias(f"h{i}"),
+                    pl.when(not_json).then(pl.lit(NOT_JSON)).otherwise(pl.col(f"r{i}")).alias(f"r{i}"),
+                    pl.when(not_json).then(None).otherwise(pl.col(f"a{i}")).alias(f"a{i}"),
+                )
+            )
+        not_json = ~pl.col("g_ok")
         score = score_expr(specs, s.aggregation)
         # Details JSON assembled as text: Polars list columns (concat_list + drop_nulls + json_encode) cost ~4x more.
-        frame = frame.with_columns(
-            _quoted(pl.lit(spec.path + ": ") + pl.col(f"r{i}")).alias(f"q{i}") for i, spec in enumerate(specs)
+        labels = quote_all(
+            frame.select((pl.lit(spec.path + ": ") + pl.col(f"r{i}")).alias(f"q{i}") for i, spec in enumerate(specs))
         )
+        frame = frame.hstack(labels.get_columns())
 
         def listed(key: str, cond: Callable[[pl.Expr], pl.Expr]) -> list[pl.Expr]:
             items = [pl.when(cond(pl.col(f"h{i}"))).then(pl.col(f"q{i}")) for i in range(len(specs))]
@@ -102,6 +117,7 @@ class FieldAccuracy(Evaluator):
         )
         lists = pl.concat_str([*hits, pl.lit(","), *misses, pl.lit(","), *left_out])
         raw_text = _quoted(pl.when(not_json).then(pl.col("raw").str.head(RAW_LIMIT)))
+        raw_w = pl.when(~pl.col("w_ok")).then(batch["expected_output"].str.head(RAW_LIMIT))
         results = frame.with_columns(score.alias("score")).select(
             pl.col("sample_id"),
             pl.when(~pl.col("w_ok"))
@@ -113,7 +129,7 @@ class FieldAccuracy(Evaluator):
             pl.when(pl.col("w_ok")).then(pl.col("score")).alias("score"),
             pl.when(~pl.col("w_ok")).then(pl.lit("expected_output is not a JSON object")).alias("error"),
             pl.when(~pl.col("w_ok"))
-            .then(pl.struct(pl.col("raw_w").str.head(RAW_LIMIT).alias("raw_expected")).struct.json_encode())
+            .then(pl.struct(raw_w.alias("raw_expected")).struct.json_encode())
             .when(not_json)
             .then(pl.concat_str(pl.lit(f'{{"reason":"{NOT_JSON}","raw":'), raw_text, pl.lit(","), lists, pl.lit("}")))
             .when(pl.col("score").is_null())
@@ -121,7 +137,7 @@ class FieldAccuracy(Evaluator):
             .otherwise(pl.concat_str(pl.lit("{"), lists, pl.lit("}")))
             .alias("details"),
         )
-        keep = frame.filter(pl.col("w_ok"))
+        keep = frame.filter(pl.col("w_ok")) if not want_ok.all() else frame
         fields = pl.concat(
             [
                 keep.select(

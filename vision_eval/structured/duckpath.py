@@ -36,7 +36,7 @@ ESCAPED_KEY = r'\\.(?:[^"\\]|\\.)*"\s*:'
 NAN_INF = r"[:\[,]\s*[-+]?(?i:nan|inf)"
 """``nan``, ``inf``, ``Infinity`` spelt any way (DuckDB reads them all; ``json.loads`` only three spellings)."""
 
-KIND_BY_FIRST = {'"': "string", "t": "bool", "f": "bool", "n": "null", "{": "object", "[": "array"}
+KIND_BY_FIRST = {"": "missing", '"': "string", "t": "bool", "f": "bool", "n": "null", "{": "object", "[": "array"}
 _REGEX_META = set("\\.+*?()|[]{}^$#&-~")
 
 Paths = tuple[tuple[str | int, ...], ...]
@@ -150,20 +150,20 @@ def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.F
 def _sides(tokens: pl.DataFrame) -> list[Side]:
     """Kind, text and JSON text columns from DuckDB tokens (one column per path); tokens only ``json.loads`` reads
     exactly (strings with escapes, numbers Python prints differently, objects and arrays) are re-read."""
+    kinds = tokens.select(
+        pl.col(c).str.head(1).fill_null("").replace_strict(KIND_BY_FIRST, default="number", return_dtype=pl.Utf8)
+        for c in tokens.columns
+    )
     exprs = []
-    for c in tokens.columns:
-        t = pl.col(c)
-        kind = (
-            pl.when(t.is_null())
-            .then(pl.lit("missing"))
-            .otherwise(t.str.head(1).replace_strict(KIND_BY_FIRST, default="number", return_dtype=pl.Utf8))
+    for c, kind in zip(tokens.columns, kinds.get_columns()):
+        t, k = pl.col(c), pl.lit(kind)
+        text = pl.when(k == "string").then(t.str.slice(1).str.head(-1)).when(k.is_in(["number", "bool"])).then(t)
+        redo = (
+            ((k == "string") & t.str.contains("\\", literal=True))
+            | k.is_in(["object", "array"])
+            | ((k == "number") & ~t.str.contains(CANONICAL_NUMBER))
         )
-        quoted = t.str.starts_with('"')
-        redo = (quoted & t.str.contains("\\", literal=True)) | t.str.starts_with("{") | t.str.starts_with("[")
-        number = ~quoted & ~t.str.starts_with("n") & ~t.str.starts_with("t") & ~t.str.starts_with("f")
-        redo = redo | (number & ~t.str.contains(CANONICAL_NUMBER))
-        text = pl.when(quoted).then(t.str.slice(1).str.head(-1)).when(t != "null").then(t)
-        exprs += [kind.alias(f"{c}_k"), text.alias(f"{c}_x"), redo.fill_null(False).alias(f"{c}_r")]
+        exprs += [k.alias(f"{c}_k"), text.alias(f"{c}_x"), redo.alias(f"{c}_r")]
     frame = tokens.hstack(tokens.select(exprs))
     sides = []
     for c in tokens.columns:
