@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import polars as pl
@@ -174,3 +175,72 @@ def test_number_expr_matches_clean_number() -> None:
     want = [m.as_number(t) for t in NUMBER_TEXTS]
     assert frame.select(fastpath.number_expr(pl.col("k"), pl.col("t")).alias("n"))["n"].to_list() == want
     assert fastpath.numbers(frame, "k", "t").to_list() == want
+
+
+def _random_value(rng: random.Random, depth: int) -> Any:
+    pick = rng.random()
+    if depth > 0 and pick < 0.2:
+        return {rng.choice(KEYS): _random_value(rng, depth - 1) for _ in range(rng.randint(0, 3))}
+    if depth > 0 and pick < 0.3:
+        return [_random_value(rng, depth - 1) for _ in range(rng.randint(0, 3))]
+    return rng.choice(SCALARS)
+
+
+KEYS = ["a", "b", "c", "n", "items", "tags", "weird key", "0", "1", "é"]
+SCALARS: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    -0.0,
+    1,
+    2.5,
+    1e-7,
+    1e16,
+    10**20,
+    0.1,
+    "x",
+    "",
+    "é ü",
+    'q"q',
+    "a\\b",
+    "2025-01-02",
+]
+SCALARS += ["1,500.00", "$3", "\u2028", "tab\there", "\x00nul", "```", "{not json}", "Infinity"]
+
+
+def _render(rng: random.Random, value: Any) -> str:
+    """A JSON text of ``value`` written in one of several ways (spacing, escapes, repeated keys, wrappers)."""
+    text = json.dumps(value, ensure_ascii=rng.random() < 0.3, indent=rng.choice([None, None, 2]))
+    if isinstance(value, dict) and value and rng.random() < 0.15:  # a repeated key, first or last
+        key = rng.choice(list(value))
+        extra = f"{json.dumps(key)}: {json.dumps(rng.choice(SCALARS))}"
+        text = "{" + extra + ", " + text[1:] if rng.random() < 0.5 else text[:-1] + ", " + extra + "}"
+    wrap = rng.random()
+    if wrap < 0.1:
+        return f"```json\n{text}\n```"
+    if wrap < 0.2:
+        return f"Here it is: {text} — done."
+    if wrap < 0.25:
+        return text.replace("}", ",}", 1)
+    return text
+
+
+def test_generated_documents_match_reference() -> None:
+    """Hundreds of generated documents (nesting, escapes, repeated keys, wrappers): DuckDB's reading or the fallback
+    gives exactly the reference's kind and JSON text for every path."""
+    rng = random.Random(7)
+    texts = [_render(rng, {k: _random_value(rng, 3) for k in rng.sample(KEYS, rng.randint(1, 5))}) for _ in range(600)]
+    fields = [{"path": p} for p in ["a", "b.c", "items[0]", "items.1.n", "0", "b.0.a", "é", "weird key", "n"]]
+    specs = [m.FieldSpec(**f) for f in fields]
+    ok, sides = duckpath.extract_sides(pl.DataFrame({"output": texts}), ("output",), specs)["output"]
+    for row, text in enumerate(texts):
+        good, value = m.extract_json(text)
+        assert ok[row] == good, text
+        for spec, side in zip(specs, sides):
+            want = m.resolve(value, m.parse_path(spec.path)) if good else m.MISSING
+            assert side.kind[row] == m.kind(want), (text, spec.path)
+            if want is not m.MISSING and "\ud800" not in json.dumps(want):
+                assert side.json[row] == m.to_json(want), (text, spec.path)
+                if m.kind(want) == "string":
+                    assert side.text[row] == want, (text, spec.path)

@@ -74,8 +74,29 @@ def _duckdb_tokens(texts: pl.DataFrame, paths: Paths) -> pl.DataFrame:
     outer = [f"{c}_e IS NOT NULL AS {c}_ok" for c in texts.columns]
     outer += [f"{c}_e[{i + 1}] AS {c}_t{i}" for c in texts.columns for i in range(len(paths))]
     with duckdb.connect() as con:
-        con.register("texts", texts)
+        con.register("texts", texts.to_arrow())
         return con.sql(f"SELECT {', '.join(outer)} FROM (SELECT {inner} FROM texts)").pl()
+
+
+def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:
+    """Whether an object on a path holds one of the path's keys more than once (DuckDB would read the first
+    occurrence, ``json.loads`` reads the last)."""
+    import duckdb
+
+    steps_by_parent: dict[str, set[str]] = {}
+    for steps in paths:
+        for n in range(len(steps)):
+            steps_by_parent.setdefault(pointer(steps[:n]), set()).add(str(steps[n]))
+    parents = list(steps_by_parent)
+    tests = [
+        f"coalesce(len(list_filter(k[{j + 1}], lambda x: x = '{key.replace(chr(39), chr(39) * 2)}')) > 1, false)"
+        for j, parent in enumerate(parents)
+        for key in sorted(steps_by_parent[parent])
+    ]
+    query = f"SELECT {' OR '.join(tests)} AS repeated FROM (SELECT json_keys(t, {_sql_list(parents)}) AS k FROM texts)"
+    with duckdb.connect() as con:
+        con.register("texts", texts.alias("t").to_frame().to_arrow())
+        return con.sql(query).pl().to_series()
 
 
 def _decide(texts: pl.DataFrame, paths: Paths) -> pl.DataFrame:
@@ -109,14 +130,22 @@ def _decide(texts: pl.DataFrame, paths: Paths) -> pl.DataFrame:
         trusted[n] = plain
     tokens = _duckdb_tokens(texts.select(pl.when(trusted[n]).then(pl.col(n)).alias(n) for n in names), paths)
     nodes = _nodes(paths)
-    oks = []
+    counted = []
     for n in names:
         present = [pl.any_horizontal([pl.col(f"{n}_t{i}").is_not_null() for i in below]) for below in nodes]
         known = pl.sum_horizontal([p.cast(pl.UInt32) for p in present]) if present else pl.lit(0, pl.UInt32)
-        # Each path node found holds one quoted key; a further occurrence may be a repeated key (or just a value).
-        oks.append((pl.col(f"{n}_ok") & (pl.col(f"{n}_keys") == known)).alias(f"{n}_ok"))
-    return tokens.hstack(checks.select(f"{n}_keys" for n in names)).select(
-        *oks, *(pl.col(f"{n}_t{i}") for n in names for i in range(len(paths)))
+        # Each path node found holds one quoted key; a further occurrence may be a repeated key, or the same name
+        # elsewhere (another level, a value): those rows get the exact test.
+        counted.append((pl.col(f"{n}_keys") == known).alias(f"{n}_once"))
+    tokens = tokens.with_columns(tokens.hstack(checks.select(f"{n}_keys" for n in names)).select(counted))
+    for n in names:
+        unsure = (tokens[f"{n}_ok"] & ~tokens[f"{n}_once"]).arg_true()
+        if unsure.len():
+            repeated = _repeated_keys(texts[n].gather(unsure), paths)
+            tokens = tokens.with_columns(tokens[f"{n}_once"].scatter(unsure, ~repeated))
+    return tokens.select(
+        *((pl.col(f"{n}_ok") & pl.col(f"{n}_once")).alias(f"{n}_ok") for n in names),
+        *(pl.col(f"{n}_t{i}") for n in names for i in range(len(paths))),
     )
 
 
