@@ -11,6 +11,7 @@ first ``--ref-rows`` rows and reported per comparison. Results of the two are ch
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import polars as pl
@@ -98,6 +99,7 @@ def main() -> None:
     fast_rate = comparisons / fast_s
     ref_rate = ref_rows * len(FIELDS) / ref_s
     print(f"rows={args.rows} fields={len(FIELDS)} comparisons={comparisons} batch={args.batch}")
+    print(f"load average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (the machine may be shared)")
     print(f"vectorized: {fast_s:.2f} s  {fast_rate / 1e6:.2f}M comparisons/s  ({fields.height} field rows)")
     print(f"row-wise reference ({ref_rows} rows): {ref_s:.2f} s  {ref_rate / 1e6:.3f}M comparisons/s")
     print(f"speed-up: {fast_rate / ref_rate:.1f}x   scores agree on the reference rows: {agree}")
