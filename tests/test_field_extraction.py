@@ -119,23 +119,25 @@ def test_many_fields_match_reference() -> None:
 
 @pytest.mark.parametrize("text", DOCS)
 def test_tokens_give_reference_values(text: str) -> None:
-    """Per document and path: kind and text from msgspec tokens equal the reference's resolved value."""
-    paths = [m.parse_path(f["path"]) for f in FIELDS]
+    """Per document and path: kind, JSON text and (for rules that read values) text equal the reference's value."""
+    specs = [m.FieldSpec(**f) for f in FIELDS]
     batch = pl.DataFrame({"output": [text]})
-    ok, sides = duckpath.extract_sides(batch, ("output",), [m.FieldSpec(**f) for f in FIELDS])["output"]
+    ok, sides = duckpath.extract_sides(batch, ("output",), specs)["output"]
     good, value = m.extract_json(text)
     assert ok.to_list() == [good]
     if "surrogate" in text:
-        assert sides[0].text[0] == "\ufffd lone surrogate"
+        assert sides[0].json[0] == '"\ufffd lone surrogate"'
+        assert sides[1].text is not None and sides[1].text[0] == "\ufffd lone surrogate"
         return
-    for steps, side in zip(paths, sides):
-        expected = m.resolve(value, steps) if good else m.MISSING
-        kind, shown = side.kind[0], side.text[0]
-        assert kind == m.kind(expected), (text, steps)
-        if kind == "string":
-            assert shown == expected
-        elif kind not in ("missing", "null"):
-            assert shown == m.to_json(expected)
+    for spec, side in zip(specs, sides):
+        expected = m.resolve(value, m.parse_path(spec.path)) if good else m.MISSING
+        assert side.kind[0] == m.kind(expected), (text, spec.path)
+        assert side.json[0] == m.to_json(expected), (text, spec.path)
+        assert (side.text is None) == (spec.match == "exact")
+        if side.text is not None and m.kind(expected) == "string":
+            assert side.text[0] == expected
+        elif side.text is not None and m.kind(expected) not in ("missing", "null"):
+            assert side.text[0] == m.to_json(expected)
 
 
 def test_plain_documents_never_reach_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -231,7 +233,8 @@ def test_generated_documents_match_reference() -> None:
     gives exactly the reference's kind and JSON text for every path."""
     rng = random.Random(7)
     texts = [_render(rng, {k: _random_value(rng, 3) for k in rng.sample(KEYS, rng.randint(1, 5))}) for _ in range(600)]
-    fields = [{"path": p} for p in ["a", "b.c", "items[0]", "items.1.n", "0", "b.0.a", "é", "weird key", "n"]]
+    paths = ["a", "b.c", "items[0]", "items.1.n", "0", "b.0.a", "é", "weird key", "n"]
+    fields = [{"path": p, "match": "fuzzy"} for p in paths]
     specs = [m.FieldSpec(**f) for f in fields]
     ok, sides = duckpath.extract_sides(pl.DataFrame({"output": texts}), ("output",), specs)["output"]
     for row, text in enumerate(texts):
@@ -243,4 +246,4 @@ def test_generated_documents_match_reference() -> None:
             if want is not m.MISSING and "\ud800" not in json.dumps(want):
                 assert side.json[row] == m.to_json(want), (text, spec.path)
                 if m.kind(want) == "string":
-                    assert side.text[row] == want, (text, spec.path)
+                    assert side.text is not None and side.text[row] == want, (text, spec.path)

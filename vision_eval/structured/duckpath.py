@@ -170,7 +170,8 @@ def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.F
                 tokens.to_series(i).scatter(again, second[f"{n}_t{i}"]) for i in range(len(paths))
             )
         # Tokens of rows DuckDB may misread are dropped before they are read (json.loads would refuse "-inf").
-        sides = _sides(tokens.select(pl.when(ok).then(pl.all()).name.keep()))
+        texts = [spec.match != "exact" for spec in specs]  # exact compares JSON texts, the others read the value
+        sides = _sides(tokens.select(pl.when(ok).then(pl.all()).name.keep()), texts)
         rows = (~ok).arg_true()
         if rows.len():
             ok, sides = _resolve_rows(batch[col], col, rows, paths, ok, sides)
@@ -178,17 +179,19 @@ def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.F
     return out
 
 
-def _sides(tokens: pl.DataFrame) -> list[Side]:
-    """Kind, text and JSON text columns from DuckDB tokens (one column per path); tokens only ``json.loads`` reads
-    exactly (strings with escapes, numbers Python prints differently, objects and arrays) are re-read."""
+def _sides(tokens: pl.DataFrame, with_text: list[bool]) -> list[Side]:
+    """Kind, JSON text and (where ``with_text``) text columns from DuckDB tokens (one column per path); tokens only
+    ``json.loads`` reads exactly (strings with escapes, numbers Python prints differently, objects, arrays) are
+    re-read."""
     kinds = tokens.select(
         pl.col(c).str.head(1).fill_null("").replace_strict(KIND_BY_FIRST, default="number", return_dtype=pl.Utf8)
         for c in tokens.columns
     )
     exprs = []
-    for c, kind in zip(tokens.columns, kinds.get_columns()):
+    for c, kind, wanted in zip(tokens.columns, kinds.get_columns(), with_text):
         t, k = pl.col(c), pl.lit(kind)
         text = pl.when(k == "string").then(t.str.slice(1).str.head(-1)).when(k.is_in(["number", "bool"])).then(t)
+        text = text if wanted else pl.lit(None, pl.Utf8)
         redo = (
             ((k == "string") & t.str.contains("\\", literal=True))
             | k.is_in(["object", "array"])
@@ -197,19 +200,23 @@ def _sides(tokens: pl.DataFrame) -> list[Side]:
         exprs += [k.alias(f"{c}_k"), text.alias(f"{c}_x"), redo.alias(f"{c}_r")]
     frame = tokens.hstack(tokens.select(exprs))
     sides = []
-    for c in tokens.columns:
-        side = Side(frame[f"{c}_k"], frame[f"{c}_x"], frame[c])
+    for c, wanted in zip(tokens.columns, with_text):
+        side = Side(frame[f"{c}_k"], frame[f"{c}_x"] if wanted else None, frame[c])
         rows = frame[f"{c}_r"].arg_true()
         if rows.len():
             values = [json.loads(v) for v in frame[c].gather(rows).to_list()]
             pairs = [python_value(v) for v in values]
             side = Side(
                 side.kind.scatter(rows, pl.Series([k for k, _ in pairs], dtype=pl.Utf8)),
-                side.text.scatter(rows, pl.Series([x for _, x in pairs], dtype=pl.Utf8)),
+                _scatter(side.text, rows, [x for _, x in pairs]),
                 side.json.scatter(rows, pl.Series([_json(v) for v in values], dtype=pl.Utf8)),
             )
         sides.append(side)
     return sides
+
+
+def _scatter(column: pl.Series | None, rows: pl.Series, values: list[str | None]) -> pl.Series | None:
+    return None if column is None else column.clone().scatter(rows, pl.Series(values, dtype=pl.Utf8))
 
 
 def _json(value: Any) -> str:
@@ -241,7 +248,7 @@ def _resolve_rows(
         out.append(
             Side(
                 side.kind.clone().scatter(rows, pl.Series([k for k, _ in pairs], dtype=pl.Utf8)),
-                side.text.clone().scatter(rows, pl.Series([x for _, x in pairs], dtype=pl.Utf8)),
+                _scatter(side.text, rows, [x for _, x in pairs]),
                 side.json.clone().scatter(rows, pl.Series(shown, dtype=pl.Utf8)),
             )
         )

@@ -34,10 +34,11 @@ def doc_text(column: str) -> pl.Expr:
 
 @dataclass
 class Side:
-    """Extracted values of one field on one side: kind, text (decoded string or JSON) and JSON text columns."""
+    """Extracted values of one field on one side: kind, text (decoded string or JSON; ``None`` where no rule of the
+    field reads it) and JSON text columns."""
 
     kind: pl.Series
-    text: pl.Series
+    text: pl.Series | None
     json: pl.Series
 
 
@@ -128,16 +129,17 @@ def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
 
 def compare(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
     """Columns ``score, hit, reason, expected, actual`` for one field over the batch."""
-    f = pl.DataFrame(
-        {"gk": got.kind, "gt": got.text, "gj": got.json, "wk": want.kind, "wt": want.text, "wj": want.json}
-    )
-    gk, gt, wk, wt = pl.col("gk"), pl.col("gt"), pl.col("wk"), pl.col("wt")
+    columns = {"gk": got.kind, "gj": got.json, "wk": want.kind, "wj": want.json}
+    if spec.match != "exact":  # exact compares JSON texts (one spelling per value); the other rules read values
+        columns |= {"gt": got.text, "wt": want.text}
+    f = pl.DataFrame(columns)
+    gk, wk = pl.col("gk"), pl.col("wk")
     gj, wj = pl.col("gj"), pl.col("wj")
     composite = gk.is_in(["object", "array"]) | wk.is_in(["object", "array"])
     miss = pl.lit(False)
     if spec.match == "exact":
-        g_num, w_num = gt.cast(pl.Float64, strict=False), wt.cast(pl.Float64, strict=False)
-        equal = pl.when(gk == "number").then(g_num == w_num).otherwise(gt == wt)
+        g_num, w_num = gj.cast(pl.Float64, strict=False), wj.cast(pl.Float64, strict=False)
+        equal = pl.when(gk == "number").then(g_num == w_num).otherwise(gj == wj)
         rule = (
             pl.when(gk != wk)
             .then(
@@ -243,7 +245,7 @@ def compare(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
         sub = f[rows]
         outcomes = [
             m.compare_values(spec, _value(a, b), _value(c, d))
-            for a, b, c, d in zip(sub["gk"].to_list(), sub["gt"].to_list(), sub["wk"].to_list(), sub["wt"].to_list())
+            for a, b, c, d in zip(sub["gk"].to_list(), sub["gj"].to_list(), sub["wk"].to_list(), sub["wj"].to_list())
         ]
         out = out.with_columns(
             out["hit"].clone().scatter(rows, pl.Series([o.hit for o in outcomes], dtype=pl.Boolean)),
@@ -252,9 +254,5 @@ def compare(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
     return out.drop("_py").with_columns(pl.col("hit").cast(pl.Float64).alias("score"))
 
 
-def _value(kind: str, text: str | None) -> Any:
-    if kind == "string":
-        return text
-    if kind == "null":
-        return None
-    return json.loads(text) if text is not None else None
+def _value(kind: str, json_text: str | None) -> Any:
+    return json.loads(json_text) if json_text is not None and kind != "missing" else None
