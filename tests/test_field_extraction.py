@@ -29,6 +29,7 @@ DOCS = [
     '{"b": "not an object", "items": {"0": {"v": 5}}}',
     '{"b": {"c": null}, "items": []}',
     '{"b": {"c": {"x": [1, {"y": 2}]}}, "items": [{"v": [1, 2]}]}',
+    '{"b": {"c": {"x\\ny": 1, "q\\"": "\\u0008"}}}',
     '{"b": {"c": "one"}, "b": {"d": "two"}}',
     '{"items": [{"v": 1}, 7], "tags": [null, "t1"]}',
     '{"a": "x", "weird key": 1, "a-b": {"c.d": 2}}',
@@ -68,6 +69,7 @@ FIELDS: list[dict[str, Any]] = [
     {"path": "n", "match": "numeric_tolerance", "tolerance": 0.5},
     {"path": "b"},
     {"path": "b.c"},
+    {"path": "b.c", "match": "fuzzy", "required": False},
     {"path": "b.d[1]"},
     {"path": "items[0].v"},
     {"path": "items.1.v", "required": False},
@@ -81,6 +83,7 @@ WANTS = [
     '{"a": "x", "n": 1, "b": {"c": "deep", "d": [1, 2]}, "items": [{"v": 1, "w": "p"}, {"v": "2"}], "tags": ["t0"]}',
     '{"a": "y", "n": 1.4, "b": {"c": null}, "items": [{"v": 1}], "weird key": 1, "tags": [null, "2025-01-02"]}',
     '{"b": "scalar", "items": {"0": {"v": 5}}}',
+    '{"b": {"c": {"x\\ny": 2, "q\\"": "\\u0007"}}}',
 ]
 
 

@@ -7,6 +7,7 @@ with :mod:`vision_eval.structured.duckpath` (DuckDB), compares them with :mod:`v
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import ClassVar, Literal
 
@@ -40,15 +41,29 @@ def _quoted(text: pl.Expr) -> pl.Expr:
     return pl.struct(text.alias("v")).struct.json_encode().str.slice(5).str.head(-1)
 
 
-def quote_all(frame: pl.DataFrame) -> pl.DataFrame:
-    """Every column of strings as JSON string literals: wrapped in quotes, escaped only where a value needs it."""
-    out = frame.select(('"' + pl.all() + '"').name.keep())
-    needs = frame.select(pl.all().str.contains(r'["\\\x00-\x1f]').name.keep())
-    for name in frame.columns:
-        rows = needs[name].arg_true()
+def quote_labels(labels: list[tuple[str, pl.Series, pl.Series]]) -> list[pl.Series]:
+    """``"<prefix><reason>"`` as JSON string literals, per ``(prefix, reasons, python)``: escaped only where a reason
+    needs it. Reasons written in Polars embed JSON texts, kinds, dates and numbers, so only ``"`` and ``\\`` can need
+    escaping; reasons of rows the reference compared (``python``) may hold control characters too."""
+    out = []
+    for prefix, reasons, python in labels:
+        head = json.dumps(prefix, ensure_ascii=False)[:-1]
+        frame = pl.DataFrame({"r": reasons, "p": python})
+        r = pl.col("r")
+        quoted = frame.select(
+            (head + r + '"').alias("q"),
+            (r.str.contains('"', literal=True) | r.str.contains("\\", literal=True)).alias("n"),
+        )
+        needs = quoted["n"]
+        rows = python.arg_true()
         if rows.len():
-            fixed = frame.select(_quoted(pl.col(name).gather(rows))).to_series()
-            out = out.with_columns(out[name].scatter(rows, fixed))
+            needs = needs.scatter(rows, needs.gather(rows) | reasons.gather(rows).str.contains(r"[\x00-\x1f]"))
+        rows = needs.fill_null(False).arg_true()
+        column = quoted["q"]
+        if rows.len():
+            fixed = pl.select(head + _quoted(pl.lit(reasons.gather(rows))).str.slice(1)).to_series()
+            column = column.scatter(rows, fixed)
+        out.append(column)
     return out
 
 
@@ -101,10 +116,10 @@ class FieldAccuracy(Evaluator):
         not_json = ~pl.col("g_ok")
         score = score_expr(specs, s.aggregation)
         # Details JSON assembled as text: Polars list columns (concat_list + drop_nulls + json_encode) cost ~4x more.
-        labels = quote_all(
-            frame.select((pl.lit(spec.path + ": ") + pl.col(f"r{i}")).alias(f"q{i}") for i, spec in enumerate(specs))
+        labels = quote_labels(
+            [(spec.path + ": ", frame[f"r{i}"], res["python"]) for i, (spec, res) in enumerate(zip(specs, per_field))]
         )
-        frame = frame.hstack(labels.get_columns())
+        frame = frame.hstack([label.alias(f"q{i}") for i, label in enumerate(labels)])
 
         def listed(key: str, cond: Callable[[pl.Expr], pl.Expr]) -> list[pl.Expr]:
             items = [pl.when(cond(pl.col(f"h{i}"))).then(pl.col(f"q{i}")) for i in range(len(specs))]

@@ -128,7 +128,8 @@ def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
 
 
 def compare(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
-    """Columns ``score, hit, reason, expected, actual`` for one field over the batch."""
+    """Columns ``score, hit, reason, expected, actual, python`` for one field over the batch (``python``: the row was
+    compared by the reference, so its reason may hold any character)."""
     columns = {"gk": got.kind, "gj": got.json, "wk": want.kind, "wj": want.json}
     if spec.match != "exact":  # exact compares JSON texts (one spelling per value); the other rules read values
         columns |= {"gt": got.text, "wt": want.text}
@@ -236,8 +237,8 @@ def compare(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
     out = f.select(
         pl.col("_o").struct.field("h").alias("hit"),
         pl.col("_o").struct.field("r").alias("reason"),
-        pl.when(gk != "missing").then(gj).alias("actual"),
-        pl.when(wk != "missing").then(wj).alias("expected"),
+        gj.alias("actual"),  # null when missing
+        wj.alias("expected"),
         pl.col("_py"),
     )
     rows = out["_py"].arg_true()
@@ -251,7 +252,8 @@ def compare(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
             out["hit"].clone().scatter(rows, pl.Series([o.hit for o in outcomes], dtype=pl.Boolean)),
             out["reason"].clone().scatter(rows, pl.Series([o.reason for o in outcomes], dtype=pl.Utf8)),
         )
-    return out.drop("_py").with_columns(pl.col("hit").cast(pl.Float64).alias("score"))
+    # ``python``: reasons written by the reference, which may hold raw object keys (control characters included).
+    return out.rename({"_py": "python"}).with_columns(pl.col("hit").cast(pl.Float64).alias("score"))
 
 
 def _value(kind: str, json_text: str | None) -> Any:
