@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import polars as pl
@@ -89,15 +90,22 @@ def _fmt(expr: pl.Expr) -> pl.Expr:
     return expr.round(6).cast(pl.Utf8)
 
 
+@lru_cache(maxsize=65536)
+def _shown_date(text: str, formats: tuple[str, ...], compare_time: bool) -> str | None:
+    """The compared form of a date string (cached: the same dates recur batch after batch)."""
+    parsed = m.parse_date(text, formats)
+    return m.date_text(parsed, compare_time) if parsed is not None else None
+
+
 def _dates(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.DataFrame:
-    strings = pl.concat(
-        [frame.filter(pl.col("gk") == "string")["gt"], frame.filter(pl.col("wk") == "string")["wt"]]
-    ).unique()
+    strings = (
+        pl.concat([frame.filter(pl.col("gk") == "string")["gt"], frame.filter(pl.col("wk") == "string")["wt"]])
+        .unique()
+        .to_list()
+    )
     formats = tuple(spec.formats or ())
-    parsed = [m.parse_date(s, formats) for s in strings.to_list()]
-    shown = [m.date_text(p, spec.compare_time) if p is not None else None for p in parsed]
-    lookup = dict(zip(strings.to_list(), shown))
-    table = pl.DataFrame({"key": list(lookup), "val": list(lookup.values())}, schema={"key": pl.Utf8, "val": pl.Utf8})
+    shown = [_shown_date(s, formats, spec.compare_time) for s in strings]
+    table = pl.DataFrame({"key": strings, "val": shown}, schema={"key": pl.Utf8, "val": pl.Utf8})
     frame = frame.join(table.rename({"key": "gt", "val": "gd"}), on="gt", how="left", maintain_order="left")
     return frame.join(table.rename({"key": "wt", "val": "wd"}), on="wt", how="left", maintain_order="left")
 
