@@ -9,9 +9,10 @@ DuckDB's parser differs from ``json.loads`` (the reference) in a few places, so 
 none can apply; every other row is resolved by :mod:`matching`, row by row:
 
 - it accepts trailing commas and ``nan``/``inf`` in any case; it rejects lone surrogates (``"\\ud800"``);
-- it takes the first of duplicate keys where ``json.loads`` takes the last. A row is trusted only when the quoted
-  path keys occur in its text exactly as often as the path nodes DuckDB found (so no key on a path repeats), and no
-  key is written with escapes.
+- it takes the first of repeated keys where ``json.loads`` takes the last. A row is trusted when the path keys
+  occur in its text exactly as often as the path nodes DuckDB found (a cheap count); a row where they occur more
+  often (the same name at another level, or in a value) gets the exact test (``json_keys`` of every object on the
+  paths). Keys written with escapes always go to the reference.
 
 Tokens become (kind, text, json) columns; only strings with escapes, numbers Python would print differently and
 objects/arrays are re-read with ``json.loads``.
