@@ -177,3 +177,24 @@ def test_batching_does_not_change_results(batch_size: int) -> None:
     result = ve.evaluate(ROWS, evaluators={"em": {"type": "exact_match"}}, run={"batch_size": batch_size})
     assert result.results["sample_id"].to_list() == [r["id"] for r in ROWS]
     assert result.results["score"].to_list() == [0.0, 1.0] * 4
+
+
+def test_heavy_libraries_load_only_when_used(subprocess_env: dict[str, str]) -> None:
+    """Importing the package, every built-in evaluator and running a deterministic stack loads neither litellm
+    (~3 s) nor DuckDB; field_accuracy's extraction loads DuckDB when it runs."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, vision_eval\n"
+        "from vision_eval import registry\n"
+        "assert 'field_accuracy' in registry.names()\n"
+        "vision_eval.evaluate([{'id': 'a', 'output': 'x', 'expected_output': 'x'}],"
+        " evaluators={'m': {'type': 'exact_match'}})\n"
+        "print(sorted(m for m in ('litellm', 'duckdb') if m in sys.modules))\n"
+        "vision_eval.evaluate([{'id': 'a', 'output': '{\"a\": 1}', 'expected_output': '{\"a\": 1}'}],"
+        " evaluators={'f': {'type': 'field_accuracy', 'fields': [{'path': 'a'}]}})\n"
+        "print(sorted(m for m in ('litellm', 'duckdb') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env, check=True)
+    assert out.stdout.split("\n")[:2] == ["[]", "['duckdb']"], out.stdout + out.stderr
