@@ -133,7 +133,10 @@ class FieldAccuracy(Evaluator):
         lists = pl.concat_str([*hits, pl.lit(","), *misses, pl.lit(","), *left_out])
         raw_text = _quoted(pl.when(not_json).then(pl.col("raw").str.head(RAW_LIMIT)))
         raw_w = pl.when(~pl.col("w_ok")).then(batch["expected_output"].str.head(RAW_LIMIT))
-        results = frame.with_columns(score.alias("score")).select(
+        # Computed once as columns (an eager select does not share repeated subexpressions between branches).
+        frame = frame.with_columns(score.alias("score"), lists.alias("lists"))
+        lists = pl.col("lists")
+        results = frame.select(
             pl.col("sample_id"),
             pl.when(~pl.col("w_ok"))
             .then(pl.lit(ERROR))
