@@ -45,25 +45,29 @@ def quote_labels(labels: list[tuple[str, pl.Series, pl.Series]]) -> list[pl.Seri
     """``"<prefix><reason>"`` as JSON string literals, per ``(prefix, reasons, python)``: escaped only where a reason
     needs it. Reasons written in Polars embed JSON texts, kinds, dates and numbers, so only ``"`` and ``\\`` can need
     escaping; reasons of rows the reference compared (``python``) may hold control characters too."""
+    heads = [json.dumps(prefix, ensure_ascii=False)[:-1] for prefix, _, _ in labels]
+    reasons = pl.DataFrame([r.alias(f"r{i}") for i, (_, r, _) in enumerate(labels)])
+    quoted = reasons.select(
+        *((head + pl.col(f"r{i}") + '"').alias(f"q{i}") for i, head in enumerate(heads)),
+        *(
+            (pl.col(f"r{i}").str.contains('"', literal=True) | pl.col(f"r{i}").str.contains("\\", literal=True))
+            .fill_null(False)
+            .alias(f"n{i}")
+            for i in range(len(heads))
+        ),
+    )
     out = []
-    for prefix, reasons, python in labels:
-        head = json.dumps(prefix, ensure_ascii=False)[:-1]
-        frame = pl.DataFrame({"r": reasons, "p": python})
-        r = pl.col("r")
-        quoted = frame.select(
-            (head + r + '"').alias("q"),
-            (r.str.contains('"', literal=True) | r.str.contains("\\", literal=True)).alias("n"),
-        )
-        needs = quoted["n"]
+    for i, (head, (_, column, python)) in enumerate(zip(heads, labels)):
+        needs = quoted[f"n{i}"]
         rows = python.arg_true()
         if rows.len():
-            needs = needs.scatter(rows, needs.gather(rows) | reasons.gather(rows).str.contains(r"[\x00-\x1f]"))
+            needs = needs.scatter(rows, needs.gather(rows) | column.gather(rows).str.contains(r"[\x00-\x1f]"))
         rows = needs.fill_null(False).arg_true()
-        column = quoted["q"]
+        label = quoted[f"q{i}"]
         if rows.len():
-            fixed = pl.select(head + _quoted(pl.lit(reasons.gather(rows))).str.slice(1)).to_series()
-            column = column.scatter(rows, fixed)
-        out.append(column)
+            fixed = pl.select(head + _quoted(pl.lit(column.gather(rows))).str.slice(1)).to_series()
+            label = label.scatter(rows, fixed)
+        out.append(label)
     return out
 
 
