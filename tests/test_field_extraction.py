@@ -173,13 +173,16 @@ NUMBER_TEXTS = ["12", " 12 ", "1e5", "+3", ".5", "-0.25", "USD 1,500", "1 500 EU
 NUMBER_TEXTS += ["1.", "inf", "NaN", "12\u00a0000", "€ 3,5", "", "1,2,3", "0x10", "1_000"]
 
 
-def test_number_expr_matches_clean_number() -> None:
+def test_numbers_match_clean_number() -> None:
     from vision_eval.structured import fastpath
 
     frame = pl.DataFrame({"t": NUMBER_TEXTS, "k": ["string"] * len(NUMBER_TEXTS)})
     want = [m.as_number(t) for t in NUMBER_TEXTS]
-    assert frame.select(fastpath.number_expr(pl.col("k"), pl.col("t")).alias("n"))["n"].to_list() == want
+    assert fastpath.clean_numbers(frame["t"]).to_list() == want
     assert fastpath.numbers(frame, "k", "t").to_list() == want
+    # numbers read as numbers, other kinds are not numbers
+    mixed = pl.DataFrame({"t": ["1.5", "2", None, "true"], "k": ["number", "string", "null", "bool"]})
+    assert fastpath.numbers(mixed, "k", "t").to_list() == [1.5, 2.0, None, None]
 
 
 def _random_value(rng: random.Random, depth: int) -> Any:

@@ -169,7 +169,8 @@ def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.F
             )
         # Tokens of rows DuckDB may misread are dropped before they are read (json.loads would refuse "-inf").
         texts = [spec.match != "exact" for spec in specs]  # exact compares JSON texts, the others read the value
-        sides = _sides(tokens.select(pl.when(ok).then(pl.all()).name.keep()), texts)
+        escaped = raw[n].str.contains("\\", literal=True).fill_null(False)
+        sides = _sides(tokens.select(pl.when(ok).then(pl.all()).name.keep()), texts, escaped)
         rows = (~ok).arg_true()
         if rows.len():
             ok, sides = _resolve_rows(batch[col], col, rows, paths, ok, sides)
@@ -177,23 +178,25 @@ def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.F
     return out
 
 
-def _sides(tokens: pl.DataFrame, with_text: list[bool]) -> list[Side]:
+def _sides(tokens: pl.DataFrame, with_text: list[bool], escaped: pl.Series) -> list[Side]:
     """Kind, JSON text and (where ``with_text``) text columns from DuckDB tokens (one column per path); tokens only
     ``json.loads`` reads exactly (strings with escapes, numbers Python prints differently, objects, arrays) are
-    re-read."""
+    re-read. ``escaped``: the row's document holds a backslash (no token of the others can)."""
     kinds = tokens.select(
         pl.col(c).str.head(1).fill_null("").replace_strict(KIND_BY_FIRST, default="number", return_dtype=pl.Utf8)
         for c in tokens.columns
     )
     exprs = []
+    esc = pl.lit(escaped)
     for c, kind, wanted in zip(tokens.columns, kinds.get_columns(), with_text):
         t, k = pl.col(c), pl.lit(kind)
         text = pl.when(k == "string").then(t.str.slice(1).str.head(-1)).when(k.is_in(["number", "bool"])).then(t)
         text = text if wanted else pl.lit(None, pl.Utf8)
+        # The string tests run only on the tokens they concern (a masked token is skipped).
         redo = (
-            ((k == "string") & t.str.contains("\\", literal=True))
+            pl.when((k == "string") & esc).then(t).str.contains("\\", literal=True).fill_null(False)
             | k.is_in(["object", "array"])
-            | ((k == "number") & ~t.str.contains(CANONICAL_NUMBER))
+            | ~pl.when(k == "number").then(t).str.contains(CANONICAL_NUMBER).fill_null(True)
         )
         exprs += [k.alias(f"{c}_k"), text.alias(f"{c}_x"), redo.alias(f"{c}_r")]
     frame = tokens.hstack(tokens.select(exprs))

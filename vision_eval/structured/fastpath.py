@@ -60,30 +60,31 @@ def _replace_surrogates(text: str) -> str:
     return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
 
 
-def number_expr(kind: pl.Expr, text: pl.Expr) -> pl.Expr:
-    """A number or numeric string as Float64 (the rules of :func:`matching.clean_number`)."""
-    t = text.str.strip_chars()
-    inner = t.str.extract(m.PARENS, 1)
-    t = pl.when(inner.is_not_null()).then(pl.lit("-") + inner).otherwise(t)
+def clean_numbers(texts: pl.Series) -> pl.Series:
+    """Numeric strings as Float64 (the rules of :func:`matching.clean_number`; null where not a number). Each step
+    is materialized once (an expression tree would repeat the shared steps in both branches)."""
+    steps = texts.str.strip_chars().to_frame("t")
+    steps = steps.with_columns(pl.col("t").str.extract(m.PARENS, 1).alias("inner"))
+    t = pl.when(pl.col("inner").is_not_null()).then(pl.lit("-") + pl.col("inner")).otherwise(pl.col("t"))
     t = t.str.replace(m.ISO_PREFIX, "").str.replace(m.ISO_SUFFIX, "")
     t = t.str.replace_all(m.CURRENCY, "").str.replace_all(r"[\s,]", "").str.replace_all("--", "", literal=True)
-    cleaned = pl.when(t.str.contains(m.NUMBER)).then(t).cast(pl.Float64, strict=False)
-    return pl.when(kind == "number").then(text.cast(pl.Float64, strict=False)).when(kind == "string").then(cleaned)
+    cleaned = steps.select(t).to_series()
+    return pl.select(pl.when(cleaned.str.contains(m.NUMBER)).then(cleaned).cast(pl.Float64, strict=False)).to_series()
 
 
 def numbers(frame: pl.DataFrame, kind: str, text: str) -> pl.Series:
-    """:func:`number_expr` over a frame, the cleaning chain only on strings that are not plain numbers already."""
+    """A number or numeric string as Float64 (null otherwise); the cleaning chain runs only on strings that are not
+    plain numbers already."""
     k, t = pl.col(kind), pl.col(text)
-    plain = t.str.contains(m.NUMBER)
+    plain = pl.when(k == "string").then(t).str.contains(m.NUMBER)  # null for the others: they skip the regex
     out = frame.select(
-        pl.when((k == "number") | ((k == "string") & plain)).then(t.cast(pl.Float64, strict=False)).alias("n"),
-        ((k == "string") & ~plain).fill_null(False).alias("dirty"),
+        pl.when((k == "number") | plain).then(t.cast(pl.Float64, strict=False)).alias("n"),
+        (~plain).fill_null(False).alias("dirty"),
     )
     rows = out["dirty"].arg_true()
     if not rows.len():
         return out["n"]
-    dirty = frame.select(pl.col(kind).gather(rows), pl.col(text).gather(rows)).select(number_expr(k, t))
-    return out["n"].scatter(rows, dirty.to_series())
+    return out["n"].scatter(rows, clean_numbers(frame[text].gather(rows)))
 
 
 def _fmt(expr: pl.Expr) -> pl.Expr:
