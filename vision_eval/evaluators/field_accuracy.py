@@ -52,12 +52,7 @@ def quote_labels(labels: list[tuple[str, pl.Series, pl.Series]]) -> list[pl.Seri
     reasons = pl.DataFrame([r.alias(f"r{i}") for i, (_, r, _) in enumerate(labels)])
     quoted = reasons.select(
         *((head + pl.col(f"r{i}") + '"').alias(f"q{i}") for i, head in enumerate(heads)),
-        *(
-            (pl.col(f"r{i}").str.contains('"', literal=True) | pl.col(f"r{i}").str.contains("\\", literal=True))
-            .fill_null(False)
-            .alias(f"n{i}")
-            for i in range(len(heads))
-        ),
+        *(pl.col(f"r{i}").str.contains(r'["\\]').fill_null(False).alias(f"n{i}") for i in range(len(heads))),
     )
     out = []
     for i, (head, (_, column, python)) in enumerate(zip(heads, labels)):
