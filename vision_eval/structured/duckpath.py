@@ -28,7 +28,7 @@ import polars as pl
 
 from vision_eval import duck
 from vision_eval.structured import matching as m
-from vision_eval.structured.fastpath import CANONICAL_NUMBER, Side, doc_text, python_value
+from vision_eval.structured.fastpath import CANONICAL_NUMBER, KIND, Side, doc_text, python_value
 
 FENCE = "```"
 """A fence: the reference reads its content, not the text around it."""
@@ -38,7 +38,6 @@ ESCAPED_KEY = r'\\.(?:[^"\\]|\\.)*"\s*:'
 NAN_INF = r"[:\[,]\s*[-+]?(?i:nan|inf)"
 """``nan``, ``inf``, ``Infinity`` spelt any way (DuckDB reads them all; ``json.loads`` only three spellings)."""
 
-KIND_BY_FIRST = {"": "missing", '"': "string", "t": "bool", "f": "bool", "n": "null", "{": "object", "[": "array"}
 _REGEX_META = set("\\.+*?()|[]{}^$#&-~")
 
 Paths = tuple[tuple[str | int, ...], ...]
@@ -178,14 +177,34 @@ def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.F
     return out
 
 
+def _kind(token: pl.Expr) -> pl.Expr:
+    """The kind of a JSON token, told by its first character (an Enum: compared as integers downstream)."""
+
+    def kind(name: str) -> pl.Expr:
+        return pl.lit(name, KIND)
+
+    return (
+        pl.when(token.is_null())
+        .then(kind("missing"))
+        .when(token.str.starts_with('"'))
+        .then(kind("string"))
+        .when(token.str.starts_with("t") | token.str.starts_with("f"))
+        .then(kind("bool"))
+        .when(token.str.starts_with("n"))
+        .then(kind("null"))
+        .when(token.str.starts_with("{"))
+        .then(kind("object"))
+        .when(token.str.starts_with("["))
+        .then(kind("array"))
+        .otherwise(kind("number"))
+    )
+
+
 def _sides(tokens: pl.DataFrame, with_text: list[bool], escaped: pl.Series) -> list[Side]:
     """Kind, JSON text and (where ``with_text``) text columns from DuckDB tokens (one column per path); tokens only
     ``json.loads`` reads exactly (strings with escapes, numbers Python prints differently, objects, arrays) are
     re-read. ``escaped``: the row's document holds a backslash (no token of the others can)."""
-    kinds = tokens.select(
-        pl.col(c).str.head(1).fill_null("").replace_strict(KIND_BY_FIRST, default="number", return_dtype=pl.Utf8)
-        for c in tokens.columns
-    )
+    kinds = tokens.select(_kind(pl.col(c)).alias(c) for c in tokens.columns)
     exprs = []
     esc = pl.lit(escaped)
     for c, kind, wanted in zip(tokens.columns, kinds.get_columns(), with_text):
@@ -208,7 +227,7 @@ def _sides(tokens: pl.DataFrame, with_text: list[bool], escaped: pl.Series) -> l
             values = [json.loads(v) for v in frame[c].gather(rows).to_list()]
             pairs = [python_value(v) for v in values]
             side = Side(
-                side.kind.scatter(rows, pl.Series([k for k, _ in pairs], dtype=pl.Utf8)),
+                side.kind.scatter(rows, pl.Series([k for k, _ in pairs], dtype=KIND)),
                 _scatter(side.text, rows, [x for _, x in pairs]),
                 side.json.scatter(rows, pl.Series([_json(v) for v in values], dtype=pl.Utf8)),
             )
@@ -248,7 +267,7 @@ def _resolve_rows(
         shown = [_json(v) if v is not m.MISSING else None for v in values]
         out.append(
             Side(
-                side.kind.clone().scatter(rows, pl.Series([k for k, _ in pairs], dtype=pl.Utf8)),
+                side.kind.clone().scatter(rows, pl.Series([k for k, _ in pairs], dtype=KIND)),
                 _scatter(side.text, rows, [x for _, x in pairs]),
                 side.json.clone().scatter(rows, pl.Series(shown, dtype=pl.Utf8)),
             )

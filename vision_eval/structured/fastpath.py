@@ -33,6 +33,10 @@ def doc_text(column: str) -> pl.Expr:
     return pl.coalesce(pl.when(plain).then(bare), body.str.extract(r"(?s)(\{.*\})", 1))
 
 
+KIND = pl.Enum(["missing", "string", "number", "bool", "null", "object", "array"])
+"""The kinds of JSON values (:func:`matching.kind`) as a column type."""
+
+
 @dataclass
 class Side:
     """Extracted values of one field on one side: kind, text (decoded string or JSON; ``None`` where no rule of the
