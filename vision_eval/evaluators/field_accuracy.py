@@ -104,17 +104,9 @@ class FieldAccuracy(Evaluator):
         specs = s.fields
         sides = duckpath.extract_sides(batch, ("output", "expected_output"), specs)
         (got_ok, got), (want_ok, want) = sides["output"], sides["expected_output"]
-        per_field = [fastpath.compare(spec, g, w) for spec, g, w in zip(specs, got, want)]
+        compared = fastpath.compare(specs, got, want)
         frame = pl.DataFrame({"sample_id": batch["id"], "g_ok": got_ok, "w_ok": want_ok, "raw": batch["output"]})
-        frame = frame.hstack(
-            [
-                col.alias(f"{short}{i}")
-                for i, res in enumerate(per_field)
-                for short, col in zip(
-                    "shrae", (res["score"], res["hit"], res["reason"], res["actual"], res["expected"])
-                )
-            ]
-        )
+        frame = frame.hstack(compared.get_columns())
         if not got_ok.all():  # a response that is not JSON misses every field
             not_json = ~pl.col("g_ok")
             frame = frame.with_columns(
@@ -131,7 +123,7 @@ class FieldAccuracy(Evaluator):
         score = score_expr(specs, s.aggregation)
         # Details JSON assembled as text: Polars list columns (concat_list + drop_nulls + json_encode) cost ~4x more.
         labels = quote_labels(
-            [(spec.path + ": ", frame[f"r{i}"], res["python"]) for i, (spec, res) in enumerate(zip(specs, per_field))]
+            [(spec.path + ": ", frame[f"r{i}"], frame[f"p{i}"]) for i, spec in enumerate(specs)]
         )
         frame = frame.hstack([label.alias(f"q{i}") for i, label in enumerate(labels)])
 

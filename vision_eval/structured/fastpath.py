@@ -8,6 +8,7 @@ distinct string with the reference parser, fuzzy similarity once per distinct pa
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -140,133 +141,137 @@ def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
     return work["sim"]
 
 
-def compare(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
-    """Columns ``score, hit, reason, expected, actual, python`` for one field over the batch (``python``: the row was
-    compared by the reference, so its reason may hold any character)."""
+def _inputs(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
+    """The columns one field's rule reads: kinds and JSON texts (``gk, gj, wk, wj``) and the rule's own (numbers
+    ``gn, wn``, compared dates ``gd, wd``, similarity ``sim``)."""
     columns = {"gk": got.kind, "gj": got.json, "wk": want.kind, "wj": want.json}
-    if spec.match != "exact":  # exact compares JSON texts (one spelling per value); the other rules read values
-        columns |= {"gt": got.text, "wt": want.text}
-    f = pl.DataFrame(columns)
-    gk, wk = pl.col("gk"), pl.col("wk")
-    gj, wj = pl.col("gj"), pl.col("wj")
-    composite = gk.is_in(["object", "array"]) | wk.is_in(["object", "array"])
+    if spec.match == "exact":  # exact compares JSON texts (one spelling per value); the other rules read values
+        return pl.DataFrame(columns)
+    f = pl.DataFrame(columns | {"gt": got.text, "wt": want.text})
+    if spec.match == "numeric_tolerance":
+        f = f.with_columns(numbers(f, "gk", "gt").alias("gn"), numbers(f, "wk", "wt").alias("wn"))
+    elif spec.match == "date":
+        f = _dates(f, spec)
+    else:
+        f = f.with_columns(_fuzzy(f, spec))
+    return f.drop("gt", "wt")
+
+
+def _outcome(spec: m.FieldSpec, col: Callable[[str], pl.Expr]) -> pl.Expr:
+    """A struct ``h`` (hit: true, false, or null when left out), ``r`` (reason) per row; ``col`` names the columns
+    of :func:`_inputs`. Composite values (objects, arrays) are left null for the reference."""
+    gk, wk, gj, wj = col("gk"), col("wk"), col("gj"), col("wj")
     miss = pl.lit(False)
+
+    def out(hit: pl.Expr | bool | None, reason: pl.Expr | str | None) -> pl.Expr:
+        h = hit if isinstance(hit, pl.Expr) else pl.lit(hit, pl.Boolean)
+        r = reason if isinstance(reason, pl.Expr) else pl.lit(reason, pl.Utf8)
+        return pl.struct(h.alias("h"), r.alias("r"))
+
     if spec.match == "exact":
         g_num, w_num = gj.cast(pl.Float64, strict=False), wj.cast(pl.Float64, strict=False)
         equal = pl.when(gk == "number").then(g_num == w_num).otherwise(gj == wj)
         rule = (
             pl.when(gk != wk)
-            .then(
-                pl.struct(
-                    miss.alias("h"), pl.format("type mismatch: got {} {}, expected {} {}", gk, gj, wk, wj).alias("r")
-                )
-            )
+            .then(out(miss, pl.format("type mismatch: got {} {}, expected {} {}", gk, gj, wk, wj)))
             .when(equal)
-            .then(pl.struct(pl.lit(True).alias("h"), pl.lit("equal").alias("r")))
-            .otherwise(pl.struct(miss.alias("h"), pl.format("got {}, expected {}", gj, wj).alias("r")))
+            .then(out(True, "equal"))
+            .otherwise(out(miss, pl.format("got {}, expected {}", gj, wj)))
         )
     elif spec.match == "numeric_tolerance":
-        f = f.with_columns(numbers(f, "gk", "gt").alias("gn"), numbers(f, "wk", "wt").alias("wn"))
-        gn, wn = pl.col("gn"), pl.col("wn")
+        gn, wn = col("gn"), col("wn")
         diff = (gn - wn).abs()
         tol = (wn.abs() * spec.tolerance) if spec.relative else pl.lit(spec.tolerance)
         if spec.relative:
             tol = pl.when(wn == 0).then(pl.lit(spec.tolerance)).otherwise(tol)
         hit = diff <= tol + 1e-9 * pl.max_horizontal(pl.lit(1.0), tol)
+        sign = pl.when(hit).then(pl.lit("<=")).otherwise(pl.lit(">"))
         rule = (
             pl.when(wn.is_null())
-            .then(pl.struct(miss.alias("h"), pl.format("expected value is not a number: {}", wj).alias("r")))
+            .then(out(miss, pl.format("expected value is not a number: {}", wj)))
             .when(gn.is_null())
-            .then(pl.struct(miss.alias("h"), pl.format("not a number: got {}", gj).alias("r")))
-            .otherwise(
-                pl.struct(
-                    hit.alias("h"),
-                    pl.format(
-                        "diff={} {} tolerance {}",
-                        _fmt(diff),
-                        pl.when(hit).then(pl.lit("<=")).otherwise(pl.lit(">")),
-                        _fmt(tol),
-                    ).alias("r"),
-                )
-            )
+            .then(out(miss, pl.format("not a number: got {}", gj)))
+            .otherwise(out(hit, pl.format("diff={} {} tolerance {}", _fmt(diff), sign, _fmt(tol))))
         )
     elif spec.match == "date":
-        f = _dates(f, spec)
-        gd, wd = pl.col("gd"), pl.col("wd")
+        gd, wd = col("gd"), col("wd")
         rule = (
             pl.when(wk != "string")
-            .then(pl.struct(miss.alias("h"), pl.format("expected value is not a date string: {}", wj).alias("r")))
+            .then(out(miss, pl.format("expected value is not a date string: {}", wj)))
             .when(gk != "string")
-            .then(pl.struct(miss.alias("h"), pl.format("not a date string: got {}", gj).alias("r")))
+            .then(out(miss, pl.format("not a date string: got {}", gj)))
             .when(wd.is_null())
-            .then(pl.struct(miss.alias("h"), pl.format("could not parse expected date {}", wj).alias("r")))
+            .then(out(miss, pl.format("could not parse expected date {}", wj)))
             .when(gd.is_null())
-            .then(pl.struct(miss.alias("h"), pl.format("could not parse date {}", gj).alias("r")))
+            .then(out(miss, pl.format("could not parse date {}", gj)))
             .when(gd == wd)
-            .then(pl.struct(pl.lit(True).alias("h"), pl.format("same date {}", wd).alias("r")))
-            .otherwise(pl.struct(miss.alias("h"), pl.format("got {}, expected {}", gd, wd).alias("r")))
+            .then(out(True, pl.format("same date {}", wd)))
+            .otherwise(out(miss, pl.format("got {}, expected {}", gd, wd)))
         )
     else:
-        f = f.with_columns(_fuzzy(f, spec))
-        sim = pl.col("sim")
+        sim = col("sim")
         hit = sim >= spec.threshold - 1e-12
+        sign = pl.when(hit).then(pl.lit(">=")).otherwise(pl.lit("<"))
+        shown = pl.format(f"similarity {{}} {{}} threshold {spec.threshold}", sim.round(3).cast(pl.Utf8), sign)
         rule = (
             pl.when(wk != "string")
-            .then(pl.struct(miss.alias("h"), pl.format("expected value is not a string: {}", wj).alias("r")))
+            .then(out(miss, pl.format("expected value is not a string: {}", wj)))
             .when(gk != "string")
-            .then(pl.struct(miss.alias("h"), pl.format("not a string: got {}", gj).alias("r")))
-            .otherwise(
-                pl.struct(
-                    hit.alias("h"),
-                    pl.format(
-                        "similarity {} {} threshold " + str(spec.threshold),
-                        sim.round(3).cast(pl.Utf8),
-                        pl.when(hit).then(pl.lit(">=")).otherwise(pl.lit("<")),
-                    ).alias("r"),
-                )
-            )
+            .then(out(miss, pl.format("not a string: got {}", gj)))
+            .otherwise(out(hit, shown))
         )
-    missing_reason = (
-        "missing from the response" if spec.required else "optional field missing from the response (left out)"
-    )
-    full = (
+    missing = "missing from the response" if spec.required else "optional field missing from the response (left out)"
+    return (
         pl.when(wk == "missing")
-        .then(pl.struct(pl.lit(True).alias("h"), pl.lit("no expected value").alias("r")))
+        .then(out(True, "no expected value"))
         .when(gk == "missing")
-        .then(
-            pl.struct(
-                pl.lit(False if spec.required else None, pl.Boolean).alias("h"), pl.lit(missing_reason).alias("r")
-            )
-        )
+        .then(out(False if spec.required else None, missing))
         .when((gk == "null") & (wk == "null"))
-        .then(pl.struct(pl.lit(True).alias("h"), pl.lit("both null").alias("r")))
+        .then(out(True, "both null"))
         .when((gk == "null") | (wk == "null"))
-        .then(pl.struct(miss.alias("h"), pl.format("got {}, expected {}", gj, wj).alias("r")))
-        .when(composite)
-        .then(pl.struct(pl.lit(None, pl.Boolean).alias("h"), pl.lit(None, pl.Utf8).alias("r")))
+        .then(out(miss, pl.format("got {}, expected {}", gj, wj)))
+        .when(gk.is_in(["object", "array"]) | wk.is_in(["object", "array"]))
+        .then(out(None, None))
         .otherwise(rule)
     )
-    f = f.with_columns(full.alias("_o"), (composite & (gk != "missing") & (wk != "missing")).alias("_py"))
-    out = f.select(
-        pl.col("_o").struct.field("h").alias("hit"),
-        pl.col("_o").struct.field("r").alias("reason"),
-        gj.alias("actual"),  # null when missing
-        wj.alias("expected"),
-        pl.col("_py"),
-    )
-    rows = out["_py"].arg_true()
-    if rows.len():
-        sub = f[rows]
+
+
+def compare(specs: list[m.FieldSpec], got: list[Side], want: list[Side]) -> pl.DataFrame:
+    """Per field ``i``: ``s{i}`` (score), ``h{i}`` (hit), ``r{i}`` (reason), ``a{i}``/``e{i}`` (actual/expected JSON
+    texts) and ``p{i}`` (the row was compared by the reference, so its reason may hold any character). Every field's
+    rule is one expression of one ``select``, so Polars evaluates the fields in parallel."""
+    inputs = [_inputs(spec, g, w) for spec, g, w in zip(specs, got, want)]
+    wide = pl.concat([f.rename(lambda c, i=i: f"{c}{i}") for i, f in enumerate(inputs)], how="horizontal")
+    exprs = []
+    for i, spec in enumerate(specs):
+        gk, wk = pl.col(f"gk{i}"), pl.col(f"wk{i}")
+        composite = gk.is_in(["object", "array"]) | wk.is_in(["object", "array"])
+        exprs += [
+            _outcome(spec, lambda name, i=i: pl.col(f"{name}{i}")).alias(f"o{i}"),
+            pl.col(f"gj{i}").alias(f"a{i}"),  # null when missing
+            pl.col(f"wj{i}").alias(f"e{i}"),
+            (composite & (gk != "missing") & (wk != "missing")).alias(f"p{i}"),
+        ]
+    out = wide.select(exprs)
+    out = out.with_columns(
+        expr
+        for i in range(len(specs))
+        for expr in (pl.col(f"o{i}").struct.field("h").alias(f"h{i}"), pl.col(f"o{i}").struct.field("r").alias(f"r{i}"))
+    ).drop(f"o{i}" for i in range(len(specs)))
+    for i, spec in enumerate(specs):
+        rows = out[f"p{i}"].arg_true()
+        if not rows.len():
+            continue
+        sub = wide.select(pl.col(f"{c}{i}").gather(rows).alias(c) for c in ("gk", "gj", "wk", "wj"))
         outcomes = [
             m.compare_values(spec, _value(a, b), _value(c, d))
             for a, b, c, d in zip(sub["gk"].to_list(), sub["gj"].to_list(), sub["wk"].to_list(), sub["wj"].to_list())
         ]
         out = out.with_columns(
-            out["hit"].clone().scatter(rows, pl.Series([o.hit for o in outcomes], dtype=pl.Boolean)),
-            out["reason"].clone().scatter(rows, pl.Series([o.reason for o in outcomes], dtype=pl.Utf8)),
+            out[f"h{i}"].clone().scatter(rows, pl.Series([o.hit for o in outcomes], dtype=pl.Boolean)),
+            out[f"r{i}"].clone().scatter(rows, pl.Series([o.reason for o in outcomes], dtype=pl.Utf8)),
         )
-    # ``python``: reasons written by the reference, which may hold raw object keys (control characters included).
-    return out.rename({"_py": "python"}).with_columns(pl.col("hit").cast(pl.Float64).alias("score"))
+    return out.with_columns(pl.col(f"h{i}").cast(pl.Float64).alias(f"s{i}") for i in range(len(specs)))
 
 
 def _value(kind: str, json_text: str | None) -> Any:
