@@ -66,14 +66,17 @@ def _nodes(paths: Paths) -> list[list[int]]:
     return list(out.values())
 
 
-def _duckdb_tokens(texts: pl.DataFrame, paths: Paths) -> pl.DataFrame:
-    """Per text column ``c``: ``c_ok`` (DuckDB parsed it) and ``c_t{i}``, the token of path ``i``."""
+def _duckdb_tokens(texts: pl.DataFrame, trusted: dict[str, pl.Series], paths: Paths) -> pl.DataFrame:
+    """Per text column ``c``: ``c_ok`` (DuckDB parsed it) and ``c_t{i}``, the token of path ``i``; rows not
+    ``trusted`` are not read (null)."""
     ptrs = _sql_list([pointer(p) for p in paths])
-    inner = ", ".join(f"try(json_extract({c}, {ptrs})) AS {c}_e" for c in texts.columns)
+    inner = ", ".join(f"CASE WHEN {c}_trusted THEN try(json_extract({c}, {ptrs})) END AS {c}_e" for c in texts.columns)
     outer = [f"{c}_e IS NOT NULL AS {c}_ok" for c in texts.columns]
     outer += [f"{c}_e[{i + 1}] AS {c}_t{i}" for c in texts.columns for i in range(len(paths))]
+    table = texts.hstack([trusted[c].alias(f"{c}_trusted") for c in texts.columns])
     with duck.cursor() as con:
-        con.register("texts", texts.to_arrow())
+        # String views cross into DuckDB without copying the texts.
+        con.register("texts", table.to_arrow(compat_level=pl.CompatLevel.newest()))
         return con.sql(f"SELECT {', '.join(outer)} FROM (SELECT {inner} FROM texts)").pl()
 
 
@@ -127,7 +130,7 @@ def _decide(texts: pl.DataFrame, paths: Paths) -> pl.DataFrame:
             odd = texts[n].gather(maybe).str.contains(NAN_INF)
             plain = plain.scatter(maybe, ~odd)
         trusted[n] = plain
-    tokens = _duckdb_tokens(texts.select(pl.when(trusted[n]).then(pl.col(n)).alias(n) for n in names), paths)
+    tokens = _duckdb_tokens(texts, trusted, paths)
     nodes = _nodes(paths)
     counted = []
     for n in names:
