@@ -203,3 +203,87 @@ def test_batch_path_matches_row_path() -> None:
         box_batch.dataset_ap(mixed_result["details"], mixed_result["sample_id"])["ap50"], abs=1e-6
     )
     assert frame.run_info["metrics"]["b"]["rows"] == 300
+
+
+def test_coco_batch_flags_match_per_image_greedy() -> None:
+    """Uncontested rows take the shortcut, contested ones the greedy loop: both give coco_tp's flags per image."""
+    rng = np.random.default_rng(11)
+    contested = 0
+    for _ in range(60):
+        rows, n_pred, n_gt = 40, int(rng.integers(1, 8)), int(rng.integers(1, 8))
+        xy = rng.uniform(0, 100, size=(rows, n_gt, 2))
+        gt = np.concatenate([xy, xy + rng.uniform(5, 40, size=(rows, n_gt, 2))], axis=2)
+        pick = rng.integers(0, n_gt, size=(rows, n_pred))
+        noise = rng.normal(0, rng.choice([1.0, 5.0, 15.0]), size=(rows, n_pred, 4))
+        pred = np.take_along_axis(gt, pick[..., None], axis=1) + noise
+        pred[..., 2:] = np.maximum(pred[..., 2:], pred[..., :2])
+        valid = rng.random((rows, n_pred)) > 0.2
+        iou = np.where(valid[..., None], bx.iou_matrix(pred, gt), 0.0)
+        scores = np.round(rng.random((rows, n_pred)), 1)  # ties too
+        flags = bx.coco_tp_batch(iou, scores, valid)
+        for r in range(rows):
+            keep = np.nonzero(valid[r])[0]
+            assert np.array_equal(flags[r][keep], bx.coco_tp(iou[r][keep], scores[r][keep]))
+            assert not flags[r][~valid[r]].any()
+            contested += int(((iou[r] >= 0.5).sum(axis=1) > 1).any() or ((iou[r] >= 0.5).sum(axis=0) > 1).any())
+    assert contested > 100  # the greedy path was exercised
+
+
+def test_degenerate_boxes_in_a_padded_batch() -> None:
+    a = np.array([[[1.0, 1, 1, 1], [0, 0, 4, 4]], [[2.0, 2, 2, 6], [3, 3, 3, 3]]])
+    b = np.array([[[1.0, 1, 1, 1], [0, 0, 2, 2], [5, 5, 5, 5]], [[2.0, 2, 2, 6], [0, 0, 1, 1], [3, 3, 3, 3]]])
+    iou = bx.iou_matrix(a, b)
+    assert iou[0].tolist() == [[1.0, 0.0, 0.0], [0.0, 0.25, 0.0]]
+    assert iou[1].tolist() == [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+
+
+ODD_OUTPUTS = [
+    '[{"label": "a", "box": [true, 0, 10, 10]}]',  # a boolean is not a coordinate
+    '[{"label": "a", "box": ["0", 0, 10, 10]}]',  # nor is a string
+    '[{"label": "b", "box": [0, 0, 10, 10], "label": "a"}]',  # repeated key: the last one counts (json.loads)
+    '[{"class": "a", "box": [0, 0, 10, 10]}]',  # label alias
+    '[{"label": "a", "bbox": [0, 0, 10, 10], "confidence": 0.5}]',  # box and score aliases
+    '[{"label": "\\u0061", "box": [0, 0, 10, 10]}]',  # escaped label
+    '[{"label": 7, "box": [0, 0, 10, 10]}]',  # a number as label
+    '[{"label": "a", "box": [0, 0, 10, 10], "score": "0.5"}]',  # a string as score
+    '[{"label": "a", "box": [0, 0, 10, 10, 3]}]',  # five coordinates
+    '[{"label": "a", "box": [0, 0, 1e400, 10]}]',  # infinite
+    '{"boxes": [{"label": "a", "box": [0, 0, 10, 10]}]}',  # wrapped
+    '```json\n[{"label": "a", "box": [0, 0, 10, 10]}]\n```',  # fenced
+    "[[0, 0, 10, 10]]",  # bare coordinates
+    '[{"label": "a", "box": [0, 0, 10, 10]},]',  # trailing comma
+    '[{"label": "a", "box": [0, 0, 10, 10], "id": 3}]',  # an extra key
+]
+
+
+def test_batch_path_takes_plain_rows_and_leaves_the_rest_to_the_row_path() -> None:
+    """Plain lists of box objects (any key order, optional label/score, nulls, exponents, spacing) are decided by the
+    batch path; every other shape goes to the row-wise path, so each row gets the row-wise answer."""
+    import polars as pl
+
+    from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
+    from vision_eval.structured import box_batch
+
+    expected = '[{"label": "a", "box": [0, 0, 10, 10]}, {"label": "b", "box": [20, 20, 30, 30]}]'
+    plain = [
+        '[{"box": [0, 0, 10, 10], "label": "a"}, {"score": 0.5, "label": "b", "box": [20, 20, 30, 30]}]',
+        '[ {"label": null, "box": [0.0, -0.0, 1e1, 1E+1], "score": null} ]',
+        '[\n  {\n    "label": "b",\n    "box": [20, 20, 31, 30]\n  }\n]',
+        "[]",
+    ]
+    opts = box_batch.BoxOptions("xyxy", "xyxy", False, False, 0.5, True)
+    texts = pl.Series(plain + ODD_OUTPUTS)
+    result = box_batch.evaluate_batch(texts, pl.Series([expected] * texts.len()), opts, None)
+    assert result.fallback.tolist() == list(range(len(plain), texts.len()))
+    assert result.frame["row"].to_list() == list(range(len(plain)))
+
+    rows = [{"id": str(i), "output": t, "expected_output": expected} for i, t in enumerate(texts)]
+    evaluator = BboxIou("b", BboxIouSettings())
+    batch = evaluator.evaluate(pl.DataFrame(rows)).results.sort("sample_id")
+    row_wise = evaluator._rows(pl.DataFrame(rows)).sort("sample_id")
+    assert batch["status"].to_list() == row_wise["status"].to_list()
+    assert batch["score"].to_list() == pytest.approx(row_wise["score"].to_list(), nan_ok=True)
+    statuses = dict(zip(batch["sample_id"].to_list(), batch["status"].to_list()))
+    assert statuses[str(len(plain))] == "error"  # the boolean coordinate
+    repeated = json.loads(batch.filter(pl.col("sample_id") == str(len(plain) + 2))["details"].item())
+    assert repeated["tp"] == 1  # labelled "a" (the last label), so it matches the expected "a" box

@@ -116,20 +116,17 @@ class BboxIou(Evaluator):
         fast = box_batch.evaluate_batch(batch["output"], batch["expected_output"], opts, sizes)
         frames = []
         ids = batch["id"].to_numpy()
-        if fast is None:
-            slow = np.arange(batch.height)
-        else:
-            done, slow = fast.frame, fast.fallback
-            for part in (fast.dets, fast.gts):
-                self._ap_parts.append(part.with_columns(pl.Series("sample_id", ids[part["row"].to_numpy()], pl.Utf8)))
-            frames.append(
-                done.select(
-                    pl.Series("sample_id", batch["id"].to_numpy()[done["row"].to_numpy()], dtype=pl.Utf8),
-                    pl.lit(PROCESSED).alias("status"),
-                    pl.col(s.score).alias("score"),
-                    pl.col("details"),
-                )
+        done, slow = fast.frame, fast.fallback
+        for part in (fast.dets, fast.gts):
+            self._ap_parts.append(part.with_columns(pl.Series("sample_id", ids[part["row"].to_numpy()], pl.Utf8)))
+        frames.append(
+            done.select(
+                pl.Series("sample_id", ids[done["row"].to_numpy()], dtype=pl.Utf8),
+                pl.lit(PROCESSED).alias("status"),
+                pl.col(s.score).alias("score"),
+                pl.col("details"),
             )
+        )
         rows = self._rows(batch[slow])
         processed = rows.filter(pl.col("status") == PROCESSED)
         if processed.height:

@@ -6,15 +6,20 @@ row-wise path in :mod:`vision_eval.evaluators.bbox_iou`, which also produces the
 
 from __future__ import annotations
 
+import itertools
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
+from vision_eval import duck
 from vision_eval.structured import boxes as bx
 
-BOX_DTYPE = pl.List(pl.Struct({"label": pl.Utf8, "box": pl.List(pl.Float64), "score": pl.Float64}))
+BOX_TYPE = '[{"label": "VARCHAR", "box": ["DOUBLE"], "score": "DOUBLE"}]'
+"""What DuckDB's ``json_transform`` reads a list of boxes into."""
 CHUNK = 4096
+UNIT_BOX = np.array([0.0, 0.0, 1.0, 1.0])
 
 
 @dataclass
@@ -29,37 +34,60 @@ class BoxOptions:
     label_aware: bool
 
 
-def _long(lists: pl.Series, fmt: bx.BoxFormat, sizes: np.ndarray | None) -> tuple[pl.DataFrame, np.ndarray]:
-    """One row per box (``row, pos, label, score, ok``) and its xyxy coordinates."""
-    frame = pl.DataFrame({"row": np.arange(lists.len()), "b": lists}).filter(pl.col("b").list.len() > 0)
-    frame = frame.explode("b").unnest("b")
-    frame = frame.with_columns(pl.int_range(pl.len()).over("row").alias("pos"))
-    coords = frame.select([pl.col("box").list.get(k, null_on_oob=True).alias(f"c{k}") for k in range(4)])
-    arr = bx.to_xyxy(coords.to_numpy().astype(float).reshape(-1, 4), fmt)
+def _plain_pattern() -> str:
+    """A JSON list of box objects whose every member is ``label`` (a string without escapes, or null), ``box``
+    (4 numbers) or ``score`` (a number or null), each at most once, in any order. Such a text means the same to every
+    JSON reader; anything else (other keys or aliases, repeated keys, escapes, booleans, wrappers) is left to the
+    row-wise path, which also explains what is wrong."""
+    ws = r"[ \t\n\r]*"
+    num = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+    members = {
+        "label": rf'"label"{ws}:{ws}(?:"[^"\\\x00-\x1f]*"|null)',
+        "box": rf'"box"{ws}:{ws}\[{ws}{num}(?:{ws},{ws}{num}){{3}}{ws}\]',
+        "score": rf'"score"{ws}:{ws}(?:{num}|null)',
+    }
+    orders = [
+        order
+        for size in (1, 2, 3)
+        for keys in itertools.combinations(members, size)
+        if "box" in keys
+        for order in itertools.permutations(keys)
+    ]
+    sep = f"{ws},{ws}"
+    item = "(?:" + "|".join(r"\{" + ws + sep.join(members[k] for k in order) + ws + r"\}" for order in orders) + ")"
+    return rf"^{ws}\[{ws}(?:{item}(?:{sep}{item})*)?{ws}\]{ws}$"
+
+
+PLAIN = _plain_pattern()
+
+
+def _long(texts: pl.Series, fmt: bx.BoxFormat, sizes: np.ndarray | None) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+    """For the rows whose text is :data:`PLAIN`: one row per box (``row, pos, label, score, ok``) and its xyxy
+    coordinates, read by DuckDB; and the mask of those rows."""
+    plain = texts.str.contains(PLAIN).fill_null(False)
+    table = pl.DataFrame({"row": np.arange(texts.len(), dtype=np.int64), "t": texts}).filter(plain)
+    query = (
+        "SELECT row, pos, b.label AS label, b.score AS score, b.box[1] AS c0, b.box[2] AS c1, b.box[3] AS c2, "
+        "b.box[4] AS c3 FROM (SELECT row, unnest(items) AS b, unnest(range(len(items))) AS pos FROM "
+        f"(SELECT row, json_transform(t, '{BOX_TYPE}') AS items FROM texts)) ORDER BY row, pos"
+    )
+    with duck.cursor() as con:
+        con.register("texts", table.to_arrow(compat_level=pl.CompatLevel.newest()))
+        frame = con.sql(query).pl()
+    arr = bx.to_xyxy(frame.select("c0", "c1", "c2", "c3").to_numpy().astype(float).reshape(-1, 4), fmt)
     if sizes is not None:
         arr = arr * sizes[frame["row"].to_numpy()]
-    ok = (frame["box"].list.len() == 4).fill_null(False).to_numpy() & np.isfinite(arr).all(axis=1)
-    ok &= (arr[:, 2] >= arr[:, 0]) & (arr[:, 3] >= arr[:, 1])
-    return frame.select("row", "pos", "label", "score").with_columns(pl.Series("ok", ok)), arr
+    ok = np.isfinite(arr).all(axis=1) & (arr[:, 2] >= arr[:, 0]) & (arr[:, 3] >= arr[:, 1])
+    return frame.select("row", "pos", "label", "score").with_columns(pl.Series("ok", ok)), arr, plain.to_numpy()
 
 
-def evaluate_batch(
-    outputs: pl.Series, expected: pl.Series, opts: BoxOptions, sizes: np.ndarray | None
-) -> BatchResult | None:
-    """Metrics, details and AP inputs for the rows decided here; ``None`` when no row is in the list-of-objects
-    shape this path reads."""
-    shape = r"^[ \t\r\n]*\[[ \t\r\n]*[{\]]"
-    frame = pl.DataFrame({"o": outputs, "e": expected})
-    lists = frame.select(pl.when(pl.col(c).str.contains(shape)).then(pl.col(c)).alias(c) for c in ("o", "e"))
-    try:
-        pred_lists, gt_lists = lists["o"].str.json_decode(BOX_DTYPE), lists["e"].str.json_decode(BOX_DTYPE)
-    except Exception:  # any other JSON shape: the row-wise path handles (and explains) it
-        return None
+def evaluate_batch(outputs: pl.Series, expected: pl.Series, opts: BoxOptions, sizes: np.ndarray | None) -> BatchResult:
+    """Metrics, details and AP inputs for the rows decided here (see :data:`PLAIN`); the others are returned as
+    ``fallback`` for the row-wise path."""
     n = outputs.len()
-    pred, parr = _long(pred_lists, opts.output_format, sizes if opts.scale_output else None)
-    gt, garr = _long(gt_lists, opts.expected_format, sizes if opts.scale_expected else None)
-    bad = np.zeros(n, dtype=bool)
-    bad |= pred_lists.is_null().to_numpy() | gt_lists.is_null().to_numpy()
+    pred, parr, p_plain = _long(outputs.cast(pl.Utf8), opts.output_format, sizes if opts.scale_output else None)
+    gt, garr, g_plain = _long(expected.cast(pl.Utf8), opts.expected_format, sizes if opts.scale_expected else None)
+    bad = ~(p_plain & g_plain)
     if sizes is not None and (opts.scale_output or opts.scale_expected):
         bad |= ~np.isfinite(sizes).all(axis=1) | (sizes <= 0).any(axis=1)
     for frame in (pred, gt):
@@ -84,17 +112,19 @@ def evaluate_batch(
     p_order, g_order = np.argsort(p_rows, kind="stable"), np.argsort(g_rows, kind="stable")
     p_start = np.concatenate([[0], np.cumsum(n_p)])
     g_start = np.concatenate([[0], np.cumsum(n_g)])
-    for lo in range(0, keep.size, CHUNK):
-        rows = keep[lo : lo + CHUNK]
+
+    def match_chunk(rows: np.ndarray) -> None:
+        """IoU, matching and COCO flags of some rows (writes their entries of ``tp``, ``iou_sum``, ``p_bits``)."""
         mp, mg = int(n_p[rows].max(initial=0)), int(n_g[rows].max(initial=0))
         if mp == 0 or mg == 0:
-            continue
+            return
         local = np.full(n, -1)
         local[rows] = np.arange(rows.size)
         sel_p = np.concatenate([p_order[p_start[r] : p_start[r + 1]] for r in rows])
         sel_g = np.concatenate([g_order[g_start[r] : g_start[r + 1]] for r in rows])
-        P = np.zeros((rows.size, mp, 4))
-        G = np.zeros((rows.size, mg, 4))
+        # Padding is a unit box (masked out below): zero-area padding would take IoU's slow degenerate branch.
+        P = np.broadcast_to(UNIT_BOX, (rows.size, mp, 4)).copy()
+        G = np.broadcast_to(UNIT_BOX, (rows.size, mg, 4)).copy()
         vp = np.zeros((rows.size, mp), dtype=bool)
         vg = np.zeros((rows.size, mg), dtype=bool)
         lp = np.full((rows.size, mp), -2)
@@ -118,6 +148,13 @@ def evaluate_batch(
             tp[r], iou_sum[r] = match.tp, sum(match.ious)
         packed = bx.bits(bx.coco_tp_batch(iou, sp, vp))
         p_bits[sel_p] = packed[rp, p_pos[sel_p]]
+
+    # Rows in chunks of similar box counts, so the padded arrays are mostly real boxes; numpy releases the GIL, so
+    # two threads keep both cores busy (each chunk writes only its own rows).
+    by_size = keep[np.lexsort((n_g[keep], n_p[keep]))]
+    chunks = [by_size[lo : lo + CHUNK] for lo in range(0, by_size.size, CHUNK)]
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(match_chunk, chunks))
 
     kp, kg = n_p[keep].astype(float), n_g[keep].astype(float)
     t = tp[keep]

@@ -101,9 +101,15 @@ def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     area_a = (a[..., 2] - a[..., 0]) * (a[..., 3] - a[..., 1])
     area_b = (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1])
     union = area_a + area_b - inter
-    same = np.all(a == b, axis=-1)
+    positive = union > 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(union > 0, inter / np.where(union > 0, union, 1), same.astype(float))
+        out = np.where(positive, inter / np.where(positive, union, 1), 0.0)
+    degenerate = np.nonzero(~positive)
+    if degenerate[0].size:  # two zero-area boxes (rare): compare the coordinates only there
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        pa, pb = np.broadcast_to(a, shape)[degenerate], np.broadcast_to(b, shape)[degenerate]
+        out[degenerate] = np.all(pa == pb, axis=-1)
+    return out
 
 
 def label_mask(pred: Boxes, gt: Boxes) -> np.ndarray | None:
@@ -197,12 +203,29 @@ def average_precision(scores: np.ndarray, tp: np.ndarray, n_gt: int) -> float:
 
 def coco_tp_batch(iou: np.ndarray, scores: np.ndarray, pred_valid: np.ndarray) -> np.ndarray:
     """:func:`coco_tp` for a padded batch: ``iou (R, P, G)``, ``scores (R, P)`` → ``(R, P, T)`` flags.
-    Loops over prediction ranks (≤ P), vectorized over rows and thresholds."""
+
+    In a row where every prediction has at most one ground truth with IoU ≥ the lowest threshold, and every ground
+    truth at most one prediction, no two predictions contend for a ground truth: each prediction's flags are its best
+    IoU against the thresholds. The other rows run the greedy matching, a loop over prediction ranks (≤ P) vectorized
+    over rows and thresholds."""
+    rows, n_pred, n_gt = iou.shape
+    t = COCO_THRESHOLDS
+    if n_pred == 0 or n_gt == 0:
+        return np.zeros((rows, n_pred, len(t)), dtype=bool)
+    cand = iou >= t[0]
+    contested = (cand.sum(axis=2) > 1).any(axis=1) | (cand.sum(axis=1) > 1).any(axis=1)
+    tp = (iou.max(axis=2)[..., None] >= t) & pred_valid[..., None]
+    hard = np.nonzero(contested)[0]
+    if hard.size:
+        tp[hard] = _greedy_tp(iou[hard], scores[hard], pred_valid[hard])
+    return tp
+
+
+def _greedy_tp(iou: np.ndarray, scores: np.ndarray, pred_valid: np.ndarray) -> np.ndarray:
+    """COCO's greedy matching over a padded batch (predictions in descending score order)."""
     rows, n_pred, n_gt = iou.shape
     t = COCO_THRESHOLDS
     tp = np.zeros((rows, n_pred, len(t)), dtype=bool)
-    if n_pred == 0 or n_gt == 0:
-        return tp
     order = np.argsort(np.where(pred_valid, -scores, np.inf), axis=1, kind="stable")
     matched = np.zeros((rows, len(t), n_gt), dtype=bool)
     r = np.arange(rows)
