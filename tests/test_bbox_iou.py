@@ -287,3 +287,13 @@ def test_batch_path_takes_plain_rows_and_leaves_the_rest_to_the_row_path() -> No
     assert statuses[str(len(plain))] == "error"  # the boolean coordinate
     repeated = json.loads(batch.filter(pl.col("sample_id") == str(len(plain) + 2))["details"].item())
     assert repeated["tp"] == 1  # labelled "a" (the last label), so it matches the expected "a" box
+
+
+def test_average_precision_of_all_thresholds_at_once() -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        n = int(rng.integers(0, 40))
+        scores, flags = np.round(rng.random(n), 1), rng.random((10, n)) > 0.5
+        n_gt = int(rng.integers(1, 50))
+        each = [bx.average_precision(scores, flags[t], n_gt) for t in range(10)]
+        assert bx.average_precision(scores, flags, n_gt).tolist() == each

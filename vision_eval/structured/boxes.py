@@ -184,21 +184,24 @@ def coco_tp(iou: np.ndarray, scores: np.ndarray, thresholds: np.ndarray = COCO_T
     return tp
 
 
-def average_precision(scores: np.ndarray, tp: np.ndarray, n_gt: int) -> float:
-    """101-point interpolated AP (COCO) for one class at one threshold."""
+def average_precision(scores: np.ndarray, tp: np.ndarray, n_gt: int) -> np.ndarray | float:
+    """101-point interpolated AP (COCO) for one class: ``tp`` flags ``(n,)`` give one AP, ``(T, n)`` one per
+    threshold (the detections are ranked once)."""
+    flags = np.atleast_2d(tp)
     if n_gt == 0:
-        return float("nan")
-    if scores.size == 0:
-        return 0.0
-    order = np.argsort(-scores, kind="stable")
-    hits = tp[order].astype(float)
-    ctp, cfp = np.cumsum(hits), np.cumsum(1.0 - hits)
-    recall = ctp / n_gt
-    precision = ctp / np.maximum(ctp + cfp, np.finfo(float).eps)
-    precision = np.maximum.accumulate(precision[::-1])[::-1]
-    points = np.linspace(0.0, 1.0, 101)
-    idx = np.searchsorted(recall, points, side="left")
-    return float(np.mean([precision[i] if i < precision.size else 0.0 for i in idx]))
+        out = np.full(flags.shape[0], np.nan)
+    elif scores.size == 0:
+        out = np.zeros(flags.shape[0])
+    else:
+        hits = flags[:, np.argsort(-scores, kind="stable")].astype(float)
+        ctp, cfp = np.cumsum(hits, axis=1), np.cumsum(1.0 - hits, axis=1)
+        recall = ctp / n_gt
+        precision = ctp / np.maximum(ctp + cfp, np.finfo(float).eps)
+        precision = np.maximum.accumulate(precision[:, ::-1], axis=1)[:, ::-1]
+        padded = np.hstack([precision, np.zeros((precision.shape[0], 1))])  # a point past the last recall: 0
+        points = np.linspace(0.0, 1.0, 101)
+        out = np.array([np.mean(p[np.searchsorted(r, points, side="left")]) for p, r in zip(padded, recall)])
+    return float(out[0]) if tp.ndim == 1 else out
 
 
 def coco_tp_batch(iou: np.ndarray, scores: np.ndarray, pred_valid: np.ndarray) -> np.ndarray:
@@ -257,9 +260,9 @@ def ap_from_classes(
         return {"ap50": float("nan"), "ap50_95": float("nan")}
     empty = (np.zeros(0), np.zeros(0, dtype=np.int64))
     per_t = np.zeros((len(COCO_THRESHOLDS), len(classes)))
+    shifts = np.arange(len(COCO_THRESHOLDS), dtype=np.int64)
     for ci, c in enumerate(classes):
         scores, packed = dets.get(c, empty)
-        for t in range(len(COCO_THRESHOLDS)):
-            per_t[t, ci] = average_precision(scores, ((packed >> t) & 1).astype(bool), gt[c])
+        per_t[:, ci] = average_precision(scores, ((packed[None, :] >> shifts[:, None]) & 1).astype(bool), gt[c])
     means = per_t.mean(axis=1)
     return {"ap50": float(means[0]), "ap50_95": float(means.mean())}
