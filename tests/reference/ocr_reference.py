@@ -47,7 +47,8 @@ def similarity(a: list[str], b: list[str], scorer: str) -> list[float]:
         raise ValueError(f"unknown scorer {scorer!r}; use one of {', '.join(function)}")
     if not a:
         return []
-    scores = cpdist(a, b, scorer=function[scorer], workers=-1)
+    # float64, as rapidfuzz's scorers return them one at a time (cpdist's default float32 lost ~1e-8).
+    scores = cpdist(a, b, scorer=function[scorer], workers=-1, dtype="float64")
     return (scores / 100.0).tolist()
 
 

@@ -57,7 +57,7 @@ def similarity(a: list[str] | pl.Series, b: list[str] | pl.Series, scorer: str) 
     if not len(a):
         return np.zeros(0)
     a, b = (x.to_list() if isinstance(x, pl.Series) else x for x in (a, b))
-    return (cpdist(a, b, scorer=function[scorer], workers=-1) / 100.0).astype(np.float64)
+    return cpdist(a, b, scorer=function[scorer], workers=-1, dtype=np.float64) / 100.0
 
 
 def _keywords(frame: pl.DataFrame, opts: OcrOptions) -> pl.Series:
