@@ -10,8 +10,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from tests.reference import chart_reference, json_reference, ocr_reference
+from tests.reference import chart_reference, count_reference, json_reference, ocr_reference
 from vision_eval.validators.chart import ChartOptions, chart_frame
+from vision_eval.validators.count import count_frame
 from vision_eval.validators.json_check import JsonOptions, json_frame
 from vision_eval.validators.ocr import OcrOptions, ocr_frame
 
@@ -127,6 +128,73 @@ def test_chart_matches_reference_on_generated_text(opts: ChartOptions) -> None:
     frame = pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8})
     _same(chart_frame(frame, opts), chart_reference.chart_frame(frame, opts))
     assert chart_frame(frame.head(0), opts).height == 0
+
+
+COUNT_PIECES = [
+    "5", "12", "0", "100", "007", "five", "Five", "twenty-one", "twenty one", "ninety", "a dozen", "half a dozen",
+    "dozen", "a pair of", "couple of", "a single", "an", "a", "no", "none", "zero", "fivefold", "ones", "someone",
+    "circles", "circle", "boxes", "berries", "toys", "people", "mice", "glasses", "bus", "buses", "gases", "leaves",
+    "fish", "cats", "Cats", "dogs'", "x-ray", "o'clock", "red", "big", "blue", "and", "AND", "with", "the",
+    "there are", "I see", "I count", "total", "of", "in the image", "approximately", "circles: 3", "cats = 2",
+    "boxes:7", "é", "naïve", "?", "!", "(", ")", '"', "/", "=", ":", ";", ".", ",", "-", "'", "\n", "\t", "\xa0",
+]  # fmt: skip
+
+
+def _count_text(rng: random.Random) -> str | None:
+    roll = rng.random()
+    if roll < 0.04:
+        return None
+    if roll < 0.08:
+        return rng.choice(["", " ", "7", "12 ", "none"])
+    seps = [" ", " ", " ", ", ", "; ", "\n", "", " and "]
+    return "".join(rng.choice(COUNT_PIECES) + rng.choice(seps) for _ in range(rng.randint(0, 9)))
+
+
+def _count_mentions(rng: random.Random) -> str:
+    numbers = ["1", "2", "3", "5", "12", "0", "two", "three", "five", "a dozen", "twenty-one", "no", "a", "an"]
+    nouns = ["circles", "circle", "boxes", "berries", "people", "mice", "glasses", "bus", "fish", "cats", "toys"]
+    parts = []
+    for _ in range(rng.randint(1, 4)):
+        adjective = rng.choice(["", "", "red ", "big blue ", "small red round "])
+        if rng.random() < 0.15:
+            parts.append(f"{rng.choice(nouns)}{rng.choice([': ', ' = ', ':'])}{rng.choice(numbers[:6])}")
+        else:
+            parts.append(f"{rng.choice(numbers)} {adjective}{rng.choice(nouns)}")
+    opening = rng.choice(["", "I count ", "There are ", "The image shows "])
+    return opening + rng.choice([", ", " and ", "; "]).join(parts)
+
+
+def _count_pair(rng: random.Random) -> tuple[str | None, str | None]:
+    roll = rng.random()
+    if roll < 0.3:
+        return _count_text(rng), _count_text(rng)
+    expected = _count_mentions(rng)
+    if roll < 0.4:
+        return expected, expected
+    if roll < 0.5:
+        return _count_mentions(rng), rng.choice(["7", "3", "0", "12"])
+    output = expected.replace(rng.choice("0123456789"), rng.choice(["4", "five", "one", ""]))
+    if rng.random() < 0.3:
+        output += rng.choice([". Also 2 cats.", " with 3 more circles", " plus a dog", "!"])
+    return output, expected if rng.random() < 0.8 else _count_mentions(rng)
+
+
+def test_count_matches_reference_on_generated_text() -> None:
+    rng = random.Random(3)
+    rows: dict[str, list[str | None]] = {"output": [], "expected_output": []}
+    for _ in range(4000):
+        output, expected = _count_pair(rng)
+        rows["output"].append(output)
+        rows["expected_output"].append(expected)
+    frame = pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8})
+    frame = pl.concat([frame, frame.head(50)])  # repeated texts
+    new, old = count_frame(frame), count_reference.count_frame(frame)
+    _same(new, old)
+    assert new["details"].to_list() == old["details"].to_list()  # byte for byte, not only as JSON
+    assert new["score"].to_list() == old["score"].to_list()
+    assert new.schema == old.schema
+    assert old["score"].is_between(0.01, 0.99).sum() > 100 and old["status"].eq("error").sum() > 50
+    assert count_frame(frame.head(0)).height == 0
 
 
 def _json_value(rng: random.Random, depth: int = 0) -> Any:
