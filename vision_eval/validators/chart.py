@@ -16,30 +16,20 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-MONEY = (
-    r"(?i)(?:(?:[$€£¥]|\b(?:usd|eur|gbp)\b)\s?)?\b(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
-    r"(?:\s?(?:thousand|million|billion|trillion|bn|mn|mm|k|m|b|t)\b)?(?:\s*(?:dollars|usd|euros?|eur|pounds|gbp)\b)?"
+from vision_eval.validators.chart_values import (  # noqa: F401 (the patterns are part of this module's API)
+    _ANY,
+    _MONEY_PARTS,
+    _MONTHS,
+    _SCALE,
+    ISO_DATE,
+    KINDS,
+    MONEY,
+    MONTH_DATE,
+    PERCENT,
+    QUARTER,
+    matches,
+    values_of,
 )
-_MONEY_PARTS = (
-    r"(?i)^(?P<sym>[$€£¥]|usd|eur|gbp)?\s?(?P<num>[\d,]+(?:\.\d+)?)"
-    r"(?:\s?(?P<suf>thousand|million|billion|trillion|bn|mn|mm|k|m|b|t))?(?:\s*(?P<word>[a-z]+))?$"
-)
-PERCENT = r"(?i)[-+]?\b\d+(?:\.\d+)?\s?(?:%|percent\b|per cent\b|pct\b)"
-QUARTER = r"(?i)\bq[1-4](?:\s*(?:'|fy\s?)?(?:\d{4}|\d{2})\b)?"
-ISO_DATE = r"\b\d{4}-\d{2}-\d{2}\b"
-MONTH_DATE = (
-    r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?\d{4}\b"
-)
-# ASCII word boundaries (a Unicode \b keeps Rust's regex engine off its fast DFA).
-MONEY, PERCENT, QUARTER, ISO_DATE, MONTH_DATE = (
-    p.replace(r"\b", r"(?-u:\b)") for p in (MONEY, PERCENT, QUARTER, ISO_DATE, MONTH_DATE)
-)
-_SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "mm": 1e6, "billion": 1e9, "b": 1e9}
-_SCALE |= {"bn": 1e9, "trillion": 1e12, "t": 1e12}
-_MONTHS = {
-    m: f"{i:02d}"
-    for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], start=1)
-}
 
 
 @dataclass(frozen=True)
@@ -51,118 +41,21 @@ class ChartOptions:
     zero_tolerance: float = 0.0
 
 
-# One pass over the text: the earliest alternative wins at a position, so dates and percentages are
-# taken before a bare number could be read as money.
-_ANY = "(?i)" + "|".join(f"(?:{p.removeprefix('(?i)')})" for p in (ISO_DATE, MONTH_DATE, QUARTER, PERCENT, MONEY))
+def _kind_name() -> pl.Expr:
+    return pl.col("kind").replace_strict(dict(enumerate(KINDS)), return_dtype=pl.Utf8)
 
 
 def values(frame: pl.DataFrame, column: str) -> pl.DataFrame:
-    """Long frame ``_row, kind (money|percent|date), text, value (number), key (date text), year``."""
-    return _values(frame[column]).collect()
-
-
-_ISO, _MONTH, _QUARTER, _PERCENT, _MONEY = range(5)
-_KIND_CODE = {"money": 0, "percent": 1, "date": 2}
-
-
-def _values(texts: pl.Series) -> pl.LazyFrame:
-    """The plan of :func:`values` (lazy, so the kinds and both columns are parsed in parallel)."""
-    found = (
-        pl.LazyFrame({"text": texts.cast(pl.Utf8).fill_null("").str.extract_all(_ANY)})
-        .with_row_index("_row")
-        .explode("text")
-        .drop_nulls("text")
-        .with_row_index("_i")
-        # A bare number (list marker, year) is never money, nor any other kind: dropped before classifying.
-        .filter(~pl.col("text").str.contains(r"^\d+(?:\.\d+)?$"))
+    """Long frame ``_row, kind (money|percent|date), text, value (number), key (date text), year``: the money
+    of every row first, then the other values, each in row and text order."""
+    found = values_of(frame.select(matches(pl.col(column)))[column])
+    order = np.argsort(found.kind != 0, kind="stable")
+    distinct = found.distinct.with_columns(_kind_name().alias("kind"))
+    return (
+        distinct[found.code[order]]
+        .with_columns(pl.Series("_row", found.row[order], pl.UInt32))
+        .select("_row", "kind", "text", "value", "key", "year")
     )
-    # No pattern starts or ends with whitespace, so the matched texts need no trimming.
-    text = pl.col("text")
-    # Which alternative of the combined pattern matched (in its order of priority; only quarters start with q).
-    found = found.select(
-        "_row",
-        "_i",
-        "text",
-        pl.when(text.str.contains(r"^\d{4}-\d{2}-\d{2}$"))
-        .then(pl.lit(_ISO, pl.UInt8))
-        .when(text.str.starts_with("q") | text.str.starts_with("Q"))
-        .then(pl.lit(_QUARTER, pl.UInt8))
-        .when(text.str.contains(r"(?i)(?:%|percent|per cent|pct)$"))
-        .then(pl.lit(_PERCENT, pl.UInt8))
-        .when(text.str.contains(r"(?i)^(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"))
-        .then(pl.lit(_MONTH, pl.UInt8))
-        .otherwise(pl.lit(_MONEY, pl.UInt8))
-        .alias("sub"),
-    )
-    text = pl.col("text")
-    money = found.filter(pl.col("sub") == _MONEY)
-    money = money.with_columns(text.str.extract_groups(_MONEY_PARTS).alias("g")).unnest("g")
-    money = money.filter(
-        pl.col("sym").is_not_null()
-        | pl.col("suf").is_not_null()
-        | pl.col("word").is_not_null()
-        | pl.col("num").str.contains(",")
-    )
-    money = money.select(
-        "_row",
-        "_i",
-        pl.lit("money").alias("kind"),
-        "text",
-        (
-            pl.col("num").str.replace_all(",", "").cast(pl.Float64, strict=False)
-            * pl.col("suf").str.to_lowercase().replace_strict(_SCALE, default=1.0, return_dtype=pl.Float64)
-        ).alias("value"),
-        pl.lit(None, pl.Utf8).alias("key"),
-        pl.lit(None, pl.Utf8).alias("year"),
-    )
-    null_text, null_value = pl.lit(None, pl.Utf8), pl.lit(None, pl.Float64)
-    sub = pl.col("sub")
-    percent = found.filter(sub == _PERCENT).select(
-        "_row",
-        "_i",
-        pl.lit("percent").alias("kind"),
-        "text",
-        text.str.extract(r"([-+]?\d+(?:\.\d+)?)", 1).cast(pl.Float64).alias("value"),
-        null_text.alias("key"),
-        null_text.alias("year"),
-    )
-    # The quarter pattern starts with q1..q4 and has a year only when longer than that.
-    year = text.str.extract(r"(\d{2,4})$", 1)
-    quarter = found.filter(sub == _QUARTER).select(
-        "_row",
-        "_i",
-        pl.lit("date").alias("kind"),
-        "text",
-        null_value.alias("value"),
-        pl.concat_str(pl.lit("Q"), text.str.slice(1, 1)).alias("key"),
-        pl.when(year.str.len_bytes() == 2).then(pl.concat_str(pl.lit("20"), year)).otherwise(year).alias("year"),
-    )
-    iso = found.filter(sub == _ISO).select(
-        "_row",
-        "_i",
-        pl.lit("date").alias("kind"),
-        "text",
-        null_value.alias("value"),
-        text.alias("key"),
-        null_text.alias("year"),
-    )
-    day = text.str.extract(r"\s(\d{1,2})(?:st|nd|rd|th)?,?\s", 1)
-    month = found.filter(sub == _MONTH).select(
-        "_row",
-        "_i",
-        pl.lit("date").alias("kind"),
-        "text",
-        null_value.alias("value"),
-        pl.concat_str(
-            text.str.extract(r"(\d{4})$", 1),
-            pl.lit("-"),
-            text.str.to_lowercase().str.slice(0, 3).replace_strict(_MONTHS, default=None),
-            pl.when(day.is_not_null()).then(pl.concat_str(pl.lit("-"), day.str.zfill(2))).otherwise(pl.lit("")),
-        ).alias("key"),
-        null_text.alias("year"),
-    )
-    rest = pl.concat([percent, quarter, iso, month], how="vertical_relaxed").sort("_i")
-    return pl.concat([money, rest], how="vertical_relaxed").drop("_i")
 
 
 def _runs(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -235,17 +128,24 @@ def _pairs(k_want: np.ndarray, k_got: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     """Score each row: the share of expected values the response states (see module docstring)."""
-    want, got = pl.collect_all([_values(frame["expected_output"]), _values(frame["output"])])
-    kind_w = want["kind"].replace_strict(_KIND_CODE, return_dtype=pl.Int64).to_numpy()
-    kind_g = got["kind"].replace_strict(_KIND_CODE, return_dtype=pl.Int64).to_numpy()
-    row_w = want["_row"].to_numpy().astype(np.int64)
-    e, a = _pairs(row_w * 3 + kind_w, got["_row"].to_numpy().astype(np.int64) * 3 + kind_g)
+    lists = frame.select(matches(pl.col("expected_output")).alias("want"), matches(pl.col("output")).alias("got"))
+    want, got = values_of(lists["want"]), values_of(lists["got"])
+    # The row's money first, then its other values (the order of the details); only the order within a row
+    # and kind matters to the matching.
+    order = np.argsort(want.row * 2 + (want.kind != 0), kind="stable")
+    row_w, code_w, kind_w = want.row[order], want.code[order], want.kind[order]
+    n_want, n_got = len(row_w), len(got.row)
+    e, a = _pairs(row_w * 3 + kind_w, got.row * 3 + got.kind)
     # Every (expected, response) pair of the same row and kind, as flat arrays: no per-row Python.
     has = a >= 0
-    ga = np.where(has, a, 0)
-    value = want["value"].fill_null(np.nan).to_numpy()[e]
-    value_a = np.where(has, got["value"].fill_null(np.nan).to_numpy()[ga] if got.height else np.nan, np.nan)
-    key_w, key_g, year_w, year_g = _codes(want["key"], got["key"], want["year"], got["year"])
+    code_a = np.where(has, got.code[np.where(has, a, 0)] if n_got else 0, -1)
+    value_w = want.distinct["value"].fill_null(np.nan).to_numpy()
+    value_g = np.append(got.distinct["value"].fill_null(np.nan).to_numpy(), np.nan)  # last: no partner
+    value, value_a = value_w[code_w[e]], value_g[code_a]
+    key_w, key_g, year_w, year_g = _codes(
+        want.distinct["key"], got.distinct["key"], want.distinct["year"], got.distinct["year"]
+    )
+    key_g, year_g = np.append(key_g, -1), np.append(year_g, -1)
     kind = kind_w[e]
     with np.errstate(invalid="ignore", divide="ignore"):
         diff = np.abs(value_a - value)
@@ -254,46 +154,51 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
             kind == 1, opts.percent_tolerance, np.where(value == 0, opts.zero_tolerance, opts.currency_tolerance)
         )
         numeric_ok = np.where(kind == 1, diff <= limit + 1e-9, rel <= limit + 1e-9)
-    k, ka = key_w[e], np.where(has, key_g[ga] if got.height else -1, -1)
-    y, ya = year_w[e], np.where(has, year_g[ga] if got.height else -1, -1)
+    k, ka = key_w[code_w[e]], key_g[code_a]
+    y, ya = year_w[code_w[e]], year_g[code_a]
     date_ok = (k >= 0) & (k == ka) & ((y == ya) | (y < 0) | (ya < 0))
     ok = has & np.where(kind == 2, date_ok, numeric_ok)
     dist = np.where(kind == 2, 0.0, np.where(np.isnan(rel), np.inf, rel))
 
     cand = np.flatnonzero(ok)
-    hit_e, hit_a = _assign(e[cand], a[cand], dist[cand], got.height)
-    hit = np.full(want.height, -1, dtype=np.int64)
+    hit_e, hit_a = _assign(e[cand], a[cand], dist[cand], n_got)
+    hit = np.full(n_want, -1, dtype=np.int64)
     hit[hit_e] = hit_a
     # The closest response value of each expected value: the first pair at its smallest distance.
     first = _first_at_min(e, dist)
-    closest = np.full(want.height, -1, dtype=np.int64)
+    closest = np.full(n_want, -1, dtype=np.int64)
     closest[e[first]] = a[first]
     matched = hit >= 0
     actual = np.where(matched, hit, closest)
 
-    texts = got["text"]
-    actual_text = (
-        texts.gather(np.maximum(actual, 0)).set(pl.Series(actual < 0), None)
-        if got.height and want.height
-        else pl.Series([None] * want.height, dtype=pl.Utf8)
+    # Each value's JSON object, from JSON parts encoded once per distinct text (a flat struct encodes fast).
+    expected_json = want.distinct.select(
+        pl.struct(_kind_name().alias("kind"), pl.col("text").alias("expected"), "value")
+        .struct.json_encode()
+        .str.head(-1)
+    ).to_series()
+    actual_json = got.distinct.select(pl.struct(pl.col("text").alias("actual")).struct.json_encode().str.slice(10))
+    actual_json = actual_json.to_series().str.head(-1).append(pl.Series(["null"]))
+    items = pl.DataFrame(
+        {
+            "e": expected_json.gather(code_w),
+            "m": matched,
+            "a": actual_json.gather(np.where(actual >= 0, got.code[actual] if n_got else 0, actual_json.len() - 1)),
+        }
+    ).select(
+        pl.concat_str(
+            "e",
+            pl.when("m").then(pl.lit(',"matched":true,"actual":')).otherwise(pl.lit(',"matched":false,"actual":')),
+            "a",
+            pl.lit("}"),
+        )
     )
-    # Each value's JSON object (a flat struct encodes fast; nesting it in lists is what costs).
-    item = pl.struct(
-        "kind",
-        pl.col("text").alias("expected"),
-        "value",
-        pl.col("_matched").alias("matched"),
-        pl.col("_actual").alias("actual"),
-    ).struct.json_encode()
-    # Per row, in expected order: lists cut by counts from the values sorted by row (stable).
-    order = np.argsort(row_w, kind="stable")
+    # Per row, lists cut by counts from the values (in row order).
     n = np.bincount(row_w, minlength=frame.height)[: frame.height]
     hits = np.bincount(row_w, weights=matched, minlength=frame.height)[: frame.height].astype(np.int64)
-    items = want.with_columns(pl.Series("_matched", matched), actual_text.alias("_actual")).select(item.alias("v"))
-    items = items["v"][order] if want.height else pl.Series("v", [], pl.Utf8)
     offsets = np.zeros(frame.height + 1, dtype=np.int64)
     np.cumsum(n, out=offsets[1:])
-    lists = pl.Series("values", pa.LargeListArray.from_arrays(pa.array(offsets), items.to_arrow()))
+    lists = pl.Series("values", pa.LargeListArray.from_arrays(pa.array(offsets), items.to_series().to_arrow()))
     with np.errstate(invalid="ignore", divide="ignore"):
         score = np.where(n > 0, hits / np.maximum(n, 1), np.nan)
     out = pl.DataFrame({"values": lists, "hits": hits, "n": n, "score": score}).with_columns(
