@@ -48,9 +48,9 @@ def _kind_name() -> pl.Expr:
 def values(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     """Long frame ``_row, kind (money|percent|date), text, value (number), key (date text), year``: the money
     of every row first, then the other values, each in row and text order."""
-    found = values_of(frame.select(matches(pl.col(column)))[column])
+    distinct, (found,) = values_of(frame.select(matches(pl.col(column)))[column])
     order = np.argsort(found.kind != 0, kind="stable")
-    distinct = found.distinct.with_columns(_kind_name().alias("kind"))
+    distinct = distinct.with_columns(_kind_name().alias("kind"))
     return (
         distinct[found.code[order]]
         .with_columns(pl.Series("_row", found.row[order], pl.UInt32))
@@ -58,19 +58,22 @@ def values(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     )
 
 
-def _runs(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start positions of the runs of equal values in ``e`` and each position's run number."""
-    boundary = np.concatenate([[True], e[1:] != e[:-1]]) if len(e) else np.zeros(0, dtype=bool)
-    return np.flatnonzero(boundary), np.cumsum(boundary) - 1
+def _run_starts(e: np.ndarray) -> np.ndarray:
+    """Whether each position of ``e`` starts a run of equal values."""
+    start = np.empty(len(e), dtype=bool)
+    start[:1] = True
+    np.not_equal(e[1:], e[:-1], out=start[1:])
+    return start
 
 
 def _first_at_min(e: np.ndarray, dist: np.ndarray) -> np.ndarray:
     """Per run of equal ``e`` (contiguous), the position of its first smallest ``dist``."""
     if not len(e):
         return np.zeros(0, dtype=np.int64)
-    starts, run = _runs(e)
-    at_min = np.flatnonzero(dist == np.minimum.reduceat(dist, starts)[run])
-    return at_min[np.concatenate([[True], e[at_min][1:] != e[at_min][:-1]])]
+    starts = np.flatnonzero(_run_starts(e))
+    lengths = np.diff(starts, append=len(e))
+    at_min = np.flatnonzero(dist == np.repeat(np.minimum.reduceat(dist, starts), lengths))
+    return at_min[_run_starts(e[at_min])]
 
 
 def _assign(e: np.ndarray, a: np.ndarray, dist: np.ndarray, n_got: int, rounds: int = 8) -> tuple[np.ndarray, ...]:
@@ -106,17 +109,18 @@ def _assign(e: np.ndarray, a: np.ndarray, dist: np.ndarray, n_got: int, rounds: 
     return np.concatenate(hit_e), np.concatenate(hit_a)
 
 
-def _codes(*texts: pl.Series) -> list[np.ndarray]:
-    """Equal texts as equal integers across all the series (null: -1), one array per series."""
-    codes = pl.concat(texts).cast(pl.Categorical).to_physical().cast(pl.Int64).fill_null(-1).to_numpy()
-    return np.split(codes, np.cumsum([len(t) for t in texts[:-1]]))
+def _codes(texts: pl.Series) -> np.ndarray:
+    """Equal texts as equal integers (null: -1)."""
+    return texts.cast(pl.Categorical).to_physical().cast(pl.Int64).fill_null(-1).to_numpy()
 
 
-def _pairs(k_want: np.ndarray, k_got: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Left join on the key in want order (a want value without partner pairs with -1), partners in got order."""
+def _pairs(k_want: np.ndarray, k_got: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """Left join on the key (below ``n_keys``) in want order (a want value without partner pairs with -1),
+    partners in got order."""
     order = np.argsort(k_got, kind="stable")
-    lo = np.searchsorted(k_got[order], k_want, "left")
-    count = np.searchsorted(k_got[order], k_want, "right") - lo
+    count_got = np.bincount(k_got, minlength=n_keys)
+    count = count_got[k_want]
+    lo = (np.cumsum(count_got) - count_got)[k_want]
     reps = np.maximum(count, 1)
     e = np.repeat(np.arange(len(k_want)), reps)
     within = np.arange(len(e)) - np.repeat(np.cumsum(reps) - reps, reps)
@@ -129,23 +133,20 @@ def _pairs(k_want: np.ndarray, k_got: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     """Score each row: the share of expected values the response states (see module docstring)."""
     lists = frame.select(matches(pl.col("expected_output")).alias("want"), matches(pl.col("output")).alias("got"))
-    want, got = values_of(lists["want"]), values_of(lists["got"])
+    distinct, (want, got) = values_of(lists["want"], lists["got"])
     # The row's money first, then its other values (the order of the details); only the order within a row
     # and kind matters to the matching.
     order = np.argsort(want.row * 2 + (want.kind != 0), kind="stable")
     row_w, code_w, kind_w = want.row[order], want.code[order], want.kind[order]
     n_want, n_got = len(row_w), len(got.row)
-    e, a = _pairs(row_w * 3 + kind_w, got.row * 3 + got.kind)
+    e, a = _pairs(row_w * 3 + kind_w, got.row * 3 + got.kind, 3 * frame.height)
     # Every (expected, response) pair of the same row and kind, as flat arrays: no per-row Python.
     has = a >= 0
-    code_a = np.where(has, got.code[np.where(has, a, 0)] if n_got else 0, -1)
-    value_w = want.distinct["value"].fill_null(np.nan).to_numpy()
-    value_g = np.append(got.distinct["value"].fill_null(np.nan).to_numpy(), np.nan)  # last: no partner
-    value, value_a = value_w[code_w[e]], value_g[code_a]
-    key_w, key_g, year_w, year_g = _codes(
-        want.distinct["key"], got.distinct["key"], want.distinct["year"], got.distinct["year"]
-    )
-    key_g, year_g = np.append(key_g, -1), np.append(year_g, -1)
+    code_e = code_w[e]
+    code_a = np.where(has, got.code[np.where(has, a, 0)] if n_got else 0, -1)  # -1: the last (missing) entry
+    numbers = np.append(distinct["value"].fill_null(np.nan).to_numpy(), np.nan)
+    keys, years = np.append(_codes(distinct["key"]), -1), np.append(_codes(distinct["year"]), -1)
+    value, value_a = numbers[code_e], numbers[code_a]
     kind = kind_w[e]
     with np.errstate(invalid="ignore", divide="ignore"):
         diff = np.abs(value_a - value)
@@ -154,8 +155,8 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
             kind == 1, opts.percent_tolerance, np.where(value == 0, opts.zero_tolerance, opts.currency_tolerance)
         )
         numeric_ok = np.where(kind == 1, diff <= limit + 1e-9, rel <= limit + 1e-9)
-    k, ka = key_w[code_w[e]], key_g[code_a]
-    y, ya = year_w[code_w[e]], year_g[code_a]
+    k, ka = keys[code_e], keys[code_a]
+    y, ya = years[code_e], years[code_a]
     date_ok = (k >= 0) & (k == ka) & ((y == ya) | (y < 0) | (ya < 0))
     ok = has & np.where(kind == 2, date_ok, numeric_ok)
     dist = np.where(kind == 2, 0.0, np.where(np.isnan(rel), np.inf, rel))
@@ -172,12 +173,12 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     actual = np.where(matched, hit, closest)
 
     # Each value's JSON object, from JSON parts encoded once per distinct text (a flat struct encodes fast).
-    expected_json = want.distinct.select(
+    expected_json = distinct.select(
         pl.struct(_kind_name().alias("kind"), pl.col("text").alias("expected"), "value")
         .struct.json_encode()
         .str.head(-1)
     ).to_series()
-    actual_json = got.distinct.select(pl.struct(pl.col("text").alias("actual")).struct.json_encode().str.slice(10))
+    actual_json = distinct.select(pl.struct(pl.col("text").alias("actual")).struct.json_encode().str.slice(10))
     actual_json = actual_json.to_series().str.head(-1).append(pl.Series(["null"]))
     items = pl.DataFrame(
         {

@@ -46,17 +46,12 @@ _ISO, _MONTH, _QUARTER, _PERCENT, _MONEY = range(5)
 
 @dataclass(frozen=True)
 class Values:
-    """The values of a text column, in text order within each row.
-
-    ``distinct`` has one row per distinct value text: ``text, kind (name), value (number), key (date text),
-    year``; ``code`` indexes it for each value, ``row`` is each value's row and ``kind`` its kind code
-    (an index into :data:`KINDS`).
-    """
+    """The values of a text column, in text order within each row: each value's ``row``, ``code`` (its row in
+    the distinct table of :func:`values_of`) and ``kind`` (an index into :data:`KINDS`)."""
 
     row: np.ndarray
     code: np.ndarray
     kind: np.ndarray
-    distinct: pl.DataFrame
 
 
 def matches(texts: pl.Expr) -> pl.Expr:
@@ -64,11 +59,11 @@ def matches(texts: pl.Expr) -> pl.Expr:
     return texts.cast(pl.Utf8).fill_null("").str.extract_all(_ANY)
 
 
-def values_of(lists: pl.Series) -> Values:
-    """The values among the matches (lists of :func:`matches`), parsed once per distinct text."""
-    lengths = lists.list.len().to_numpy()
-    flat = lists.explode()  # empty lists leave nothing
-    row = np.repeat(np.arange(len(lists), dtype=np.int64), lengths)
+def values_of(*columns: pl.Series) -> tuple[pl.DataFrame, list[Values]]:
+    """The values among the matches (list columns of :func:`matches`), parsed once per distinct text: the
+    distinct values (``text, kind, value, key, year``, see :func:`parse`) and each column's values."""
+    lengths = [column.list.len().to_numpy() for column in columns]
+    flat = pl.concat([column.explode() for column in columns])  # empty lists leave nothing
     distinct = flat.unique()
     code = flat.cast(pl.Enum(distinct)).to_physical().to_numpy().astype(np.int64)
     parsed = parse(distinct.to_frame("text").with_row_index("_u"))
@@ -76,10 +71,14 @@ def values_of(lists: pl.Series) -> Values:
     position = np.full(len(distinct), -1, dtype=np.int64)
     position[parsed["_u"].to_numpy()] = np.arange(parsed.height)
     code = position[code]
-    keep = code >= 0
-    code = code[keep]
-    kind = parsed["kind"].to_numpy()[code] if parsed.height else np.zeros(0, dtype=np.int8)
-    return Values(row=row[keep], code=code, kind=kind.astype(np.int64), distinct=parsed.drop("_u"))
+    kind = np.append(parsed["kind"].to_numpy().astype(np.int64), -1)[code]
+    bounds = np.cumsum([int(n.sum()) for n in lengths])[:-1]
+    found = []
+    for n, column_code, column_kind in zip(lengths, np.split(code, bounds), np.split(kind, bounds), strict=True):
+        keep = column_code >= 0
+        row = np.repeat(np.arange(len(n), dtype=np.int64), n)[keep]
+        found.append(Values(row=row, code=column_code[keep], kind=column_kind[keep]))
+    return parsed.drop("_u"), found
 
 
 def parse(found: pl.DataFrame) -> pl.DataFrame:
