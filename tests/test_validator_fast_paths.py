@@ -169,6 +169,8 @@ def _count_pair(rng: random.Random) -> tuple[str | None, str | None]:
     if roll < 0.3:
         return _count_text(rng), _count_text(rng)
     expected = _count_mentions(rng)
+    if rng.random() < 0.3:  # an adjective that is also an expected object: the first such word keys a mention
+        expected = rng.choice(["2 red, ", "3 big and ", "1 blue; "]) + expected + rng.choice(["", ", 5 round"])
     if roll < 0.4:
         return expected, expected
     if roll < 0.5:

@@ -3,267 +3,189 @@
 "I count five red circles and 3 blue squares" -> circle: 5, square: 3. Number words ("five",
 "a dozen", "twenty-one", "no") become digits, phrases are split at stop words, each noun is
 singularized, and an expected object matches the output mentions whose phrase holds that noun.
-Everything is Polars column operations over the whole frame.
+
+Texts are read once per distinct text (:mod:`vision_eval.validators.count_text`) and equal
+(output, expected) rows are scored once; the matching is flat numpy arrays, the details are built
+with Polars string columns.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
 
-_UNITS = [
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-]
-_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
-# Words and phrases -> digits. Text is matched with every word padded by two spaces, so " five " never
-# matches inside "fivefold"; phrases come first because the earliest listed pattern wins at a position.
-NUMBER_WORDS: dict[str, int] = {
-    "half a dozen": 6,
-    "half dozen": 6,
-    "a dozen": 12,
-    "one dozen": 12,
-    "dozen": 12,
-    "a pair of": 2,
-    "pair of": 2,
-    "a couple of": 2,
-    "couple of": 2,
-    "a single": 1,
-    **{
-        f"{tens}{sep}{unit}": value + i
-        for tens, value in _TENS.items()
-        for i, unit in enumerate(_UNITS[1:10], 1)
-        for sep in ("-", " ")
-    },
-    **{word: i for i, word in enumerate(_UNITS)},
-    **_TENS,
-    "single": 1,
-    "an": 1,
-    "a": 1,
-    "no": 0,
-    "none": 0,
-}
-STOP_WORDS = [
-    "and",
-    "or",
-    "plus",
-    "with",
-    "in",
-    "on",
-    "at",
-    "of",
-    "but",
-    "the",
-    "there",
-    "are",
-    "is",
-    "was",
-    "were",
-    "i",
-    "see",
-    "can",
-    "count",
-    "counted",
-    "total",
-    "which",
-    "that",
-    "from",
-    "to",
-    "by",
-    "for",
-    "each",
-    "also",
-    "as",
-    "than",
-    "about",
-    "approximately",
-    "around",
-    "exactly",
-    "only",
-    "just",
-    "image",
-    "picture",
-    "photo",
-    "shows",
-    "show",
-]
-_WORD_PATTERNS = [" " + w.replace(" ", "  ") + " " for w in NUMBER_WORDS]
-_WORD_DIGITS = [f" {n} " for n in NUMBER_WORDS.values()]
-_STOP_PATTERNS = [f" {w} " for w in STOP_WORDS]
-_PAIR = r"\d+ +[a-z][a-z'-]*(?: +[a-z][a-z'-]*){0,2}"
-IRREGULAR = {
-    "people": "person",
-    "children": "child",
-    "men": "man",
-    "women": "woman",
-    "mice": "mouse",
-    "geese": "goose",
-    "teeth": "tooth",
-    "feet": "foot",
-    "knives": "knife",
-    "leaves": "leaf",
-    "shelves": "shelf",
-    "wolves": "wolf",
-    "sheep": "sheep",
-    "fish": "fish",
-    "buses": "bus",
-    "lenses": "lens",
-    "gases": "gas",
-}
+from vision_eval.validators.count_text import (  # noqa: F401 (the word lists are part of this module's API)
+    IRREGULAR,
+    NUMBER_WORDS,
+    STOP_WORDS,
+    check_numbers,
+    codes,
+    first_numbers,
+    mentions,
+    normalize,
+    normalized,
+    singular,
+)
 
 
-_PAD = {",": "  ,  ", ".": "  .  ", ";": "  ;  ", ":": "  :  ", "!": "  !  ", "?": "  ?  ", "(": "  (  ", ")": "  )  "}
-_PAD |= {'"': '  "  ', "/": "  /  ", "=": "  =  ", " ": "  ", "\n": "  ", "\t": "  ", "\r": "  "}
+def _expand(count: np.ndarray, start: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The items of each group in ``groups`` (items ``start[g]`` to ``start[g] + count[g]``), one after the
+    other: each one's position in ``groups`` and its item index."""
+    sizes = count[groups]
+    owner = np.repeat(np.arange(len(groups), dtype=np.int64), sizes)
+    shift = np.repeat(start[groups] - (np.cumsum(sizes) - sizes), sizes)
+    return owner, np.arange(len(owner), dtype=np.int64) + shift
 
 
-def normalize(text: pl.Expr) -> pl.Expr:
-    """Lowercase text with number words as digits, ``noun: N`` as ``N noun`` and stop words as commas.
-
-    Literal multi-pattern replacements (Aho-Corasick) over space-padded words instead of one regex
-    per word: every word is surrounded by at least two spaces, so " five " never matches "fivefold".
-    """
-    padded = text.cast(pl.Utf8).fill_null("").str.to_lowercase().str.replace_many(_PAD, leftmost=True)
-    padded = pl.concat_str(pl.lit("  "), padded, pl.lit("  "))
-    digits = padded.str.replace_many(_WORD_PATTERNS, _WORD_DIGITS, leftmost=True)
-    reordered = digits.str.replace_all(r"([a-z][a-z'-]*) +[:=] +(\d+)", "$2 $1")
-    return reordered.str.replace_many(_STOP_PATTERNS, [" , "] * len(_STOP_PATTERNS))
+def _starts(count: np.ndarray) -> np.ndarray:
+    return np.cumsum(count) - count
 
 
-def singular(word: pl.Expr) -> pl.Expr:
-    """Singular form of lowercase English nouns (regular rules plus common irregulars)."""
-    regular = (
-        pl.when(word.str.contains(r"[^aeiou]ies$"))
-        .then(word.str.replace(r"ies$", "y"))
-        .when(word.str.contains(r"(?:ss|x|z|ch|sh)es$"))
-        .then(word.str.replace(r"es$", ""))
-        .when(word.str.contains(r"[^su]s$") & (word.str.len_chars() > 3))
-        .then(word.str.replace(r"s$", ""))
-        .otherwise(word)
-    )
-    return word.replace_strict(IRREGULAR, default=regular, return_dtype=pl.Utf8)
+def _run_starts(values: np.ndarray) -> np.ndarray:
+    """Positions where a run of equal (sorted) values starts."""
+    start = np.empty(len(values), dtype=bool)
+    start[:1] = True
+    np.not_equal(values[1:], values[:-1], out=start[1:])
+    return np.flatnonzero(start)
 
 
-def mentions(text: pl.Series) -> pl.DataFrame:
-    """Long frame of the count mentions in normalized text: ``_row, _m (mention index), n, words, last``."""
-    pairs = pl.DataFrame({"_row": pl.int_range(0, text.len(), eager=True, dtype=pl.UInt32), "p": text})
-    pairs = pairs.with_columns(pl.col("p").str.extract_all(_PAIR)).explode("p").drop_nulls("p")
-    pairs = pairs.with_row_index("_m").with_columns(
-        pl.col("p").str.extract(r"^(\d+)").cast(pl.Int64).alias("n"),
-        pl.col("p").str.extract_all(r"[a-z][a-z'-]*").alias("words"),
-    )
-    # Singularize the (few) distinct words once, then map.
-    vocabulary = pairs["words"].explode().drop_nulls().unique()
-    singulars = vocabulary.to_frame("w").select(singular(pl.col("w")))["w"]
-    mapping = dict(zip(vocabulary.to_list(), singulars.to_list(), strict=True))
-    pairs = pairs.with_columns(pl.col("words").list.eval(pl.element().replace_strict(mapping, default=pl.element())))
-    return pairs.with_columns(pl.col("words").list.last().alias("last")).drop("p")
+def _lookup(table: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Position of each key in the sorted ``table`` and whether it is there."""
+    position = np.searchsorted(table, keys)
+    clipped = np.minimum(position, max(len(table) - 1, 0))
+    found = (position < len(table)) & (table[clipped] == keys) if len(table) else np.zeros(len(keys), dtype=bool)
+    return clipped, found
 
 
-def _numbers(text: pl.Series) -> pl.Series:
-    return text.str.extract_all(r"\d+").list.eval(pl.element().cast(pl.Int64))
+def _joined(items: pl.Series, owner: np.ndarray, n_owners: int, separator: str = ", ") -> pl.Series:
+    """The items (ordered by owner) joined per owner; an owner without items gets ``""``."""
+    offsets = np.zeros(n_owners + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=n_owners), out=offsets[1:])
+    lists = pl.Series(pa.LargeListArray.from_arrays(pa.array(offsets), items.cast(pl.Utf8).to_arrow()))
+    return lists.list.join(separator)
 
 
-def _braces(column: str) -> pl.Expr:
-    return pl.concat_str(pl.lit("{"), pl.col(column), pl.lit("}")).alias(column)
+def _fragments(names: pl.Series, numbers: np.ndarray) -> pl.Series:
+    """``"name": number`` JSON members."""
+    return pl.DataFrame({"k": names, "v": numbers}).select(pl.format('"{}": {}', "k", "v")).to_series()
 
 
 def count_frame(frame: pl.DataFrame) -> pl.DataFrame:
     """Score ``output`` against ``expected_output`` counts; see the module docstring."""
     height = frame.height
-    rows = pl.DataFrame({"_row": pl.int_range(0, height, eager=True, dtype=pl.UInt32)})
-    texts = frame.select(normalize(pl.col("output")).alias("o"), normalize(pl.col("expected_output")).alias("e"))
-    expected = mentions(texts["e"]).select("_row", "_m", pl.col("last").alias("object"), "n")
-    # The same object named twice in the expected text keeps its first count.
-    expected = expected.unique(["_row", "object"], keep="first", maintain_order=True)
-    found = mentions(texts["o"])
-    keyed = (
-        found.explode("words")
-        .join(expected.select("_row", pl.col("object").alias("words")), on=["_row", "words"], how="inner")
-        .group_by("_m")
-        .agg(pl.col("words").first().alias("key"))
+    texts = pl.concat([frame["output"].cast(pl.Utf8), frame["expected_output"].cast(pl.Utf8)]).fill_null("")
+    distinct, code = codes(texts)
+    normal = normalized(distinct)
+    check_numbers(normal)
+    found = mentions(normal)
+    n_texts, n_words = len(distinct), max(len(found.vocabulary), 1)
+    # Equal (output, expected) rows are scored once, as one pair.
+    pair, row_pair = np.unique(code[:height] * n_texts + code[height:], return_inverse=True)
+    pair_out, pair_exp, n_pairs = pair // max(n_texts, 1), pair % max(n_texts, 1), len(pair)
+
+    # Expected items of each text: its mentions' objects (last words), the first count of each object.
+    _, first = np.unique(found.text * n_words + found.last, return_index=True)
+    first.sort()
+    item_text, item_n, item_object = found.text[first], found.n[first], found.last[first]
+    item_count = np.bincount(item_text, minlength=n_texts)
+    objects = np.sort(item_text * n_words + item_object)  # (text, object), for lookups
+
+    # Each pair's output mentions, keyed by their first word that is an expected object, else their last word.
+    mention_count = np.bincount(found.text, minlength=n_texts)
+    owner, mention = _expand(mention_count, _starts(mention_count), pair_out)
+    key = found.last[mention]
+    exp_of = pair_exp[owner] * n_words
+    for column in (2, 1, 0):
+        word = found.words[mention, column]
+        _, is_object = _lookup(objects, exp_of + word)
+        key = np.where(is_object & (word >= 0), word, key)
+    n = found.n[mention]
+    # Per (pair, key): the first count and the total, groups in order of first mention.
+    group = owner * n_words + key
+    order = np.argsort(group, kind="stable")
+    starts = _run_starts(group[order])
+    group_key, group_first = group[order][starts], order[starts]
+    group_total = np.add.reduceat(n[order], starts) if len(starts) else np.zeros(0, dtype=np.int64)
+    group_n = n[group_first]
+    # The last entry stands for a missing group.
+    group_n_at, group_total_at = np.append(group_n, 0), np.append(group_total, 0)
+
+    # Each pair's expected items against the groups.
+    item_owner, item = _expand(item_count, _starts(item_count), pair_exp)
+    wanted = item_n[item]
+    at, present = _lookup(group_key, item_owner * n_words + item_object[item])
+    at = np.where(present, at, -1)
+    ok = np.where(present, (group_n_at[at] == wanted) | (group_total_at[at] == wanted), wanted == 0)
+    hits = np.bincount(item_owner[ok], minlength=n_pairs)
+    total_expected = item_count[pair_exp]
+
+    vocabulary = found.vocabulary
+    item_fragment = _fragments(vocabulary.gather(item_object), item_n)
+    expected_json = _joined(item_fragment, item_text, n_texts)
+    by_first = np.argsort(group_first, kind="stable")
+    found_json = _joined(
+        _fragments(vocabulary.gather(group_key[by_first] % n_words), group_n[by_first]),
+        group_key[by_first] // n_words,
+        n_pairs,
     )
-    found = found.join(keyed, on="_m", how="left").with_columns(pl.coalesce("key", "last").alias("object"))
-    per_object = (
-        found.sort("_m")
-        .group_by("_row", "object", maintain_order=True)
-        .agg(pl.col("n").first().alias("first"), pl.col("n").sum().alias("total"))
-    )
-    match = expected.join(per_object, on=["_row", "object"], how="left").with_columns(
-        (
-            (pl.col("first") == pl.col("n"))
-            | (pl.col("total") == pl.col("n"))
-            | (pl.col("first").is_null() & (pl.col("n") == 0))
-        )
-        .fill_null(False)
-        .alias("ok")
-    )
-    # JSON fragments are built on the long frame; the aggregations below only join strings (fast path).
-    fragment = pl.format('"{}": {}', "object", "n")
-    match = match.with_columns(
-        fragment.alias("frag"),
-        pl.when("ok").then(fragment).alias("mfrag"),
-        pl.when(~pl.col("ok")).then("object").alias("wrong"),
-    )
-    by_row = match.group_by("_row").agg(
-        pl.col("ok").mean().alias("score"),
-        pl.col("ok").sum().alias("hits"),
-        pl.len().alias("total_expected"),
-        pl.col("frag").alias("expected"),
-        pl.col("mfrag").alias("matched"),
-        pl.col("wrong"),
-    )
-    # Aggregating to lists and joining them afterwards is much faster than str.join per group.
-    by_row = by_row.with_columns(pl.col("expected", "matched", "wrong").list.drop_nulls().list.join(", "))
-    found_json = per_object.with_columns(pl.format('"{}": {}', "object", "first").alias("frag"))
-    found_json = found_json.group_by("_row").agg(pl.col("frag").alias("found"))
-    found_json = found_json.with_columns(pl.col("found").list.join(", "))
-    by_row = by_row.with_columns(_braces("expected"), _braces("matched"))
-    found_json = found_json.with_columns(_braces("found"))
+    matched_json = _joined(item_fragment.gather(item[ok]), item_owner[ok], n_pairs)
+    wrong = _joined(vocabulary.gather(item_object[item[~ok]]), item_owner[~ok], n_pairs)
 
     # A bare expected number ("7") matches any count the output states, or the sum of its counts.
-    bare = pl.DataFrame(
+    bare_pair = np.flatnonzero(total_expected == 0)
+    bare = pl.Series("bare", [None] * n_pairs, pl.Int64)
+    bare_ok = pl.Series("bare_ok", [False] * n_pairs, pl.Boolean)
+    if len(bare_pair):
+        number = first_numbers(normal.gather(pair_exp[bare_pair]))
+        outputs = normal.gather(pair_out[bare_pair])
+        out_total = np.zeros(n_texts, dtype=np.int64)
+        with_mentions = np.flatnonzero(mention_count)
+        if len(with_mentions):
+            out_total[with_mentions] = np.add.reduceat(found.n, _starts(mention_count)[with_mentions])
+        stated = pl.DataFrame(
+            {
+                "numbers": outputs.str.extract_all(r"\d+").list.eval(pl.element().cast(pl.Int64)),
+                "bare": number,
+                "total": out_total[pair_out[bare_pair]],
+                "has_total": mention_count[pair_out[bare_pair]] > 0,
+            }
+        ).select(
+            (
+                pl.col("numbers").list.contains(pl.col("bare"))
+                | (pl.col("has_total") & (pl.col("total") == pl.col("bare")))
+            ).fill_null(False)
+        )
+        bare = bare.scatter(bare_pair, number)
+        bare_ok = bare_ok.scatter(bare_pair, stated.to_series())
+
+    pairs = pl.DataFrame(
         {
-            "_row": rows["_row"],
-            "bare": _numbers(texts["e"]).list.first(),
-            "out_numbers": _numbers(texts["o"]),
+            "expected": expected_json.gather(pair_exp),
+            "found": found_json,
+            "matched": matched_json,
+            "wrong": wrong,
+            "hits": hits,
+            "total_expected": total_expected,
+            "bare": bare,
+            "bare_ok": bare_ok,
         }
     )
-    sums = found.group_by("_row").agg(pl.col("n").sum().alias("out_total"))
-    out = (
-        rows.join(by_row, on="_row", how="left")
-        .join(found_json, on="_row", how="left")
-        .join(bare, on="_row", how="left")
-        .join(sums, on="_row", how="left")
-        .sort("_row")
-    )
-    bare_ok = (pl.col("out_numbers").list.contains(pl.col("bare")) | (pl.col("out_total") == pl.col("bare"))).fill_null(
-        False
-    )
-    is_bare = pl.col("score").is_null() & pl.col("bare").is_not_null()
-    found_text = pl.col("found").fill_null("{}")
+    return _results(pairs).gather(row_pair)
+
+
+def _results(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Status, score, details and error of each pair."""
+    bare, bare_ok = pl.col("bare"), pl.col("bare_ok")
+    counted = pl.col("total_expected") > 0
+    is_bare = ~counted & bare.is_not_null()
+    no_counts = ~counted & bare.is_null()
     reasoning = (
         pl.when(is_bare)
         .then(
             pl.when(bare_ok)
-            .then(pl.format("the response states the expected count {}", pl.col("bare")))
-            .otherwise(pl.format("the response never states the expected count {}", pl.col("bare")))
+            .then(pl.format("the response states the expected count {}", bare))
+            .otherwise(pl.format("the response never states the expected count {}", bare))
         )
         .otherwise(
             pl.format(
@@ -274,22 +196,26 @@ def count_frame(frame: pl.DataFrame) -> pl.DataFrame:
             )
         )
     )
-    bare_json = pl.concat_str(pl.lit('{"*": '), pl.col("bare").cast(pl.Utf8), pl.lit("}"))
+    bare_json = pl.concat_str(pl.lit('{"*": '), bare.cast(pl.Utf8), pl.lit("}"))
     details = pl.concat_str(
         pl.lit('{"expected": '),
-        pl.when(is_bare).then(bare_json).otherwise(pl.col("expected")),
-        pl.lit(', "found": '),
-        found_text,
-        pl.lit(', "matched": '),
-        pl.when(is_bare).then(pl.when(bare_ok).then(bare_json).otherwise(pl.lit("{}"))).otherwise(pl.col("matched")),
+        pl.when(is_bare).then(bare_json).otherwise(pl.concat_str(pl.lit("{"), "expected", pl.lit("}"))),
+        pl.lit(', "found": {'),
+        pl.col("found"),
+        pl.lit('}, "matched": '),
+        pl.when(is_bare)
+        .then(pl.when(bare_ok).then(bare_json).otherwise(pl.lit("{}")))
+        .otherwise(pl.concat_str(pl.lit("{"), "matched", pl.lit("}"))),
         pl.lit(', "reasoning": '),
         pl.struct(reasoning.alias("r")).struct.json_encode().str.slice(5).str.head(-1),
         pl.lit("}"),
     )
-    no_counts = pl.col("score").is_null() & pl.col("bare").is_null()
-    return out.select(
+    return pairs.select(
         pl.when(no_counts).then(pl.lit("error")).otherwise(pl.lit("processed")).alias("status"),
-        pl.when(is_bare).then(bare_ok.cast(pl.Float64)).otherwise(pl.col("score")).alias("score"),
+        pl.when(is_bare)
+        .then(bare_ok.cast(pl.Float64))
+        .otherwise(pl.when(counted).then(pl.col("hits") / pl.col("total_expected")))
+        .alias("score"),
         pl.when(~no_counts).then(details).alias("details"),
         pl.when(no_counts).then(pl.lit("expected_output states no counts")).alias("error"),
     )
