@@ -11,6 +11,8 @@ with Polars string columns.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -23,7 +25,6 @@ from vision_eval.validators.count_text import (  # noqa: F401 (the word lists ar
     codes,
     first_numbers,
     mentions,
-    normalize,
     normalized,
     singular,
 )
@@ -58,6 +59,16 @@ def _lookup(table: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return clipped, found
 
 
+def _membership(keys: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """A test of whether (non-negative) values are among ``keys``: a table when small, else a sorted search."""
+    if len(keys) and keys.max() < 1 << 24:
+        table = np.zeros(int(keys.max()) + 1, dtype=bool)
+        table[keys] = True
+        return lambda values: table[np.minimum(values, len(table) - 1)] & (values < len(table))
+    ordered = np.sort(keys)
+    return lambda values: _lookup(ordered, values)[1]
+
+
 def _joined(items: pl.Series, owner: np.ndarray, n_owners: int, separator: str = ", ") -> pl.Series:
     """The items (ordered by owner) joined per owner; an owner without items gets ``""``."""
     offsets = np.zeros(n_owners + 1, dtype=np.int64)
@@ -89,17 +100,18 @@ def count_frame(frame: pl.DataFrame) -> pl.DataFrame:
     first.sort()
     item_text, item_n, item_object = found.text[first], found.n[first], found.last[first]
     item_count = np.bincount(item_text, minlength=n_texts)
-    objects = np.sort(item_text * n_words + item_object)  # (text, object), for lookups
 
-    # Each pair's output mentions, keyed by their first word that is an expected object, else their last word.
+    # Each pair's output mentions, keyed by their first word that is an expected object, else their last word
+    # (so only the words before the last need a look).
     mention_count = np.bincount(found.text, minlength=n_texts)
     owner, mention = _expand(mention_count, _starts(mention_count), pair_out)
     key = found.last[mention]
-    exp_of = pair_exp[owner] * n_words
-    for column in (2, 1, 0):
-        word = found.words[mention, column]
-        _, is_object = _lookup(objects, exp_of + word)
-        key = np.where(is_object & (word >= 0), word, key)
+    is_object = _membership(item_text * n_words + item_object)
+    for column in (1, 0):
+        candidate = np.flatnonzero(found.words[mention, column + 1] >= 0)  # a word before the last
+        word = found.words[mention[candidate], column]
+        hit = is_object(pair_exp[owner[candidate]] * n_words + word)
+        key[candidate[hit]] = word[hit]
     n = found.n[mention]
     # Per (pair, key): the first count and the total, groups in order of first mention.
     group = owner * n_words + key

@@ -131,21 +131,33 @@ IRREGULAR = {
 }
 
 
+# Punctuation and line breaks become words of their own; spaces are doubled first, separately (a literal
+# replacement of the frequent space is much faster than one more multi-pattern entry).
 _PAD = {",": "  ,  ", ".": "  .  ", ";": "  ;  ", ":": "  :  ", "!": "  !  ", "?": "  ?  ", "(": "  (  ", ")": "  )  "}
-_PAD |= {'"': '  "  ', "/": "  /  ", "=": "  =  ", " ": "  ", "\n": "  ", "\t": "  ", "\r": "  "}
+_PAD |= {'"': '  "  ', "/": "  /  ", "=": "  =  ", "\n": "  ", "\t": "  ", "\r": "  "}
+_COLON = r"([a-z][a-z'-]*) +[:=] +(\d+)"
+_WORDS_THEN_STOPS = (_WORD_PATTERNS + _STOP_PATTERNS, _WORD_DIGITS + [" , "] * len(_STOP_PATTERNS))
 
 
-def normalize(text: pl.Expr) -> pl.Expr:
+def normalized(texts: pl.Series) -> pl.Series:
     """Lowercase text with number words as digits, ``noun: N`` as ``N noun`` and stop words as commas.
 
     Literal multi-pattern replacements (Aho-Corasick) over space-padded words instead of one regex
     per word: every word is surrounded by at least two spaces, so " five " never matches "fivefold".
+    Number words are replaced before ``noun: N`` is reordered, and stop words after; without a colon or
+    equals sign there is nothing to reorder and one pass replaces both (no stop word is, starts or ends a
+    number phrase, so the earliest listed pattern still wins at each position).
     """
-    padded = text.cast(pl.Utf8).fill_null("").str.to_lowercase().str.replace_many(_PAD, leftmost=True)
-    padded = pl.concat_str(pl.lit("  "), padded, pl.lit("  "))
-    digits = padded.str.replace_many(_WORD_PATTERNS, _WORD_DIGITS, leftmost=True)
-    reordered = digits.str.replace_all(r"([a-z][a-z'-]*) +[:=] +(\d+)", "$2 $1")
-    return reordered.str.replace_many(_STOP_PATTERNS, [" , "] * len(_STOP_PATTERNS))
+    lower = texts.cast(pl.Utf8).fill_null("").str.to_lowercase().str.replace_all(" ", "  ", literal=True)
+    padded = pl.select(pl.concat_str(pl.lit("  "), pl.lit(lower).str.replace_many(_PAD, leftmost=True), pl.lit("  ")))
+    padded = padded.to_series()
+    out = padded.str.replace_many(*_WORDS_THEN_STOPS, leftmost=True)
+    colon = padded.str.contains_any([":", "="])
+    if colon.any():
+        digits = padded.filter(colon).str.replace_many(_WORD_PATTERNS, _WORD_DIGITS, leftmost=True)
+        reordered = digits.str.replace_all(_COLON, "$2 $1")
+        out = out.scatter(colon.arg_true(), reordered.str.replace_many(_STOP_PATTERNS, [" , "] * len(_STOP_PATTERNS)))
+    return out
 
 
 def singular(word: pl.Expr) -> pl.Expr:
@@ -185,16 +197,6 @@ def codes(values: pl.Series) -> tuple[pl.Series, np.ndarray]:
     distinct = values.drop_nulls().unique()
     code = values.cast(pl.Enum(distinct)).to_physical().cast(pl.Int64).fill_null(-1).to_numpy()
     return distinct, code
-
-
-def normalized(texts: pl.Series) -> pl.Series:
-    """:func:`normalize` of each text; two halves in parallel."""
-    half = (len(texts) + 1) // 2
-    first, second = texts[:half], texts[half:].extend_constant("", half - (len(texts) - half))
-    both = pl.DataFrame({"a": first, "b": second}).select(
-        normalize(pl.col("a")).alias("a"), normalize(pl.col("b")).alias("b")
-    )
-    return both["a"].append(both["b"]).head(len(texts))
 
 
 def mentions(normal: pl.Series) -> Mentions:
