@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from vision_eval.validators._distinct import codes
 from vision_eval.validators.chart_values import (  # noqa: F401 (the patterns are part of this module's API)
     _ANY,
     _MONEY_PARTS,
@@ -109,11 +110,6 @@ def _assign(e: np.ndarray, a: np.ndarray, dist: np.ndarray, n_got: int, rounds: 
     return np.concatenate(hit_e), np.concatenate(hit_a)
 
 
-def _codes(texts: pl.Series) -> np.ndarray:
-    """Equal texts as equal integers (null: -1)."""
-    return texts.cast(pl.Categorical).to_physical().cast(pl.Int64).fill_null(-1).to_numpy()
-
-
 def _pairs(k_want: np.ndarray, k_got: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
     """Left join on the key (below ``n_keys``) in want order (a want value without partner pairs with -1),
     partners in got order."""
@@ -145,7 +141,7 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     code_e = code_w[e]
     code_a = np.where(has, got.code[np.where(has, a, 0)] if n_got else 0, -1)  # -1: the last (missing) entry
     numbers = np.append(distinct["value"].fill_null(np.nan).to_numpy(), np.nan)
-    keys, years = np.append(_codes(distinct["key"]), -1), np.append(_codes(distinct["year"]), -1)
+    keys, years = np.append(codes(distinct["key"])[1], -1), np.append(codes(distinct["year"])[1], -1)
     value, value_a = numbers[code_e], numbers[code_a]
     kind = kind_w[e]
     with np.errstate(invalid="ignore", divide="ignore"):

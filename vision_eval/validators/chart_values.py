@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from vision_eval.validators._distinct import codes
+
 MONEY = (
     r"(?i)(?:(?:[$€£¥]|\b(?:usd|eur|gbp)\b)\s?)?\b(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?:\s?(?:thousand|million|billion|trillion|bn|mn|mm|k|m|b|t)\b)?(?:\s*(?:dollars|usd|euros?|eur|pounds|gbp)\b)?"
@@ -64,8 +66,7 @@ def values_of(*columns: pl.Series) -> tuple[pl.DataFrame, list[Values]]:
     distinct values (``text, kind, value, key, year``, see :func:`parse`) and each column's values."""
     lengths = [column.list.len().to_numpy() for column in columns]
     flat = pl.concat([column.explode() for column in columns])  # empty lists leave nothing
-    distinct = flat.unique()
-    code = flat.cast(pl.Enum(distinct)).to_physical().to_numpy().astype(np.int64)
+    distinct, code = codes(flat)
     parsed = parse(distinct.to_frame("text").with_row_index("_u"))
     # Position of each distinct text among the parsed values (-1: not a value).
     position = np.full(len(distinct), -1, dtype=np.int64)

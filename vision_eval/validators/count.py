@@ -17,12 +17,12 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from vision_eval.validators._distinct import codes
 from vision_eval.validators.count_text import (  # noqa: F401 (the word lists are part of this module's API)
     IRREGULAR,
     NUMBER_WORDS,
     STOP_WORDS,
     check_numbers,
-    codes,
     first_numbers,
     mentions,
     normalized,

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from vision_eval.validators._distinct import codes
+
 _UNITS = [
     "zero",
     "one",
@@ -190,13 +192,6 @@ class Mentions:
     words: np.ndarray
     last: np.ndarray
     vocabulary: pl.Series
-
-
-def codes(values: pl.Series) -> tuple[pl.Series, np.ndarray]:
-    """The distinct values (no null) and the index of each value among them (null: -1)."""
-    distinct = values.drop_nulls().unique()
-    code = values.cast(pl.Enum(distinct)).to_physical().cast(pl.Int64).fill_null(-1).to_numpy()
-    return distinct, code
 
 
 def mentions(normal: pl.Series) -> Mentions:
