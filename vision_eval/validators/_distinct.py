@@ -9,9 +9,13 @@ import polars as pl
 def codes(values: pl.Series) -> tuple[pl.Series, np.ndarray]:
     """The distinct values (no null) and the index of each value among them (null: -1).
 
-    A hash join: much faster than casting to an Enum of many categories.
+    A cast to an Enum of the distinct values is the fastest way when they are few; with many, its cost
+    grows faster than a hash join's.
     """
     distinct = values.drop_nulls().unique()
-    index = distinct.to_frame("v").with_row_index("i")
-    joined = values.to_frame("v").join(index, on="v", how="left", maintain_order="left")
-    return distinct, joined["i"].cast(pl.Int64).fill_null(-1).to_numpy()
+    if len(distinct) * 8 <= len(values):
+        code = values.cast(pl.Enum(distinct)).to_physical()
+    else:
+        index = distinct.to_frame("v").with_row_index("i")
+        code = values.to_frame("v").join(index, on="v", how="left", maintain_order="left")["i"]
+    return distinct, code.cast(pl.Int64).fill_null(-1).to_numpy()

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from vision_eval.validators._distinct import codes
+from vision_eval.validators._pieces import concatenated
 from vision_eval.validators.chart_values import (  # noqa: F401 (the patterns are part of this module's API)
     _ANY,
     _MONEY_PARTS,
@@ -168,60 +168,83 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     matched = hit >= 0
     actual = np.where(matched, hit, closest)
 
-    # Each value's JSON object, from JSON parts encoded once per distinct text (a flat struct encodes fast).
-    expected_json = distinct.select(
-        pl.struct(_kind_name().alias("kind"), pl.col("text").alias("expected"), "value")
-        .struct.json_encode()
-        .str.head(-1)
-    ).to_series()
-    actual_json = distinct.select(pl.struct(pl.col("text").alias("actual")).struct.json_encode().str.slice(10))
-    actual_json = actual_json.to_series().str.head(-1).append(pl.Series(["null"]))
-    items = pl.DataFrame(
-        {
-            "e": expected_json.gather(code_w),
-            "m": matched,
-            "a": actual_json.gather(np.where(actual >= 0, got.code[actual] if n_got else 0, actual_json.len() - 1)),
-        }
-    ).select(
-        pl.concat_str(
-            "e",
-            pl.when("m").then(pl.lit(',"matched":true,"actual":')).otherwise(pl.lit(',"matched":false,"actual":')),
-            "a",
-            pl.lit("}"),
-        )
-    )
-    # Per row, lists cut by counts from the values (in row order).
     n = np.bincount(row_w, minlength=frame.height)[: frame.height]
     hits = np.bincount(row_w, weights=matched, minlength=frame.height)[: frame.height].astype(np.int64)
-    offsets = np.zeros(frame.height + 1, dtype=np.int64)
-    np.cumsum(n, out=offsets[1:])
-    lists = pl.Series("values", pa.LargeListArray.from_arrays(pa.array(offsets), items.to_series().to_arrow()))
     with np.errstate(invalid="ignore", divide="ignore"):
         score = np.where(n > 0, hits / np.maximum(n, 1), np.nan)
-    out = pl.DataFrame({"values": lists, "hits": hits, "n": n, "score": score}).with_columns(
-        pl.col("score").fill_nan(None)
-    )
-    tolerances = json.dumps(
-        {"currency": opts.currency_tolerance, "percent": opts.percent_tolerance, "zero": opts.zero_tolerance}
-    )
-    hits_text, n_text = pl.col("hits").cast(pl.Utf8), pl.col("n").cast(pl.Utf8)
-    details = pl.concat_str(
-        pl.lit('{"values":['),
-        pl.col("values").list.join(","),
-        pl.lit('],"matched":'),
-        hits_text,
-        pl.lit(',"expected":'),
-        n_text,
-        pl.lit(f',"tolerances":{tolerances},"reasoning":"'),
-        hits_text,
-        pl.lit(" of "),
-        n_text,
-        pl.lit(' expected values found in the response"}'),
-    )
+    actual_code = np.where(actual >= 0, got.code[actual] if n_got else 0, -1)
+    details = _details(distinct, row_w, code_w, matched, actual_code, hits, n, opts)
+    out = pl.DataFrame({"details": details, "score": score}).with_columns(pl.col("score").fill_nan(None))
     missing = pl.col("score").is_null()
     return out.select(
         pl.when(missing).then(pl.lit("error")).otherwise(pl.lit("processed")).alias("status"),
         pl.col("score"),
-        pl.when(~missing).then(details).alias("details"),
+        pl.when(~missing).then(pl.col("details")).alias("details"),
         pl.when(missing).then(pl.lit("expected_output holds no currency, percentage or date values")).alias("error"),
     )
+
+
+def _details(
+    distinct: pl.DataFrame,
+    row: np.ndarray,
+    code: np.ndarray,
+    matched: np.ndarray,
+    actual: np.ndarray,
+    hits: np.ndarray,
+    n: np.ndarray,
+    opts: ChartOptions,
+) -> pl.Series:
+    """Each row's details JSON from its expected values (in row order: ``row``, their distinct ``code``, whether
+    ``matched`` and the distinct code of the ``actual`` response value, -1 for none) and its counts.
+
+    Every piece is encoded once per distinct text: the first value of a row (with the row's opening), a
+    following value (with a comma), its match and actual value (with the value's closing), and each row's
+    ending; a row is its pieces, concatenated (see :func:`concatenated`).
+    """
+    head = pl.struct(_kind_name().alias("kind"), pl.col("text").alias("expected"), "value").struct.json_encode()
+    actual_json = pl.struct(pl.col("text").alias("actual")).struct.json_encode().str.slice(10).str.head(-1)
+    parts = distinct.select(head.str.head(-1).alias("head"), actual_json.alias("actual"))
+    actual_json = parts["actual"].append(pl.Series(["null"]))  # the last: no actual value
+    tolerances = json.dumps(
+        {"currency": opts.currency_tolerance, "percent": opts.percent_tolerance, "zero": opts.zero_tolerance}
+    )
+    h, c = pl.col("h").cast(pl.Utf8), pl.col("n").cast(pl.Utf8)
+    ending = pl.concat_str(
+        pl.lit('],"matched":'),
+        h,
+        pl.lit(',"expected":'),
+        c,
+        pl.lit(f',"tolerances":{tolerances},"reasoning":"'),
+        h,
+        pl.lit(" of "),
+        c,
+        pl.lit(' expected values found in the response"}'),
+    )
+    counts = pl.DataFrame({"h": hits, "n": n}).select(ending)
+    pool = pl.concat(
+        [
+            parts.select(pl.concat_str(pl.lit('{"values":['), "head")).to_series(),
+            parts.select(pl.concat_str(pl.lit(","), "head")).to_series(),
+            pl.select(pl.concat_str(pl.lit(',"matched":true,"actual":'), pl.lit(actual_json), pl.lit("}"))).to_series(),
+            pl.select(
+                pl.concat_str(pl.lit(',"matched":false,"actual":'), pl.lit(actual_json), pl.lit("}"))
+            ).to_series(),
+            counts.to_series(),
+        ]
+    )
+    d = distinct.height
+    height = len(n)
+    offsets = np.zeros(height + 1, dtype=np.int64)
+    np.cumsum(n, out=offsets[1:])
+    # Pieces per row: two per value, then the ending (rows without values have none).
+    ended = n > 0
+    endings_before = np.cumsum(ended) - ended
+    bounds = 2 * offsets + np.append(endings_before, ended.sum())
+    first = np.ones(len(row), dtype=bool)
+    first[1:] = row[1:] != row[:-1]
+    pieces = np.empty(bounds[-1], dtype=np.int64)
+    at = 2 * np.arange(len(row)) + endings_before[row]
+    pieces[at] = code + np.where(first, 0, d)
+    pieces[at + 1] = 2 * d + np.where(matched, 0, d + 1) + np.where(actual >= 0, actual, d)
+    pieces[bounds[1:][ended] - 1] = 4 * d + 2 + np.flatnonzero(ended)
+    return concatenated(pool, pieces, bounds)
