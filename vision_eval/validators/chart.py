@@ -184,6 +184,22 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     )
 
 
+def _distinct_pairs(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (x, y) pairs of non-negative integers (rows of a two-column array) and each pair's index."""
+    if not len(x):
+        return np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    span = int(y.max()) + 1
+    key = x * span + y
+    if key.max() < 1 << 22:  # a table beats sorting
+        present = np.zeros(int(key.max()) + 1, dtype=bool)
+        present[key] = True
+        distinct = np.flatnonzero(present)
+        index = (np.cumsum(present) - 1)[key]
+    else:
+        distinct, index = np.unique(key, return_inverse=True)
+    return np.stack([distinct // span, distinct % span], axis=1), index
+
+
 def _details(
     distinct: pl.DataFrame,
     row: np.ndarray,
@@ -220,7 +236,10 @@ def _details(
         c,
         pl.lit(' expected values found in the response"}'),
     )
-    counts = pl.DataFrame({"h": hits, "n": n}).select(ending)
+    # One ending per distinct (hits, values) count pair.
+    ended = n > 0
+    pair, ending_code = _distinct_pairs(hits[ended], n[ended])
+    endings = pl.DataFrame({"h": pair[:, 0], "n": pair[:, 1]}).select(ending)
     pool = pl.concat(
         [
             parts.select(pl.concat_str(pl.lit('{"values":['), "head")).to_series(),
@@ -229,7 +248,7 @@ def _details(
             pl.select(
                 pl.concat_str(pl.lit(',"matched":false,"actual":'), pl.lit(actual_json), pl.lit("}"))
             ).to_series(),
-            counts.to_series(),
+            endings.to_series(),
         ]
     )
     d = distinct.height
@@ -237,7 +256,6 @@ def _details(
     offsets = np.zeros(height + 1, dtype=np.int64)
     np.cumsum(n, out=offsets[1:])
     # Pieces per row: two per value, then the ending (rows without values have none).
-    ended = n > 0
     endings_before = np.cumsum(ended) - ended
     bounds = 2 * offsets + np.append(endings_before, ended.sum())
     first = np.ones(len(row), dtype=bool)
@@ -246,5 +264,5 @@ def _details(
     at = 2 * np.arange(len(row)) + endings_before[row]
     pieces[at] = code + np.where(first, 0, d)
     pieces[at + 1] = 2 * d + np.where(matched, 0, d + 1) + np.where(actual >= 0, actual, d)
-    pieces[bounds[1:][ended] - 1] = 4 * d + 2 + np.flatnonzero(ended)
+    pieces[bounds[1:][ended] - 1] = 4 * d + 2 + ending_code
     return concatenated(pool, pieces, bounds)
