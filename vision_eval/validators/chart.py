@@ -161,12 +161,12 @@ def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     hit_e, hit_a = _assign(e[cand], a[cand], dist[cand], n_got)
     hit = np.full(n_want, -1, dtype=np.int64)
     hit[hit_e] = hit_a
-    # The closest response value of each expected value: the first pair at its smallest distance.
-    first = _first_at_min(e, dist)
-    closest = np.full(n_want, -1, dtype=np.int64)
-    closest[e[first]] = a[first]
     matched = hit >= 0
-    actual = np.where(matched, hit, closest)
+    # An unmatched expected value shows its closest response value: the first pair at its smallest distance.
+    actual = hit.copy()
+    unmatched = np.flatnonzero(~matched[e])
+    first = unmatched[_first_at_min(e[unmatched], dist[unmatched])]
+    actual[e[first]] = a[first]
 
     n = np.bincount(row_w, minlength=frame.height)[: frame.height]
     hits = np.bincount(row_w, weights=matched, minlength=frame.height)[: frame.height].astype(np.int64)
