@@ -22,6 +22,7 @@ from vision_eval.validators.count_text import (  # noqa: F401 (the word lists ar
     IRREGULAR,
     NUMBER_WORDS,
     STOP_WORDS,
+    Mentions,
     check_numbers,
     first_numbers,
     mentions,
@@ -90,101 +91,110 @@ def count_frame(frame: pl.DataFrame) -> pl.DataFrame:
     normal = normalized(distinct)
     check_numbers(normal)
     found = mentions(normal)
-    n_texts, n_words = len(distinct), max(len(found.vocabulary), 1)
+    n_texts = max(len(distinct), 1)
     # Equal (output, expected) rows are scored once, as one pair.
     pair, row_pair = np.unique(code[:height] * n_texts + code[height:], return_inverse=True)
-    pair_out, pair_exp, n_pairs = pair // max(n_texts, 1), pair % max(n_texts, 1), len(pair)
+    pairs = _Pairs(found, pair // n_texts, pair % n_texts, n_texts)
+    scored = pairs.score()
+    scored = scored.with_columns(*_bare(pairs, normal, scored["total_expected"].to_numpy()))
+    return _results(scored).gather(row_pair)
 
-    # Expected items of each text: its mentions' objects (last words), the first count of each object.
-    _, first = np.unique(found.text * n_words + found.last, return_index=True)
-    first.sort()
-    item_text, item_n, item_object = found.text[first], found.n[first], found.last[first]
-    item_count = np.bincount(item_text, minlength=n_texts)
 
-    # Each pair's output mentions, keyed by their first word that is an expected object, else their last word
-    # (so only the words before the last need a look).
-    mention_count = np.bincount(found.text, minlength=n_texts)
-    owner, mention = _expand(mention_count, _starts(mention_count), pair_out)
-    key = found.last[mention]
-    is_object = _membership(item_text * n_words + item_object)
-    for column in (1, 0):
-        candidate = np.flatnonzero(found.words[mention, column + 1] >= 0)  # a word before the last
-        word = found.words[mention[candidate], column]
-        hit = is_object(pair_exp[owner[candidate]] * n_words + word)
-        key[candidate[hit]] = word[hit]
-    n = found.n[mention]
-    # Per (pair, key): the first count and the total, groups in order of first mention.
-    group = owner * n_words + key
-    order = np.argsort(group, kind="stable")
-    starts = _run_starts(group[order])
-    group_key, group_first = group[order][starts], order[starts]
-    group_total = np.add.reduceat(n[order], starts) if len(starts) else np.zeros(0, dtype=np.int64)
-    group_n = n[group_first]
-    # The last entry stands for a missing group.
-    group_n_at, group_total_at = np.append(group_n, 0), np.append(group_total, 0)
+class _Pairs:
+    """The (output text, expected text) pairs to score, with the mentions of all the texts."""
 
-    # Each pair's expected items against the groups.
-    item_owner, item = _expand(item_count, _starts(item_count), pair_exp)
-    wanted = item_n[item]
-    at, present = _lookup(group_key, item_owner * n_words + item_object[item])
-    at = np.where(present, at, -1)
-    ok = np.where(present, (group_n_at[at] == wanted) | (group_total_at[at] == wanted), wanted == 0)
-    hits = np.bincount(item_owner[ok], minlength=n_pairs)
-    total_expected = item_count[pair_exp]
+    def __init__(self, found: Mentions, out: np.ndarray, exp: np.ndarray, n_texts: int) -> None:
+        self.found, self.out, self.exp = found, out, exp
+        self.n_words = max(len(found.vocabulary), 1)
+        self.mention_count = np.bincount(found.text, minlength=n_texts)
+        # Expected items of each text: its mentions' objects (last words), the first count of each object.
+        _, first = np.unique(found.text * self.n_words + found.last, return_index=True)
+        first.sort()
+        self.item_text, self.item_n, self.item_object = found.text[first], found.n[first], found.last[first]
+        self.item_count = np.bincount(self.item_text, minlength=n_texts)
 
-    vocabulary = found.vocabulary
-    item_fragment = _fragments(vocabulary.gather(item_object), item_n)
-    expected_json = pl.select(pl.concat_str(pl.lit("{"), _joined(item_fragment, item_text, n_texts), pl.lit("}")))
-    expected_json = expected_json.to_series()
-    by_first = np.argsort(group_first, kind="stable")
-    found_json = _joined(
-        _fragments(vocabulary.gather(group_key[by_first] % n_words), group_n[by_first]),
-        group_key[by_first] // n_words,
-        n_pairs,
-    )
-    matched_json = _joined(item_fragment.gather(item[ok]), item_owner[ok], n_pairs)
-    wrong = _joined(vocabulary.gather(item_object[item[~ok]]), item_owner[~ok], n_pairs)
+    def score(self) -> pl.DataFrame:
+        """Per pair: the JSON members of its expected, found and matched counts, its wrong objects, hits and
+        number of expected counts."""
+        found, n_words, n_pairs = self.found, self.n_words, len(self.out)
+        owner, mention = _expand(self.mention_count, _starts(self.mention_count), self.out)
+        key, n = self._keys(owner, mention), found.n[mention]
+        # Per (pair, key): the first count and the total, groups in order of first mention.
+        group = owner * n_words + key
+        order = np.argsort(group, kind="stable")
+        starts = _run_starts(group[order])
+        group_key, group_first = group[order][starts], order[starts]
+        group_total = np.add.reduceat(n[order], starts) if len(starts) else np.zeros(0, dtype=np.int64)
+        group_n = n[group_first]
+        # Each pair's expected items against the groups (the appended entry stands for a missing group).
+        item_owner, item = _expand(self.item_count, _starts(self.item_count), self.exp)
+        wanted = self.item_n[item]
+        at, present = _lookup(group_key, item_owner * n_words + self.item_object[item])
+        at = np.where(present, at, -1)
+        first_n, total = np.append(group_n, 0)[at], np.append(group_total, 0)[at]
+        ok = np.where(present, (first_n == wanted) | (total == wanted), wanted == 0)
 
-    # A bare expected number ("7") matches any count the output states, or the sum of its counts.
-    bare_pair = np.flatnonzero(total_expected == 0)
+        vocabulary = found.vocabulary
+        fragment = _fragments(vocabulary.gather(self.item_object), self.item_n)
+        joined = _joined(fragment, self.item_text, len(self.item_count))
+        expected = pl.select(pl.concat_str(pl.lit("{"), pl.lit(joined), pl.lit("}"))).to_series()
+        by_first = np.argsort(group_first, kind="stable")
+        found_members = _fragments(vocabulary.gather(group_key[by_first] % n_words), group_n[by_first])
+        return pl.DataFrame(
+            {
+                "expected": expected.gather(self.exp),
+                "found": _joined(found_members, group_key[by_first] // n_words, n_pairs),
+                "matched": _joined(fragment.gather(item[ok]), item_owner[ok], n_pairs),
+                "wrong": _joined(vocabulary.gather(self.item_object[item[~ok]]), item_owner[~ok], n_pairs),
+                "hits": np.bincount(item_owner[ok], minlength=n_pairs),
+                "total_expected": self.item_count[self.exp],
+            }
+        )
+
+    def _keys(self, owner: np.ndarray, mention: np.ndarray) -> np.ndarray:
+        """Each output mention's object: its first word that is an expected object of the pair, else its last
+        word (so only the words before the last need a look)."""
+        words, n_words = self.found.words, self.n_words
+        key = self.found.last[mention]
+        is_object = _membership(self.item_text * n_words + self.item_object)
+        for column in (1, 0):
+            candidate = np.flatnonzero(words[mention, column + 1] >= 0)  # a word before the last
+            word = words[mention[candidate], column]
+            hit = is_object(self.exp[owner[candidate]] * n_words + word)
+            key[candidate[hit]] = word[hit]
+        return key
+
+
+def _bare(pairs: _Pairs, normal: pl.Series, total_expected: np.ndarray) -> tuple[pl.Series, pl.Series]:
+    """A bare expected number ("7") of the pairs without expected counts, and whether the output states it: as
+    any of its numbers, or as the sum of its counts."""
+    n_pairs = len(pairs.out)
     bare = pl.repeat(None, n_pairs, dtype=pl.Int64, eager=True).alias("bare")
     bare_ok = pl.repeat(False, n_pairs, dtype=pl.Boolean, eager=True).alias("bare_ok")
-    if len(bare_pair):
-        number = first_numbers(normal.gather(pair_exp[bare_pair]))
-        outputs = normal.gather(pair_out[bare_pair])
-        out_total = np.zeros(n_texts, dtype=np.int64)
-        with_mentions = np.flatnonzero(mention_count)
-        if len(with_mentions):
-            out_total[with_mentions] = np.add.reduceat(found.n, _starts(mention_count)[with_mentions])
-        stated = pl.DataFrame(
-            {
-                "numbers": outputs.str.extract_all(r"\d+").list.eval(pl.element().cast(pl.Int64)),
-                "bare": number,
-                "total": out_total[pair_out[bare_pair]],
-                "has_total": mention_count[pair_out[bare_pair]] > 0,
-            }
-        ).select(
-            (
-                pl.col("numbers").list.contains(pl.col("bare"))
-                | (pl.col("has_total") & (pl.col("total") == pl.col("bare")))
-            ).fill_null(False)
-        )
-        bare = bare.scatter(bare_pair, number)
-        bare_ok = bare_ok.scatter(bare_pair, stated.to_series())
-
-    pairs = pl.DataFrame(
+    chosen = np.flatnonzero(total_expected == 0)
+    if not len(chosen):
+        return bare, bare_ok
+    found, count = pairs.found, pairs.mention_count
+    number = first_numbers(normal.gather(pairs.exp[chosen]))
+    out_total = np.zeros(len(count), dtype=np.int64)
+    with_mentions = np.flatnonzero(count)
+    if len(with_mentions):
+        out_total[with_mentions] = np.add.reduceat(found.n, _starts(count)[with_mentions])
+    out = pairs.out[chosen]
+    stated = pl.DataFrame(
         {
-            "expected": expected_json.gather(pair_exp),
-            "found": found_json,
-            "matched": matched_json,
-            "wrong": wrong,
-            "hits": hits,
-            "total_expected": total_expected,
-            "bare": bare,
-            "bare_ok": bare_ok,
+            "numbers": normal.gather(out).str.extract_all(r"\d+").list.eval(pl.element().cast(pl.Int64)),
+            "bare": number,
+            "total": out_total[out],
+            "has_total": count[out] > 0,
         }
+    ).select(
+        (
+            pl.col("numbers").list.contains(pl.col("bare"))
+            | (pl.col("has_total") & (pl.col("total") == pl.col("bare")))
+        ).fill_null(False)
     )
-    return _results(pairs).gather(row_pair)
+    return bare.scatter(chosen, number), bare_ok.scatter(chosen, stated.to_series())
 
 
 def _results(pairs: pl.DataFrame) -> pl.DataFrame:
