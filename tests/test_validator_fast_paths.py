@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
 import pytest
 
 from tests.reference import chart_reference, count_reference, json_reference, ocr_reference
+from vision_eval.validators._distinct import codes
 from vision_eval.validators.chart import ChartOptions, chart_frame
 from vision_eval.validators.count import count_frame
 from vision_eval.validators.json_check import JsonOptions, json_frame
@@ -114,19 +116,53 @@ def _chart_text(rng: random.Random) -> str | None:
     return "".join(rng.choice(CHART_PIECES) + rng.choice(seps) for _ in range(rng.randint(0, 6)))
 
 
+def _chart_numbers(rng: random.Random) -> str | None:
+    """Chart text with many distinct values (fresh numbers), unlike the fixed pieces."""
+    pieces = [
+        f"${rng.randint(1, 400) / 10}M",
+        f"{rng.randint(1, 99)}.{rng.randint(0, 9)}%",
+        f"€{rng.randint(1, 999)},{rng.randint(100, 999)}",
+        f"Q{rng.randint(1, 4)} 20{rng.randint(10, 30)}",
+        f"{rng.choice(['Jan', 'March', 'Oct.'])} {rng.randint(1, 28)}, 20{rng.randint(10, 30)}",
+        f"{rng.randint(1, 9)}. item",
+    ]
+    return " and ".join(rng.sample(pieces, rng.randint(0, len(pieces))))
+
+
+def _chart_money(rng: random.Random) -> str | None:
+    """Chart text whose values are nearly all distinct."""
+    values = [
+        f"${rng.randint(1, 10**6) / 100}M",
+        f"{rng.randint(1, 10**5) / 1000}%",
+        f"{rng.randint(1, 10**6)} dollars",
+    ]
+    return "; ".join(rng.sample(values, rng.randint(1, 3)))
+
+
+def _respaced(details: list[str | None], opts: ChartOptions) -> list[str | None]:
+    """The reference's details with the tolerances spaced as today's (the only byte difference)."""
+    tolerances = {"currency": opts.currency_tolerance, "percent": opts.percent_tolerance, "zero": opts.zero_tolerance}
+    compact, spaced = json.dumps(tolerances, separators=(",", ":")), json.dumps(tolerances)
+    return [d.replace(f'"tolerances":{compact}', f'"tolerances":{spaced}') if d else d for d in details]
+
+
 @pytest.mark.parametrize(
     "opts",
     [ChartOptions(), ChartOptions(0.0, 0.0, 0.0), ChartOptions(0.5, 1.0, 1e6)],
 )
-def test_chart_matches_reference_on_generated_text(opts: ChartOptions) -> None:
+@pytest.mark.parametrize("text", [_chart_text, _chart_numbers, _chart_money])
+def test_chart_matches_reference_on_generated_text(opts: ChartOptions, text: Callable[..., str | None]) -> None:
     rng = random.Random(11)
     rows = {"output": [], "expected_output": []}
     for _ in range(600):
-        expected = _chart_text(rng)
+        expected = text(rng)
         rows["expected_output"].append(expected)
-        rows["output"].append(expected if rng.random() < 0.15 else _chart_text(rng))
+        rows["output"].append(expected if rng.random() < 0.15 else text(rng))
     frame = pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8})
-    _same(chart_frame(frame, opts), chart_reference.chart_frame(frame, opts))
+    for layout in (frame, pl.concat([frame, frame]), frame.head(60).sample(1200, with_replacement=True, seed=2)):
+        new, old = chart_frame(layout, opts), chart_reference.chart_frame(layout, opts)
+        _same(new, old)
+        assert new["details"].to_list() == _respaced(old["details"].to_list(), opts)
     assert chart_frame(frame.head(0), opts).height == 0
 
 
@@ -181,21 +217,36 @@ def _count_pair(rng: random.Random) -> tuple[str | None, str | None]:
     return output, expected if rng.random() < 0.8 else _count_mentions(rng)
 
 
-def test_count_matches_reference_on_generated_text() -> None:
+def _tagged(rng: random.Random, i: int, text: str | None) -> str | None:
+    """``text`` made distinct: a tag word in parentheses first, a distinct count last."""
+    tag = "".join("qxzj"[(i >> (2 * k)) & 3] for k in range(7))
+    return None if text is None else f"(qq{tag}) {text}; {rng.randint(10**6, 10**9)} {rng.choice(['cats', 'boxes'])}"
+
+
+@pytest.mark.parametrize("layout", ["distinct", "mostly distinct", "each twice", "few distinct"])
+def test_count_matches_reference_on_generated_text(layout: str) -> None:
     rng = random.Random(3)
     rows: dict[str, list[str | None]] = {"output": [], "expected_output": []}
-    for _ in range(4000):
+    for i in range(4000):
         output, expected = _count_pair(rng)
+        if layout == "distinct":
+            output, expected = _tagged(rng, i, output), _tagged(rng, i, expected)
         rows["output"].append(output)
         rows["expected_output"].append(expected)
     frame = pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8})
-    frame = pl.concat([frame, frame.head(50)])  # repeated texts
+    # Equal texts and rows are read and scored once: every path of that, and their results in every row.
+    if layout == "mostly distinct":
+        frame = pl.concat([frame, frame.head(50)])
+    elif layout == "each twice":
+        frame = pl.concat([frame, frame.sample(fraction=1.0, shuffle=True, seed=1)])
+    elif layout == "few distinct":
+        frame = frame.head(300).sample(4000, with_replacement=True, seed=1)
     new, old = count_frame(frame), count_reference.count_frame(frame)
     _same(new, old)
     assert new["details"].to_list() == old["details"].to_list()  # byte for byte, not only as JSON
     assert new["score"].to_list() == old["score"].to_list()
     assert new.schema == old.schema
-    assert old["score"].is_between(0.01, 0.99).sum() > 100 and old["status"].eq("error").sum() > 50
+    assert old["score"].is_between(0.01, 0.99).sum() > 30 and old["status"].eq("error").sum() > 5
     assert count_frame(frame.head(0)).height == 0
 
 
@@ -291,3 +342,16 @@ def test_json_required_messages_match_jsonschema() -> None:
         '$: "it\'s" is a required property',
         "$: 'total' is a required property",
     ]
+
+
+@pytest.mark.parametrize("distinct", [3, 400, 990])
+@pytest.mark.parametrize("repeats_ok", [False, True])
+def test_codes_index_the_distinct_values(distinct: int, repeats_ok: bool) -> None:
+    rng = random.Random(distinct)
+    values = pl.Series([None if rng.random() < 0.02 else f"v{rng.randrange(distinct)}" for _ in range(1000)])
+    for series in (values, values.fill_null("")):
+        table, code = codes(series, repeats_ok=repeats_ok)
+        assert table.null_count() == 0
+        assert [None if c < 0 else table[int(c)] for c in code] == series.to_list()
+        if not repeats_ok:  # equal values, equal codes
+            assert table.n_unique() == len(table)

@@ -66,7 +66,7 @@ def values_of(*columns: pl.Series) -> tuple[pl.DataFrame, list[Values]]:
     distinct values (``text, kind, value, key, year``, see :func:`parse`) and each column's values."""
     lengths = [column.list.len().to_numpy() for column in columns]
     flat = pl.concat([column.explode() for column in columns])  # empty lists leave nothing
-    distinct, code = codes(flat)
+    distinct, code = codes(flat, repeats_ok=True)
     parsed = parse(distinct.to_frame("text").with_row_index("_u"))
     # Position of each distinct text among the parsed values (-1: not a value).
     position = np.full(len(distinct), -1, dtype=np.int64)

@@ -198,7 +198,7 @@ def mentions(normal: pl.Series) -> Mentions:
     """The mentions of normalized texts (see :class:`Mentions`)."""
     phrases = normal.str.extract_all(_PAIR)
     text = np.repeat(np.arange(len(normal), dtype=np.int64), phrases.list.len().to_numpy())
-    distinct, phrase = codes(phrases.explode())
+    distinct, phrase = codes(phrases.explode(), repeats_ok=True)
     parsed = distinct.to_frame("p").select(
         pl.col("p").str.extract(r"^(\d+)").cast(pl.Int64).alias("n"),
         pl.col("p").str.extract_all(_WORDS).alias("w"),
