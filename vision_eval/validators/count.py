@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from vision_eval.validators._distinct import codes
+from vision_eval.validators.count_details import Scored, results
 from vision_eval.validators.count_text import (  # noqa: F401 (the word lists are part of this module's API)
     IRREGULAR,
     NUMBER_WORDS,
@@ -70,19 +70,6 @@ def _membership(keys: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     return lambda values: _lookup(ordered, values)[1]
 
 
-def _joined(items: pl.Series, owner: np.ndarray, n_owners: int, separator: str = ", ") -> pl.Series:
-    """The items (ordered by owner) joined per owner; an owner without items gets ``""``."""
-    offsets = np.zeros(n_owners + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner, minlength=n_owners), out=offsets[1:])
-    lists = pl.Series(pa.LargeListArray.from_arrays(pa.array(offsets), items.cast(pl.Utf8).to_arrow()))
-    return lists.list.join(separator)
-
-
-def _fragments(names: pl.Series, numbers: np.ndarray) -> pl.Series:
-    """``"name": number`` JSON members."""
-    return pl.DataFrame({"k": names, "v": numbers}).select(pl.format('"{}": {}', "k", "v")).to_series()
-
-
 def count_frame(frame: pl.DataFrame) -> pl.DataFrame:
     """Score ``output`` against ``expected_output`` counts; see the module docstring."""
     height = frame.height
@@ -95,9 +82,7 @@ def count_frame(frame: pl.DataFrame) -> pl.DataFrame:
     # Equal (output, expected) rows are scored once, as one pair.
     pair, row_pair = np.unique(code[:height] * n_texts + code[height:], return_inverse=True)
     pairs = _Pairs(found, pair // n_texts, pair % n_texts, n_texts)
-    scored = pairs.score()
-    scored = scored.with_columns(*_bare(pairs, normal, scored["total_expected"].to_numpy()))
-    return _results(scored).gather(row_pair)
+    return results(pairs.score(normal), found.vocabulary, len(pair)).gather(row_pair)
 
 
 class _Pairs:
@@ -113,10 +98,9 @@ class _Pairs:
         self.item_text, self.item_n, self.item_object = found.text[first], found.n[first], found.last[first]
         self.item_count = np.bincount(self.item_text, minlength=n_texts)
 
-    def score(self) -> pl.DataFrame:
-        """Per pair: the JSON members of its expected, found and matched counts, its wrong objects, hits and
-        number of expected counts."""
-        found, n_words, n_pairs = self.found, self.n_words, len(self.out)
+    def score(self, normal: pl.Series) -> Scored:
+        """Each pair's expected items, whether met, and found objects (see :class:`Scored`)."""
+        found, n_words = self.found, self.n_words
         owner, mention = _expand(self.mention_count, _starts(self.mention_count), self.out)
         key, n = self._keys(owner, mention), found.n[mention]
         # Per (pair, key): the first count and the total, groups in order of first mention.
@@ -127,28 +111,24 @@ class _Pairs:
         group_total = np.add.reduceat(n[order], starts) if len(starts) else np.zeros(0, dtype=np.int64)
         group_n = n[group_first]
         # Each pair's expected items against the groups (the appended entry stands for a missing group).
-        item_owner, item = _expand(self.item_count, _starts(self.item_count), self.exp)
+        item_pair, item = _expand(self.item_count, _starts(self.item_count), self.exp)
         wanted = self.item_n[item]
-        at, present = _lookup(group_key, item_owner * n_words + self.item_object[item])
+        at, present = _lookup(group_key, item_pair * n_words + self.item_object[item])
         at = np.where(present, at, -1)
         first_n, total = np.append(group_n, 0)[at], np.append(group_total, 0)[at]
         ok = np.where(present, (first_n == wanted) | (total == wanted), wanted == 0)
-
-        vocabulary = found.vocabulary
-        fragment = _fragments(vocabulary.gather(self.item_object), self.item_n)
-        joined = _joined(fragment, self.item_text, len(self.item_count))
-        expected = pl.select(pl.concat_str(pl.lit("{"), pl.lit(joined), pl.lit("}"))).to_series()
+        bare, bare_ok = _bare(self, normal, np.bincount(item_pair, minlength=len(self.out)))
         by_first = np.argsort(group_first, kind="stable")
-        found_members = _fragments(vocabulary.gather(group_key[by_first] % n_words), group_n[by_first])
-        return pl.DataFrame(
-            {
-                "expected": expected.gather(self.exp),
-                "found": _joined(found_members, group_key[by_first] // n_words, n_pairs),
-                "matched": _joined(fragment.gather(item[ok]), item_owner[ok], n_pairs),
-                "wrong": _joined(vocabulary.gather(self.item_object[item[~ok]]), item_owner[~ok], n_pairs),
-                "hits": np.bincount(item_owner[ok], minlength=n_pairs),
-                "total_expected": self.item_count[self.exp],
-            }
+        return Scored(
+            item_pair=item_pair,
+            item_object=self.item_object[item],
+            item_n=wanted,
+            ok=ok,
+            group_pair=group_key[by_first] // n_words,
+            group_object=group_key[by_first] % n_words,
+            group_n=group_n[by_first],
+            bare=bare,
+            bare_ok=bare_ok,
         )
 
     def _keys(self, owner: np.ndarray, mention: np.ndarray) -> np.ndarray:
@@ -195,52 +175,3 @@ def _bare(pairs: _Pairs, normal: pl.Series, total_expected: np.ndarray) -> tuple
         ).fill_null(False)
     )
     return bare.scatter(chosen, number), bare_ok.scatter(chosen, stated.to_series())
-
-
-def _results(pairs: pl.DataFrame) -> pl.DataFrame:
-    """Status, score, details and error of each pair."""
-    bare, bare_ok = pl.col("bare"), pl.col("bare_ok")
-    counted = pl.col("total_expected") > 0
-    is_bare = ~counted & bare.is_not_null()
-    no_counts = ~counted & bare.is_null()
-    # Object names are [a-z'-] words, so the reasoning needs no JSON escaping.
-    reasoning = pl.when(is_bare).then(
-        pl.format(
-            "the response {} the expected count {}",
-            pl.when(bare_ok).then(pl.lit("states")).otherwise(pl.lit("never states")),
-            bare,
-        )
-    )
-    reasoning = reasoning.otherwise(
-        pl.concat_str(
-            pl.col("hits").cast(pl.Utf8),
-            pl.lit(" of "),
-            pl.col("total_expected").cast(pl.Utf8),
-            pl.lit(" expected counts match"),
-            pl.when(pl.col("wrong") != "").then(pl.concat_str(pl.lit("; wrong or missing: "), "wrong")),
-            ignore_nulls=True,
-        )
-    )
-    bare_json = pl.concat_str(pl.lit('{"*": '), bare.cast(pl.Utf8), pl.lit("}"))
-    details = pl.concat_str(
-        pl.lit('{"expected": '),
-        pl.when(is_bare).then(bare_json).otherwise("expected"),
-        pl.lit(', "found": {'),
-        pl.col("found"),
-        pl.lit('}, "matched": '),
-        pl.when(is_bare)
-        .then(pl.when(bare_ok).then(bare_json).otherwise(pl.lit("{}")))
-        .otherwise(pl.concat_str(pl.lit("{"), "matched", pl.lit("}"))),
-        pl.lit(', "reasoning": "'),
-        reasoning,
-        pl.lit('"}'),
-    )
-    return pairs.select(
-        pl.when(no_counts).then(pl.lit("error")).otherwise(pl.lit("processed")).alias("status"),
-        pl.when(is_bare)
-        .then(bare_ok.cast(pl.Float64))
-        .otherwise(pl.when(counted).then(pl.col("hits") / pl.col("total_expected")))
-        .alias("score"),
-        pl.when(~no_counts).then(details).alias("details"),
-        pl.when(no_counts).then(pl.lit("expected_output states no counts")).alias("error"),
-    )
