@@ -4,9 +4,9 @@
 "a dozen", "twenty-one", "no") become digits, phrases are split at stop words, each noun is
 singularized, and an expected object matches the output mentions whose phrase holds that noun.
 
-Texts are read once per distinct text (:mod:`vision_eval.validators.count_text`) and equal
-(output, expected) rows are scored once; the matching is flat numpy arrays, the details are built
-with Polars string columns.
+Texts are read once per distinct text (:mod:`~vision_eval.validators.count_text`) and equal
+(output, expected) rows are scored once; the matching is flat numpy arrays, and the details are
+concatenated from pieces encoded once (:mod:`~vision_eval.validators.count_details`).
 """
 
 from __future__ import annotations
