@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from tests.reference import chart_reference, count_reference, json_reference, ocr_reference
+from vision_eval.validators import chart
 from vision_eval.validators._distinct import codes
 from vision_eval.validators.chart import ChartOptions, chart_frame
 from vision_eval.validators.count import count_frame
@@ -151,7 +152,9 @@ def _respaced(details: list[str | None], opts: ChartOptions) -> list[str | None]
     [ChartOptions(), ChartOptions(0.0, 0.0, 0.0), ChartOptions(0.5, 1.0, 1e6)],
 )
 @pytest.mark.parametrize("text", [_chart_text, _chart_numbers, _chart_money])
-def test_chart_matches_reference_on_generated_text(opts: ChartOptions, text: Callable[..., str | None]) -> None:
+def test_chart_matches_reference_on_generated_text(
+    opts: ChartOptions, text: Callable[..., str | None], monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = random.Random(11)
     rows = {"output": [], "expected_output": []}
     for _ in range(600):
@@ -164,6 +167,10 @@ def test_chart_matches_reference_on_generated_text(opts: ChartOptions, text: Cal
         _same(new, old)
         assert new["details"].to_list() == _respaced(old["details"].to_list(), opts)
     assert chart_frame(frame.head(0), opts).height == 0
+    whole = chart_frame(frame, opts)
+    monkeypatch.setattr(chart, "SLICE_ROWS", 97)  # large frames are scored in slices, with the same results
+    sliced = chart_frame(frame, opts)
+    assert sliced.schema == whole.schema and sliced.equals(whole, null_equal=True)
 
 
 COUNT_PIECES = [

@@ -63,8 +63,19 @@ def values(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     )
 
 
+SLICE_ROWS = 25_000
+"""Larger frames are scored in slices of this many rows (rows are independent): the arrays of a slice are
+smaller than the memory the allocator keeps between calls, so they are not paged in afresh each time."""
+
+
 def chart_frame(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     """Score each row: the share of expected values the response states (see module docstring)."""
+    if frame.height > SLICE_ROWS:
+        return pl.concat([_chart_slice(part, opts) for part in frame.iter_slices(SLICE_ROWS)])
+    return _chart_slice(frame, opts)
+
+
+def _chart_slice(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     lists = frame.select(matches(pl.col("expected_output")).alias("want"), matches(pl.col("output")).alias("got"))
     distinct, (want, got) = values_of(lists["want"], lists["got"])
     # The row's money first, then its other values (the order of the details); only the order within a row

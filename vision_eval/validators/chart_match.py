@@ -27,36 +27,43 @@ def match(
     """Whether each expected value (``row_w``, ``code_w`` into ``distinct``, ``kind_w``; in text order within a
     row and kind) is matched, and the response value it shows (index into ``got``; -1: none): its match, else
     the closest response value of its kind."""
-    n_want, n_got = len(row_w), len(got.row)
-    e, a = _pairs(row_w * 3 + kind_w, got.row * 3 + got.kind, 3 * n_rows)
-    has = a >= 0
-    code_e = code_w[e]
-    code_a = np.where(has, got.code[np.where(has, a, 0)] if n_got else 0, -1)  # -1: the last (missing) entry
     numbers = np.append(distinct["value"].fill_null(np.nan).to_numpy(), np.nan)
     keys, years = np.append(codes(distinct["key"])[1], -1), np.append(codes(distinct["year"])[1], -1)
-    value, value_a = numbers[code_e], numbers[code_a]
-    kind = kind_w[e]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        diff = np.abs(value_a - value)
-        rel = np.where(value == 0, diff, diff / np.abs(value))
-        limit = np.where(kind == 1, percent_tolerance, np.where(value == 0, zero_tolerance, currency_tolerance))
-        numeric_ok = np.where(kind == 1, diff <= limit + 1e-9, rel <= limit + 1e-9)
-    k, ka = keys[code_e], keys[code_a]
-    y, ya = years[code_e], years[code_a]
-    date_ok = (k >= 0) & (k == ka) & ((y == ya) | (y < 0) | (ya < 0))
-    ok = has & np.where(kind == 2, date_ok, numeric_ok)
-    dist = np.where(kind == 2, 0.0, np.where(np.isnan(rel), np.inf, rel))
+    got_code = np.append(got.code, -1)  # a missing partner (-1) reads the appended entry: no value, key or year
+    # Pairs of different kinds never meet, so each kind is paired on its own (fewer and smaller arrays); the
+    # values of a kind stay in row and text order.
+    pairs = []
+    for kind in (0, 1, 2):
+        w, g = np.flatnonzero(kind_w == kind), np.flatnonzero(got.kind == kind)
+        e_at, a_at = _pairs(row_w[w], got.row[g], n_rows)
+        e, a = w[e_at], np.append(g, -1)[a_at]
+        code_e, code_a = code_w[e], got_code[a]
+        if kind == 2:
+            k, ka, y, ya = keys[code_e], keys[code_a], years[code_e], years[code_a]
+            ok, dist = (k >= 0) & (k == ka) & ((y == ya) | (y < 0) | (ya < 0)), np.zeros(len(e))
+        else:
+            value, value_a = numbers[code_e], numbers[code_a]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                diff = np.abs(value_a - value)
+                rel = np.where(value == 0, diff, diff / np.abs(value))
+                if kind == 1:
+                    ok = diff <= percent_tolerance + 1e-9
+                else:
+                    ok = rel <= np.where(value == 0, zero_tolerance, currency_tolerance) + 1e-9
+            dist = np.where(np.isnan(rel), np.inf, rel)
+        pairs.append((e, a, ok, dist))
 
-    cand = np.flatnonzero(ok)
-    hit_e, hit_a = _assign(e[cand], a[cand], dist[cand], n_got)
-    hit = np.full(n_want, -1, dtype=np.int64)
+    candidates = [(e[ok], a[ok], dist[ok]) for e, a, ok, dist in pairs]
+    hit_e, hit_a = _assign(*(np.concatenate(column) for column in zip(*candidates, strict=True)), len(got.row))
+    hit = np.full(len(row_w), -1, dtype=np.int64)
     hit[hit_e] = hit_a
     matched = hit >= 0
     # An unmatched expected value shows its closest response value: the first pair at its smallest distance.
     actual = hit.copy()
-    unmatched = np.flatnonzero(~matched[e])
-    first = unmatched[_first_at_min(e[unmatched], dist[unmatched])]
-    actual[e[first]] = a[first]
+    for e, a, _, dist in pairs:
+        unmatched = np.flatnonzero(~matched[e])
+        first = unmatched[_first_at_min(e[unmatched], dist[unmatched])]
+        actual[e[first]] = a[first]
     return matched, actual
 
 
@@ -112,16 +119,12 @@ def _assign(e: np.ndarray, a: np.ndarray, dist: np.ndarray, n_got: int, rounds: 
 
 
 def _pairs(k_want: np.ndarray, k_got: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
-    """Left join on the key (below ``n_keys``) in want order (a want value without partner pairs with -1),
-    partners in got order."""
-    order = np.argsort(k_got, kind="stable")
+    """Left join on the key (below ``n_keys``; ``k_got`` sorted) in want order: positions in ``k_want`` and
+    their partners' in ``k_got`` (-1: none), partners in order."""
     count_got = np.bincount(k_got, minlength=n_keys)
     count = count_got[k_want]
     lo = (np.cumsum(count_got) - count_got)[k_want]
     reps = np.maximum(count, 1)
     e = np.repeat(np.arange(len(k_want)), reps)
-    within = np.arange(len(e)) - np.repeat(np.cumsum(reps) - reps, reps)
-    a = np.full(len(e), -1, dtype=np.int64)
-    has = np.repeat(count > 0, reps)
-    a[has] = order[(np.repeat(lo, reps) + within)[has]]
-    return e, a
+    a = np.arange(len(e)) + np.repeat(lo - (np.cumsum(reps) - reps), reps)
+    return e, np.where(np.repeat(count > 0, reps), a, -1)
