@@ -28,7 +28,7 @@ def match(
     row and kind) is matched, and the response value it shows (index into ``got``; -1: none): its match, else
     the closest response value of its kind."""
     numbers = np.append(distinct["value"].fill_null(np.nan).to_numpy(), np.nan)
-    keys, years = np.append(codes(distinct["key"])[1], -1), np.append(codes(distinct["year"])[1], -1)
+    keys, years = (np.append(codes(distinct[column])[1], -1).astype(np.int32) for column in ("key", "year"))
     got_code = np.append(got.code, -1)  # a missing partner (-1) reads the appended entry: no value, key or year
     # Pairs of different kinds never meet, so each kind is paired on its own (fewer and smaller arrays); the
     # values of a kind stay in row and text order.

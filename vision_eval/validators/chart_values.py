@@ -72,7 +72,7 @@ def values_of(*columns: pl.Series) -> tuple[pl.DataFrame, list[Values]]:
     position = np.full(len(distinct), -1, dtype=np.int64)
     position[parsed["_u"].to_numpy()] = np.arange(parsed.height)
     code = position[code]
-    kind = np.append(parsed["kind"].to_numpy().astype(np.int64), -1)[code]
+    kind = np.append(parsed["kind"].to_numpy().astype(np.int8), -1)[code]
     bounds = np.cumsum([int(n.sum()) for n in lengths])[:-1]
     found = []
     for n, column_code, column_kind in zip(lengths, np.split(code, bounds), np.split(kind, bounds), strict=True):
