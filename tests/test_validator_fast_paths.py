@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
 import pytest
 
-from tests.reference import chart_reference, json_reference, ocr_reference
+from tests.reference import chart_reference, count_reference, json_reference, ocr_reference
+from vision_eval.validators import chart
+from vision_eval.validators._distinct import codes
 from vision_eval.validators.chart import ChartOptions, chart_frame
+from vision_eval.validators.count import count_frame
 from vision_eval.validators.json_check import JsonOptions, json_frame
 from vision_eval.validators.ocr import OcrOptions, ocr_frame
 
@@ -113,20 +117,144 @@ def _chart_text(rng: random.Random) -> str | None:
     return "".join(rng.choice(CHART_PIECES) + rng.choice(seps) for _ in range(rng.randint(0, 6)))
 
 
+def _chart_numbers(rng: random.Random) -> str | None:
+    """Chart text with many distinct values (fresh numbers), unlike the fixed pieces."""
+    pieces = [
+        f"${rng.randint(1, 400) / 10}M",
+        f"{rng.randint(1, 99)}.{rng.randint(0, 9)}%",
+        f"€{rng.randint(1, 999)},{rng.randint(100, 999)}",
+        f"Q{rng.randint(1, 4)} 20{rng.randint(10, 30)}",
+        f"{rng.choice(['Jan', 'March', 'Oct.'])} {rng.randint(1, 28)}, 20{rng.randint(10, 30)}",
+        f"{rng.randint(1, 9)}. item",
+    ]
+    return " and ".join(rng.sample(pieces, rng.randint(0, len(pieces))))
+
+
+def _chart_money(rng: random.Random) -> str | None:
+    """Chart text whose values are nearly all distinct."""
+    values = [
+        f"${rng.randint(1, 10**6) / 100}M",
+        f"{rng.randint(1, 10**5) / 1000}%",
+        f"{rng.randint(1, 10**6)} dollars",
+    ]
+    return "; ".join(rng.sample(values, rng.randint(1, 3)))
+
+
+def _respaced(details: list[str | None], opts: ChartOptions) -> list[str | None]:
+    """The reference's details with the tolerances spaced as today's (the only byte difference)."""
+    tolerances = {"currency": opts.currency_tolerance, "percent": opts.percent_tolerance, "zero": opts.zero_tolerance}
+    compact, spaced = json.dumps(tolerances, separators=(",", ":")), json.dumps(tolerances)
+    return [d.replace(f'"tolerances":{compact}', f'"tolerances":{spaced}') if d else d for d in details]
+
+
 @pytest.mark.parametrize(
     "opts",
     [ChartOptions(), ChartOptions(0.0, 0.0, 0.0), ChartOptions(0.5, 1.0, 1e6)],
 )
-def test_chart_matches_reference_on_generated_text(opts: ChartOptions) -> None:
+@pytest.mark.parametrize("text", [_chart_text, _chart_numbers, _chart_money])
+def test_chart_matches_reference_on_generated_text(
+    opts: ChartOptions, text: Callable[..., str | None], monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = random.Random(11)
     rows = {"output": [], "expected_output": []}
     for _ in range(600):
-        expected = _chart_text(rng)
+        expected = text(rng)
         rows["expected_output"].append(expected)
-        rows["output"].append(expected if rng.random() < 0.15 else _chart_text(rng))
+        rows["output"].append(expected if rng.random() < 0.15 else text(rng))
     frame = pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8})
-    _same(chart_frame(frame, opts), chart_reference.chart_frame(frame, opts))
+    for layout in (frame, pl.concat([frame, frame]), frame.head(60).sample(1200, with_replacement=True, seed=2)):
+        new, old = chart_frame(layout, opts), chart_reference.chart_frame(layout, opts)
+        _same(new, old)
+        assert new["details"].to_list() == _respaced(old["details"].to_list(), opts)
     assert chart_frame(frame.head(0), opts).height == 0
+    whole = chart_frame(frame, opts)
+    monkeypatch.setattr(chart, "SLICE_ROWS", 97)  # large frames are scored in slices, with the same results
+    sliced = chart_frame(frame, opts)
+    assert sliced.schema == whole.schema and sliced.equals(whole, null_equal=True)
+
+
+COUNT_PIECES = [
+    "5", "12", "0", "100", "007", "five", "Five", "twenty-one", "twenty one", "ninety", "a dozen", "half a dozen",
+    "dozen", "a pair of", "couple of", "a single", "an", "a", "no", "none", "zero", "fivefold", "ones", "someone",
+    "circles", "circle", "boxes", "berries", "toys", "people", "mice", "glasses", "bus", "buses", "gases", "leaves",
+    "fish", "cats", "Cats", "dogs'", "x-ray", "o'clock", "red", "big", "blue", "and", "AND", "with", "the",
+    "there are", "I see", "I count", "total", "of", "in the image", "approximately", "circles: 3", "cats = 2",
+    "boxes:7", "é", "naïve", "?", "!", "(", ")", '"', "/", "=", ":", ";", ".", ",", "-", "'", "\n", "\t", "\xa0",
+]  # fmt: skip
+
+
+def _count_text(rng: random.Random) -> str | None:
+    roll = rng.random()
+    if roll < 0.04:
+        return None
+    if roll < 0.08:
+        return rng.choice(["", " ", "7", "12 ", "none"])
+    seps = [" ", " ", " ", ", ", "; ", "\n", "", " and "]
+    return "".join(rng.choice(COUNT_PIECES) + rng.choice(seps) for _ in range(rng.randint(0, 9)))
+
+
+def _count_mentions(rng: random.Random) -> str:
+    numbers = ["1", "2", "3", "5", "12", "0", "two", "three", "five", "a dozen", "twenty-one", "no", "a", "an"]
+    nouns = ["circles", "circle", "boxes", "berries", "people", "mice", "glasses", "bus", "fish", "cats", "toys"]
+    parts = []
+    for _ in range(rng.randint(1, 4)):
+        adjective = rng.choice(["", "", "red ", "big blue ", "small red round "])
+        if rng.random() < 0.15:
+            parts.append(f"{rng.choice(nouns)}{rng.choice([': ', ' = ', ':'])}{rng.choice(numbers[:6])}")
+        else:
+            parts.append(f"{rng.choice(numbers)} {adjective}{rng.choice(nouns)}")
+    opening = rng.choice(["", "I count ", "There are ", "The image shows "])
+    return opening + rng.choice([", ", " and ", "; "]).join(parts)
+
+
+def _count_pair(rng: random.Random) -> tuple[str | None, str | None]:
+    roll = rng.random()
+    if roll < 0.3:
+        return _count_text(rng), _count_text(rng)
+    expected = _count_mentions(rng)
+    if rng.random() < 0.3:  # an adjective that is also an expected object: the first such word keys a mention
+        expected = rng.choice(["2 red, ", "3 big and ", "1 blue; "]) + expected + rng.choice(["", ", 5 round"])
+    if roll < 0.4:
+        return expected, expected
+    if roll < 0.5:
+        return _count_mentions(rng), rng.choice(["7", "3", "0", "12"])
+    output = expected.replace(rng.choice("0123456789"), rng.choice(["4", "five", "one", ""]))
+    if rng.random() < 0.3:
+        output += rng.choice([". Also 2 cats.", " with 3 more circles", " plus a dog", "!"])
+    return output, expected if rng.random() < 0.8 else _count_mentions(rng)
+
+
+def _tagged(rng: random.Random, i: int, text: str | None) -> str | None:
+    """``text`` made distinct: a tag word in parentheses first, a distinct count last."""
+    tag = "".join("qxzj"[(i >> (2 * k)) & 3] for k in range(7))
+    return None if text is None else f"(qq{tag}) {text}; {rng.randint(10**6, 10**9)} {rng.choice(['cats', 'boxes'])}"
+
+
+@pytest.mark.parametrize("layout", ["distinct", "mostly distinct", "each twice", "few distinct"])
+def test_count_matches_reference_on_generated_text(layout: str) -> None:
+    rng = random.Random(3)
+    rows: dict[str, list[str | None]] = {"output": [], "expected_output": []}
+    for i in range(4000):
+        output, expected = _count_pair(rng)
+        if layout == "distinct":
+            output, expected = _tagged(rng, i, output), _tagged(rng, i, expected)
+        rows["output"].append(output)
+        rows["expected_output"].append(expected)
+    frame = pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8})
+    # Equal texts and rows are read and scored once: every path of that, and their results in every row.
+    if layout == "mostly distinct":
+        frame = pl.concat([frame, frame.head(50)])
+    elif layout == "each twice":
+        frame = pl.concat([frame, frame.sample(fraction=1.0, shuffle=True, seed=1)])
+    elif layout == "few distinct":
+        frame = frame.head(300).sample(4000, with_replacement=True, seed=1)
+    new, old = count_frame(frame), count_reference.count_frame(frame)
+    _same(new, old)
+    assert new["details"].to_list() == old["details"].to_list()  # byte for byte, not only as JSON
+    assert new["score"].to_list() == old["score"].to_list()
+    assert new.schema == old.schema
+    assert old["score"].is_between(0.01, 0.99).sum() > 30 and old["status"].eq("error").sum() > 5
+    assert count_frame(frame.head(0)).height == 0
 
 
 def _json_value(rng: random.Random, depth: int = 0) -> Any:
@@ -221,3 +349,16 @@ def test_json_required_messages_match_jsonschema() -> None:
         '$: "it\'s" is a required property',
         "$: 'total' is a required property",
     ]
+
+
+@pytest.mark.parametrize("distinct", [3, 400, 990])
+@pytest.mark.parametrize("repeats_ok", [False, True])
+def test_codes_index_the_distinct_values(distinct: int, repeats_ok: bool) -> None:
+    rng = random.Random(distinct)
+    values = pl.Series([None if rng.random() < 0.02 else f"v{rng.randrange(distinct)}" for _ in range(1000)])
+    for series in (values, values.fill_null("")):
+        table, code = codes(series, repeats_ok=repeats_ok)
+        assert table.null_count() == 0
+        assert [None if c < 0 else table[int(c)] for c in code] == series.to_list()
+        if not repeats_ok:  # equal values, equal codes
+            assert table.n_unique() == len(table)

@@ -3,293 +3,175 @@
 "I count five red circles and 3 blue squares" -> circle: 5, square: 3. Number words ("five",
 "a dozen", "twenty-one", "no") become digits, phrases are split at stop words, each noun is
 singularized, and an expected object matches the output mentions whose phrase holds that noun.
-Everything is Polars column operations over the whole frame.
+
+Texts are read once per distinct text (:mod:`~vision_eval.validators.count_text`) and equal
+(output, expected) rows are scored once; the matching is flat numpy arrays, and the details are
+concatenated from pieces encoded once (:mod:`~vision_eval.validators.count_details`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
 import polars as pl
 
-_UNITS = [
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-]
-_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
-# Words and phrases -> digits. Text is matched with every word padded by two spaces, so " five " never
-# matches inside "fivefold"; phrases come first because the earliest listed pattern wins at a position.
-NUMBER_WORDS: dict[str, int] = {
-    "half a dozen": 6,
-    "half dozen": 6,
-    "a dozen": 12,
-    "one dozen": 12,
-    "dozen": 12,
-    "a pair of": 2,
-    "pair of": 2,
-    "a couple of": 2,
-    "couple of": 2,
-    "a single": 1,
-    **{
-        f"{tens}{sep}{unit}": value + i
-        for tens, value in _TENS.items()
-        for i, unit in enumerate(_UNITS[1:10], 1)
-        for sep in ("-", " ")
-    },
-    **{word: i for i, word in enumerate(_UNITS)},
-    **_TENS,
-    "single": 1,
-    "an": 1,
-    "a": 1,
-    "no": 0,
-    "none": 0,
-}
-STOP_WORDS = [
-    "and",
-    "or",
-    "plus",
-    "with",
-    "in",
-    "on",
-    "at",
-    "of",
-    "but",
-    "the",
-    "there",
-    "are",
-    "is",
-    "was",
-    "were",
-    "i",
-    "see",
-    "can",
-    "count",
-    "counted",
-    "total",
-    "which",
-    "that",
-    "from",
-    "to",
-    "by",
-    "for",
-    "each",
-    "also",
-    "as",
-    "than",
-    "about",
-    "approximately",
-    "around",
-    "exactly",
-    "only",
-    "just",
-    "image",
-    "picture",
-    "photo",
-    "shows",
-    "show",
-]
-_WORD_PATTERNS = [" " + w.replace(" ", "  ") + " " for w in NUMBER_WORDS]
-_WORD_DIGITS = [f" {n} " for n in NUMBER_WORDS.values()]
-_STOP_PATTERNS = [f" {w} " for w in STOP_WORDS]
-_PAIR = r"\d+ +[a-z][a-z'-]*(?: +[a-z][a-z'-]*){0,2}"
-IRREGULAR = {
-    "people": "person",
-    "children": "child",
-    "men": "man",
-    "women": "woman",
-    "mice": "mouse",
-    "geese": "goose",
-    "teeth": "tooth",
-    "feet": "foot",
-    "knives": "knife",
-    "leaves": "leaf",
-    "shelves": "shelf",
-    "wolves": "wolf",
-    "sheep": "sheep",
-    "fish": "fish",
-    "buses": "bus",
-    "lenses": "lens",
-    "gases": "gas",
-}
+from vision_eval.validators._distinct import codes
+from vision_eval.validators.count_details import Scored, results
+from vision_eval.validators.count_text import (  # noqa: F401 (the word lists are part of this module's API)
+    IRREGULAR,
+    NUMBER_WORDS,
+    STOP_WORDS,
+    Mentions,
+    check_numbers,
+    first_numbers,
+    mentions,
+    normalized,
+    singular,
+)
 
 
-_PAD = {",": "  ,  ", ".": "  .  ", ";": "  ;  ", ":": "  :  ", "!": "  !  ", "?": "  ?  ", "(": "  (  ", ")": "  )  "}
-_PAD |= {'"': '  "  ', "/": "  /  ", "=": "  =  ", " ": "  ", "\n": "  ", "\t": "  ", "\r": "  "}
+def _expand(count: np.ndarray, start: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The items of each group in ``groups`` (items ``start[g]`` to ``start[g] + count[g]``), one after the
+    other: each one's position in ``groups`` and its item index."""
+    sizes = count[groups]
+    owner = np.repeat(np.arange(len(groups), dtype=np.int64), sizes)
+    shift = np.repeat(start[groups] - (np.cumsum(sizes) - sizes), sizes)
+    return owner, np.arange(len(owner), dtype=np.int64) + shift
 
 
-def normalize(text: pl.Expr) -> pl.Expr:
-    """Lowercase text with number words as digits, ``noun: N`` as ``N noun`` and stop words as commas.
-
-    Literal multi-pattern replacements (Aho-Corasick) over space-padded words instead of one regex
-    per word: every word is surrounded by at least two spaces, so " five " never matches "fivefold".
-    """
-    padded = text.cast(pl.Utf8).fill_null("").str.to_lowercase().str.replace_many(_PAD, leftmost=True)
-    padded = pl.concat_str(pl.lit("  "), padded, pl.lit("  "))
-    digits = padded.str.replace_many(_WORD_PATTERNS, _WORD_DIGITS, leftmost=True)
-    reordered = digits.str.replace_all(r"([a-z][a-z'-]*) +[:=] +(\d+)", "$2 $1")
-    return reordered.str.replace_many(_STOP_PATTERNS, [" , "] * len(_STOP_PATTERNS))
+def _starts(count: np.ndarray) -> np.ndarray:
+    return np.cumsum(count) - count
 
 
-def singular(word: pl.Expr) -> pl.Expr:
-    """Singular form of lowercase English nouns (regular rules plus common irregulars)."""
-    regular = (
-        pl.when(word.str.contains(r"[^aeiou]ies$"))
-        .then(word.str.replace(r"ies$", "y"))
-        .when(word.str.contains(r"(?:ss|x|z|ch|sh)es$"))
-        .then(word.str.replace(r"es$", ""))
-        .when(word.str.contains(r"[^su]s$") & (word.str.len_chars() > 3))
-        .then(word.str.replace(r"s$", ""))
-        .otherwise(word)
-    )
-    return word.replace_strict(IRREGULAR, default=regular, return_dtype=pl.Utf8)
+def _run_starts(values: np.ndarray) -> np.ndarray:
+    """Positions where a run of equal (sorted) values starts."""
+    start = np.empty(len(values), dtype=bool)
+    start[:1] = True
+    np.not_equal(values[1:], values[:-1], out=start[1:])
+    return np.flatnonzero(start)
 
 
-def mentions(text: pl.Series) -> pl.DataFrame:
-    """Long frame of the count mentions in normalized text: ``_row, _m (mention index), n, words, last``."""
-    pairs = pl.DataFrame({"_row": pl.int_range(0, text.len(), eager=True, dtype=pl.UInt32), "p": text})
-    pairs = pairs.with_columns(pl.col("p").str.extract_all(_PAIR)).explode("p").drop_nulls("p")
-    pairs = pairs.with_row_index("_m").with_columns(
-        pl.col("p").str.extract(r"^(\d+)").cast(pl.Int64).alias("n"),
-        pl.col("p").str.extract_all(r"[a-z][a-z'-]*").alias("words"),
-    )
-    # Singularize the (few) distinct words once, then map.
-    vocabulary = pairs["words"].explode().drop_nulls().unique()
-    singulars = vocabulary.to_frame("w").select(singular(pl.col("w")))["w"]
-    mapping = dict(zip(vocabulary.to_list(), singulars.to_list(), strict=True))
-    pairs = pairs.with_columns(pl.col("words").list.eval(pl.element().replace_strict(mapping, default=pl.element())))
-    return pairs.with_columns(pl.col("words").list.last().alias("last")).drop("p")
+def _lookup(table: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Position of each key in the sorted ``table`` and whether it is there."""
+    position = np.searchsorted(table, keys)
+    clipped = np.minimum(position, max(len(table) - 1, 0))
+    found = (position < len(table)) & (table[clipped] == keys) if len(table) else np.zeros(len(keys), dtype=bool)
+    return clipped, found
 
 
-def _numbers(text: pl.Series) -> pl.Series:
-    return text.str.extract_all(r"\d+").list.eval(pl.element().cast(pl.Int64))
-
-
-def _braces(column: str) -> pl.Expr:
-    return pl.concat_str(pl.lit("{"), pl.col(column), pl.lit("}")).alias(column)
+def _membership(keys: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """A test of whether (non-negative) values are among ``keys``: a table when small, else a sorted search."""
+    if len(keys) and keys.max() < 1 << 24:
+        table = np.zeros(int(keys.max()) + 1, dtype=bool)
+        table[keys] = True
+        return lambda values: table[np.minimum(values, len(table) - 1)] & (values < len(table))
+    ordered = np.sort(keys)
+    return lambda values: _lookup(ordered, values)[1]
 
 
 def count_frame(frame: pl.DataFrame) -> pl.DataFrame:
     """Score ``output`` against ``expected_output`` counts; see the module docstring."""
     height = frame.height
-    rows = pl.DataFrame({"_row": pl.int_range(0, height, eager=True, dtype=pl.UInt32)})
-    texts = frame.select(normalize(pl.col("output")).alias("o"), normalize(pl.col("expected_output")).alias("e"))
-    expected = mentions(texts["e"]).select("_row", "_m", pl.col("last").alias("object"), "n")
-    # The same object named twice in the expected text keeps its first count.
-    expected = expected.unique(["_row", "object"], keep="first", maintain_order=True)
-    found = mentions(texts["o"])
-    keyed = (
-        found.explode("words")
-        .join(expected.select("_row", pl.col("object").alias("words")), on=["_row", "words"], how="inner")
-        .group_by("_m")
-        .agg(pl.col("words").first().alias("key"))
-    )
-    found = found.join(keyed, on="_m", how="left").with_columns(pl.coalesce("key", "last").alias("object"))
-    per_object = (
-        found.sort("_m")
-        .group_by("_row", "object", maintain_order=True)
-        .agg(pl.col("n").first().alias("first"), pl.col("n").sum().alias("total"))
-    )
-    match = expected.join(per_object, on=["_row", "object"], how="left").with_columns(
-        (
-            (pl.col("first") == pl.col("n"))
-            | (pl.col("total") == pl.col("n"))
-            | (pl.col("first").is_null() & (pl.col("n") == 0))
-        )
-        .fill_null(False)
-        .alias("ok")
-    )
-    # JSON fragments are built on the long frame; the aggregations below only join strings (fast path).
-    fragment = pl.format('"{}": {}', "object", "n")
-    match = match.with_columns(
-        fragment.alias("frag"),
-        pl.when("ok").then(fragment).alias("mfrag"),
-        pl.when(~pl.col("ok")).then("object").alias("wrong"),
-    )
-    by_row = match.group_by("_row").agg(
-        pl.col("ok").mean().alias("score"),
-        pl.col("ok").sum().alias("hits"),
-        pl.len().alias("total_expected"),
-        pl.col("frag").alias("expected"),
-        pl.col("mfrag").alias("matched"),
-        pl.col("wrong"),
-    )
-    # Aggregating to lists and joining them afterwards is much faster than str.join per group.
-    by_row = by_row.with_columns(pl.col("expected", "matched", "wrong").list.drop_nulls().list.join(", "))
-    found_json = per_object.with_columns(pl.format('"{}": {}', "object", "first").alias("frag"))
-    found_json = found_json.group_by("_row").agg(pl.col("frag").alias("found"))
-    found_json = found_json.with_columns(pl.col("found").list.join(", "))
-    by_row = by_row.with_columns(_braces("expected"), _braces("matched"))
-    found_json = found_json.with_columns(_braces("found"))
+    texts = pl.concat([frame["output"].cast(pl.Utf8), frame["expected_output"].cast(pl.Utf8)]).fill_null("")
+    distinct, code = codes(texts, repeats_ok=True)
+    normal = normalized(distinct)
+    check_numbers(normal)
+    found = mentions(normal)
+    n_texts = max(len(distinct), 1)
+    # Equal (output, expected) rows are scored once, as one pair.
+    pair, row_pair = np.unique(code[:height] * n_texts + code[height:], return_inverse=True)
+    pairs = _Pairs(found, pair // n_texts, pair % n_texts, n_texts)
+    return results(pairs.score(normal), found.vocabulary, len(pair)).gather(row_pair)
 
-    # A bare expected number ("7") matches any count the output states, or the sum of its counts.
-    bare = pl.DataFrame(
+
+class _Pairs:
+    """The (output text, expected text) pairs to score, with the mentions of all the texts."""
+
+    def __init__(self, found: Mentions, out: np.ndarray, exp: np.ndarray, n_texts: int) -> None:
+        self.found, self.out, self.exp = found, out, exp
+        self.n_words = max(len(found.vocabulary), 1)
+        self.mention_count = np.bincount(found.text, minlength=n_texts)
+        # Expected items of each text: its mentions' objects (last words), the first count of each object.
+        _, first = np.unique(found.text * self.n_words + found.last, return_index=True)
+        first.sort()
+        self.item_text, self.item_n, self.item_object = found.text[first], found.n[first], found.last[first]
+        self.item_count = np.bincount(self.item_text, minlength=n_texts)
+
+    def score(self, normal: pl.Series) -> Scored:
+        """Each pair's expected items, whether met, and found objects (see :class:`Scored`)."""
+        found, n_words = self.found, self.n_words
+        owner, mention = _expand(self.mention_count, _starts(self.mention_count), self.out)
+        key, n = self._keys(owner, mention), found.n[mention]
+        # Per (pair, key): the first count and the total, groups in order of first mention.
+        group = owner * n_words + key
+        order = np.argsort(group, kind="stable")
+        starts = _run_starts(group[order])
+        group_key, group_first = group[order][starts], order[starts]
+        group_total = np.add.reduceat(n[order], starts) if len(starts) else np.zeros(0, dtype=np.int64)
+        group_n = n[group_first]
+        # Each pair's expected items against the groups (the appended entry stands for a missing group).
+        item_pair, item = _expand(self.item_count, _starts(self.item_count), self.exp)
+        wanted = self.item_n[item]
+        at, present = _lookup(group_key, item_pair * n_words + self.item_object[item])
+        at = np.where(present, at, -1)
+        first_n, total = np.append(group_n, 0)[at], np.append(group_total, 0)[at]
+        ok = np.where(present, (first_n == wanted) | (total == wanted), wanted == 0)
+        bare, bare_ok = _bare(self, normal, np.bincount(item_pair, minlength=len(self.out)))
+        by_first = np.argsort(group_first, kind="stable")
+        return Scored(
+            item_pair=item_pair,
+            item_object=self.item_object[item],
+            item_n=wanted,
+            ok=ok,
+            group_pair=group_key[by_first] // n_words,
+            group_object=group_key[by_first] % n_words,
+            group_n=group_n[by_first],
+            bare=bare,
+            bare_ok=bare_ok,
+        )
+
+    def _keys(self, owner: np.ndarray, mention: np.ndarray) -> np.ndarray:
+        """Each output mention's object: its first word that is an expected object of the pair, else its last
+        word (so only the words before the last need a look)."""
+        words, n_words = self.found.words, self.n_words
+        key = self.found.last[mention]
+        is_object = _membership(self.item_text * n_words + self.item_object)
+        for column in (1, 0):
+            candidate = np.flatnonzero(words[mention, column + 1] >= 0)  # a word before the last
+            word = words[mention[candidate], column]
+            hit = is_object(self.exp[owner[candidate]] * n_words + word)
+            key[candidate[hit]] = word[hit]
+        return key
+
+
+def _bare(pairs: _Pairs, normal: pl.Series, total_expected: np.ndarray) -> tuple[pl.Series, pl.Series]:
+    """A bare expected number ("7") of the pairs without expected counts, and whether the output states it: as
+    any of its numbers, or as the sum of its counts."""
+    n_pairs = len(pairs.out)
+    bare = pl.repeat(None, n_pairs, dtype=pl.Int64, eager=True).alias("bare")
+    bare_ok = pl.repeat(False, n_pairs, dtype=pl.Boolean, eager=True).alias("bare_ok")
+    chosen = np.flatnonzero(total_expected == 0)
+    if not len(chosen):
+        return bare, bare_ok
+    found, count = pairs.found, pairs.mention_count
+    number = first_numbers(normal.gather(pairs.exp[chosen]))
+    out_total = np.zeros(len(count), dtype=np.int64)
+    with_mentions = np.flatnonzero(count)
+    if len(with_mentions):
+        out_total[with_mentions] = np.add.reduceat(found.n, _starts(count)[with_mentions])
+    out = pairs.out[chosen]
+    stated = pl.DataFrame(
         {
-            "_row": rows["_row"],
-            "bare": _numbers(texts["e"]).list.first(),
-            "out_numbers": _numbers(texts["o"]),
+            "numbers": normal.gather(out).str.extract_all(r"\d+").list.eval(pl.element().cast(pl.Int64)),
+            "bare": number,
+            "total": out_total[out],
+            "has_total": count[out] > 0,
         }
+    ).select(
+        (
+            pl.col("numbers").list.contains(pl.col("bare"))
+            | (pl.col("has_total") & (pl.col("total") == pl.col("bare")))
+        ).fill_null(False)
     )
-    sums = found.group_by("_row").agg(pl.col("n").sum().alias("out_total"))
-    out = (
-        rows.join(by_row, on="_row", how="left")
-        .join(found_json, on="_row", how="left")
-        .join(bare, on="_row", how="left")
-        .join(sums, on="_row", how="left")
-        .sort("_row")
-    )
-    bare_ok = (pl.col("out_numbers").list.contains(pl.col("bare")) | (pl.col("out_total") == pl.col("bare"))).fill_null(
-        False
-    )
-    is_bare = pl.col("score").is_null() & pl.col("bare").is_not_null()
-    found_text = pl.col("found").fill_null("{}")
-    reasoning = (
-        pl.when(is_bare)
-        .then(
-            pl.when(bare_ok)
-            .then(pl.format("the response states the expected count {}", pl.col("bare")))
-            .otherwise(pl.format("the response never states the expected count {}", pl.col("bare")))
-        )
-        .otherwise(
-            pl.format(
-                "{} of {} expected counts match{}",
-                pl.col("hits"),
-                pl.col("total_expected"),
-                pl.when(pl.col("wrong") != "").then(pl.format("; wrong or missing: {}", "wrong")).otherwise(pl.lit("")),
-            )
-        )
-    )
-    bare_json = pl.concat_str(pl.lit('{"*": '), pl.col("bare").cast(pl.Utf8), pl.lit("}"))
-    details = pl.concat_str(
-        pl.lit('{"expected": '),
-        pl.when(is_bare).then(bare_json).otherwise(pl.col("expected")),
-        pl.lit(', "found": '),
-        found_text,
-        pl.lit(', "matched": '),
-        pl.when(is_bare).then(pl.when(bare_ok).then(bare_json).otherwise(pl.lit("{}"))).otherwise(pl.col("matched")),
-        pl.lit(', "reasoning": '),
-        pl.struct(reasoning.alias("r")).struct.json_encode().str.slice(5).str.head(-1),
-        pl.lit("}"),
-    )
-    no_counts = pl.col("score").is_null() & pl.col("bare").is_null()
-    return out.select(
-        pl.when(no_counts).then(pl.lit("error")).otherwise(pl.lit("processed")).alias("status"),
-        pl.when(is_bare).then(bare_ok.cast(pl.Float64)).otherwise(pl.col("score")).alias("score"),
-        pl.when(~no_counts).then(details).alias("details"),
-        pl.when(no_counts).then(pl.lit("expected_output states no counts")).alias("error"),
-    )
+    return bare.scatter(chosen, number), bare_ok.scatter(chosen, stated.to_series())
