@@ -15,6 +15,8 @@ from typing import Any
 
 import polars as pl
 
+from vision_eval.validators.json_columns import score_columns
+
 _FENCE = r"```(?:json|JSON)?\s*([\s\S]*?)```"
 _UNPARSED: Any = object()
 """Marks a text not decoded yet."""
@@ -35,10 +37,19 @@ class JsonOptions:
 
 
 def extract_expr(text: pl.Expr) -> pl.Expr:
-    """The JSON candidate in a response: a fenced block, else from the first ``{``/``[`` to the last ``}``/``]``."""
-    fenced = text.str.extract(_FENCE, 1)
-    embedded = text.str.extract(r"([\{\[][\s\S]*[\}\]])", 1)
-    return pl.coalesce(fenced.str.strip_chars(), embedded, text.str.strip_chars())
+    r"""The JSON candidate in a response: a fenced block, else from the first ``{``/``[`` to the last ``}``/``]``.
+
+    The same as the regexes ``_FENCE`` (first match, group 1) and ``([\{\[][\s\S]*[\}\]])``, without capture
+    groups (which make Rust's regex engine several times slower): the first fence pairs with the next one (the lazy
+    body stops there, and if there is none no later fence has one either), and the optional ``json`` tag and
+    whitespace after the fence are removed before the body is stripped anyway."""
+    parts = text.str.splitn("```", 3)
+    body = pl.when(parts.struct.field("field_2").is_not_null()).then(parts.struct.field("field_1"))
+    tagged = body.str.starts_with("json") | body.str.starts_with("JSON")
+    fenced = pl.when(tagged).then(body.str.slice(4)).otherwise(body).str.strip_chars()
+    loose = pl.when(fenced.is_null()).then(text)
+    embedded = loose.str.replace(r"^[^\{\[]*", "").str.replace(r"[^\}\]]*$", "")
+    return pl.coalesce(fenced, pl.when(embedded != "").then(embedded), text.str.strip_chars())
 
 
 def type_name(value: Any) -> str:
@@ -266,7 +277,9 @@ def _decode_all(candidates: list[str | None]) -> list[Any]:
 
 
 def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
-    """Score every row; ``passed`` is set to false (whatever the score) when the JSON breaks the schema."""
+    """Score every row; ``passed`` is set to false (whatever the score) when the JSON breaks the schema.
+
+    Rows :mod:`json_columns` can decide exactly are scored column-wise, the others by :func:`json_rows`."""
     prepared = frame.select(
         pl.col("output").cast(pl.Utf8).alias("raw"),
         extract_expr(pl.col("output").cast(pl.Utf8)).alias("candidate"),
@@ -276,7 +289,24 @@ def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
             else pl.lit(None, pl.Utf8).alias("expected_output")
         ),
     )
-    # Equal rows are scored once.
+    decided = score_columns(prepared, opts).with_columns(
+        pl.lit("processed").alias("status"), pl.lit(None, pl.Utf8).alias("error")
+    )
+    if decided.height == prepared.height:
+        return decided.select(list(RESULT_SCHEMA))
+    rows = pl.Series("row", range(prepared.height), pl.UInt32)
+    rest = rows.filter(~rows.is_in(decided["row"].implode()))
+    scored = json_rows(prepared[rest], opts).with_columns(rest)
+    return (
+        pl.concat([decided.select("row", *RESULT_SCHEMA), scored.select("row", *RESULT_SCHEMA)]).sort("row").drop("row")
+    )
+
+
+RESULT_SCHEMA = {"status": pl.Utf8, "score": pl.Float64, "passed": pl.Boolean, "details": pl.Utf8, "error": pl.Utf8}
+
+
+def json_rows(prepared: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
+    """Score rows (``raw``, ``candidate``, ``expected_output``) one by one with :func:`check_one`, equal rows once."""
     distinct = prepared.unique(maintain_order=True)
     import msgspec
 
@@ -298,11 +328,10 @@ def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
                 encode(details).decode() if safe else json.dumps(details, ensure_ascii=False, default=str)
             )
         results.append(result)
-    schema = {"status": pl.Utf8, "score": pl.Float64, "passed": pl.Boolean, "details": pl.Utf8, "error": pl.Utf8}
-    scored = pl.DataFrame(results, schema=schema)
+    scored = pl.DataFrame(results, schema=RESULT_SCHEMA)
     if distinct.height == prepared.height:
         return scored
     keys = ["raw", "candidate", "expected_output"]
     return prepared.join(
         pl.concat([distinct, scored], how="horizontal"), on=keys, how="left", nulls_equal=True, maintain_order="left"
-    ).select(list(schema))
+    ).select(list(RESULT_SCHEMA))

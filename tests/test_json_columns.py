@@ -1,0 +1,171 @@
+"""json_validator's columnar path (:mod:`vision_eval.validators.json_columns`) gives, byte for byte, the results of
+the row-wise path (:func:`json_check.json_rows`, ``check_one`` per row) on every row it decides, and leaves to the
+row-wise path the rows it cannot decide exactly."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import polars as pl
+import pytest
+
+from tests.reference import json_reference
+from vision_eval.validators import json_columns
+from vision_eval.validators.json_check import JsonOptions, extract_expr, json_frame, json_rows
+
+STRINGS = ["Acme", "acme ", "ACME  Corp", "", "2024-01-05", 'q"uote', "back\\slash", "é café", "ÉCOLE", "line\nbreak",
+           "tab\there", "😀", "İstanbul", "ß", "a  b", " A B ", "x:y", "Widgets", "widgets", "\u2028", "\x7f"]  # fmt: skip
+NUMBERS = [0, 1, 2.5, -3, 960, 960.0, 1e-3, 0.1, 0.30000000000000004, 100, 100.5, 101, 99.5, -0.0, 12345678, 1e16,
+           2.5e-7, 10**20, 7]  # fmt: skip
+
+
+def _scalar(rng: random.Random) -> Any:
+    roll = rng.random()
+    if roll < 0.45:
+        return rng.choice(STRINGS)
+    if roll < 0.85:
+        return rng.choice(NUMBERS)
+    return rng.choice([True, False, None])
+
+
+def _template(rng: random.Random, kind: int) -> Any:
+    """Expected values of a few shapes (rows of one shape are compared as a group)."""
+    s = lambda: _scalar(rng)  # noqa: E731
+    if kind == 0:
+        return {
+            "invoice_number": f"INV-{rng.randint(1, 99)}",
+            "vendor": rng.choice(STRINGS),
+            "total": rng.choice(NUMBERS),
+            "paid": rng.random() < 0.5,
+            "note": None,
+            "line_items": [
+                {"description": rng.choice(STRINGS[:6]), "quantity": rng.randint(1, 3), "amount": rng.choice(NUMBERS)}
+                for _ in range(2)
+            ],
+        }
+    if kind == 1:
+        return [{"label": rng.choice(["cat", "Cat", "dog", "bird"]), "count": rng.randint(0, 3)} for _ in range(3)]
+    if kind == 2:
+        return {"a": {"b": {"c": s(), "d": s()}, "e": [s(), s(), s()]}, "f": s()}
+    if kind == 3:
+        return {"x": {}, "y": [], "z": s(), "x.y": s(), "ü": s(), "it's": s(), "a/b~c": s(), 'q"k': s()}
+    if kind == 4:
+        return [s(), s(), {"k": s()}, {"k": s(), "m": {"n": s()}}]
+    if kind == 5:
+        return {f"k{i}": s() for i in range(23)}
+    return {"rows": [[s(), s()], [s()]], "n": s()}  # arrays inside array items: row-wise
+
+
+def _mutate(rng: random.Random, value: Any, depth: int = 0) -> Any:
+    if isinstance(value, dict):
+        out = {k: _mutate(rng, v, depth + 1) for k, v in value.items() if rng.random() > 0.08}
+        if rng.random() < 0.08:
+            out[rng.choice(["extra", "note2", "ü2", "k]"])] = _scalar(rng)
+        if rng.random() < 0.1:
+            out = dict(reversed(list(out.items())))
+        return out
+    if isinstance(value, list):
+        out = [_mutate(rng, v, depth + 1) for v in value]
+        roll = rng.random()
+        if roll < 0.35:
+            rng.shuffle(out)
+        elif roll < 0.42:
+            out = out[:-1]
+        elif roll < 0.48:
+            out = [*out, _scalar(rng)]
+        return out
+    roll = rng.random()
+    if roll < 0.06:
+        return _scalar(rng)  # another value, maybe of another type
+    if isinstance(value, str) and roll < 0.2:
+        return rng.choice([value.upper(), value.lower(), f"  {value} ", value.replace(" ", "   ")])
+    if isinstance(value, int | float) and not isinstance(value, bool) and roll < 0.3:
+        return rng.choice([value * 1.005, value + 1, float(value), value * 1.02])
+    return value
+
+
+def _text(rng: random.Random, value: Any) -> str:
+    text = json.dumps(value, indent=rng.choice([None, None, 2]), ensure_ascii=rng.random() < 0.3)
+    roll = rng.random()
+    if roll < 0.03:
+        text = text.replace("}", ",}", 1)  # trailing comma
+    elif roll < 0.05 and text.startswith("{") and len(text) > 2:
+        text = '{"invoice_number": "dup", ' + text[1:]  # a repeated key (json.loads keeps the last)
+    elif roll < 0.06:
+        text = text.replace("1", "NaN", 1)
+    elif roll < 0.07:
+        text = text[: len(text) // 2]
+    return text
+
+
+def _response(rng: random.Random, value: Any) -> str | None:
+    text = _text(rng, value)
+    roll = rng.random()
+    if roll < 0.02:
+        return None
+    if roll < 0.04:
+        return rng.choice(["", "   ", "no json at all", "{}", "[]", '{"a": 1e400}', '{"a": "\\ud800"}'])
+    if roll < 0.3:
+        return f"Here you go:\n```json\n{text}\n```\nDone."
+    if roll < 0.4:
+        return f"The answer is {text} as requested."
+    return text
+
+
+def _frame(seed: int, n: int) -> pl.DataFrame:
+    rng = random.Random(seed)
+    rows: dict[str, list[Any]] = {"output": [], "expected_output": []}
+    for _ in range(n):
+        kind = rng.randrange(7)
+        want = _template(rng, kind)
+        got = want if rng.random() < 0.15 else _mutate(rng, want)
+        # One spelling per shape (indent, escapes), so rows of a shape share their expected_output's layout.
+        rows["expected_output"].append(json.dumps(want, ensure_ascii=kind % 2 == 0))
+        rows["output"].append(_response(rng, got))
+    return pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8})
+
+
+def _prepared(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.select(
+        pl.col("output").alias("raw"), extract_expr(pl.col("output")).alias("candidate"), pl.col("expected_output")
+    )
+
+
+OPTIONS = [
+    JsonOptions(),
+    JsonOptions(compare_values=False),
+    JsonOptions(case_sensitive=True),
+    JsonOptions(number_tolerance=0.01),
+    JsonOptions(number_tolerance=0.01, case_sensitive=True, require_valid_schema=False),
+]
+
+
+@pytest.mark.parametrize("opts", OPTIONS)
+def test_columnar_rows_are_the_row_wise_results_byte_for_byte(opts: JsonOptions) -> None:
+    prepared = _prepared(_frame(3, 3000))
+    decided = json_columns.score_columns(prepared, opts, min_rows=1)
+    rowwise = json_rows(prepared, opts).with_row_index("row")
+    expected = rowwise.join(decided.select("row"), on="row", how="semi")
+    assert expected["status"].to_list() == ["processed"] * decided.height
+    assert expected["error"].to_list() == [None] * decided.height
+    assert decided["score"].to_list() == expected["score"].to_list()
+    assert decided["passed"].to_list() == expected["passed"].to_list()
+    for got, want in zip(decided["details"].to_list(), expected["details"].to_list()):
+        assert got == want
+    assert decided.height > 0.3 * prepared.height  # most rows are decided column-wise
+
+
+def test_json_frame_is_the_row_wise_path_on_every_row() -> None:
+    frame = _frame(4, 2500)
+    for opts in OPTIONS:
+        new = json_frame(frame, opts)
+        old = json_rows(_prepared(frame), opts)
+        assert new.equals(old), opts
+        reference = json_reference.json_frame(frame, opts)
+        assert new["status"].to_list() == reference["status"].to_list()
+        assert new["passed"].to_list() == reference["passed"].to_list()
+        assert [json.loads(d) if d else d for d in new["details"]] == [
+            json.loads(d) if d else d for d in reference["details"]
+        ]

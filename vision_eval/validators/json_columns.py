@@ -1,0 +1,325 @@
+"""json_validator column-wise: the rows without structural surprise, scored with no Python loop over rows.
+
+:func:`json_check.check_one` (the row-wise semantics) stays the oracle: every row this module cannot decide
+exactly is left to it (:func:`json_check.json_rows`). Per batch:
+
+1. Rows are sorted by the *shape* of their ``expected_output`` (:mod:`json_tree`): one regex pass per shape finds
+   every row sharing it, so the JSON pointers of the expected fields are known for the whole group.
+2. DuckDB's ``json_extract(text, [pointers])`` reads every field of the group in one parse per text, on both sides.
+   Array items of the response are read at every position (``/items/0/name``, ``/items/1/name``...).
+3. Fields are compared column-wise (:mod:`json_compare`). The greedy best-overlap pairing of array items becomes a
+   hits matrix per row, and the greedy rounds run over all rows at once in numpy.
+4. The details JSON is assembled as text, as msgspec prints it (what :func:`json_check.json_rows` does for rows
+   both sides of which msgspec decodes, the only rows this module accepts).
+
+Left to the row-wise path: a configured ``json_schema``; texts DuckDB or msgspec read differently from
+``json.loads`` (trailing commas, NaN/Infinity, huge exponents or integers, deep nesting, repeated keys); every
+difference the inferred JSON Schema reports other than absent top-level keys (type errors, nested missing keys,
+arrays of another length: those messages come from jsonschema); extra keys (for now); arrays inside array items;
+shapes shared by fewer than ``min_rows`` rows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import msgspec
+import numpy as np
+import polars as pl
+
+from vision_eval.validators import json_compare as jc
+from vision_eval.validators.json_tree import Node, build, pointer_step, shape_regex
+
+MIN_GROUP_ROWS = 64
+"""Below this many rows of one shape, the row-wise path is cheaper than a group's fixed cost."""
+MAX_ROUNDS = 16
+"""Regex passes spent sorting rows into shapes."""
+MAX_POINTERS = 400
+"""A shape needing more JSON pointers than this is left to the row-wise path."""
+MAX_OPENERS = 400
+"""More ``[``/``{`` than this: maybe nested beyond msgspec's recursion limit (the row-wise path then fails)."""
+TRAILING_COMMA = r",[ \t\n\r]*[\]}]"
+"""DuckDB accepts trailing commas, json.loads does not."""
+HUGE_NUMBER = r"[eE][-+]?[0-9]{3}|[0-9]{300}"
+"""Exponents json.loads reads as infinity and msgspec refuses; integers float() refuses."""
+NAN_INF = r"[:\[,][ \t\n\r]*[-+]?(?i:nan|inf)"
+"""NaN/Infinity in any spelling (DuckDB reads them all, msgspec none)."""
+_RESULT_SCHEMA = {"row": pl.UInt32, "score": pl.Float64, "passed": pl.Boolean, "details": pl.Utf8}
+_NO_JSON = json.dumps(  # json.dumps' spacing: json_rows uses it when msgspec decoded no response
+    {"missing_keys": [], "extra_keys": [], "type_errors": [], "value_mismatches": [], "valid_json": False}
+    | {"reason": "the response holds no JSON"}
+)
+
+
+def _enc(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def score_columns(prepared: pl.DataFrame, opts: Any, min_rows: int = MIN_GROUP_ROWS) -> pl.DataFrame:
+    """Results (``row``, ``score``, ``passed``, ``details``) of the rows of ``prepared`` (``candidate``,
+    ``expected_output``) decided column-wise; the other rows are absent."""
+    tol = opts.number_tolerance
+    if opts.schema is not None or not (math.isfinite(tol) and tol >= 0) or prepared.height < min_rows:
+        return pl.DataFrame(schema=_RESULT_SCHEMA)
+    c, e = pl.col("c"), pl.col("e")
+    plain = (
+        (c.str.starts_with("{") | c.str.starts_with("["))
+        & ~c.str.contains(TRAILING_COMMA)
+        & ~c.str.contains(HUGE_NUMBER)
+        & ~(c.str.contains("(?i)nan|inf") & c.str.contains(NAN_INF))
+        & ~((c.str.len_bytes() > 2 * MAX_OPENERS) & (c.str.count_matches(r"[\[\{]") > MAX_OPENERS))
+    )
+    frame = (
+        prepared.select(pl.col("candidate").alias("c"), pl.col("expected_output").alias("e"))
+        .with_row_index("row")
+        .with_columns((c.is_null() | (c == "")).alias("empty"))
+        .filter((pl.col("empty") | plain.fill_null(False)) & e.str.contains(r"^[ \t\n\r]*[\{\[]").fill_null(False))
+    )
+    parts = [_score_group(frame[members], tree, opts) for tree, members in _shapes(frame["e"], min_rows)]
+    return pl.concat([pl.DataFrame(schema=_RESULT_SCHEMA), *parts]).sort("row")
+
+
+def _shapes(expected: pl.Series, min_rows: int) -> list[tuple[Node, pl.Series]]:
+    """Groups of rows (positions in ``expected``) sharing the shape of their first row's expected_output."""
+    groups = []
+    remaining = pl.Series("i", range(expected.len()), pl.UInt32)
+    for _ in range(MAX_ROUNDS):
+        if remaining.len() < min_rows:
+            break
+        texts = expected.gather(remaining)
+        try:
+            value = json.loads(texts[0])
+            match = texts.str.contains(shape_regex(value)).fill_null(False)
+        except (ValueError, RecursionError, pl.exceptions.PolarsError):  # not JSON, too deep, regex too large
+            remaining = remaining.slice(1)
+            continue
+        members = remaining.filter(match)
+        remaining = remaining.filter(~match)
+        if not match[0]:  # the representative itself is off (a key spelt with escapes...): the row-wise path has it
+            remaining = remaining.slice(1)
+        tree = build(value)
+        if tree is not None and members.len() >= min_rows:
+            groups.append((tree, members))
+    return groups
+
+
+class _Pointers:
+    """Token columns of a shape: ``want`` (expected scalars) and ``got`` (everything read from the response),
+    pointer -> column name."""
+
+    def __init__(self, tree: Node) -> None:
+        self.want: dict[str, str] = {}
+        self.got: dict[str, str] = {}
+        self.arrays = [n for n in tree.walk() if n.kind == "array"]
+        for node in tree.walk():
+            if node.ptr:
+                self.got.setdefault(node.ptr, f"g{len(self.got)}")
+            if node.kind == "scalar":
+                self.want.setdefault(node.ptr, f"w{len(self.want)}")
+        for a in self.arrays:
+            below = list(dict.fromkeys(m.ptr for item in a.children for m in item.item_nodes()))
+            for j in range(len(a.children) + 1):  # one more: present only when the response has more items
+                for rel in below if j < len(a.children) else [""]:
+                    self.got.setdefault(a.ptr + pointer_step(j) + rel, f"g{len(self.got)}")
+            for i, item in enumerate(a.children):
+                for m in item.item_nodes():
+                    if m.kind == "scalar":
+                        self.want.setdefault(self.item(a, i, m), f"w{len(self.want)}")
+
+    @staticmethod
+    def item(a: Node, j: int, node: Node) -> str:
+        return a.ptr + pointer_step(j) + node.ptr
+
+
+def _item_pairs(ptrs: _Pointers, a: Node) -> tuple[list[jc.Pair], list[pl.Expr], list[list[Node]]]:
+    """Pairs (expected item ``i``, response item ``j``) of every leaf, whether response item ``j`` has the shape
+    of item ``i`` (objects where it has objects), and the leaves of each item."""
+    pairs, shapes, layout = [], [], []
+    for i, item in enumerate(a.children):
+        leaves = [m for m in item.item_nodes() if m.kind == "scalar"]
+        objects = [m for m in item.item_nodes() if m.kind == "object"]
+        for j in range(len(a.children)):
+            is_object = {
+                m.ptr: pl.col(ptrs.got[ptrs.item(a, j, m)]).str.starts_with("{").fill_null(False) for m in objects
+            }
+            shapes.append(pl.all_horizontal(list(is_object.values())) if objects else pl.repeat(True, pl.len()))
+            for r, leaf in enumerate(leaves):
+                above = [x for p, x in is_object.items() if p == "" or leaf.ptr.startswith(p + "/")]
+                gate = pl.all_horizontal(above) if above else None
+                name = f"i{id(a)}_{i}_{j}_{r}"
+                pairs.append((name, ptrs.want[ptrs.item(a, i, leaf)], ptrs.got[ptrs.item(a, j, leaf)], gate))
+        layout.append(leaves)
+    return pairs, shapes, layout
+
+
+def _greedy(scores: list[np.ndarray]) -> np.ndarray:
+    """``best[:, i]``: the response item expected item ``i`` is compared with (``_Compare._list``: items in order,
+    each taking the first unused response item with the most matching fields)."""
+    n, width = scores[0].shape
+    used = np.zeros((n, width), dtype=bool)
+    best = np.zeros((n, len(scores)), dtype=np.int64)
+    rows = np.arange(n)
+    for i, s in enumerate(scores):
+        b = np.where(used, -1, s.astype(np.int64)).argmax(axis=1)
+        best[:, i] = b
+        used[rows, b] = True
+    return best
+
+
+def _entries(n: int, rows: np.ndarray, path: str, want: pl.Series, got: pl.Series) -> pl.Series:
+    """The value_mismatches entry of ``path`` at ``rows`` (null elsewhere)."""
+    head = '{"path":' + _enc(path or "$") + ',"expected":'
+    text = pl.concat_str(
+        pl.lit(head), pl.lit(jc.canonical(want)), pl.lit(',"actual":'), pl.lit(jc.canonical(got)), pl.lit("}")
+    )
+    return pl.repeat(None, n, dtype=pl.Utf8, eager=True).scatter(rows, pl.select(text).to_series())
+
+
+def _items(
+    f: pl.DataFrame, ptrs: _Pointers, a: Node, gate: np.ndarray, shapes: list[pl.Expr], layout: list[list[Node]]
+) -> tuple[np.ndarray, np.ndarray, dict[tuple[int, int], pl.Series]]:
+    """Array ``a`` (as many items on both sides): rows to leave to the row-wise path, matched fields, and the
+    value_mismatches entries per (item, leaf)."""
+    n, size = f.height, len(a.children)
+    fits = f.select(s.alias(f"s{k}") for k, s in enumerate(shapes)).to_numpy().reshape(n, len(a.children), size)
+    scores, valid, codes = [], [], []
+    for i, leaves in enumerate(layout):
+        names = [f"i{id(a)}_{i}_{j}_{r}" for j in range(size) for r in range(len(leaves))]
+        block = f.select(names).to_numpy().reshape(n, size, len(leaves)) if leaves else np.zeros((n, size, 0))
+        scores.append((block == jc.HIT).sum(axis=2))
+        valid.append(fits[:, i, :] & (block <= jc.MISMATCH).all(axis=2))
+        codes.append(block)
+    best = _greedy(scores)
+    rows = np.arange(n)
+    ok = np.logical_and.reduce([v[rows, best[:, i]] for i, v in enumerate(valid)])
+    hits = np.sum([s[rows, best[:, i]] for i, s in enumerate(scores)], axis=0)
+    entries = {}
+    for i, leaves in enumerate(layout):
+        for r, leaf in enumerate(leaves):
+            wrong = np.flatnonzero((codes[i][rows, best[:, i], r] == jc.MISMATCH) & gate & ok)
+            if wrong.size:
+                got = pl.concat([f[ptrs.got[ptrs.item(a, j, leaf)]] for j in range(size)])
+                want = f[ptrs.want[ptrs.item(a, i, leaf)]].gather(wrong)
+                entries[(i, r)] = _entries(n, wrong, leaf.path, want, got.gather(best[wrong, i] * n + wrong))
+    return gate & ~ok, np.where(gate, hits, 0), entries
+
+
+def _score_group(rows: pl.DataFrame, tree: Node, opts: Any) -> pl.DataFrame:
+    """Results of the decided rows of one shape."""
+    ptrs = _Pointers(tree)
+    if len(ptrs.got) + len(ptrs.want) > MAX_POINTERS:
+        return pl.DataFrame(schema=_RESULT_SCHEMA)
+    f = rows.hstack(jc.extract(rows["c"], list(ptrs.got) or [""], "g"))
+    f = f.hstack(jc.extract(rows["e"], list(ptrs.want), "w")) if ptrs.want else f.with_columns(wok=pl.lit(True))
+    tops = tree.children if tree.kind == "object" else []
+    present = {t.ptr: pl.col(ptrs.got[t.ptr]).is_not_null() for t in tops}
+    gate_of = {id(node): present[top.ptr] for top in tops for node in top.walk()}
+    main = [n for n in tree.walk() if n.kind == "scalar"]
+    pairs: list[jc.Pair] = [(f"m{k}", ptrs.want[n.ptr], ptrs.got[n.ptr], None) for k, n in enumerate(main)]
+    items = {}
+    for a in ptrs.arrays:
+        item_pairs, shapes, layout = _item_pairs(ptrs, a)
+        pairs += item_pairs
+        items[id(a)] = (shapes, layout)
+    f = f.hstack(jc.codes(f, pairs, opts))
+    bad = [~pl.col("gok"), ~pl.col("wok"), ~pl.col("c").str.starts_with("{" if tops else "[")]
+    bad += [gate_of[id(n)] & (pl.col(f"m{k}") >= jc.MISSING) for k, n in enumerate(main)]
+    for node in tree.walk()[1:]:
+        if node.kind != "scalar":
+            shaped = pl.col(ptrs.got[node.ptr]).str.starts_with("{" if node.kind == "object" else "[")
+            bad.append(gate_of[id(node)] & ~shaped.fill_null(False))
+    hits = [pl.when(gate_of[id(n)] & (pl.col(f"m{k}") == jc.HIT)).then(1).otherwise(0) for k, n in enumerate(main)]
+    item_entries: dict[int, dict[tuple[int, int], pl.Series]] = {}
+    for k, a in enumerate(ptrs.arrays):
+        gate = gate_of.get(id(a), pl.lit(True))
+        size = len(a.children)
+        holes = [pl.col(ptrs.got[a.ptr + pointer_step(j)]).is_null() for j in range(size)]
+        bad.append(gate & pl.any_horizontal([*holes, pl.col(ptrs.got[a.ptr + pointer_step(size)]).is_not_null()]))
+        if size:
+            gate_np = f.select(gate.fill_null(False)).to_series().to_numpy()
+            a_bad, a_hits, item_entries[id(a)] = _items(f, ptrs, a, gate_np, *items[id(a)])
+            f = f.with_columns(pl.Series(f"ibad{k}", a_bad), pl.Series(f"ihits{k}", a_hits))
+            bad.append(pl.col(f"ibad{k}"))
+            hits.append(pl.col(f"ihits{k}"))
+    mismatches = _mismatches(f, tree, ptrs, gate_of, item_entries)
+    absent = [~present[t.ptr] for t in tops]
+    missing = [pl.when(x).then(pl.lit(_enc(t.path))) for x, t in zip(absent, tops)]
+    required = [pl.when(x).then(pl.lit(_enc(f"$: {t.path!r} is a required property"))) for x, t in zip(absent, tops)]
+    if tops:
+        total = pl.sum_horizontal(pl.when(present[t.ptr]).then(t.scalars).otherwise(t.leaves) for t in tops)
+        keys = pl.sum_horizontal(pl.when(present[t.ptr]).then(1 + t.key_count).otherwise(0) for t in tops)
+        any_absent = pl.any_horizontal(absent)
+    else:
+        total, keys, any_absent = pl.lit(tree.scalars), pl.lit(tree.key_count), pl.lit(False)
+    if len(tops) > 20:  # the row-wise path keeps the first 20 JSON Schema messages
+        bad.append(pl.sum_horizontal(absent) > 20)
+    # Every colon is at most one key: as many colons as expected keys present means no extra (or repeated) key.
+    bad.append(pl.col("c").str.count_matches(":", literal=True) != keys)
+    hits_expr = pl.sum_horizontal(hits) if hits else pl.lit(0)
+    details = pl.concat_str(
+        pl.lit('{"valid_json":true,"schema_valid":'),
+        pl.when(any_absent).then(pl.lit("false")).otherwise(pl.lit("true")),
+        pl.lit(',"schema_errors":['),
+        _join(required),
+        pl.lit('],"missing_keys":['),
+        _join(missing),
+        pl.lit('],"extra_keys":[],"type_errors":[],"value_mismatches":['),
+        _join([pl.lit(m) for m in mismatches]),
+        pl.lit('],"fields_matched":'),
+        hits_expr.cast(pl.Utf8),
+        pl.lit(',"fields_expected":'),
+        total.cast(pl.Utf8),
+        pl.lit("}"),
+    )
+    passed = pl.when(any_absent).then(pl.lit(False)) if opts.require_valid_schema else pl.lit(None, pl.Boolean)
+    out = f.select(
+        "row",
+        "empty",
+        pl.any_horizontal(bad).fill_null(True).alias("bad"),
+        hits_expr.cast(pl.Int64).alias("hits"),
+        total.cast(pl.Int64).alias("total"),
+        passed.cast(pl.Boolean).alias("passed"),
+        details.alias("details"),
+    )
+    h, t = out["hits"].to_numpy(), out["total"].to_numpy()
+    # numpy divides as Python does (Polars may multiply by the reciprocal of a constant divisor).
+    out = out.with_columns(pl.Series("score", np.where(t > 0, h / np.maximum(t, 1), 1.0)))
+    empty = pl.col("empty")
+    return out.filter(empty | ~pl.col("bad")).select(
+        "row",
+        pl.when(empty).then(0.0).otherwise(pl.col("score")).alias("score"),
+        pl.when(~empty).then(pl.col("passed")).alias("passed"),
+        pl.when(empty).then(pl.lit(_NO_JSON)).otherwise(pl.col("details")).alias("details"),
+    )
+
+
+def _mismatches(
+    f: pl.DataFrame,
+    tree: Node,
+    ptrs: _Pointers,
+    gate_of: dict[int, pl.Expr],
+    item_entries: dict[int, dict[tuple[int, int], pl.Series]],
+) -> list[pl.Series]:
+    """value_mismatches entries in the order the comparison visits the fields (array items with their match)."""
+    out = []
+    k = 0
+    for node in tree.walk():
+        if node.kind == "scalar":
+            wrong = f.select(gate_of[id(node)].fill_null(False) & (pl.col(f"m{k}") == jc.MISMATCH)).to_series()
+            rows = wrong.arg_true().to_numpy()
+            if rows.size:
+                want, got = f[ptrs.want[node.ptr]].gather(rows), f[ptrs.got[node.ptr]].gather(rows)
+                out.append(_entries(f.height, rows, node.path, want, got))
+            k += 1
+        elif node.kind == "array":
+            entries = item_entries.get(id(node), {})
+            for i, item in enumerate(node.children):
+                leaves = [m for m in item.item_nodes() if m.kind == "scalar"]
+                out += [entries[(i, r)] for r in range(len(leaves)) if (i, r) in entries]
+    return out
+
+
+def _join(parts: list[pl.Expr]) -> pl.Expr:
+    return pl.concat_str(parts, separator=",", ignore_nulls=True) if parts else pl.lit("")

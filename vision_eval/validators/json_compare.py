@@ -1,0 +1,125 @@
+"""Expected and response JSON values compared column-wise, from the tokens DuckDB's ``json_extract`` returns.
+
+DuckDB prints every token it returns (strings re-escaped, numbers as int64/double), so two string tokens are equal
+exactly when the decoded strings are, and equal tokens are equal values. Each (expected, response) pair of token
+columns is first compared as text, which decides most rows; only the rows whose tokens differ are compared as
+:meth:`json_check._Compare.equal` does (kinds, numbers as floats, strings case-folded), in one long frame.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from vision_eval import duck
+
+HIT, MISMATCH, MISSING, BAD = 0, 1, 2, 3
+"""Outcome of a pair: equal, different, absent from the response, or a difference JSON Schema reports (kind)."""
+_DIFFERENT = 4
+SAFE_NUMBER = r"^-?(?:[1-9][0-9]{0,14}(?:\.[0-9]+)?|0(?:\.(?:0{0,4}[1-9][0-9]*|0))?)$"
+"""Number tokens msgspec prints the same as DuckDB (shortest digits; msgspec writes exponents from 1e16 and below
+1e-5); other numbers get their text from Python."""
+_FIRST = {'"': "s", "t": "b", "f": "b", "n": "z", "{": "o", "[": "a"}
+
+Pair = tuple[str, str, str, "pl.Expr | None"]
+"""``(name, expected token column, response token column, gate)``; where the gate is false the pair is BAD."""
+
+
+def extract(texts: pl.Series, pointers: list[str], prefix: str) -> pl.DataFrame:
+    """``{prefix}ok`` (DuckDB parsed the text) and ``{prefix}{k}``: the JSON token at pointer ``k`` (null: absent)."""
+    listed = "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in pointers) + "]"
+    cols = ", ".join(f"x[{k + 1}] AS {prefix}{k}" for k in range(len(pointers)))
+    with duck.cursor() as con:
+        con.register("docs", texts.alias("d").to_frame().to_arrow())
+        sql = f"SELECT x IS NOT NULL AS {prefix}ok, {cols} FROM (SELECT try(json_extract(d, {listed})) AS x FROM docs)"
+        return con.sql(sql).pl()
+
+
+def kind(token: pl.Expr) -> pl.Expr:
+    """``s`` string, ``b`` boolean, ``z`` null, ``o`` object, ``a`` array, ``d`` number; null when absent."""
+    first = token.str.head(1).replace_strict(_FIRST, default="d", return_dtype=pl.Utf8)
+    return pl.when(token.is_not_null()).then(first)
+
+
+def codes(frame: pl.DataFrame, pairs: list[Pair], opts: Any) -> pl.DataFrame:
+    """One UInt8 column per pair: HIT, MISMATCH, MISSING or BAD."""
+    quick = []
+    for name, want, got, gate in pairs:
+        w, g = pl.col(want), pl.col(got)
+        code = pl.when(g.is_null()).then(MISSING).when(w.is_null()).then(BAD)
+        code = code.when(w == g).then(HIT).otherwise(_DIFFERENT)
+        quick.append((pl.when(gate).then(code).otherwise(BAD) if gate is not None else code).cast(pl.UInt8).alias(name))
+    out = frame.select(quick)
+    parts = []
+    for k, (name, want, got, _) in enumerate(pairs):
+        rows = (out[name] == _DIFFERENT).arg_true()
+        if rows.len():
+            pair = {"k": k, "row": rows, "w": frame[want].gather(rows), "g": frame[got].gather(rows)}
+            parts.append(pl.DataFrame(pair))
+    if not parts:
+        return out
+    long = pl.concat(parts, how="vertical_relaxed")
+    long = long.with_columns(_detailed(long, opts).alias("code"))
+    fixed = []
+    for (k,), sub in long.partition_by("k", as_dict=True, maintain_order=True).items():
+        fixed.append(out[pairs[k][0]].clone().scatter(sub["row"], sub["code"]))
+    return out.with_columns(fixed)
+
+
+def _detailed(long: pl.DataFrame, opts: Any) -> pl.Series:
+    """Codes of pairs whose tokens differ (``w``, ``g``: both present)."""
+    kinds = long.select(kind(pl.col("w")).alias("kw"), kind(pl.col("g")).alias("kg"))
+    kw, kg = pl.col("kw"), pl.col("kg")
+    frame = long.hstack(kinds)
+    equal: pl.Expr = pl.lit(False)
+    if not opts.compare_values:
+        equal = pl.lit(True)
+    else:
+        strings = frame.select((kw == "s") & (kg == "s")).to_series()
+        numbers = frame.select((kw == "d") & (kg == "d")).to_series()
+        same = pl.repeat(False, frame.height, eager=True)
+        # Different tokens are different strings, which case-folding and whitespace collapsing may make equal.
+        if not opts.case_sensitive and strings.any():
+            rows = strings.arg_true()
+            same = same.scatter(rows, _folded(frame["w"].gather(rows)) == _folded(frame["g"].gather(rows)))
+        if numbers.any():
+            rows = numbers.arg_true()
+            a = frame["w"].gather(rows).cast(pl.Float64)
+            b = frame["g"].gather(rows).cast(pl.Float64)
+            tol = opts.number_tolerance
+            close = a == b
+            if tol:  # math.isclose(a, b, rel_tol=tol, abs_tol=0.0), operation for operation
+                diff = (b - a).abs()
+                close = close | (diff <= (b * tol).abs()) | (diff <= (a * tol).abs())
+            same = same.scatter(rows, close)
+        equal = pl.lit(same)
+    bad = (kw != "z") & (kw != kg)
+    if opts.compare_values:  # an expected null against an object or array: a mismatch showing the whole value
+        bad = bad | ((kw == "z") & kg.is_in(["o", "a"]))
+    return frame.select(pl.when(bad).then(BAD).when(equal).then(HIT).otherwise(MISMATCH).cast(pl.UInt8)).to_series()
+
+
+def _folded(tokens: pl.Series) -> pl.Series:
+    """``" ".join(s.lower().split())`` of each string token: Polars for plain ASCII, Python for the others."""
+    plain = ~tokens.str.contains("\\", literal=True) & (tokens.str.len_bytes() == tokens.str.len_chars())
+    inner = tokens.str.strip_prefix('"').str.strip_suffix('"')
+    out = inner.str.to_lowercase().str.replace_all(" +", " ").str.strip_chars(" ")
+    odd = (~plain).arg_true()
+    if odd.len():
+        out = out.scatter(odd, [" ".join(json.loads(t).lower().split()) for t in tokens.gather(odd).to_list()])
+    return out
+
+
+def canonical(tokens: pl.Series) -> pl.Series:
+    """Each token as msgspec prints the value (``json_check.json_rows`` encodes such details with msgspec)."""
+    odd = (
+        tokens.str.contains("\\", literal=True) | (~tokens.str.contains(SAFE_NUMBER) & ~tokens.str.contains(r'^["tfn]'))
+    ).fill_null(False)
+    rows = odd.arg_true()
+    if not rows.len():
+        return tokens
+    texts = [msgspec.json.encode(json.loads(t)).decode() for t in tokens.gather(rows).to_list()]
+    return tokens.clone().scatter(rows, texts)
