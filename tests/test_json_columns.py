@@ -15,10 +15,12 @@ from tests.reference import json_reference
 from vision_eval.validators import json_columns
 from vision_eval.validators.json_check import JsonOptions, extract_expr, json_frame, json_rows
 
-STRINGS = ["Acme", "acme ", "ACME  Corp", "", "2024-01-05", 'q"uote', "back\\slash", "é café", "ÉCOLE", "line\nbreak",
-           "tab\there", "😀", "İstanbul", "ß", "a  b", " A B ", "x:y", "Widgets", "widgets", "\u2028", "\x7f"]  # fmt: skip
-NUMBERS = [0, 1, 2.5, -3, 960, 960.0, 1e-3, 0.1, 0.30000000000000004, 100, 100.5, 101, 99.5, -0.0, 12345678, 1e16,
-           2.5e-7, 10**20, 7]  # fmt: skip
+STRINGS = [
+    *["Acme", "acme ", "ACME  Corp", "", "2024-01-05", 'q"uote', "back\\slash", "é café", "ÉCOLE", "line\nbreak"],
+    *["tab\there", "😀", "İstanbul", "ß", "a  b", " A B ", "x:y", "Widgets", "widgets", "\u2028", "\x7f"],
+]
+NUMBERS = [0, 1, 2.5, -3, 960, 960.0, 1e-3, 0.1, 0.30000000000000004, 100, 100.5, 101, 99.5, -0.0, 12345678, 1e16]
+NUMBERS += [2.5e-7, 10**20, 7]
 
 
 def _scalar(rng: random.Random) -> Any:

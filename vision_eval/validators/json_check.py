@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -18,6 +19,8 @@ import polars as pl
 from vision_eval.validators.json_columns import score_columns
 
 _FENCE = r"```(?:json|JSON)?\s*([\s\S]*?)```"
+HALF_MIN_ROWS = 10_000
+"""Frames of at least twice this many rows are scored as two halves at once."""
 _UNPARSED: Any = object()
 """Marks a text not decoded yet."""
 _TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
@@ -280,6 +283,17 @@ def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
     """Score every row; ``passed`` is set to false (whatever the score) when the JSON breaks the schema.
 
     Rows :mod:`json_columns` can decide exactly are scored column-wise, the others by :func:`json_rows`."""
+    if frame.height >= 2 * HALF_MIN_ROWS:
+        # Two halves at once: the work is mostly Polars and DuckDB (the GIL released), and one half's
+        # single-threaded stretches (a string operation on one column) overlap the other's.
+        half = frame.height // 2
+        with ThreadPoolExecutor(1) as pool:
+            later = pool.submit(_json_frame, frame[half:], opts)
+            return pl.concat([_json_frame(frame[:half], opts), later.result()])
+    return _json_frame(frame, opts)
+
+
+def _json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
     prepared = frame.select(
         pl.col("output").cast(pl.Utf8).alias("raw"),
         extract_expr(pl.col("output").cast(pl.Utf8)).alias("candidate"),
