@@ -13,7 +13,7 @@ import pytest
 
 from tests.reference import json_reference
 from vision_eval.validators import json_columns
-from vision_eval.validators.json_check import JsonOptions, extract_expr, json_frame, json_rows
+from vision_eval.validators.json_check import JsonOptions, extract_candidates, json_frame, json_rows
 
 STRINGS = [
     *["Acme", "acme ", "ACME  Corp", "", "2024-01-05", 'q"uote', "back\\slash", "é café", "ÉCOLE", "line\nbreak"],
@@ -131,7 +131,7 @@ def _frame(seed: int, n: int) -> pl.DataFrame:
 
 def _prepared(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select(
-        pl.col("output").alias("raw"), extract_expr(pl.col("output")).alias("candidate"), pl.col("expected_output")
+        pl.col("output").alias("raw"), extract_candidates(frame["output"]).alias("candidate"), pl.col("expected_output")
     )
 
 

@@ -39,20 +39,24 @@ class JsonOptions:
     fields: list[dict[str, Any]] = field(default_factory=list)
 
 
-def extract_expr(text: pl.Expr) -> pl.Expr:
-    r"""The JSON candidate in a response: a fenced block, else from the first ``{``/``[`` to the last ``}``/``]``.
+def extract_candidates(text: pl.Series) -> pl.Series:
+    r"""The JSON candidate in each response: a fenced block, else from the first ``{``/``[`` to the last ``}``/``]``,
+    else the stripped text.
 
-    The same as the regexes ``_FENCE`` (first match, group 1) and ``([\{\[][\s\S]*[\}\]])``, without capture
-    groups (which make Rust's regex engine several times slower): the first fence pairs with the next one (the lazy
-    body stops there, and if there is none no later fence has one either), and the optional ``json`` tag and
-    whitespace after the fence are removed before the body is stripped anyway."""
-    parts = text.str.splitn("```", 3)
-    body = pl.when(parts.struct.field("field_2").is_not_null()).then(parts.struct.field("field_1"))
-    tagged = body.str.starts_with("json") | body.str.starts_with("JSON")
-    fenced = pl.when(tagged).then(body.str.slice(4)).otherwise(body).str.strip_chars()
-    loose = pl.when(fenced.is_null()).then(text)
+    The same as the first match of ``_FENCE`` (group 1), then of ``([\{\[][\s\S]*[\}\]])``, without capture groups
+    (which make Rust's regex engine several times slower): the first fence pairs with the next one (the lazy body
+    stops there, and without one no later fence has one either), and the optional ``json`` tag and the whitespace
+    after the fence go before the body is stripped anyway. Step by step, so that no step runs twice."""
+    parts = text.str.splitn("```", 3).struct.unnest()
+    body = pl.select(pl.when(parts["field_2"].is_not_null()).then(parts["field_1"])).to_series()
+    tagged = (body.str.starts_with("json") | body.str.starts_with("JSON")).fill_null(False)
+    fenced = body.str.slice(4).zip_with(tagged, body).str.strip_chars()
+    rows = fenced.is_null().arg_true()
+    if not rows.len():
+        return fenced
+    loose = text.gather(rows)
     embedded = loose.str.replace(r"^[^\{\[]*", "").str.replace(r"[^\}\]]*$", "")
-    return pl.coalesce(fenced, pl.when(embedded != "").then(embedded), text.str.strip_chars())
+    return fenced.scatter(rows, embedded.zip_with((embedded != "").fill_null(False), loose.str.strip_chars()))
 
 
 def type_name(value: Any) -> str:
@@ -296,7 +300,7 @@ def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
 def _json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
     prepared = frame.select(
         pl.col("output").cast(pl.Utf8).alias("raw"),
-        extract_expr(pl.col("output").cast(pl.Utf8)).alias("candidate"),
+        extract_candidates(frame["output"].cast(pl.Utf8)).alias("candidate"),
         (
             pl.col("expected_output").cast(pl.Utf8)
             if "expected_output" in frame.columns

@@ -41,11 +41,10 @@ MAX_POINTERS = 400
 """A shape needing more JSON pointers than this is left to the row-wise path."""
 MAX_OPENERS = 400
 """More ``[``/``{`` than this: maybe nested beyond msgspec's recursion limit (the row-wise path then fails)."""
-TRAILING_COMMA = r",[ \t\n\r]*[\]}]"
-"""DuckDB accepts trailing commas, json.loads does not."""
-HUGE_NUMBERS = (r"[eE][-+]?[0-9]{3}", "[0-9]{300}")
-"""Exponents json.loads reads as infinity and msgspec refuses; integers float() refuses (two regexes run faster
-than their alternation)."""
+TRAILING_COMMAS = (",]", ",}", r",[ \t\n\r]+[\]}]")
+"""DuckDB accepts trailing commas, json.loads does not (literals first: a regex starting with a comma is slow)."""
+HUGE_NUMBERS = (r"[eE][-+]?[0-9][0-9][0-9]", "[0-9]{300}")
+"""Exponents json.loads reads as infinity and msgspec refuses; integers float() refuses."""
 NAN_INF = r"[:\[,][ \t\n\r]*[-+]?(?i:nan|inf)"
 """NaN/Infinity in any spelling (DuckDB reads them all, msgspec none)."""
 _RESULT_SCHEMA = {"row": pl.UInt32, "score": pl.Float64, "passed": pl.Boolean, "details": pl.Utf8}
@@ -68,9 +67,8 @@ def score_columns(prepared: pl.DataFrame, opts: Any, min_rows: int = MIN_GROUP_R
     c, e = pl.col("c"), pl.col("e")
     plain = (
         (c.str.starts_with("{") | c.str.starts_with("["))
-        & ~c.str.contains(TRAILING_COMMA)
-        & ~c.str.contains(HUGE_NUMBERS[0])
-        & ~c.str.contains(HUGE_NUMBERS[1])
+        & ~pl.any_horizontal(c.str.contains(p, literal=not p.startswith(",[")) for p in TRAILING_COMMAS)
+        & ~pl.any_horizontal(c.str.contains(p) for p in HUGE_NUMBERS)
         & ~(c.str.contains("(?i)nan|inf") & c.str.contains(NAN_INF))
         & ~pl.when(c.str.len_bytes() > 2 * MAX_OPENERS)
         .then(c.str.count_matches(r"[\[\{]") > MAX_OPENERS)
@@ -216,8 +214,7 @@ def _score_group(rows: pl.DataFrame, tree: Node, opts: Any) -> pl.DataFrame:
     ptrs = _Pointers(tree)
     if len(ptrs.got) + len(ptrs.want) > MAX_POINTERS:
         return pl.DataFrame(schema=_RESULT_SCHEMA)
-    f = rows.hstack(jc.extract(rows["c"], list(ptrs.got) or [""], "g"))
-    f = f.hstack(jc.extract(rows["e"], list(ptrs.want), "w")) if ptrs.want else f.with_columns(wok=pl.lit(True))
+    f = rows.hstack(jc.extract(rows.select(g="c", w="e"), {"g": list(ptrs.got), "w": list(ptrs.want)}))
     tops = tree.children if tree.kind == "object" else []
     present = {t.ptr: pl.col(ptrs.got[t.ptr]).is_not_null() for t in tops}
     gate_of = {id(node): present[top.ptr] for top in tops for node in top.walk()}
@@ -262,48 +259,44 @@ def _score_group(rows: pl.DataFrame, tree: Node, opts: Any) -> pl.DataFrame:
     if len(tops) > 20:  # the row-wise path keeps the first 20 JSON Schema messages
         bad.append(pl.sum_horizontal(absent) > 20)
     # Every colon is at most one key: as many colons as expected keys present means no extra (or repeated) key.
-    state = f.select(
-        pl.any_horizontal(bad).fill_null(True).alias("bad"), (pl.col("c").str.count_matches(":", literal=True) != keys)
+    f = f.with_columns(
+        pl.any_horizontal(bad).fill_null(True).alias("bad"),
+        (pl.col("c").str.count_matches(":", literal=True) != keys).alias("more"),
+        any_absent.alias("absent"),
+        (pl.sum_horizontal(hits) if hits else pl.lit(0)).cast(pl.Int64).alias("hits"),
+        total.cast(pl.Int64).alias("total"),
+        *(pl.lit(m).alias(f"mm{k}") for k, m in enumerate(mismatches)),
     )
-    f = f.with_columns(_keyed(f, tree, bests, (~state[:, 0] & state[:, 1]).arg_true()))
-    bad.append(pl.col("kbad"))
-    hits_expr = pl.sum_horizontal(hits) if hits else pl.lit(0)
+    f = f.with_columns(_keyed(f, tree, bests, (~f["bad"] & f["more"]).arg_true()))
+    f = f.filter(pl.col("empty") | ~(pl.col("bad") | pl.col("kbad")))
+    absent = pl.col("absent")
     details = pl.concat_str(
-        pl.lit('{"valid_json":true,"schema_valid":'),
-        pl.when(any_absent).then(pl.lit("false")).otherwise(pl.lit("true")),
-        pl.lit(',"schema_errors":['),
+        pl.when(absent)
+        .then(pl.lit('{"valid_json":true,"schema_valid":false,"schema_errors":['))
+        .otherwise(pl.lit('{"valid_json":true,"schema_valid":true,"schema_errors":[')),
         _join(required),
         pl.lit('],"missing_keys":['),
         _join(missing),
         pl.lit('],"extra_keys":['),
         pl.col("ek").fill_null(""),
         pl.lit('],"type_errors":[],"value_mismatches":['),
-        _join([pl.lit(m) for m in mismatches]),
+        _join([pl.col(f"mm{k}") for k in range(len(mismatches))]),
         pl.lit('],"fields_matched":'),
-        hits_expr.cast(pl.Utf8),
+        pl.col("hits").cast(pl.Utf8),
         pl.lit(',"fields_expected":'),
-        total.cast(pl.Utf8),
+        pl.col("total").cast(pl.Utf8),
         pl.lit("}"),
     )
-    passed = pl.when(any_absent).then(pl.lit(False)) if opts.require_valid_schema else pl.lit(None, pl.Boolean)
-    out = f.select(
-        "row",
-        "empty",
-        pl.any_horizontal(bad).fill_null(True).alias("bad"),
-        hits_expr.cast(pl.Int64).alias("hits"),
-        total.cast(pl.Int64).alias("total"),
-        passed.cast(pl.Boolean).alias("passed"),
-        details.alias("details"),
-    )
-    h, t = out["hits"].to_numpy(), out["total"].to_numpy()
+    h, t = f["hits"].to_numpy(), f["total"].to_numpy()
     # numpy divides as Python does (Polars may multiply by the reciprocal of a constant divisor).
-    out = out.with_columns(pl.Series("score", np.where(t > 0, h / np.maximum(t, 1), 1.0)))
+    score = pl.Series(np.where(t > 0, h / np.maximum(t, 1), 1.0))
+    passed = pl.when(absent).then(pl.lit(False)) if opts.require_valid_schema else pl.lit(None, pl.Boolean)
     empty = pl.col("empty")
-    return out.filter(empty | ~pl.col("bad")).select(
+    return f.select(
         "row",
-        pl.when(empty).then(0.0).otherwise(pl.col("score")).alias("score"),
-        pl.when(~empty).then(pl.col("passed")).alias("passed"),
-        pl.when(empty).then(pl.lit(_NO_JSON)).otherwise(pl.col("details")).alias("details"),
+        pl.when(empty).then(0.0).otherwise(pl.lit(score)).alias("score"),
+        pl.when(~empty).then(passed).cast(pl.Boolean).alias("passed"),
+        pl.when(empty).then(pl.lit(_NO_JSON)).otherwise(details).alias("details"),
     )
 
 
@@ -326,16 +319,19 @@ def _mismatches(
     item_entries: dict[int, dict[tuple[int, int], pl.Series]],
 ) -> list[pl.Series]:
     """value_mismatches entries in the order the comparison visits the fields (array items with their match)."""
+    leaves = [n for n in tree.walk() if n.kind == "scalar"]
+    wrong = f.select(
+        (gate_of[id(n)].fill_null(False) & (pl.col(f"m{k}") == jc.MISMATCH)).alias(f"m{k}")
+        for k, n in enumerate(leaves)
+    )
+    flags = wrong.select(pl.all().any()).row(0) if leaves else ()
+    any_wrong = {id(n): k for k, (n, flag) in enumerate(zip(leaves, flags)) if flag}
     out = []
-    k = 0
     for node in tree.walk():
-        if node.kind == "scalar":
-            wrong = f.select(gate_of[id(node)].fill_null(False) & (pl.col(f"m{k}") == jc.MISMATCH)).to_series()
-            rows = wrong.arg_true().to_numpy()
-            if rows.size:
-                want, got = f[ptrs.want[node.ptr]].gather(rows), f[ptrs.got[node.ptr]].gather(rows)
-                out.append(_entries(f.height, rows, node.path, want, got))
-            k += 1
+        if id(node) in any_wrong:
+            rows = wrong[f"m{any_wrong[id(node)]}"].arg_true().to_numpy()
+            want, got = f[ptrs.want[node.ptr]].gather(rows), f[ptrs.got[node.ptr]].gather(rows)
+            out.append(_entries(f.height, rows, node.path, want, got))
         elif node.kind == "array":
             entries = item_entries.get(id(node), {})
             for i, item in enumerate(node.children):

@@ -28,14 +28,17 @@ Pair = tuple[str, str, str, "pl.Expr | None"]
 """``(name, expected token column, response token column, gate)``; where the gate is false the pair is BAD."""
 
 
-def extract(texts: pl.Series, pointers: list[str], prefix: str) -> pl.DataFrame:
-    """``{prefix}ok`` (DuckDB parsed the text) and ``{prefix}{k}``: the JSON token at pointer ``k`` (null: absent)."""
-    listed = "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in pointers) + "]"
-    cols = ", ".join(f"x[{k + 1}] AS {prefix}{k}" for k in range(len(pointers)))
+def extract(texts: pl.DataFrame, pointers: dict[str, list[str]]) -> pl.DataFrame:
+    """For each text column ``c`` of ``texts`` (a key of ``pointers``): ``{c}ok`` (DuckDB parsed the text) and
+    ``{c}{k}``, the JSON token at pointer ``k`` (null: absent). One query, one parse per text."""
+    inner, outer = [], []
+    for c, ptrs in pointers.items():
+        listed = "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in ptrs or [""]) + "]"
+        inner.append(f"try(json_extract({c}, {listed})) AS {c}_x")
+        outer += [f"{c}_x IS NOT NULL AS {c}ok", *(f"{c}_x[{k + 1}] AS {c}{k}" for k in range(len(ptrs)))]
     with duck.cursor() as con:
-        con.register("docs", texts.alias("d").to_frame().to_arrow())
-        sql = f"SELECT x IS NOT NULL AS {prefix}ok, {cols} FROM (SELECT try(json_extract(d, {listed})) AS x FROM docs)"
-        return con.sql(sql).pl()
+        con.register("docs", texts.select(list(pointers)).to_arrow())
+        return con.sql(f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM docs)").pl()
 
 
 def kind(token: pl.Expr) -> pl.Expr:
@@ -53,10 +56,11 @@ def codes(frame: pl.DataFrame, pairs: list[Pair], opts: Any) -> pl.DataFrame:
         code = code.when(w == g).then(HIT).otherwise(_DIFFERENT)
         quick.append((pl.when(gate).then(code).otherwise(BAD) if gate is not None else code).cast(pl.UInt8).alias(name))
     out = frame.select(quick)
+    differing = out.select((pl.all() == _DIFFERENT).any()).row(0)
     parts = []
     for k, (name, want, got, _) in enumerate(pairs):
-        rows = (out[name] == _DIFFERENT).arg_true()
-        if rows.len():
+        if differing[k]:
+            rows = (out[name] == _DIFFERENT).arg_true()
             pair = {"k": k, "row": rows, "w": frame[want].gather(rows), "g": frame[got].gather(rows)}
             parts.append(pl.DataFrame(pair))
     if not parts:
