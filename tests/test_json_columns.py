@@ -171,3 +171,73 @@ def test_json_frame_is_the_row_wise_path_on_every_row() -> None:
         assert [json.loads(d) if d else d for d in new["details"]] == [
             json.loads(d) if d else d for d in reference["details"]
         ]
+
+
+EXPECTED = {
+    "a": 1,
+    "obj": {"x": "Sx", "y": 2.5, "z": None},
+    "items": [{"d": "w", "q": 1}, {"d": "Z", "q": 2}],
+    "tags": ["p", "q"],
+    "s": 'é \\"x" ',
+}
+BASE = json.dumps(EXPECTED)
+# (response text, decided column-wise? (None: when values are not compared))
+CASES: list[tuple[str, bool | None]] = [
+    (BASE, True),
+    (json.dumps(EXPECTED, indent=2, ensure_ascii=False), True),
+    (f"```json\n{BASE}\n```", True),
+    (f"Sure! {BASE} Anything else?", True),
+    ('{"a": 2, "obj": {"x": "sx ", "y": 2.50, "z": 0}, "items": [{"d": "Z", "q": 2}, {"d": "w", "q": 1}],'
+     ' "tags": ["q", "p"], "s": "É \\\\\\"X\\"  "}', True),  # values, order of items, case and spaces
+    ('{"obj": {"x": "Sx", "y": 2.5, "z": null}, "tags": ["p", "q"]}', True),  # top-level keys missing
+    ('{"a": 1, "obj": {"x": "Sx", "y": 2.5, "z": null}, "items": [{"d": "w", "q": 1, "n": 1}, {"q": 2, "d": "Z"}],'
+     ' "tags": ["p", "q"], "s": "x", "more": {"k": [1]}, "m\\u00f6re": 1, "q\\"k": 2}', True),  # extra keys
+    ('{"a": 1, "a": 1, "obj": {}, "tags": []}', False),  # repeated expected key, nested keys missing
+    ('{"a": 1, "b": 5, "b": 6}', True),  # a repeated extra key is listed once
+    ('{"s": "10:30", "tags": ["p", "q"]}', True),  # colons in values: keys read, none extra
+    ('{"a": 1, "obj": {}}', False),
+    ('{"a": 1, "obj": []}', False),
+    ('{"a": 1, "obj": "none"}', False),
+    ('{"a": 1, "items": []}', False),
+    ('{"a": 1, "items": {"0": {"d": "w", "q": 1}, "1": {"d": "Z", "q": 2}}}', False),
+    ('{"a": 1, "items": [{"d": "w", "q": 1}]}', False),
+    ('{"a": 1, "items": [{"d": "w", "q": 1}, {"d": "Z", "q": 2}, {"d": "x", "q": 3}]}', False),
+    ('{"a": 1, "items": [{}, {"d": "Z", "q": 2}]}', False),
+    ('{"a": 1, "items": [{"d": "w", "q": 1}, 7]}', False),
+    ('{"a": 1, "tags": {"0": "p", "1": "q"}}', False),
+    ('{"a": 1, "tags": ["p", "q", "r"]}', False),
+    ('{"a": "1"}', False),  # type error
+    ('{"a": [1]}', False),
+    ('{"a": 1, "k]": 1}', False),  # an extra key the row-wise path takes for an array item
+    ('{"a": 1, "k\\u0001": 1}', False),  # an extra key msgspec escapes its own way
+    ('{"a": 1, "obj": {"x": "Sx", "y": 2.5, "z": {"deep": 1}}}', None),  # null expected, object found: a mismatch
+    # showing the whole object when values are compared, else a match
+    ('[{"a": 1}]', False),
+    ('{"a": 1,}', False),
+    ('{"a": NaN}', False),
+    ('{"a": 1e400}', False),
+    ('{"a": 1, "x": ' + "[" * 450 + "]" * 450 + "}", False),
+    ('{"a": 1, "n": 123456789012345678901234567890}', True),
+    ('{"a": 1e16, "obj": {"x": "\\u00e9\\n", "y": 2.5e-7, "z": -0.0}}', True),  # numbers msgspec prints its way
+    ("", True),
+    ("no json here", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("opts", OPTIONS)
+def test_targeted_responses_are_decided_or_left_as_designed(opts: JsonOptions) -> None:
+    frame = pl.DataFrame(
+        {"output": [text for text, _ in CASES], "expected_output": [BASE] * len(CASES)},
+        schema={"output": pl.Utf8, "expected_output": pl.Utf8},
+    )
+    prepared = _prepared(frame)
+    decided = json_columns.score_columns(prepared, opts, min_rows=1)
+    rowwise = json_rows(prepared, opts).with_row_index("row")
+    by_row = {r["row"]: r for r in rowwise.iter_rows(named=True)}
+    for got in decided.iter_rows(named=True):
+        want = by_row[got["row"]]
+        assert (want["status"], want["error"]) == ("processed", None)
+        assert (got["score"], got["passed"], got["details"]) == (want["score"], want["passed"], want["details"])
+    rows = set(decided["row"].to_list())
+    for k, (text, columnar) in enumerate(CASES):
+        assert (k in rows) == (columnar if columnar is not None else not opts.compare_values), text

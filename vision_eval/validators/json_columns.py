@@ -108,21 +108,39 @@ def _shapes(expected: pl.Series, min_rows: int) -> list[tuple[Node, pl.Series]]:
     return groups
 
 
+def _plain(node: Node) -> bool:
+    """No key below ``node`` that DuckDB could read as an array index (``/items/0`` resolves in an array or an object
+    alike): a field found below it proves every object on its way is an object."""
+    return all(not k.isdigit() for k in node.keys) and all(_plain(c) for c in node.children)
+
+
+def _inferable(node: Node) -> bool:
+    """Whether ``node`` needs no token of its own: its fields, which a clean row has all of, show it is there.
+    An object or array that a row lacks, or has of another kind, then lacks fields too (so the row is left to the
+    row-wise path), except a top-level key, which :mod:`json_extras` checks (its key is one more colon)."""
+    if node.kind == "object":
+        return node.scalars > 0 and _plain(node)
+    return node.kind == "array" and bool(node.children) and all(i.scalars > 0 for i in node.children) and _plain(node)
+
+
 class _Pointers:
     """Token columns of a shape: ``want`` (expected scalars) and ``got`` (everything read from the response),
-    pointer -> column name."""
+    pointer -> column name. Objects and arrays get no token when their fields tell enough (``inferred``)."""
 
     def __init__(self, tree: Node) -> None:
         self.want: dict[str, str] = {}
         self.got: dict[str, str] = {}
         self.arrays = [n for n in tree.walk() if n.kind == "array"]
+        self.inferred = {id(n) for n in tree.walk()[1:] if _inferable(n)}
+        self.inferred |= {id(m) for a in self.arrays for i in a.children for m in i.item_nodes() if _inferable(m)}
         for node in tree.walk():
-            if node.ptr:
+            if node.ptr and id(node) not in self.inferred:
                 self.got.setdefault(node.ptr, f"g{len(self.got)}")
             if node.kind == "scalar":
                 self.want.setdefault(node.ptr, f"w{len(self.want)}")
         for a in self.arrays:
-            below = list(dict.fromkeys(m.ptr for item in a.children for m in item.item_nodes()))
+            nodes = [m for item in a.children for m in item.item_nodes() if id(m) not in self.inferred]
+            below = list(dict.fromkeys(m.ptr for m in nodes))
             for j in range(len(a.children) + 1):  # one more: present only when the response has more items
                 for rel in below if j < len(a.children) else [""]:
                     self.got.setdefault(a.ptr + pointer_step(j) + rel, f"g{len(self.got)}")
@@ -135,6 +153,12 @@ class _Pointers:
     def item(a: Node, j: int, node: Node) -> str:
         return a.ptr + pointer_step(j) + node.ptr
 
+    def present(self, node: Node) -> pl.Expr:
+        """Whether the response has ``node`` (a top-level key); for an inferred one, whether it has a field of it."""
+        if node.ptr in self.got:
+            return pl.col(self.got[node.ptr]).is_not_null()
+        return pl.any_horizontal(pl.col(c).is_not_null() for p, c in self.got.items() if p.startswith(node.ptr + "/"))
+
 
 def _item_pairs(ptrs: _Pointers, a: Node) -> tuple[list[jc.Pair], list[pl.Expr], list[list[Node]]]:
     """Pairs (expected item ``i``, response item ``j``) of every leaf, whether response item ``j`` has the shape
@@ -142,7 +166,7 @@ def _item_pairs(ptrs: _Pointers, a: Node) -> tuple[list[jc.Pair], list[pl.Expr],
     pairs, shapes, layout = [], [], []
     for i, item in enumerate(a.children):
         leaves = [m for m in item.item_nodes() if m.kind == "scalar"]
-        objects = [m for m in item.item_nodes() if m.kind == "object"]
+        objects = [m for m in item.item_nodes() if m.kind == "object" and id(m) not in ptrs.inferred]
         for j in range(len(a.children)):
             is_object = {
                 m.ptr: pl.col(ptrs.got[ptrs.item(a, j, m)]).str.starts_with("{").fill_null(False) for m in objects
@@ -216,7 +240,7 @@ def _score_group(rows: pl.DataFrame, tree: Node, opts: Any) -> pl.DataFrame:
         return pl.DataFrame(schema=_RESULT_SCHEMA)
     f = rows.hstack(jc.extract(rows.select(g="c", w="e"), {"g": list(ptrs.got), "w": list(ptrs.want)}))
     tops = tree.children if tree.kind == "object" else []
-    present = {t.ptr: pl.col(ptrs.got[t.ptr]).is_not_null() for t in tops}
+    present = {t.ptr: ptrs.present(t) for t in tops}
     gate_of = {id(node): present[top.ptr] for top in tops for node in top.walk()}
     main = [n for n in tree.walk() if n.kind == "scalar"]
     pairs: list[jc.Pair] = [(f"m{k}", ptrs.want[n.ptr], ptrs.got[n.ptr], None) for k, n in enumerate(main)]
@@ -229,7 +253,7 @@ def _score_group(rows: pl.DataFrame, tree: Node, opts: Any) -> pl.DataFrame:
     bad = [~pl.col("gok"), ~pl.col("wok"), ~pl.col("c").str.starts_with("{" if tops else "[")]
     bad += [gate_of[id(n)] & (pl.col(f"m{k}") >= jc.MISSING) for k, n in enumerate(main)]
     for node in tree.walk()[1:]:
-        if node.kind != "scalar":
+        if node.kind != "scalar" and id(node) not in ptrs.inferred:
             shaped = pl.col(ptrs.got[node.ptr]).str.starts_with("{" if node.kind == "object" else "[")
             bad.append(gate_of[id(node)] & ~shaped.fill_null(False))
     hits = [pl.when(gate_of[id(n)] & (pl.col(f"m{k}") == jc.HIT)).then(1).otherwise(0) for k, n in enumerate(main)]
@@ -238,7 +262,9 @@ def _score_group(rows: pl.DataFrame, tree: Node, opts: Any) -> pl.DataFrame:
     for k, a in enumerate(ptrs.arrays):
         gate = gate_of.get(id(a), pl.lit(True))
         size = len(a.children)
-        holes = [pl.col(ptrs.got[a.ptr + pointer_step(j)]).is_null() for j in range(size)]
+        # Without item tokens, a missing item lacks the fields its expected item is compared on (see _items).
+        items_read = [a.ptr + pointer_step(j) for j in range(size) if a.ptr + pointer_step(j) in ptrs.got]
+        holes = [pl.col(ptrs.got[p]).is_null() for p in items_read]
         bad.append(gate & pl.any_horizontal([*holes, pl.col(ptrs.got[a.ptr + pointer_step(size)]).is_not_null()]))
         if size:
             gate_np = f.select(gate.fill_null(False)).to_series().to_numpy()
@@ -267,7 +293,10 @@ def _score_group(rows: pl.DataFrame, tree: Node, opts: Any) -> pl.DataFrame:
         total.cast(pl.Int64).alias("total"),
         *(pl.lit(m).alias(f"mm{k}") for k, m in enumerate(mismatches)),
     )
-    f = f.with_columns(_keyed(f, tree, bests, (~f["bad"] & f["more"]).arg_true()))
+    inferred_tops = {t.path: present[t.ptr] for t in tops if id(t) in ptrs.inferred}
+    inferred_arrays = [a.ptr for a in ptrs.arrays if id(a) in ptrs.inferred]
+    rows = (~f["bad"] & f["more"]).arg_true()
+    f = f.with_columns(_keyed(f, tree, bests, rows, inferred_tops, inferred_arrays))
     f = f.filter(pl.col("empty") | ~(pl.col("bad") | pl.col("kbad")))
     absent = pl.col("absent")
     details = pl.concat_str(
@@ -300,13 +329,23 @@ def _score_group(rows: pl.DataFrame, tree: Node, opts: Any) -> pl.DataFrame:
     )
 
 
-def _keyed(f: pl.DataFrame, tree: Node, bests: dict[int, np.ndarray], rows: pl.Series) -> list[pl.Series]:
+def _keyed(
+    f: pl.DataFrame,
+    tree: Node,
+    bests: dict[int, np.ndarray],
+    rows: pl.Series,
+    tops: dict[str, pl.Expr],
+    arrays: list[str],
+) -> list[pl.Series]:
     """``ek`` (extra_keys entries) and ``kbad`` (leave the row to the row-wise path) of ``rows``."""
     text = pl.repeat(None, f.height, dtype=pl.Utf8, eager=True).alias("ek")
     wrong = pl.repeat(False, f.height, eager=True).alias("kbad")
     if rows.len():
         picked = rows.to_numpy()
-        extra, odd = extra_keys(f["c"].gather(rows), tree, {k: v[picked] for k, v in bests.items()})
+        flags = f.select(x.alias(f"p{k}") for k, x in enumerate(tops.values())).gather(rows) if tops else None
+        present = dict(zip(tops, flags.get_columns())) if flags is not None else {}
+        best = {k: v[picked] for k, v in bests.items()}
+        extra, odd = extra_keys(f["c"].gather(rows), tree, best, present, arrays)
         text, wrong = text.scatter(rows, extra), wrong.scatter(rows, odd)
     return [text, wrong]
 

@@ -34,15 +34,22 @@ def _objects(node: Node, array: Node | None = None, i: int = 0) -> Iterator[Slot
             yield from _objects(item, node, k)
 
 
-def extra_keys(texts: pl.Series, tree: Node, best: dict[int, np.ndarray]) -> tuple[pl.Series, pl.Series]:
+def extra_keys(
+    texts: pl.Series, tree: Node, best: dict[int, np.ndarray], present: dict[str, pl.Series], arrays: list[str]
+) -> tuple[pl.Series, pl.Series]:
     """Per row of ``texts``: the extra_keys entries (JSON, comma-separated; null for none) and whether the row must
-    go to the row-wise path. ``best[id(array)][:, i]``: the response item expected item ``i`` was compared with."""
+    go to the row-wise path. ``best[id(array)][:, i]``: the response item expected item ``i`` was compared with;
+    ``present``: top-level keys the columnar path found by their fields (the row is left to the row-wise path when
+    the response has one of them but none of its fields); ``arrays``: pointers of arrays found by their items'
+    fields (the row is left to the row-wise path when one is an object with keys like ``"0"``)."""
     slots = list(_objects(tree))
     pointers: dict[str, str] = {}
     for array, _, node in slots:
         for j in range(len(array.children)) if array is not None else [0]:
             ptr = array.ptr + pointer_step(j) + node.ptr if array is not None else node.ptr
             pointers.setdefault(ptr, f"k{len(pointers)}")
+    for ptr in arrays:
+        pointers.setdefault(ptr, f"k{len(pointers)}")
     if not pointers:
         return pl.repeat(None, texts.len(), dtype=pl.Utf8, eager=True), pl.repeat(False, texts.len(), eager=True)
     listed = "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in pointers) + "]"
@@ -65,6 +72,11 @@ def extra_keys(texts: pl.Series, tree: Node, best: dict[int, np.ndarray]) -> tup
             wrong = pl.coalesce(pl.when(chosen == j).then(w) for j, (_, w) in enumerate(per_item))
         texts_.append(text)
         bad.append(wrong.fill_null(False))
+    top = pl.col(pointers[""]) if tree.kind == "object" else None
+    bad += [
+        (top.list.contains(key) != pl.lit(flags)).fill_null(True) for key, flags in present.items() if top is not None
+    ]
+    bad += [pl.col(pointers[ptr]).list.len().fill_null(0) > 0 for ptr in arrays]
     out = keys.select(
         pl.concat_str(texts_, separator=",", ignore_nulls=True).alias("extra"), pl.any_horizontal(bad).alias("bad")
     )
