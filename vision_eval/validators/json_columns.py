@@ -25,13 +25,12 @@ import json
 import math
 from typing import Any
 
-import msgspec
 import numpy as np
 import polars as pl
 
 from vision_eval.validators import json_compare as jc
 from vision_eval.validators.json_extras import extra_keys
-from vision_eval.validators.json_tree import Node, build, pointer_step, shape_regex
+from vision_eval.validators.json_tree import Node, build, encode, pointer_step, shape_regex
 
 MIN_GROUP_ROWS = 64
 """Below this many rows of one shape, the row-wise path is cheaper than a group's fixed cost."""
@@ -52,10 +51,6 @@ _NO_JSON = json.dumps(  # json.dumps' spacing: json_rows uses it when msgspec de
     {"missing_keys": [], "extra_keys": [], "type_errors": [], "value_mismatches": [], "valid_json": False}
     | {"reason": "the response holds no JSON"}
 )
-
-
-def _enc(value: Any) -> str:
-    return msgspec.json.encode(value).decode()
 
 
 def score_columns(prepared: pl.DataFrame, opts: Any, min_rows: int = MIN_GROUP_ROWS) -> pl.DataFrame:
@@ -197,7 +192,7 @@ def _greedy(scores: list[np.ndarray]) -> np.ndarray:
 
 def _entries(n: int, rows: np.ndarray, path: str, want: pl.Series, got: pl.Series) -> pl.Series:
     """The value_mismatches entry of ``path`` at ``rows`` (null elsewhere)."""
-    head = '{"path":' + _enc(path or "$") + ',"expected":'
+    head = '{"path":' + encode(path or "$") + ',"expected":'
     text = pl.concat_str(
         pl.lit(head), pl.lit(jc.canonical(want)), pl.lit(',"actual":'), pl.lit(jc.canonical(got)), pl.lit("}")
     )
@@ -274,8 +269,8 @@ def _score_group(rows: pl.DataFrame, tree: Node, opts: Any) -> pl.DataFrame:
             hits.append(pl.col(f"ihits{k}"))
     mismatches = _mismatches(f, tree, ptrs, gate_of, item_entries)
     absent = [~present[t.ptr] for t in tops]
-    missing = [pl.when(x).then(pl.lit(_enc(t.path))) for x, t in zip(absent, tops)]
-    required = [pl.when(x).then(pl.lit(_enc(f"$: {t.path!r} is a required property"))) for x, t in zip(absent, tops)]
+    missing = [pl.when(x).then(pl.lit(encode(t.path))) for x, t in zip(absent, tops)]
+    required = [pl.when(x).then(pl.lit(encode(f"$: {t.path!r} is a required property"))) for x, t in zip(absent, tops)]
     if tops:
         total = pl.sum_horizontal(pl.when(present[t.ptr]).then(t.scalars).otherwise(t.leaves) for t in tops)
         keys = pl.sum_horizontal(pl.when(present[t.ptr]).then(1 + t.key_count).otherwise(0) for t in tops)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import msgspec
 import polars as pl
 
 from vision_eval import duck
+from vision_eval.validators.json_tree import encode
 
 HIT, MISMATCH, MISSING, BAD = 0, 1, 2, 3
 """Outcome of a pair: equal, different, absent from the response, or a difference JSON Schema reports (kind)."""
@@ -125,5 +125,5 @@ def canonical(tokens: pl.Series) -> pl.Series:
     rows = odd.arg_true()
     if not rows.len():
         return tokens
-    texts = [msgspec.json.encode(json.loads(t)).decode() for t in tokens.gather(rows).to_list()]
+    texts = [encode(json.loads(t)) for t in tokens.gather(rows).to_list()]
     return tokens.clone().scatter(rows, texts)

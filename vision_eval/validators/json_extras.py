@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import msgspec
 import numpy as np
 import polars as pl
 
 from vision_eval import duck
-from vision_eval.validators.json_tree import Node, pointer_step
+from vision_eval.validators.json_tree import Node, encode, pointer_step
 
 Slot = tuple[Node | None, int, Node]
 """``(None, 0, object)`` outside arrays, ``(array, i, object)`` inside item ``i``."""
@@ -88,7 +87,7 @@ def _extras(keys: pl.Expr, want: tuple[str, ...], prefix: str) -> tuple[pl.Expr,
     present = keys.list.eval(pl.element().filter(expected))
     extra = keys.list.eval(pl.element().filter(~expected)).list.unique(maintain_order=True)
     odd = extra.list.eval(pl.element().str.contains(r"[\x00-\x1f]") | pl.element().str.ends_with("]")).list.any()
-    head = '"' + msgspec.json.encode(prefix).decode()[1:-1]
+    head = '"' + encode(prefix)[1:-1]
     escaped = pl.element().str.replace_all("\\", "\\\\", literal=True).str.replace_all('"', '\\"', literal=True)
     text = extra.list.eval(pl.lit(head) + escaped + pl.lit('"')).list.join(",")
     return pl.when(extra.list.len() > 0).then(text), (present.list.len() != present.list.n_unique()) | odd

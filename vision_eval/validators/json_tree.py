@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 _REGEX_META = set("\\.+*?()|[]{}^$#&-~")
 _WS = r"[ \t\n\r]*"
 _STRING = r'"(?:[^"\\\x00-\x1f]|\\.)*"'
@@ -55,6 +53,13 @@ class Node:
         for child in self.children:
             out += child.item_nodes()
         return out
+
+
+def encode(value: Any) -> str:
+    """``value`` as msgspec prints JSON (compact; how :func:`json_check.json_rows` writes details)."""
+    import msgspec
+
+    return msgspec.json.encode(value).decode()
 
 
 def pointer_step(key: str | int) -> str:
@@ -115,7 +120,7 @@ def shape_regex(value: Any) -> str:
 def _shape(value: Any) -> str:
     sep = f"{_WS},{_WS}"
     if isinstance(value, dict):
-        members = [f"{_literal(msgspec.json.encode(k).decode())}{_WS}:{_WS}{_shape(v)}" for k, v in value.items()]
+        members = [f"{_literal(encode(k))}{_WS}:{_WS}{_shape(v)}" for k, v in value.items()]
         return rf"\{{{_WS}{sep.join(members)}{_WS}\}}"
     if isinstance(value, list):
         return rf"\[{_WS}{sep.join(_shape(v) for v in value)}{_WS}\]"
