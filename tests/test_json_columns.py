@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 import polars as pl
 import pytest
 
 from tests.reference import json_reference
-from vision_eval.validators import json_columns
+from vision_eval.validators import json_columns, json_compare
 from vision_eval.validators.json_check import JsonOptions, extract_candidates, json_frame, json_rows
 
 STRINGS = [
@@ -160,11 +161,12 @@ def test_columnar_rows_are_the_row_wise_results_byte_for_byte(opts: JsonOptions)
 
 
 def test_json_frame_is_the_row_wise_path_on_every_row() -> None:
-    frame = _frame(4, 2500)
+    frame = _frame(4, 1500)
     for opts in OPTIONS:
         new = json_frame(frame, opts)
         old = json_rows(_prepared(frame), opts)
         assert new.equals(old), opts
+        assert json_columns.score_columns(_prepared(frame), opts).height > 0.3 * frame.height  # default threshold
         reference = json_reference.json_frame(frame, opts)
         assert new["status"].to_list() == reference["status"].to_list()
         assert new["passed"].to_list() == reference["passed"].to_list()
@@ -224,20 +226,69 @@ CASES: list[tuple[str, bool | None]] = [
 ]  # fmt: skip
 
 
+HUGE = "1" + "0" * 320  # float() of it overflows: the row-wise path reports an error
+TARGETED = [
+    (BASE, CASES),
+    ("{}", [("{}", True), ('{"x": 1, "y": {"z": 2}}', True), ("[]", False), ("[1]", False), ("", True)]),
+    ("[]", [("[]", True), ("[1]", False), ("{}", False), ("[{}]", False)]),
+    (f'{{"n": {HUGE}}}', [(f'{{"n": {HUGE}}}', False), ('{"n": 1}', False)]),
+    ("5", [("5", False), ("{}", False)]),
+]
+
+
 @pytest.mark.parametrize("opts", OPTIONS)
 def test_targeted_responses_are_decided_or_left_as_designed(opts: JsonOptions) -> None:
-    frame = pl.DataFrame(
-        {"output": [text for text, _ in CASES], "expected_output": [BASE] * len(CASES)},
-        schema={"output": pl.Utf8, "expected_output": pl.Utf8},
-    )
-    prepared = _prepared(frame)
-    decided = json_columns.score_columns(prepared, opts, min_rows=1)
-    rowwise = json_rows(prepared, opts).with_row_index("row")
-    by_row = {r["row"]: r for r in rowwise.iter_rows(named=True)}
-    for got in decided.iter_rows(named=True):
-        want = by_row[got["row"]]
-        assert (want["status"], want["error"]) == ("processed", None)
-        assert (got["score"], got["passed"], got["details"]) == (want["score"], want["passed"], want["details"])
-    rows = set(decided["row"].to_list())
-    for k, (text, columnar) in enumerate(CASES):
-        assert (k in rows) == (columnar if columnar is not None else not opts.compare_values), text
+    for expected, cases in TARGETED:
+        frame = pl.DataFrame(
+            {"output": [text for text, _ in cases], "expected_output": [expected] * len(cases)},
+            schema={"output": pl.Utf8, "expected_output": pl.Utf8},
+        )
+        prepared = _prepared(frame)
+        decided = json_columns.score_columns(prepared, opts, min_rows=1)
+        rowwise = json_rows(prepared, opts).with_row_index("row")
+        by_row = {r["row"]: r for r in rowwise.iter_rows(named=True)}
+        for got in decided.iter_rows(named=True):
+            want = by_row[got["row"]]
+            assert (want["status"], want["error"]) == ("processed", None)
+            assert (got["score"], got["passed"], got["details"]) == (want["score"], want["passed"], want["details"])
+        rows = set(decided["row"].to_list())
+        for k, (text, columnar) in enumerate(cases):
+            assert (k in rows) == (columnar if columnar is not None else not opts.compare_values), (expected, text)
+
+
+def test_candidate_extraction_matches_the_reference_regexes() -> None:
+    rng = random.Random(9)
+    pieces = ["```", "`", "``", "json", "JSON", "Json", " ", "\n", "\t", "\xa0", "\u2003", "{", "}", "[", "]", "a", "é"]
+    pieces += ['"x"', ":", ",", "\x1c", "json\n", "```json", "```JSON  "]
+    texts = [None, "", "   "] + ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(20_000)]
+    frame = pl.DataFrame({"output": texts}, schema={"output": pl.Utf8})
+    expected = frame.select(json_reference.extract_expr(pl.col("output")))["output"]
+    assert extract_candidates(frame["output"]).to_list() == expected.to_list()
+
+
+def test_duckdb_tokens_print_as_msgspec_where_the_columnar_path_relies_on_it() -> None:
+    """Number tokens matching SAFE_NUMBER and string tokens without a backslash are what msgspec prints for the
+    value json.loads reads from the original text (the details use them as they are)."""
+    import msgspec
+
+    rng = random.Random(2)
+    values: list[Any] = [0, -0.0, 1.0, 960, 960.0, 0.1, 1e-5, 1.5e-5, 9.99e15, 123456789012345.6, 2**53 + 1]
+    values += [rng.uniform(-1e6, 1e6) for _ in range(500)] + [10 ** rng.uniform(-8, 18) for _ in range(500)]
+    values += [round(rng.uniform(0, 1000), rng.randint(0, 6)) for _ in range(500)] + [rng.randint(-(2**62), 2**62)]
+    values += ["é", "a b", "\u2028", "\x7f", "😀", 'q"uote', "back\\slash", "tab\t", "\x01"]
+    texts = [json.dumps({"v": v}, ensure_ascii=rng.random() < 0.5) for v in values]
+    tokens = json_compare.extract(pl.DataFrame({"d": texts}), {"d": ["/v"]})["d0"]
+    checked = 0
+    for text, token in zip(texts, tokens.to_list()):
+        expected = msgspec.json.encode(json.loads(text)["v"]).decode()
+        if ("\\" not in token and token.startswith('"')) or re.fullmatch(json_compare.SAFE_NUMBER[1:-1], token):
+            assert token == expected, text
+            checked += 1
+        assert json_compare.canonical(pl.Series([token])).item() == expected, text
+    assert checked > 1000
+
+
+def test_halves_give_the_same_results() -> None:
+    frame = pl.concat([_frame(6, 2500)] * 8)  # two halves of 10,000 rows, scored at once (json_rows: once per row)
+    for opts in OPTIONS[:2]:
+        assert json_frame(frame, opts).equals(json_rows(_prepared(frame), opts))

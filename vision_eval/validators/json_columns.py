@@ -73,7 +73,11 @@ def score_columns(prepared: pl.DataFrame, opts: Any, min_rows: int = MIN_GROUP_R
         prepared.select(pl.col("candidate").alias("c"), pl.col("expected_output").alias("e"))
         .with_row_index("row")
         .with_columns((c.is_null() | (c == "")).alias("empty"))
-        .filter((pl.col("empty") | plain.fill_null(False)) & e.str.contains(r"^[ \t\n\r]*[\{\[]").fill_null(False))
+        .filter(
+            (pl.col("empty") | plain.fill_null(False))
+            & e.str.contains(r"^[ \t\n\r]*[\{\[]").fill_null(False)
+            & ~e.str.contains(HUGE_NUMBERS[1]).fill_null(True)
+        )
     )
     parts = [_score_group(frame[members], tree, opts) for tree, members in _shapes(frame["e"], min_rows)]
     return pl.concat([pl.DataFrame(schema=_RESULT_SCHEMA), *parts]).sort("row")
@@ -90,6 +94,7 @@ def _shapes(expected: pl.Series, min_rows: int) -> list[tuple[Node, pl.Series]]:
         try:
             value = json.loads(texts[0])
             match = texts.str.contains(shape_regex(value)).fill_null(False)
+            tree = build(value)
         except (ValueError, RecursionError, pl.exceptions.PolarsError):  # not JSON, too deep, regex too large
             remaining = remaining.slice(1)
             continue
@@ -97,7 +102,6 @@ def _shapes(expected: pl.Series, min_rows: int) -> list[tuple[Node, pl.Series]]:
         remaining = remaining.filter(~match)
         if not match[0]:  # the representative itself is off (a key spelt with escapes...): the row-wise path has it
             remaining = remaining.slice(1)
-        tree = build(value)
         if tree is not None and members.len() >= min_rows:
             groups.append((tree, members))
     return groups
@@ -245,7 +249,7 @@ def _score_group(rows: pl.DataFrame, tree: Node, opts: Any) -> pl.DataFrame:
         pairs += item_pairs
         items[id(a)] = (shapes, layout)
     f = f.hstack(jc.codes(f, pairs, opts))
-    bad = [~pl.col("gok"), ~pl.col("wok"), ~pl.col("c").str.starts_with("{" if tops else "[")]
+    bad = [~pl.col("gok"), ~pl.col("wok"), ~pl.col("c").str.starts_with("{" if tree.kind == "object" else "[")]
     bad += [gate_of[id(n)] & (pl.col(f"m{k}") >= jc.MISSING) for k, n in enumerate(main)]
     for node in tree.walk()[1:]:
         if node.kind != "scalar" and id(node) not in ptrs.inferred:
