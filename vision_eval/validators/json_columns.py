@@ -13,10 +13,11 @@ exactly is left to it (:func:`json_check.json_rows`). Per batch:
    both sides of which msgspec decodes, the only rows this module accepts).
 
 Left to the row-wise path: a configured ``json_schema``; texts DuckDB or msgspec read differently from
-``json.loads`` (trailing commas, NaN/Infinity, huge exponents or integers, deep nesting, repeated keys); every
-difference the inferred JSON Schema reports other than absent top-level keys (type errors, nested missing keys,
-arrays of another length: those messages come from jsonschema); extra keys (for now); arrays inside array items;
-shapes shared by fewer than ``min_rows`` rows.
+``json.loads`` (trailing commas, NaN/Infinity, huge exponents or integers, deep nesting, repeated expected keys);
+every difference the inferred JSON Schema reports other than absent top-level keys (type errors, nested missing
+keys, arrays of another length: those messages come from jsonschema); an expected null facing an object or array
+(the mismatch shows it whole); extra keys msgspec escapes its own way or named like array items (:mod:`json_extras`);
+arrays inside array items; shapes shared by fewer than ``min_rows`` rows.
 """
 
 from __future__ import annotations
