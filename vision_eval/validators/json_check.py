@@ -47,10 +47,26 @@ def extract_candidates(text: pl.Series) -> pl.Series:
     (which make Rust's regex engine several times slower): the first fence pairs with the next one (the lazy body
     stops there, and without one no later fence has one either), and the optional ``json`` tag and the whitespace
     after the fence go before the body is stripped anyway. Step by step, so that no step runs twice."""
-    parts = text.str.splitn("```", 3).struct.unnest()
-    body = pl.select(pl.when(parts["field_2"].is_not_null()).then(parts["field_1"])).to_series()
-    tagged = (body.str.starts_with("json") | body.str.starts_with("JSON")).fill_null(False)
-    fenced = body.str.slice(4).zip_with(tagged, body).str.strip_chars()
+    body = pl.col("body")
+    fenced = (
+        text.to_frame("t")
+        .lazy()
+        .select(pl.col("t").str.splitn("```", 3).alias("p"))
+        .select(
+            pl.when(pl.col("p").struct.field("field_2").is_not_null())
+            .then(pl.col("p").struct.field("field_1"))
+            .alias("body")
+        )
+        .select(
+            pl.when(body.str.starts_with("json") | body.str.starts_with("JSON"))
+            .then(body.str.slice(4))
+            .otherwise(body)
+            .alias("body")
+        )
+        .select(body.str.strip_chars())
+        .collect()
+        .to_series()
+    )
     rows = fenced.is_null().arg_true()
     if not rows.len():
         return fenced

@@ -58,65 +58,64 @@ def codes(frame: pl.DataFrame, pairs: list[Pair], opts: Any) -> pl.DataFrame:
     out = frame.select(quick)
     if not pairs:
         return out
-    differing = out.select((pl.all() == _DIFFERENT).any()).row(0)
-    parts = []
-    for k, (name, want, got, _) in enumerate(pairs):
-        if differing[k]:
-            rows = (out[name] == _DIFFERENT).arg_true()
-            pair = {"k": k, "row": rows, "w": frame[want].gather(rows), "g": frame[got].gather(rows)}
-            parts.append(pl.DataFrame(pair))
-    if not parts:
+    differing = [k for k, flag in enumerate(out.select((pl.all() == _DIFFERENT).any()).row(0)) if flag]
+    if not differing:
         return out
-    long = pl.concat(parts, how="vertical_relaxed")
+    both = frame.hstack(out).lazy().with_row_index("at")  # pair names (m0, i...) are not token column names
+    long = pl.concat(
+        both.filter(pl.col(pairs[k][0]) == _DIFFERENT).select(
+            pl.lit(k, pl.UInt32).alias("k"), "at", pl.col(pairs[k][1]).alias("w"), pl.col(pairs[k][2]).alias("g")
+        )
+        for k in differing
+    ).collect()
     long = long.with_columns(_detailed(long, opts).alias("code"))
     fixed = []
     for (k,), sub in long.partition_by("k", as_dict=True, maintain_order=True).items():
-        fixed.append(out[pairs[k][0]].clone().scatter(sub["row"], sub["code"]))
+        fixed.append(out[pairs[k][0]].clone().scatter(sub["at"], sub["code"]))
     return out.with_columns(fixed)
 
 
 def _detailed(long: pl.DataFrame, opts: Any) -> pl.Series:
     """Codes of pairs whose tokens differ (``w``, ``g``: both present)."""
-    kinds = long.select(kind(pl.col("w")).alias("kw"), kind(pl.col("g")).alias("kg"))
-    kw, kg = pl.col("kw"), pl.col("kg")
-    frame = long.hstack(kinds)
-    equal: pl.Expr = pl.lit(False)
-    if not opts.compare_values:
-        equal = pl.lit(True)
-    else:
-        strings = frame.select((kw == "s") & (kg == "s")).to_series()
-        numbers = frame.select((kw == "d") & (kg == "d")).to_series()
-        same = pl.repeat(False, frame.height, eager=True)
-        # Different tokens are different strings, which case-folding and whitespace collapsing may make equal.
-        if not opts.case_sensitive and strings.any():
-            rows = strings.arg_true()
-            same = same.scatter(rows, _folded(frame["w"].gather(rows)) == _folded(frame["g"].gather(rows)))
-        if numbers.any():
-            rows = numbers.arg_true()
-            a = frame["w"].gather(rows).cast(pl.Float64)
-            b = frame["g"].gather(rows).cast(pl.Float64)
-            tol = opts.number_tolerance
-            close = a == b
-            if tol:  # math.isclose(a, b, rel_tol=tol, abs_tol=0.0), operation for operation
-                diff = (b - a).abs()
-                close = close | (diff <= (b * tol).abs()) | (diff <= (a * tol).abs())
-            same = same.scatter(rows, close)
-        equal = pl.lit(same)
+    w, g, kw, kg = pl.col("w"), pl.col("g"), pl.col("kw"), pl.col("kg")
+    columns = [kind(w).alias("kw"), kind(g).alias("kg")]
+    # Different tokens are different strings, which case-folding and whitespace collapsing may make equal.
+    folding = opts.compare_values and not opts.case_sensitive
+    if folding:
+        columns += [_folded(w).alias("fw"), _folded(g).alias("fg"), _plain(w).alias("pw"), _plain(g).alias("pg")]
+    frame = long.with_columns(columns)
+    if folding:
+        fixed = []
+        for token, folded, plain, k in (("w", "fw", "pw", "kw"), ("g", "fg", "pg", "kg")):
+            rows = frame.select((pl.col(k) == "s") & ~pl.col(plain)).to_series().arg_true()
+            texts = [" ".join(json.loads(t).lower().split()) for t in frame[token].gather(rows).to_list()]
+            fixed.append(frame[folded].scatter(rows, pl.Series(texts, dtype=pl.Utf8)) if texts else frame[folded])
+        frame = frame.with_columns(fixed)
+    equal: pl.Expr = pl.lit(not opts.compare_values)
+    if opts.compare_values:
+        a, b, tol = w.cast(pl.Float64, strict=False), g.cast(pl.Float64, strict=False), opts.number_tolerance
+        close = a == b
+        if tol:  # math.isclose(a, b, rel_tol=tol, abs_tol=0.0), operation for operation
+            diff = (b - a).abs()
+            close = close | (diff <= (b * tol).abs()) | (diff <= (a * tol).abs())
+        strings = (pl.col("fw") == pl.col("fg")) if folding else pl.lit(False)
+        equal = pl.when((kw == "s") & (kg == "s")).then(strings).when((kw == "d") & (kg == "d")).then(close)
+        equal = equal.otherwise(False)
     bad = (kw != "z") & (kw != kg)
     if opts.compare_values:  # an expected null against an object or array: a mismatch showing the whole value
         bad = bad | ((kw == "z") & kg.is_in(["o", "a"]))
     return frame.select(pl.when(bad).then(BAD).when(equal).then(HIT).otherwise(MISMATCH).cast(pl.UInt8)).to_series()
 
 
-def _folded(tokens: pl.Series) -> pl.Series:
-    """``" ".join(s.lower().split())`` of each string token: Polars for plain ASCII, Python for the others."""
-    plain = ~tokens.str.contains("\\", literal=True) & (tokens.str.len_bytes() == tokens.str.len_chars())
-    inner = tokens.str.strip_prefix('"').str.strip_suffix('"')
-    out = inner.str.to_lowercase().str.replace_all(" +", " ").str.strip_chars(" ")
-    odd = (~plain).arg_true()
-    if odd.len():
-        out = out.scatter(odd, [" ".join(json.loads(t).lower().split()) for t in tokens.gather(odd).to_list()])
-    return out
+def _plain(token: pl.Expr) -> pl.Expr:
+    """A string token Polars folds as Python does: ASCII without escapes."""
+    return ~token.str.contains("\\", literal=True) & (token.str.len_bytes() == token.str.len_chars())
+
+
+def _folded(token: pl.Expr) -> pl.Expr:
+    """``" ".join(s.lower().split())`` of a plain string token (see :func:`_plain`; Python folds the others)."""
+    inner = token.str.strip_prefix('"').str.strip_suffix('"')
+    return inner.str.to_lowercase().str.replace_all(" +", " ").str.strip_chars(" ")
 
 
 def canonical(tokens: pl.Series) -> pl.Series:
