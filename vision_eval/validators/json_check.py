@@ -1,8 +1,9 @@
 """JSON answers: extraction (vectorized), parsing, JSON Schema validation and value comparison.
 
-Parsing arbitrary JSON and validating it has no Polars column operation, so that part is one
-tight pass over the batch; schemas are compiled once per distinct schema and expected texts are
-parsed once per distinct text.
+:func:`check_one` holds the per-row semantics. :func:`json_frame` scores column-wise the rows
+:mod:`json_columns` can decide exactly (DuckDB reads the expected fields of whole groups of rows at once)
+and the others one by one (:func:`json_rows`: msgspec decoding, equal rows once, schemas compiled once
+per distinct schema, expected texts parsed once per distinct text).
 """
 
 from __future__ import annotations
