@@ -292,3 +292,35 @@ def test_halves_give_the_same_results() -> None:
     frame = pl.concat([_frame(6, 2500)] * 8)  # two halves of 10,000 rows, scored at once (json_rows: once per row)
     for opts in OPTIONS[:2]:
         assert json_frame(frame, opts).equals(json_rows(_prepared(frame), opts))
+
+
+def test_greedy_item_pairing_with_ties_reordering_and_nested_objects() -> None:
+    """Arrays of 3-5 objects (with a nested object) shuffled and perturbed so that items tie on overlap: the
+    columnar greedy pairing takes the same response item as ``_Compare._list`` for every expected item."""
+    rng = random.Random(1)
+
+    def item() -> dict[str, Any]:
+        return {
+            "label": rng.choice(["cat", "dog", "Cat"]),
+            "count": rng.choice([1, 2, 2.0, 3]),
+            "box": {"x": rng.choice([0, 1]), "y": rng.choice([0, 1])},
+        }
+
+    rows: dict[str, list[str]] = {"output": [], "expected_output": []}
+    for _ in range(1200):
+        want = {"objects": [item() for _ in range(rng.choice([3, 4, 5]))], "n": 1}
+        got = json.loads(json.dumps(want))
+        rng.shuffle(got["objects"])
+        for it in got["objects"]:
+            it["label"] = rng.choice(["cat", "dog", "bird", "CAT "]) if rng.random() < 0.3 else it["label"]
+            it["count"] = rng.choice([1, 2, 3, 4]) if rng.random() < 0.2 else it["count"]
+            it["box"]["x"] = rng.choice([0, 1, 2]) if rng.random() < 0.2 else it["box"]["x"]
+        rows["expected_output"].append(json.dumps(want))
+        rows["output"].append(json.dumps(got))
+    prepared = _prepared(pl.DataFrame(rows))
+    for opts in OPTIONS:
+        decided = json_columns.score_columns(prepared, opts, min_rows=1)
+        expected = json_rows(prepared, opts).with_row_index("row").join(decided.select("row"), on="row", how="semi")
+        assert decided.height == prepared.height  # nothing structural: every row column-wise
+        assert decided["details"].to_list() == expected["details"].to_list()
+        assert decided["score"].to_list() == expected["score"].to_list()
