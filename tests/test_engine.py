@@ -183,7 +183,7 @@ def test_heavy_libraries_load_only_when_used(subprocess_env: dict[str, str]) -> 
     """Importing the package, every built-in evaluator and running a deterministic stack loads neither litellm
     (~3 s) nor DuckDB; json_validator on a few rows (scored row by row) does not load DuckDB either; the
     DuckDB-backed evaluators load it when they run: field_accuracy's extraction, json_validator's column-wise
-    path (batches with at least ``json_columns.MIN_GROUP_ROWS`` rows of one expected shape)."""
+    path (batches with at least ``json_columns.MIN_GROUP_ROWS`` rows of one expected_output shape)."""
     import subprocess
     import sys
 
@@ -206,7 +206,8 @@ def test_heavy_libraries_load_only_when_used(subprocess_env: dict[str, str]) -> 
     assert out.stdout.split("\n")[:3] == ["[]", "[]", "['duckdb']"], out.stdout + out.stderr
     code = (
         "import sys, vision_eval\n"
-        f"vision_eval.evaluate({json_rows.replace('N', '200')}, evaluators={{'j': {{'type': 'json_validator'}}}})\n"
+        "from vision_eval.validators.json_columns import MIN_GROUP_ROWS as N\n"
+        f"vision_eval.evaluate({json_rows}, evaluators={{'j': {{'type': 'json_validator'}}}})\n"
         f"{loaded}"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env, check=True)

@@ -33,8 +33,9 @@ from vision_eval.validators import json_compare as jc
 from vision_eval.validators.json_extras import extra_keys
 from vision_eval.validators.json_tree import Node, build, encode, pointer_step, shape_regex
 
-MIN_GROUP_ROWS = 64
-"""Below this many rows of one shape, the row-wise path is cheaper than a group's fixed cost."""
+MIN_GROUP_ROWS = 1000
+"""Below this many rows of one shape, the row-wise path is cheaper than a group's fixed cost (~12 ms: the row-wise
+path takes ~17 µs a row, the columnar one ~2 µs)."""
 MAX_ROUNDS = 16
 """Regex passes spent sorting rows into shapes."""
 MAX_POINTERS = 400
@@ -54,9 +55,11 @@ _NO_JSON = json.dumps(  # json.dumps' spacing: json_rows uses it when msgspec de
 )
 
 
-def score_columns(prepared: pl.DataFrame, opts: Any, min_rows: int = MIN_GROUP_ROWS) -> pl.DataFrame:
+def score_columns(prepared: pl.DataFrame, opts: Any, min_rows: int | None = None) -> pl.DataFrame:
     """Results (``row``, ``score``, ``passed``, ``details``) of the rows of ``prepared`` (``candidate``,
-    ``expected_output``) decided column-wise; the other rows are absent."""
+    ``expected_output``) decided column-wise; the other rows are absent. ``min_rows``: ``MIN_GROUP_ROWS``
+    unless given."""
+    min_rows = MIN_GROUP_ROWS if min_rows is None else min_rows
     tol = opts.number_tolerance
     if opts.schema is not None or not (math.isfinite(tol) and tol >= 0) or prepared.height < min_rows:
         return pl.DataFrame(schema=_RESULT_SCHEMA)
