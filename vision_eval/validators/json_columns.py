@@ -74,7 +74,8 @@ def score_columns(prepared: pl.DataFrame, opts: Any, min_rows: int | None = None
         .otherwise(False)
     )
     frame = (
-        prepared.select(pl.col("candidate").alias("c"), pl.col("expected_output").alias("e"))
+        prepared.lazy()
+        .select(pl.col("candidate").alias("c"), pl.col("expected_output").alias("e"))
         .with_row_index("row")
         .with_columns((c.is_null() | (c == "")).alias("empty"))
         .filter(
@@ -82,6 +83,7 @@ def score_columns(prepared: pl.DataFrame, opts: Any, min_rows: int | None = None
             & e.str.contains(r"^[ \t\n\r]*[\{\[]").fill_null(False)
             & ~e.str.contains(HUGE_NUMBERS[1]).fill_null(True)
         )
+        .collect()
     )
     parts = [_score_group(frame[members], tree, opts) for tree, members in _shapes(frame["e"], min_rows)]
     return pl.concat([pl.DataFrame(schema=_RESULT_SCHEMA), *parts]).sort("row")
@@ -213,11 +215,17 @@ def _items(
     """Array ``a`` (as many items on both sides): rows to leave to the row-wise path, matched fields, the
     value_mismatches entries per (item, leaf) and the response item each expected item is compared with."""
     n, size = f.height, len(a.children)
-    fits = f.select(s.alias(f"s{k}") for k, s in enumerate(shapes)).to_numpy().reshape(n, len(a.children), size)
-    scores, valid, codes = [], [], []
+    names = [
+        [f"i{id(a)}_{i}_{j}_{r}" for j in range(size) for r in range(len(leaves))] for i, leaves in enumerate(layout)
+    ]
+    matrix = f.select(
+        *(s.cast(pl.UInt8).alias(f"s{k}") for k, s in enumerate(shapes)), *(name for block in names for name in block)
+    ).to_numpy()
+    fits = matrix[:, : len(shapes)].astype(bool).reshape(n, len(a.children), size)
+    scores, valid, codes, col = [], [], [], len(shapes)
     for i, leaves in enumerate(layout):
-        names = [f"i{id(a)}_{i}_{j}_{r}" for j in range(size) for r in range(len(leaves))]
-        block = f.select(names).to_numpy().reshape(n, size, len(leaves)) if leaves else np.zeros((n, size, 0))
+        block = matrix[:, col : col + len(names[i])].reshape(n, size, len(leaves))
+        col += len(names[i])
         scores.append((block == jc.HIT).sum(axis=2))
         valid.append(fits[:, i, :] & (block <= jc.MISMATCH).all(axis=2))
         codes.append(block)

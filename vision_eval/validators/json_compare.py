@@ -120,10 +120,9 @@ def _folded(token: pl.Expr) -> pl.Expr:
 
 def canonical(tokens: pl.Series) -> pl.Series:
     """Each token as msgspec prints the value (``json_check.json_rows`` encodes such details with msgspec)."""
-    odd = (
-        tokens.str.contains("\\", literal=True) | (~tokens.str.contains(SAFE_NUMBER) & ~tokens.str.contains(r'^["tfn]'))
-    ).fill_null(False)
-    rows = odd.arg_true()
+    t = pl.col(tokens.name)
+    odd = t.str.contains("\\", literal=True) | (~t.str.contains(SAFE_NUMBER) & ~t.str.contains(r'^["tfn]'))
+    rows = tokens.to_frame().select(odd.fill_null(False)).to_series().arg_true()
     if not rows.len():
         return tokens
     texts = [encode(json.loads(t)) for t in tokens.gather(rows).to_list()]
