@@ -2,8 +2,8 @@
 
 Rows whose ``expected_output`` has the same shape (same keys in the same order, same array lengths, scalars at the
 same places; the scalar values may differ) are compared with the same JSON pointers. :func:`shape_regex` matches
-exactly the texts of one shape (strict JSON, keys spelt as in the representative), so a whole column is sorted into
-shapes by one regex pass per shape.
+exactly the texts of one shape (JSON grammar but for the escapes inside strings, which DuckDB checks when it reads
+the rows; keys spelt as in the representative), so a whole column is sorted into shapes by one regex pass per shape.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ _NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]{1,2})?"
 _SCALAR = f"(?:{_STRING}|{_NUMBER}|true|false|null)"
 
 
-@dataclass
+@dataclass(eq=False)
 class Node:
-    """One value of the expected document."""
+    """One value of the expected document (compared by identity)."""
 
     kind: str
     """``object``, ``array`` or ``scalar``."""
