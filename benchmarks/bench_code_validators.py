@@ -6,8 +6,9 @@ and code_judge batch mode vs one process per row.
 The row-wise loop and process-per-row are measured on a sample (``--loop-rows``, ``--process-rows``) and
 reported as rows/s, which is what they would sustain on the full frame. Each loop is the built-in's algorithm
 in plain Python (``re``, dicts) one row at a time and yields the same results, details included (serialized
-as JSON text like the built-ins'): json_validator's loop calls the very per-row function the built-in uses,
-so its ratio shows only what batching adds there (extraction in Polars, msgspec decoding, equal rows once).
+as JSON text like the built-ins'): json_validator's loop calls ``check_one``, the per-row semantics the built-in
+keeps as its oracle and uses for the rows its column-wise path (shapes of expected_output, DuckDB ``json_extract``
+and Polars: ``vision_eval.validators.json_columns``) cannot decide exactly.
 ``--only`` and ``--no-judge`` run a subset; the load average is printed because the machine may be shared.
 """
 
@@ -400,7 +401,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows per validator for the built-ins")
     parser.add_argument("--loop-rows", type=int, default=20_000, help="rows the row-wise loop is measured on")
     parser.add_argument(
-        "--json-rows", type=int, default=100_000, help="rows for json_validator (its parsing is per-row Python)"
+        "--json-rows", type=int, default=100_000, help="rows for json_validator (its row-wise fallback is Python)"
     )
     parser.add_argument("--repeat", type=int, default=2, help="best of this many timings")
     parser.add_argument(

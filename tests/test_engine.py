@@ -181,20 +181,34 @@ def test_batching_does_not_change_results(batch_size: int) -> None:
 
 def test_heavy_libraries_load_only_when_used(subprocess_env: dict[str, str]) -> None:
     """Importing the package, every built-in evaluator and running a deterministic stack loads neither litellm
-    (~3 s) nor DuckDB; field_accuracy's extraction loads DuckDB when it runs."""
+    (~3 s) nor DuckDB; json_validator on a few rows (scored row by row) does not load DuckDB either; the
+    DuckDB-backed evaluators load it when they run: field_accuracy's extraction, json_validator's column-wise
+    path (batches with at least ``json_columns.MIN_GROUP_ROWS`` rows of one expected_output shape)."""
     import subprocess
     import sys
 
+    loaded = "print(sorted(m for m in ('litellm', 'duckdb') if m in sys.modules))\n"
+    json_rows = "[{'id': str(i), 'output': '{\"a\": %d}' % i, 'expected_output': '{\"a\": 1}'} for i in range(N)]"
     code = (
         "import sys, vision_eval\n"
         "from vision_eval import registry\n"
         "assert 'field_accuracy' in registry.names()\n"
         "vision_eval.evaluate([{'id': 'a', 'output': 'x', 'expected_output': 'x'}],"
         " evaluators={'m': {'type': 'exact_match'}})\n"
-        "print(sorted(m for m in ('litellm', 'duckdb') if m in sys.modules))\n"
+        f"{loaded}"
+        f"vision_eval.evaluate({json_rows.replace('N', '3')}, evaluators={{'j': {{'type': 'json_validator'}}}})\n"
+        f"{loaded}"
         "vision_eval.evaluate([{'id': 'a', 'output': '{\"a\": 1}', 'expected_output': '{\"a\": 1}'}],"
         " evaluators={'f': {'type': 'field_accuracy', 'fields': [{'path': 'a'}]}})\n"
-        "print(sorted(m for m in ('litellm', 'duckdb') if m in sys.modules))\n"
+        f"{loaded}"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env, check=True)
-    assert out.stdout.split("\n")[:2] == ["[]", "['duckdb']"], out.stdout + out.stderr
+    assert out.stdout.split("\n")[:3] == ["[]", "[]", "['duckdb']"], out.stdout + out.stderr
+    code = (
+        "import sys, vision_eval\n"
+        "from vision_eval.validators.json_columns import MIN_GROUP_ROWS as N\n"
+        f"vision_eval.evaluate({json_rows}, evaluators={{'j': {{'type': 'json_validator'}}}})\n"
+        f"{loaded}"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env, check=True)
+    assert out.stdout.split("\n")[:1] == ["['duckdb']"], out.stdout + out.stderr
