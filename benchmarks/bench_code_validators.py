@@ -41,7 +41,7 @@ from vision_eval.evaluators.code_validators import (
     OcrValidatorSettings,
 )
 from vision_eval.validators import chart as chart_mod
-from vision_eval.validators import count as count_mod
+from vision_eval.validators import count_text as count_mod
 from vision_eval.validators import ocr as ocr_mod
 from vision_eval.validators.json_check import JsonOptions, check_one
 
