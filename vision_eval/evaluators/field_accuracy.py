@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar, Literal
 
 import polars as pl
 from pydantic import Field
 
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.halves import in_halves
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 from vision_eval.structured import duckpath, fastpath
@@ -88,16 +88,7 @@ class FieldAccuracy(Evaluator):
     default_threshold = 0.8
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        if batch.height < 2 * HALF_MIN_ROWS:
-            return self._evaluate(batch)
-        # Two halves at once: the work is mostly Polars and DuckDB (the GIL released), and one half's single-threaded
-        # stretches overlap the other's, which keeps both cores busier than one batch can.
-        half = batch.height // 2
-        with ThreadPoolExecutor(1) as pool:
-            later = pool.submit(self._evaluate, batch[half:])
-            first, second = self._evaluate(batch[:half]), later.result()
-        assert first.fields is not None and second.fields is not None
-        return EvalOutput(pl.concat([first.results, second.results]), fields=pl.concat([first.fields, second.fields]))
+        return in_halves(self._evaluate, batch, HALF_MIN_ROWS, _joined)
 
     def _evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s: FieldAccuracySettings = self.settings  # type: ignore[assignment]
@@ -156,6 +147,11 @@ class FieldAccuracy(Evaluator):
             ]
         )
         return EvalOutput(results, fields=fields)
+
+
+def _joined(first: EvalOutput, second: EvalOutput) -> EvalOutput:
+    assert first.fields is not None and second.fields is not None
+    return EvalOutput(pl.concat([first.results, second.results]), fields=pl.concat([first.fields, second.fields]))
 
 
 def _details(frame: pl.DataFrame, n_fields: int) -> pl.Series:

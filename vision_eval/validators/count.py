@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
+from vision_eval.halves import in_halves
 from vision_eval.validators._distinct import codes
 from vision_eval.validators.count_details import Scored, results
 from vision_eval.validators.count_text import (  # noqa: F401 (the word lists are part of this module's API)
@@ -70,8 +71,16 @@ def _membership(keys: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     return lambda values: _lookup(ordered, values)[1]
 
 
+HALF_MIN_ROWS = 10_000
+"""Frames of at least twice this many rows are scored as two halves on two threads (:mod:`vision_eval.halves`)."""
+
+
 def count_frame(frame: pl.DataFrame) -> pl.DataFrame:
     """Score ``output`` against ``expected_output`` counts; see the module docstring."""
+    return in_halves(_count_frame, frame, HALF_MIN_ROWS)
+
+
+def _count_frame(frame: pl.DataFrame) -> pl.DataFrame:
     height = frame.height
     texts = pl.concat([frame["output"].cast(pl.Utf8), frame["expected_output"].cast(pl.Utf8)]).fill_null("")
     distinct, code = codes(texts, repeats_ok=True)

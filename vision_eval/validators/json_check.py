@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 import polars as pl
 
+from vision_eval.halves import in_halves
 from vision_eval.validators.json_columns import score_columns
 
 _FENCE = r"```(?:json|JSON)?\s*([\s\S]*?)```"
@@ -304,14 +304,7 @@ def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
     """Score every row; ``passed`` is set to false (whatever the score) when the JSON breaks the schema.
 
     Rows :mod:`json_columns` can decide exactly are scored column-wise, the others by :func:`json_rows`."""
-    if frame.height >= 2 * HALF_MIN_ROWS:
-        # Two halves at once: the work is mostly Polars and DuckDB (the GIL released), and one half's
-        # single-threaded stretches (a string operation on one column) overlap the other's.
-        half = frame.height // 2
-        with ThreadPoolExecutor(1) as pool:
-            later = pool.submit(_json_frame, frame[half:], opts)
-            return pl.concat([_json_frame(frame[:half], opts), later.result()])
-    return _json_frame(frame, opts)
+    return in_halves(lambda part: _json_frame(part, opts), frame, HALF_MIN_ROWS)
 
 
 def _json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
