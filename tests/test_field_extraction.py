@@ -253,3 +253,29 @@ def test_generated_documents_match_reference() -> None:
                 assert side.json[row] == m.to_json(want), (text, spec.path)
                 if m.kind(want) == "string":
                     assert side.text is not None and side.text[row] == want, (text, spec.path)
+
+
+def test_halves_give_the_results_of_one_pass() -> None:
+    """A batch big enough to be scored as two halves on two threads gives, row for row, what one pass gives."""
+    from vision_eval.evaluator import EvalContext
+    from vision_eval.evaluators.field_accuracy import HALF_MIN_ROWS, FieldAccuracy, FieldAccuracySettings
+
+    rng = random.Random(5)
+    docs = [_render(rng, {k: _random_value(rng, 2) for k in rng.sample(KEYS, rng.randint(1, 4))}) for _ in range(500)]
+    rows = 2 * HALF_MIN_ROWS + 7
+    batch = pl.DataFrame(
+        {
+            "id": [str(i) for i in range(rows)],
+            "output": [docs[i % 500] for i in range(rows)],
+            "expected_output": [docs[(i * 7 + 3) % 500] for i in range(rows)],
+        }
+    )
+    fields = [{"path": p, "match": mt} for p in ("a", "b.c", "n", "items[0]") for mt in ("exact", "fuzzy", "date")]
+    evaluator = FieldAccuracy("f", FieldAccuracySettings(fields=fields), EvalContext())
+    split, whole = evaluator.evaluate(batch), evaluator._evaluate(batch)
+    assert split.results.equals(whole.results, null_equal=True)
+    assert split.fields is not None and whole.fields is not None
+    key = ["path", "match", "sample_id"]
+    ordered = [f.sort(key, maintain_order=True) for f in (split.fields, whole.fields)]
+    assert ordered[0].equals(ordered[1], null_equal=True)
+    assert set(whole.results["status"].to_list()) >= {"processed", "error"}

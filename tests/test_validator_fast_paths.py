@@ -13,6 +13,7 @@ import pytest
 
 from tests.reference import chart_reference, count_reference, json_reference, ocr_reference
 from vision_eval.validators import chart
+from vision_eval.validators import count as count_module
 from vision_eval.validators._distinct import codes
 from vision_eval.validators.chart import ChartOptions, chart_frame
 from vision_eval.validators.count import count_frame
@@ -230,13 +231,13 @@ def _tagged(rng: random.Random, i: int, text: str | None) -> str | None:
     return None if text is None else f"(qq{tag}) {text}; {rng.randint(10**6, 10**9)} {rng.choice(['cats', 'boxes'])}"
 
 
-@pytest.mark.parametrize("layout", ["distinct", "mostly distinct", "each twice", "few distinct"])
+@pytest.mark.parametrize("layout", ["distinct", "mostly distinct", "each twice", "few distinct", "two halves"])
 def test_count_matches_reference_on_generated_text(layout: str) -> None:
     rng = random.Random(3)
     rows: dict[str, list[str | None]] = {"output": [], "expected_output": []}
-    for i in range(4000):
+    for i in range(4000 if layout != "two halves" else 2 * count_module.HALF_MIN_ROWS + 10):
         output, expected = _count_pair(rng)
-        if layout == "distinct":
+        if layout in ("distinct", "two halves"):
             output, expected = _tagged(rng, i, output), _tagged(rng, i, expected)
         rows["output"].append(output)
         rows["expected_output"].append(expected)

@@ -1,7 +1,8 @@
-"""``bbox_iou`` over a whole batch: JSON decoded by Polars, IoU / matching / COCO flags with padded numpy arrays.
+"""``bbox_iou`` over a whole batch: plain lists of boxes read by DuckDB (:data:`PLAIN`), IoU / matching / COCO flags
+with padded numpy arrays.
 
-Rows this path cannot take (other JSON shapes, malformed boxes, missing image sizes) are returned for the
-row-wise path in :mod:`vision_eval.evaluators.bbox_iou`, which also produces their error messages.
+Rows this path cannot take (other JSON shapes, aliases, repeated keys, malformed boxes, missing image sizes) are
+returned for the row-wise path in :mod:`vision_eval.evaluators.bbox_iou`, which also produces their error messages.
 """
 
 from __future__ import annotations
