@@ -45,12 +45,31 @@ class EvalResult:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     """Extra tables written as ``<name>.parquet`` (rankings, feedback, calibration...)."""
     run_info: dict[str, Any] = field(default_factory=dict)
-    """What run.json holds: config (redacted), versions, counts, timings, totals, metrics."""
+    """What run.json holds: run id, exit code and problems, gates, config (redacted), versions, counts,
+    timings, totals, spending, metrics."""
+    output_dir: Path | None = None
+    """Where the run was written (``None`` for a run kept in memory or a dry run)."""
+
+    @property
+    def run_id(self) -> str | None:
+        """The run's id (also a column of the results, dimensions and fields tables)."""
+        return self.run_info.get("run_id")
+
+    @property
+    def exit_code(self) -> int:
+        """What ``vision-eval`` exits with for this run (see :mod:`vision_eval.gates`)."""
+        return int(self.run_info.get("exit_code", 0))
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the exit code is not 0: failed gates, a spent budget, a tripped circuit breaker."""
+        return list(self.run_info.get("problems", []))
 
     def __post_init__(self) -> None:
-        self.results = conform(self.results, RESULT_SCHEMA)
-        self.dimensions = conform(self.dimensions, DIMENSION_SCHEMA)
-        self.fields = conform(self.fields, FIELD_SCHEMA)
+        run_id = self.run_info.get("run_id")
+        self.results = _with_run_id(conform(self.results, RESULT_SCHEMA), run_id)
+        self.dimensions = _with_run_id(conform(self.dimensions, DIMENSION_SCHEMA), run_id)
+        self.fields = _with_run_id(conform(self.fields, FIELD_SCHEMA), run_id)
 
     @property
     def summary(self) -> pl.DataFrame:
@@ -85,6 +104,13 @@ class EvalResult:
             except Exception as exc:  # the Parquet results are written; a report failure must not lose them
                 warnings.warn(f"report.html not written: {type(exc).__name__}: {exc}", stacklevel=2)
         return out
+
+
+def _with_run_id(frame: pl.DataFrame, run_id: str | None) -> pl.DataFrame:
+    """``frame`` with its ``run_id`` filled in (so several runs' files can be read as one table)."""
+    if run_id is None:
+        return frame
+    return frame.with_columns(pl.col("run_id").fill_null(pl.lit(run_id)))
 
 
 def status_counts(results: pl.DataFrame) -> dict[str, int]:

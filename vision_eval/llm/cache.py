@@ -102,6 +102,12 @@ class CallCache:
             )
         self.writes += 1
 
+    def total_cost(self) -> float:
+        """Sum of the recorded calls' ``cost_usd`` (what a run's journal says was spent)."""
+        with self._lock:
+            row = self._conn.execute("SELECT SUM(json_extract(value, '$.cost_usd')) FROM calls").fetchone()
+        return float(row[0] or 0.0)
+
     def __len__(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
