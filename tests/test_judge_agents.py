@@ -16,7 +16,6 @@ from typing import Any
 import polars as pl
 import pytest
 from conftest import BLUE, GREEN, RED, shape_png
-
 from interrupting import interrupter
 
 import vision_eval as ve

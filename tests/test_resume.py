@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from interrupting import interrupt_once, interrupter
+from interrupting import interrupt_once
 
 import vision_eval as ve
 
@@ -53,7 +53,7 @@ def test_a_second_run_into_the_same_dir_moves_to_a_suffix_and_a_finished_run_can
     assert pl.read_parquet(tmp_path / "run-2" / "results.parquet")["run_id"].unique().to_list() == [second.run_id]
     with pytest.raises(ve.ConfigError, match=r"run.resume: .* holds no checkpoint to resume \(its run completed"):
         ve.evaluate(rows(10), evaluators=stack(log), run={"resume": str(tmp_path / "run")})
-    with pytest.raises(ve.ConfigError, match="run.resume: .* does not exist"):
+    with pytest.raises(ve.ConfigError, match=r"run.resume: .* does not exist"):
         ve.evaluate(rows(10), evaluators=stack(log), run={"resume": str(tmp_path / "nowhere")})
 
 
@@ -65,7 +65,7 @@ def test_resume_refuses_a_changed_config_and_accepts_changed_gates(tmp_path: Pat
     assert (out / "checkpoint" / "manifest.json").is_file() and not (out / ".vision_eval.lock").exists()
     changed = stack(log, stop_after=2, flag=tmp_path / "stopped")
     changed["slow"]["threshold"] = 0.2
-    with pytest.raises(ve.ConfigError, match="run.resume: the checkpoint in .* different evaluators config"):
+    with pytest.raises(ve.ConfigError, match=r"run.resume: the checkpoint in .* different evaluators config"):
         ve.evaluate(rows(8), evaluators=changed, run={"batch_size": 2, "resume": str(out)})
     gated = stack(log, stop_after=2, flag=tmp_path / "stopped")
     gated["slow"]["min_pass_rate"] = 0.5  # a gate changes no result row: the finished batches are reused
