@@ -203,7 +203,7 @@ def _run(
         "overrides": list(sources.overrides) if sources else [],
         "moved_from": str(rundir.moved_from) if rundir is not None and rundir.moved_from else None,
         "versions": package_versions(),
-        "dataset": describe(frame),
+        "dataset": {**describe(frame), "root": str(context.dataset_root) if context.dataset_root else None},
         "evaluators": {r.evaluator.name: r.evaluator.describe() for r in runs},
         "counts": {"samples": frame.height, "result_rows": results.height, "status": status_counts(results)},
         "timings": {

@@ -26,11 +26,9 @@ from omegaconf.errors import OmegaConfBaseException
 from vision_eval._resources import conf_dir, resource
 from vision_eval.config import SECRET_ASSIGNMENT, ConfigSources, redact, redact_override
 from vision_eval.errors import PreflightError, VisionEvalError
-from vision_eval.gates import EXIT_CONFIG, EXIT_INTERRUPTED, worst
+from vision_eval.gates import EXIT_CONFIG, EXIT_INTERRUPTED, SWEEP_EXIT_CODES, worst
 
 TOP_LEVEL = ("dataset", "evaluators", "judge", "candidate", "run", "hydra")
-_sweep_exit: list[int] = []
-"""Set by :class:`SweepExitCode` when a multirun ends: the most severe exit code of its jobs."""
 
 
 def _register_resolvers() -> None:
@@ -158,7 +156,7 @@ class SweepExitCode(Callback):
                 codes.append(int(json.loads(info.read_text(encoding="utf-8")).get("exit_code", 0)))
             except (OSError, ValueError):
                 codes.append(3)
-        _sweep_exit.append(worst(codes))
+        SWEEP_EXIT_CODES.append(worst(codes))
 
 
 def _search_dirs(argv: list[str]) -> list[Path]:
@@ -180,9 +178,11 @@ def check_group_choices(argv: list[str]) -> str | None:
     groups = sorted({p.name for d in dirs if d.is_dir() for p in d.iterdir() if p.is_dir() and p.name != "hydra"})
     for arg in argv:
         key, sep, value = arg.partition("=")
-        if not sep or arg.startswith(("-", "+", "~")) or "." in key or "/" in key or key in TOP_LEVEL:
+        if not sep or arg.startswith(("-", "+", "~")) or "." in key or "/" in key:
             continue
         if key not in groups:
+            if key in TOP_LEVEL:
+                continue
             close = difflib.get_close_matches(key, groups, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             return f"unknown config group {key!r} in '{arg}'{hint} (groups: {', '.join(groups)})"
@@ -237,8 +237,8 @@ def main() -> None:
     sys.argv[1:] = forgiving_overrides(sys.argv[1:])
     _register_resolvers()
     hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(_task)()
-    if _sweep_exit:
-        sys.exit(_sweep_exit[-1])
+    if SWEEP_EXIT_CODES:
+        sys.exit(SWEEP_EXIT_CODES[-1])
 
 
 if __name__ == "__main__":

@@ -41,7 +41,9 @@ from vision_eval.results import (
 ROW_BY_ROW = 8
 """A failing sub-batch this small is re-run one row at a time (halving further costs more calls)."""
 ASYNC_BATCH_ROWS = 64
-"""Rows per batch of a model-graded evaluator (its calls are what progress and a resume count)."""
+"""Most rows per batch of a model-graded evaluator (its calls are what progress and a resume count)."""
+ASYNC_STEPS = 50
+"""Fewest batches a model-graded evaluator's run is split into (when it has the rows), so progress moves."""
 ASYNC_WINDOW_CALLS = 4
 """Batches of a model-graded evaluator in flight: enough rows for this many times the run's concurrency."""
 
@@ -338,14 +340,16 @@ async def run_async(
     store: Checkpoints | None = None,
     scrub: Callable[[pl.DataFrame], pl.DataFrame] = _identity,
 ) -> EvaluatorRun:
-    """Run a model-graded evaluator over the frame: small batches, a few in flight in dataset order, each
-    checkpointed once every row in it is final."""
+    """Run an async evaluator over the frame, a few batches in flight in dataset order, each checkpointed once
+    every row in it is final; an evaluator that calls models gets small batches."""
     start = time.perf_counter()
     store = store or Checkpoints(None)
     progress = progress or _Silent()
     progress.begin(evaluator.name)
     resumed = 0
-    size = min(batch_size, ASYNC_BATCH_ROWS)
+    size = batch_size
+    if evaluator.calls_models:
+        size = max(1, min(batch_size, ASYNC_BATCH_ROWS, math.ceil(frame.height / ASYNC_STEPS)))
     concurrency = getattr(evaluator.context.run, "concurrency", 16) if evaluator.context.run is not None else 16
     window = asyncio.Semaphore(max(3, math.ceil(ASYNC_WINDOW_CALLS * concurrency / size) + 1))
 

@@ -119,6 +119,9 @@ class Evaluator:
     required_columns: ClassVar[tuple[str, ...]] = ("output",)
     default_threshold: ClassVar[float | None] = 1.0
     is_async: ClassVar[bool] = False
+    calls_models: ClassVar[bool] = False
+    """True for evaluators whose rows cost model calls: the engine gives them small batches (steady progress,
+    checkpoints and budget checks) instead of ``run.batch_size`` rows."""
 
     def __init__(self, name: str, settings: EvaluatorSettings, context: EvalContext | None = None) -> None:
         self.name = name

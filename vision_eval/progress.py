@@ -49,7 +49,7 @@ class Track:
         if self.tokens:
             parts.append(f"tokens {_count(self.tokens)}")
         if self.cost is not None:
-            parts.append(f"${self.cost:.2f}")
+            parts.append(_dollars(self.cost))
         return " ".join(parts)
 
 
@@ -62,6 +62,10 @@ def _count(value: int) -> str:
         if value >= limit:
             return f"{value / limit:.1f}{suffix}"
     return str(value)
+
+
+def _dollars(value: float) -> str:
+    return f"${value:.2f}" if value >= 1 else f"${value:.4f}"
 
 
 def _duration(seconds: float) -> str:
@@ -154,7 +158,7 @@ class Progress:
         if track.tokens:
             parts.append(f"tokens {_count(track.tokens)}")
         if track.cost is not None:
-            parts.append(f"${track.cost:.2f}")
+            parts.append(_dollars(track.cost))
         return " ".join(parts)
 
     def _print(self, line: str) -> None:

@@ -80,11 +80,13 @@ def _print_outcome(console: Any, info: dict[str, Any]) -> None:
         console.print(f"[bold]{escape(name)}[/bold] errors, most common:", highlight=False)
         for item in reasons:
             console.print(f"  {item['rows']:>6} x {escape(item['reason'][:300])}", highlight=False)
-    for gate in info.get("gates") or []:
-        mark = "[green]PASS[/green]" if gate["passed"] else "[red]FAIL[/red]"
-        limit = "" if gate["limit"] is None else f" (limit {_fmt(gate['limit'])})"
-        text = gate["message"] if not gate["passed"] else f"{gate['evaluator']}: {gate['gate']}{limit}"
-        console.print(f"gate {mark} {escape(text)}", highlight=False)
+    gates = info.get("gates") or []
+    for gate in gates:
+        if not gate["passed"]:
+            console.print(f"gate [red]FAIL[/red] {escape(gate['message'])}", highlight=False)
+    held = sum(1 for g in gates if g["passed"])
+    if held:
+        console.print(f"gates held: {held} of {len(gates)}", highlight=False)
     spending = info.get("spending") or {}
     if spending.get("spent_usd") or spending.get("budget_usd"):
         budget = f" of ${spending['budget_usd']:.4f}" if spending.get("budget_usd") else ""

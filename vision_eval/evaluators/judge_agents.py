@@ -55,6 +55,7 @@ class JudgeAgents(Evaluator):
     required_columns = ("brief",)
     default_threshold = 0.7
     is_async = True
+    calls_models = True
 
     def __init__(self, name: str, settings: JudgeAgentsSettings, context: Any = None) -> None:
         super().__init__(name, settings, context)

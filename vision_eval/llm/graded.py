@@ -53,6 +53,7 @@ class GradedEvaluator(Evaluator):
     required_columns = ("output",)
     default_threshold: ClassVar[float | None] = None
     is_async = True
+    calls_models = True
     pass_from_score: ClassVar[bool] = False
     """True when ``passed`` is ``score >= threshold`` (else the grader's verdict decides)."""
 

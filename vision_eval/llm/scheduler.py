@@ -244,24 +244,18 @@ class Scheduler:
                     c.cache_hits += 1
                 return CallResult.from_record(hit, str(judge.model), cached=True, transport="cache")
         state = self._model_state(judge)
+        estimate = estimate_cost(judge, estimated_tokens, sent) if self.budget.limit is not None else None
         try:
-            if state.tripped is not None:
-                raise NotAttempted(f"not attempted: {judge.model} is failing: {state.tripped}", CIRCUIT_BREAKER)
-            estimate = estimate_cost(judge, estimated_tokens, sent) if self.budget.limit is not None else None
-            reserved = await self.budget.reserve(estimate or 0.0)
+            result = await self._attempts(judge, messages, sent, state, counters, estimated_tokens, estimate or 0.0)
         except NotAttempted:
             for c in counters:
                 c.not_attempted += 1
             raise
-        try:
-            result = await self._attempts(judge, messages, sent, state, counters, estimated_tokens)
         except CallError as error:
-            await self.budget.settle(reserved, 0.0)
             for c in counters:
                 c.failures += 1
             self._record_failure(judge, state, error)
             raise
-        await self.budget.settle(reserved, result.cost_usd)
         state.consecutive_failures = 0
         if key is not None:
             if self.journal is not None:
@@ -287,48 +281,62 @@ class Scheduler:
         state: _ModelState,
         counters: tuple[SchedulerStats, ...],
         estimated_tokens: int,
+        estimate: float,
     ) -> CallResult:
+        """Send with retries. The breaker and the budget are checked once the call holds its concurrency slot,
+        right before it is sent (not while it queues), and its budget reservation lasts until it ends."""
         transport = self.direct if uses_direct(judge) else self.litellm
         failures: list[str] = []
         attempt = 0
+        reserved: float | None = None
+        cost: float | None = 0.0
         cap = getattr(judge, "max_retry_after_s", None)
-        while True:
-            attempt += 1
-            assert self._global is not None
-            async with self._global, state.semaphore:
-                waited = await state.limiter.acquire(estimated_tokens)
-                for c in counters:
-                    c.rate_limited_s += waited
-                    c.calls += 1
-                    c.by_transport[transport.name] = c.by_transport.get(transport.name, 0) + 1
-                try:
-                    result = await asyncio.wait_for(
-                        transport.complete(judge, messages, sent), timeout=judge.timeout_s + 5
+        try:
+            while True:
+                attempt += 1
+                assert self._global is not None
+                async with self._global, state.semaphore:
+                    if state.tripped is not None:
+                        raise NotAttempted(f"not attempted: {judge.model} is failing: {state.tripped}", CIRCUIT_BREAKER)
+                    if reserved is None:
+                        reserved = await self.budget.reserve(estimate)
+                    waited = await state.limiter.acquire(estimated_tokens)
+                    for c in counters:
+                        c.rate_limited_s += waited
+                        c.calls += 1
+                        c.by_transport[transport.name] = c.by_transport.get(transport.name, 0) + 1
+                    try:
+                        result = await asyncio.wait_for(
+                            transport.complete(judge, messages, sent), timeout=judge.timeout_s + 5
+                        )
+                        error = None
+                    except CallError as exc:
+                        error = exc
+                    except TimeoutError:
+                        error = CallError(f"timeout after {judge.timeout_s:g}s", 408)
+                if error is None:
+                    result.attempts, result.failures = attempt, failures
+                    cost = result.cost_usd
+                    return result
+                failures.append(str(error))
+                if error.retryable and cap is not None and error.retry_after is not None and error.retry_after > cap:
+                    error = CallError(
+                        f"{error} (the provider asked to retry after {error.retry_after:g}s, longer than "
+                        f"judge.max_retry_after_s={cap:g})",
+                        error.status,
                     )
-                    error = None
-                except CallError as exc:
-                    error = exc
-                except TimeoutError:
-                    error = CallError(f"timeout after {judge.timeout_s:g}s", 408)
-            if error is None:
-                result.attempts, result.failures = attempt, failures
-                return result
-            failures.append(str(error))
-            if error.retryable and cap is not None and error.retry_after is not None and error.retry_after > cap:
-                error = CallError(
-                    f"{error} (the provider asked to retry after {error.retry_after:g}s, longer than "
-                    f"judge.max_retry_after_s={cap:g})",
-                    error.status,
-                )
-                error.retryable = False
-                error.hopeless = True  # type: ignore[attr-defined]
-            if not error.retryable or attempt > judge.max_retries:
-                error.attempts = attempt  # type: ignore[attr-defined]
-                error.failures = failures  # type: ignore[attr-defined]
-                raise error
-            for c in counters:
-                c.retries += 1
-            await asyncio.sleep(backoff_delay(attempt, error.retry_after, self.rng))
+                    error.retryable = False
+                    error.hopeless = True  # type: ignore[attr-defined]
+                if not error.retryable or attempt > judge.max_retries:
+                    error.attempts = attempt  # type: ignore[attr-defined]
+                    error.failures = failures  # type: ignore[attr-defined]
+                    raise error
+                for c in counters:
+                    c.retries += 1
+                await asyncio.sleep(backoff_delay(attempt, error.retry_after, self.rng))
+        finally:
+            if reserved is not None:
+                await self.budget.settle(reserved, cost)
 
 
 def get_scheduler(context: Any) -> Scheduler:

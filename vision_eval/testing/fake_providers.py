@@ -76,6 +76,8 @@ class Action:
     malformed: bool = False
     top_logprobs: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    echo_key: bool = False
+    """An error body that quotes the key the request carried (as some providers' 401s do)."""
 
 
 def colour_name(rgb: tuple[int, int, int]) -> str:
@@ -338,7 +340,11 @@ class FakeProviders:
             await asyncio.sleep(action.delay or self.latency)
         if action.status != 200:
             headers = {"Retry-After": f"{action.retry_after:g}"} if action.retry_after is not None else {}
-            error = {"error": {"message": f"fake error {action.status}", "type": "fake", "code": action.status}}
+            message = f"fake error {action.status}"
+            if action.echo_key:
+                sent = request.headers.get("Authorization") or request.headers.get("x-api-key") or ""
+                message = f"Incorrect API key provided: {sent.removeprefix('Bearer ')}"
+            error = {"error": {"message": message, "type": "fake", "code": action.status}}
             return web.json_response(error, status=action.status, headers=headers)
         if action.malformed:
             return web.Response(text="this is not json {", content_type="application/json")
@@ -442,6 +448,8 @@ def main() -> None:
     fake.port = args.port
     fake.start()
     print(f"PORT {fake.port}", flush=True)
+    print(f"openai/ and hosted_vllm/ models: judge.api_base={fake.openai_base}", flush=True)
+    print(f"anthropic/, gemini/ and bedrock/ models: judge.api_base={fake.base}", flush=True)
     try:
         while True:
             time.sleep(3600)
