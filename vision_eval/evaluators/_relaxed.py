@@ -42,13 +42,15 @@ _NEVER_IN_A_FLOAT = "[^0-9+\\-._eEaAfFiInNtTyY" + "".join(f"\\x{ord(c):02X}" for
 
 def python_floats(series: pl.Series) -> pl.Series:
     """:func:`python_float` of every string: Polars reads the plain numbers, Python the few doubtful texts."""
-    frame = pl.DataFrame({"t": series.cast(pl.Utf8)})
+    # Polars turns a division by a constant into a multiplication (28.5 / 100 != 28.5 * 0.01): divide by a column.
+    hundred = pl.Series("hundred", [100.0], dtype=pl.Float64).extend_constant(100.0, max(series.len() - 1, 0))
+    frame = pl.DataFrame({"t": series.cast(pl.Utf8), "hundred": hundred.head(series.len())})
     percent = pl.col("t").str.ends_with("%")
     body = pl.when(percent).then(pl.col("t").str.strip_chars_end("%")).otherwise(pl.col("t"))
     plain = pl.col("t").str.contains(_PLAIN_NUMBER)
     value = body.cast(pl.Float64, strict=False)
     frame = frame.select(
-        pl.when(plain).then(pl.when(percent).then(value / 100.0).otherwise(value)).alias("value"),
+        pl.when(plain).then(pl.when(percent).then(value / pl.col("hundred")).otherwise(value)).alias("value"),
         (plain | (is_ascii(pl.col("t")) & body.str.contains(_NEVER_IN_A_FLOAT))).alias("exact"),
     )
     return with_fallback(frame["value"], frame["exact"], [series], python_float)
