@@ -305,11 +305,19 @@ def test_pope_dataset_metrics_equal_lmms_eval() -> None:
 
 
 def agreement_table() -> str:
-    lines = ["| metric | protocol | cases | agreeing | % |", "|---|---|---|---|---|"]
+    """Markdown: per metric and protocol, generated cases and published examples scored alike by both sides."""
+    lines = ["| metric | protocol | generated cases | agreeing | % | published examples | agreeing |"]
+    lines.append("|---|---|---|---|---|---|---|")
     for metric, protocol in REFERENCES:
         total, wrong = agreement(metric, protocol)
         agreeing = total - len(wrong)
-        lines.append(f"| {metric} | {protocol} | {total} | {agreeing} | {100 * agreeing / total:.2f} |")
+        examples = [
+            (reply, expected, score) for m, p, reply, expected, score in PUBLISHED if (m, p) == (metric, protocol)
+        ]
+        ours = evaluator_scores(metric, protocol, [(reply, expected) for reply, expected, _ in examples])
+        matched = sum(abs(got - score) <= TOLERANCE for got, (_, _, score) in zip(ours, examples, strict=True))
+        share = f"{100 * agreeing / total:.2f}"
+        lines.append(f"| {metric} | {protocol} | {total} | {agreeing} | {share} | {len(examples)} | {matched} |")
     return "\n".join(lines)
 
 
