@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.config import CandidateConfig
+from vision_eval.config import DEFAULT_CANDIDATE_PROMPT, CandidateConfig
 from vision_eval.evaluator import EvalContext
 from vision_eval.images.media import ImageError
 from vision_eval.llm.budget import NotAttempted
@@ -35,10 +35,15 @@ CANDIDATE_COLUMNS: dict[str, pl.DataType] = {
 }
 
 
+def request_prompt(candidate: CandidateConfig) -> str:
+    """The template the candidate renders (its own prompt; the app config fills in the dataset's)."""
+    return candidate.prompt if candidate.prompt is not None else DEFAULT_CANDIDATE_PROMPT
+
+
 def check_candidate(candidate: CandidateConfig) -> None:
     """Raise ``ValueError`` for a prompt that does not compile (before any call)."""
     try:
-        compile_template(candidate.prompt)
+        compile_template(request_prompt(candidate))
     except TemplateError as exc:
         raise ValueError(f"prompt: template error: {exc}") from None
 
@@ -50,7 +55,9 @@ def _request(row: dict[str, Any], candidate: CandidateConfig, context: EvalConte
     images = row_images(row, present, context.dataset_root, candidate.image, variables=variables)
     for name in ("input", "expected_output"):
         variables[name] = variables[name] or ""
-    return build_call(candidate.prompt, variables, images, candidate.model, candidate.image.detail, candidate.system)
+    return build_call(
+        request_prompt(candidate), variables, images, candidate.model, candidate.image.detail, candidate.system
+    )
 
 
 async def _generate(row: dict[str, Any], candidate: CandidateConfig, context: EvalContext) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from vision_eval.errors import ConfigError
 
@@ -90,12 +90,17 @@ class JudgeConfig(StrictModel):
         return self.model is not None
 
 
+DEFAULT_CANDIDATE_PROMPT = "{{ input }}"
+"""The request when neither the candidate nor the dataset sets a prompt."""
+
+
 class CandidateConfig(JudgeConfig):
     """The model under test: call settings as for a judge, plus its prompt."""
 
-    prompt: str = "{{ input }}"
+    prompt: str | None = None
     """Jinja2 template of the request (same variables as judge prompts; images not placed by
-    ``{{ image_reference }}`` are appended after the text)."""
+    ``{{ image_reference }}`` are appended after the text). ``None``: the dataset's ``prompt`` (a benchmark
+    preset asks as its reference harness does), else ``{{ input }}``."""
     system: str | None = None
     """Optional system message."""
     images: list[str] = ["images"]
@@ -139,6 +144,10 @@ class DatasetConfig(StrictModel):
     """``i/n``: keep the i-th of n deterministic shards (0-based)."""
     description: str = ""
     """Free text (hub id and split of a preset, licence...)."""
+    prompt: str | None = None
+    """How a model under test is asked about a row, as the benchmark's reference harness asks (Jinja2 over the
+    row's variables, e.g. ``"{{ input }}\nAnswer the question using a single word or phrase."``); used when the
+    candidate sets no ``prompt`` of its own."""
 
     @field_validator("shard")
     @classmethod
@@ -216,6 +225,13 @@ class AppConfig(StrictModel):
     """Run settings."""
     candidate: CandidateConfig = CandidateConfig()
     """The model under test; when set, it produces ``output`` for every row before evaluation."""
+
+    @model_validator(mode="after")
+    def _candidate_prompt(self) -> AppConfig:
+        # A candidate without a prompt of its own asks as the dataset says (run.json then shows what was sent).
+        if self.candidate.prompt is None:
+            self.candidate.prompt = self.dataset.prompt or DEFAULT_CANDIDATE_PROMPT
+        return self
 
 
 def parse_shard(text: str) -> tuple[int, int]:
