@@ -88,8 +88,7 @@ def test_comparison_judge_sends_images_in_order(fresh_fake, tmp_path) -> None:
              "images": [str(tmp_path / "before.png"), str(tmp_path / "after.png")]}]  # fmt: skip
     result = ve.evaluate(rows, evaluators={"cmp": {"type": "llm_judge", "prompt": "comparison"}},
                          judge=_judge(fresh_fake, tmp_path))  # fmt: skip
-    mine = next(r for r in fresh_fake.requests if "red blue green" in r.text)  # not a late one from another test
-    seen = [(i.label, i.colour, i.shapes) for i in mine.images]
+    seen = [(i.label, i.colour, i.shapes) for i in fresh_fake.requests[0].images]
     assert seen == [("Image 1", "red", 1), ("Image 2", "green", 3)]
     assert result.results["score"][0] == pytest.approx(0.9)
     text = fresh_fake.requests[0].text
