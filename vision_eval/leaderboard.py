@@ -17,10 +17,28 @@ import polars as pl
 BOOTSTRAP_RESAMPLES = 1000
 KEY = ["candidate", "judge", "variant", "evaluator"]
 PROTOCOL = "protocol"
+_COUNTS_DRAW_MAX = 1000
+"""Most distinct score values for which resamples are drawn as counts of each value."""
 
 
 def _candidate_label(candidate: dict) -> str:
     return str(candidate.get("name") or candidate.get("model") or "dataset output")
+
+
+def run_columns(info: dict, variant: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The candidate, judge and variant labels of one run (its run.json ``info``), and the protocol of each of its
+    evaluators that has one."""
+    config = info.get("config", {})
+    labels = {
+        "candidate": _candidate_label(config.get("candidate") or {}),
+        "judge": str((config.get("judge") or {}).get("model") or "none"),
+        "variant": variant,
+    }
+    described = info.get("evaluators") or {}
+    protocols = {
+        str(name): str(d[PROTOCOL]) for name, d in described.items() if isinstance(d, dict) and d.get(PROTOCOL)
+    }
+    return labels, protocols
 
 
 def _labels(runs: list[Path]) -> tuple[dict[Path, dict[str, str]], dict[Path, dict[str, str]]]:
@@ -32,16 +50,7 @@ def _labels(runs: list[Path]) -> tuple[dict[Path, dict[str, str]], dict[Path, di
     variants = run_labels(runs, infos)
     labels, protocols = {}, {}
     for run, info, variant in zip(runs, infos, variants, strict=True):
-        config = info.get("config", {})
-        labels[run] = {
-            "candidate": _candidate_label(config.get("candidate") or {}),
-            "judge": str((config.get("judge") or {}).get("model") or "none"),
-            "variant": variant,
-        }
-        described = info.get("evaluators") or {}
-        protocols[run] = {
-            str(name): str(d[PROTOCOL]) for name, d in described.items() if isinstance(d, dict) and d.get(PROTOCOL)
-        }
+        labels[run], protocols[run] = run_columns(info, variant)
     return labels, protocols
 
 
@@ -62,18 +71,29 @@ def _read(runs: list[Path], name: str) -> pl.DataFrame:
 
 
 def bootstrap_interval(values: np.ndarray, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
-    """Percentile bootstrap 95% interval of the mean (NaN for no values)."""
+    """Percentile bootstrap 95% interval of the mean (NaN for no values).
+
+    A resample of n values drawn with replacement is, for scores taking few distinct values (pass/fail, a 1-10
+    scale), the same as multinomial counts of those values: drawn that way it costs resamples x distinct values
+    instead of resamples x n (a 1M-row evaluator: milliseconds instead of seconds), with the same distribution."""
     n = len(values)
     if n == 0:
         return float("nan"), float("nan")
     if n == 1:
         return float(values[0]), float(values[0])
     rng = np.random.default_rng(seed)
-    chunk = max(1, min(resamples, 5_000_000 // n))
+    distinct, counts = np.unique(values, return_counts=True)
     means = []
-    for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
-        means.append(values[rng.integers(0, n, size=(size, n))].mean(axis=1))
+    if len(distinct) <= _COUNTS_DRAW_MAX and len(distinct) * 8 <= n:
+        chunk = max(1, min(resamples, 5_000_000 // len(distinct)))
+        for start in range(0, resamples, chunk):
+            size = min(chunk, resamples - start)
+            means.append(rng.multinomial(n, counts / n, size=size) @ distinct / n)
+    else:
+        chunk = max(1, min(resamples, 5_000_000 // n))
+        for start in range(0, resamples, chunk):
+            size = min(chunk, resamples - start)
+            means.append(values[rng.integers(0, n, size=(size, n))].mean(axis=1))
     low, high = np.percentile(np.concatenate(means), [2.5, 97.5])
     return float(low), float(high)
 

@@ -7,19 +7,22 @@ the data is an escaped JSON block rendered with DOM text nodes (dataset text is 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from vision_eval.report.page import render_html, script_json
-from vision_eval.report.payload import MAX_SAMPLES, build_payload
+from vision_eval.report.payload import build_payload
+from vision_eval.report.selection import Limits
 from vision_eval.report.sources import ReportInput, find_run_dirs, from_result, load_runs
 
 REPORT_FILE = "report.html"
 
 __all__ = [
     "REPORT_FILE",
+    "Limits",
     "ReportInput",
     "build_html",
     "find_run_dirs",
@@ -48,18 +51,29 @@ def _input(source: Any, leaderboard: str | Path | pl.DataFrame | None, directory
     return load_runs(dirs, leaderboard)
 
 
+def _limits(limits: Limits | None, max_samples: int | None) -> Limits:
+    limits = limits or Limits()
+    if max_samples is None:
+        return limits
+    return replace(limits, max_samples=max_samples, max_failing=min(limits.max_failing, max_samples))
+
+
 def build_html(
     source: Any,
     *,
     title: str | None = None,
     thumb_size: int = 256,
     leaderboard: str | Path | pl.DataFrame | None = None,
-    max_samples: int = MAX_SAMPLES,
+    max_samples: int | None = None,
+    limits: Limits | None = None,
     directory: str | None = None,
 ) -> str:
-    """The report page for an ``EvalResult``, a ``ReportInput``, or run directories / globs."""
+    """The report page for an ``EvalResult``, a ``ReportInput``, or run directories / globs.
+
+    ``limits``: how many samples get a card (:class:`Limits`); ``max_samples`` overrides its ``max_samples``."""
     data = _input(source, leaderboard, directory)
-    return render_html(build_payload(data, title or "vision-eval report", thumb_size, max_samples))
+    payload = build_payload(data, title or "vision-eval report", thumb_size, _limits(limits, max_samples))
+    return render_html(payload)
 
 
 def write_report(
@@ -69,13 +83,16 @@ def write_report(
     title: str | None = None,
     thumb_size: int = 256,
     leaderboard: str | Path | pl.DataFrame | None = None,
-    max_samples: int = MAX_SAMPLES,
+    max_samples: int | None = None,
+    limits: Limits | None = None,
 ) -> Path:
     """Write ``report.html`` for ``source`` to ``path`` (a directory gets ``report.html`` inside).
 
     ``source``: an ``EvalResult``; a run directory; a folder of runs (multirun, shards); a glob;
-    or a list of those. Several runs are concatenated. ``thumb_size``: longest thumbnail side in pixels;
-    ``max_samples``: most sample cards (the overview covers every row).
+    or a list of those. Several runs are compared: one card per sample with every variant's verdict (shards of one
+    run are merged). ``thumb_size``: longest thumbnail side in pixels; ``limits`` / ``max_samples``: which samples
+    get a card (failing, error and changed ones first, then a seeded random sample of the rest; the overview covers
+    every row).
     """
     out = Path(path)
     if out.is_dir() or not out.suffix:
@@ -86,6 +103,7 @@ def write_report(
         thumb_size=thumb_size,
         leaderboard=leaderboard,
         max_samples=max_samples,
+        limits=limits,
         directory=str(out.parent.resolve()),
     )
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from vision_eval.leaderboard import markdown, write_leaderboard
 from vision_eval.report import REPORT_FILE, find_run_dirs, load_runs, write_report
-from vision_eval.report.payload import MAX_SAMPLES
+from vision_eval.report.selection import Limits
 from vision_eval.report.sources import LEADERBOARD
 
 
@@ -31,7 +31,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--title", help="page title (default: derived from the folder)")
     parser.add_argument("--thumb-size", type=int, default=256, help="longest side of embedded thumbnails, pixels")
-    parser.add_argument("--max-samples", type=int, default=MAX_SAMPLES, help="most samples given a card")
+    parser.add_argument(
+        "--max-samples",
+        type=int,
+        default=Limits.max_samples,
+        help="most samples given a card (the overview always covers every row)",
+    )
+    parser.add_argument(
+        "--max-failing",
+        type=int,
+        default=Limits.max_failing,
+        help="most cards for samples that failed, errored or changed between variants (they come first; "
+        "the other cards are a random sample of the rest)",
+    )
+    parser.add_argument("--seed", type=int, default=Limits.seed, help="seed of the random sample of the other samples")
     parser.add_argument("--no-html", action="store_true", help="do not write report.html")
     return parser
 
@@ -64,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     out = Path(args.output) if args.output else root / REPORT_FILE
     title = args.title or f"vision-eval report: {root.name}"
-    written = write_report(data, out, title=title, thumb_size=args.thumb_size, max_samples=args.max_samples)
+    limits = Limits(max_samples=args.max_samples, max_failing=min(args.max_failing, args.max_samples), seed=args.seed)
+    written = write_report(data, out, title=title, thumb_size=args.thumb_size, limits=limits)
     samples = data.samples.height
     print(f"wrote {written} ({len(dirs)} run director{'y' if len(dirs) == 1 else 'ies'}, {samples} sample rows)")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import secrets
 from pathlib import Path
 from string import Template
 from typing import Any
@@ -14,13 +15,36 @@ SCRIPT_PARTS = ("core.js", "overview.js", "filters.js", "samples.js")
 # Inside <script type="application/json"> the HTML parser only looks for "</script" (and "<!--");
 # escaping every <, > and & keeps any dataset text inert, U+2028/2029 keep it valid JavaScript too.
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_TRANSLATE = str.maketrans(_JSON_ESCAPES)
+
+
+class RawJSON:
+    """JSON text already encoded (the sample cards, built per card), placed as is by :func:`script_json`."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _escaped(text: str) -> str:
+    for char, escape in _JSON_ESCAPES.items():  # str.replace per character: ~10x faster than str.translate
+        text = text.replace(char, escape)
+    return text
 
 
 def script_json(payload: Any) -> str:
-    """JSON text safe to place inside a ``<script>`` element."""
-    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
-    return text.translate(_TRANSLATE)
+    """JSON text safe to place inside a ``<script>`` element (:class:`RawJSON` values placed as they are)."""
+    nonce = secrets.token_hex(16)  # marks where raw parts go: dataset text cannot guess it
+    raws: list[str] = []
+
+    def default(value: Any) -> Any:
+        if isinstance(value, RawJSON):
+            raws.append(value.text)
+            return f"{nonce}:{len(raws) - 1}"
+        return str(value)
+
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=default)
+    for index, raw in enumerate(raws):
+        text = text.replace(f'"{nonce}:{index}"', raw, 1)
+    return _escaped(text)
 
 
 def _asset(name: str) -> str:

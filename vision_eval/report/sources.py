@@ -44,6 +44,8 @@ _PLACEMENT_OVERRIDES = (
     "run.checkpoint",
     "hydra.",
 )
+# What names a dataset's rows: runs reading the same source compare their samples by id.
+_DATASET_IDENTITY = ("source", "path", "name", "split", "revision", "data_files", "image_root")
 
 
 @dataclass
@@ -74,6 +76,17 @@ class ReportInput:
         """Distinct group labels in order of appearance."""
         return list(dict.fromkeys(run.label for run in self.runs))
 
+    @property
+    def datasets(self) -> dict[str, int]:
+        """The dataset of each group label, numbered: groups reading the same rows share a number, and only their
+        samples with the same id are compared (a sweep over datasets does not pair unrelated rows)."""
+        identities: dict[str, int] = {}
+        out: dict[str, int] = {}
+        for run in self.runs:
+            if run.label not in out:
+                out[run.label] = identities.setdefault(dataset_identity(run.info), len(identities))
+        return out or {"": 0}
+
 
 def _with_run(frame: pl.DataFrame, label: str) -> pl.DataFrame:
     if not frame.width:  # a missing file: nothing to label (a literal would make one row)
@@ -92,6 +105,14 @@ def from_result(result: Any, label: str = "", directory: str | None = None) -> R
         tables={name: _with_run(table, label) for name, table in (result.tables or {}).items()},
         runs=[RunSource(label, directory, info)],
     )
+
+
+def dataset_identity(info: dict[str, Any]) -> str:
+    """What names the rows a run read: its dataset source (not the shard, limit or sample it took)."""
+    dataset = (info.get("config") or {}).get("dataset") or {}
+    identity = {key: dataset.get(key) for key in _DATASET_IDENTITY}
+    identity["id"] = (dataset.get("columns") or {}).get("id")
+    return json.dumps(identity, sort_keys=True, default=str)
 
 
 def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:

@@ -12,6 +12,10 @@ from typing import Any
 
 import polars as pl
 
+THUMB_BYTES = 12_000
+"""About the size of a 256 px JPEG thumbnail of a photo, as a data URI."""
+MIN_SIDE = 64
+
 
 @dataclass(frozen=True)
 class Thumb:
@@ -113,23 +117,63 @@ def image_key(ref: dict[str, Any]) -> str:
     return str(ref.get("sha256") or ref.get("path") or "")
 
 
-def build_thumbnails(
-    images: pl.Series | list[Any], max_side: int = 256, workers: int | None = None, display: PathDisplay | None = None
-) -> dict[str, Thumb]:
-    """Thumbnails for every distinct readable image in an ``images`` column (lists of references)."""
+def wanted_images(cells: pl.Series | list[Any]) -> dict[str, str]:
+    """Every distinct readable image of an ``images`` column (lists of references), in order: key -> file."""
     wanted: dict[str, str] = {}
-    for cell in images.to_list() if isinstance(images, pl.Series) else images:
+    for cell in cells.to_list() if isinstance(cells, pl.Series) else cells:
         for ref in cell or []:
             if ref and _unavailable(ref) is None:
                 wanted.setdefault(image_key(ref), str(ref["path"]))
+    return wanted
+
+
+def budget_side(count: int, max_side: int, budget: int | None) -> int:
+    """The longest thumbnail side that lets ``count`` thumbnails fit in ``budget`` bytes (a JPEG thumbnail's size
+    grows with its pixel count: about THUMB_BYTES at 256 px), never under MIN_SIDE."""
+    if not budget or not count:
+        return max_side
+    per_image = budget / count
+    expected = THUMB_BYTES * (max_side / 256) ** 2
+    if per_image >= expected:
+        return max_side
+    return max(MIN_SIDE, min(max_side, int(max_side * (per_image / expected) ** 0.5)))
+
+
+def build_thumbnails(
+    images: pl.Series | list[Any],
+    max_side: int = 256,
+    workers: int | None = None,
+    display: PathDisplay | None = None,
+    budget: int | None = None,
+) -> dict[str, Thumb]:
+    """Thumbnails for every distinct readable image in an ``images`` column (lists of references), in order.
+
+    ``budget``: most bytes of data URIs; the side shrinks so that every image fits when it can, and the images
+    past the budget get a reason instead of a thumbnail."""
+    wanted = wanted_images(images)
     if not wanted:
         return {}
+    side = budget_side(len(wanted), max_side, budget)
     workers = workers or min(4, os.cpu_count() or 1)
+    made: dict[str, Thumb] = {}
+    spent = 0
+    items = list(wanted.items())
+    step = len(items) if budget is None else 8 * workers
     with ThreadPoolExecutor(max_workers=workers) as pool:  # Pillow releases the GIL while decoding
-        made = pool.map(
-            lambda path: thumbnail(path, max_side, shown=display.name(path) if display else None), wanted.values()
-        )
-        return dict(zip(wanted, made))
+        for start in range(0, len(items), step):
+            if budget is not None and spent >= budget:
+                left = f"thumbnail not embedded: this report holds at most {budget / 1e6:.1f} MB of thumbnails"
+                made.update((key, Thumb(None, left)) for key, _ in items[start:])
+                break
+            chunk = items[start : start + step]
+            thumbs = pool.map(
+                lambda path: thumbnail(path, side, shown=display.name(path) if display else None),
+                [path for _, path in chunk],
+            )
+            for (key, _), thumb in zip(chunk, thumbs):
+                made[key] = thumb
+                spent += len(thumb.uri or "")
+    return made
 
 
 def image_entries(

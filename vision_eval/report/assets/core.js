@@ -2,8 +2,10 @@
 
   var DATA = JSON.parse(document.getElementById("report-data").textContent);
   var SAMPLES = DATA.samples || [];
-  var MULTI_RUN = (DATA.labels || []).filter(function (l) { return l; }).length > 1;
-  var DEFAULTS = { evaluator: "", run: "", status: "", outcome: "", min: "", max: "", q: "", sort: "order", size: "50", page: "1" };
+  // Several variants (run groups; shards of one run are one group): one card per sample, every variant's verdict side by side.
+  var LABELS = DATA.labels || [];
+  var COMPARE = LABELS.filter(function (l) { return l; }).length > 1;
+  var DEFAULTS = { evaluator: "", run: "", status: "", outcome: "", changed: "", min: "", max: "", q: "", sort: "order", size: "50", page: "1" };
   var state = Object.assign({}, DEFAULTS);
   var STATUS = {
     passed: { icon: "\u2713", text: "passed" },
@@ -83,6 +85,21 @@
     return el("div", { class: "table-wrap" }, [
       el("table", { class: cls || "" }, [caption ? el("caption", { text: caption }) : null, el("thead", {}, [head]), el("tbody", {}, body)])
     ]);
+  }
+  /* ---------- a sample's fields: shared by every variant, or per variant where they differ ---------- */
+  function differs(sample, name) {
+    var per = sample.variants || {};
+    return Object.keys(per).some(function (label) { return name in per[label]; });
+  }
+  function fieldOf(sample, name, label) {
+    var own = (sample.variants || {})[label];
+    return own && name in own ? own[name] : sample[name];
+  }
+  function variantsOf(sample) {
+    var present = {};
+    sample.results.forEach(function (r) { present[r.run || ""] = true; });
+    Object.keys(sample.variants || {}).forEach(function (label) { present[label] = true; });
+    return LABELS.filter(function (label) { return present[label]; });
   }
   function parseJSON(text) {
     if (text === null || text === undefined) return null;

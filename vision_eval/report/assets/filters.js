@@ -11,7 +11,8 @@
     var evaluators = [["", "All evaluators"]].concat((DATA.evaluators || []).map(function (e) { return [e, e]; }));
     var controls = [
       ["Evaluator", select("f-evaluator", evaluators), "evaluator"],
-      MULTI_RUN ? ["Run", select("f-run", [["", "All runs"]].concat(DATA.labels.map(function (l) { return [l, l]; }))), "run"] : null,
+      COMPARE ? ["Variant", select("f-run", [["", "All variants"]].concat(LABELS.map(function (l) { return [l, l]; }))), "run"] : null,
+      COMPARE ? ["Between variants", select("f-changed", [["", "Any"], ["1", "Changed between variants"]]), "changed"] : null,
       ["Status", select("f-status", [["", "Any"], ["processed", "Processed"], ["error", "Error"], ["skipped", "Skipped"]]), "status"],
       ["Outcome", select("f-outcome", [["", "Any"], ["passed", "Passed"], ["failed", "Failed"]]), "outcome"],
       ["Min score", el("input", { id: "f-min", type: "number", min: 0, max: 1, step: 0.05, inputmode: "decimal" }), "min"],
@@ -37,7 +38,7 @@
     form.addEventListener("submit", function (e) { e.preventDefault(); });
   }
   function syncControls() {
-    ["evaluator", "run", "status", "outcome", "min", "max", "q", "sort", "size"].forEach(function (key) {
+    ["evaluator", "run", "status", "outcome", "changed", "min", "max", "q", "sort", "size"].forEach(function (key) {
       var control = document.getElementById("f-" + key);
       if (control) control.value = state[key];
     });
@@ -57,12 +58,20 @@
 
   /* ---------- filtering and sorting ---------- */
   function selected(sample) {
-    return state.evaluator ? sample.results.filter(function (r) { return r.evaluator === state.evaluator; }) : sample.results;
+    if (!state.evaluator && !state.run) return sample.results;
+    return sample.results.filter(function (r) {
+      return (!state.evaluator || r.evaluator === state.evaluator) && (!state.run || (r.run || "") === state.run);
+    });
   }
   function searchText(sample) {
     if (sample._q === undefined) {
-      var parts = [sample.id, sample.run, sample.input, sample.output, sample.expected, sample.row_error];
+      var parts = [sample.id, sample.input, sample.output, sample.expected, sample.row_error];
       Object.keys(sample.meta || {}).forEach(function (k) { parts.push(sample.meta[k]); });
+      Object.keys(sample.variants || {}).forEach(function (label) {
+        var own = sample.variants[label];
+        parts.push(own.input, own.output, own.expected, own.row_error);
+        Object.keys(own.meta || {}).forEach(function (k) { parts.push(own.meta[k]); });
+      });
       sample.results.forEach(function (r) { parts.push(r.evaluator, r.error, r.details); });
       sample._q = parts.filter(function (p) { return p; }).join("\n").toLowerCase();
     }
@@ -70,9 +79,10 @@
   }
   function num(text) { var v = parseFloat(text); return isFinite(v) ? v : null; }
   function matches(sample, lo, hi, q) {
-    if (state.run && sample.run !== state.run) return false;
     var rs = selected(sample);
-    if (state.evaluator && !rs.length) return false;
+    if ((state.evaluator || state.run) && !rs.length) return false;
+    // Changed: the verdict (passed, failed, error) differs between variants, for the chosen evaluator or any.
+    if (state.changed && !(sample.changed || []).some(function (e) { return !state.evaluator || e === state.evaluator; })) return false;
     // One evaluator chosen: the rows it did not select (skipped) are hidden unless asked for by status.
     if (state.evaluator && !state.status && rs.every(function (r) { return r.status === "skipped"; })) return false;
     if (state.status && !rs.some(function (r) { return r.status === state.status; })) return false;

@@ -17,26 +17,66 @@
     [0, 0.5, 1].forEach(function (t) {
       chart.appendChild(svg("text", { x: left + t * (W - left - 4), y: H - 5, "text-anchor": t === 0 ? "start" : t === 1 ? "end" : "middle", class: "tick", text: String(t) }));
     });
-    var caption = h.evaluator + (MULTI_RUN && h.run ? " \u00b7 " + h.run : "") + " \u2014 " + total + " processed";
+    var caption = h.evaluator + (COMPARE && h.run ? " \u00b7 " + h.run : "") + " \u2014 " + total + " processed";
     return el("figure", { class: "hist" }, [chart, el("figcaption", { text: caption })]);
+  }
+
+  /* What the cards show of a big run: every failing/error (and changed) sample up to a cap, a seeded sample of the rest. */
+  function samplingNote(s) {
+    var bad = COMPARE ? "failing, error or changed samples" : "failing/error samples";
+    var text = "Showing " + int(s.shown) + " of " + int(s.total) + " samples: ";
+    text += s.failing_shown >= s.failing_total ? "all " + int(s.failing_total) + " " + bad + " (up to " + int(s.failing_cap) + ")"
+      : int(s.failing_shown) + " of the " + int(s.failing_total) + " " + bad + " (at most " + int(s.failing_cap) + (COMPARE ? ", those that changed between variants first" : "") + ")";
+    text += s.others_total ? ", and a random sample of " + int(s.others_shown) + " of the other " + int(s.others_total) + " (seed " + s.seed + ")." : ".";
+    if (s.left_out_for_size > 0) text += " " + plural(s.left_out_for_size, "more chosen sample") + " left out to keep this file under about 10 MB.";
+    text += " The overview above covers all " + int(s.total) + " samples (vision-eval-report --max-samples / --max-failing change the choice).";
+    return el("p", { class: "notice sampling", role: "note", text: text });
+  }
+
+  /* Variant x evaluator: mean score with the leaderboard's 95% bootstrap interval, pass and error rates, over every row. */
+  function pivotCell(c, tied) {
+    if (!c) return "\u2013";
+    var best = c.rank === 1 && !tied ? el("span", { class: "best", text: "\u2605 best" }) : null;
+    return el("div", { class: "pv" }, [
+      el("div", { class: "pv-mean" }, [el("strong", { text: fmt(c.mean_score) }), " ", bar(c.mean_score, "mean score"), " ", best]),
+      el("div", { class: "pv-ci", text: isNum(c.ci_low) ? "95% CI " + fmt(c.ci_low) + "\u2013" + fmt(c.ci_high) : "95% CI \u2013" }),
+      el("div", { class: "pv-rates", text: "pass " + pct(c.pass_rate) + (c.error_rate ? " \u00b7 errors " + pct(c.error_rate) : "") + " \u00b7 " + int(c.rows) + " rows" }),
+      c.protocol ? el("div", { class: "muted", text: "protocol " + c.protocol }) : null
+    ]);
+  }
+  function renderPivot(body) {
+    var p = DATA.pivot;
+    var cells = {};
+    p.cells.forEach(function (c) { cells[c.evaluator + "\u0000" + c.variant] = c; });
+    var rows = p.evaluators.map(function (e) {
+      var own = p.variants.map(function (v) { return cells[e + "\u0000" + v]; }).filter(Boolean);
+      var tied = own.every(function (c) { return c.rank === 1; });
+      var flips = p.changed[e] || 0;
+      var head = el("div", {}, [el("strong", { text: e }), flips ? el("div", {}, [el("a", { href: "#changed=1&evaluator=" + encodeURIComponent(e), class: "changed-link", text: "\u21c4 " + plural(flips, "sample") + " changed" })]) : el("div", { class: "muted", text: "no sample changed" })]);
+      return [head].concat(p.variants.map(function (v) { return pivotCell(cells[e + "\u0000" + v], tied); }));
+    });
+    body.appendChild(el("h3", { id: "pivot-h", text: "Variants compared" }));
+    body.appendChild(table("Per evaluator (rows) and variant (columns), over every row: mean score with its 95% bootstrap interval, pass rate and errors. \u201cChanged\u201d: samples whose verdict (passed, failed, error) differs between variants.",
+      ["Evaluator"].concat(p.variants), rows, "pivot"));
   }
 
   function renderOverview() {
     var body = document.getElementById("overview-body");
     var runs = DATA.runs || [];
     var samples = SAMPLES.length, results = SAMPLES.reduce(function (n, s) { return n + s.results.length; }, 0);
-    if (DATA.total_samples > samples) {
-      body.appendChild(el("p", { class: "notice", role: "note", text: "This report shows cards for the first " + samples + " of " + DATA.total_samples + " samples; the overview covers them all (vision-eval-report --max-samples raises the limit)." }));
-    }
-    body.appendChild(el("p", { class: "lead", text: [plural(samples, "sample"), plural(results, "result"), plural((DATA.evaluators || []).length, "evaluator")].join(", ") + (runs.length > 1 ? ", " + runs.length + " run directories" : "") + "." }));
+    var s = DATA.sampling;
+    var cards = s && s.shown < s.total ? " (" + int(samples) + " with a card, " + plural(results, "result") + ")" : " (" + plural(results, "result") + ")";
+    body.appendChild(el("p", { class: "lead", text: [plural(s ? s.total : samples, "sample") + cards, plural((DATA.evaluators || []).length, "evaluator")].join(", ") + (COMPARE ? ", " + plural(LABELS.length, "variant") : "") + (runs.length > 1 ? ", " + runs.length + " run directories" : "") + "." }));
 
+    if (DATA.pivot) renderPivot(body);
     if (DATA.leaderboard) {
-      body.appendChild(el("h3", { id: "leaderboard-h", text: "Leaderboard" }));
-      body.appendChild(table(null, DATA.leaderboard.columns, DATA.leaderboard.rows.map(function (r) { return r.map(cell); }), "leaderboard"));
+      var board = table(null, DATA.leaderboard.columns, DATA.leaderboard.rows.map(function (r) { return r.map(cell); }), "leaderboard");
+      if (DATA.pivot) body.appendChild(el("details", { class: "leaderboard-all" }, [el("summary", { id: "leaderboard-h", text: "Leaderboard, every column" }), board]));
+      else { body.appendChild(el("h3", { id: "leaderboard-h", text: "Leaderboard" })); body.appendChild(board); }
     }
-    var headers = (MULTI_RUN ? ["Run"] : []).concat(["Evaluator", "Type", "Rows", "Mean score", "Pass rate", "Processed", "Errors", "Skipped", "Threshold", "Tokens in / out", "Cost"]);
+    var headers = (COMPARE ? ["Variant"] : []).concat(["Evaluator", "Type", "Rows", "Mean score", "Pass rate", "Processed", "Errors", "Skipped", "Threshold", "Tokens in / out", "Cost"]);
     var rows = (DATA.summary || []).map(function (r) {
-      return (MULTI_RUN ? [r.run] : []).concat([r.evaluator, r.type, int(r.rows), fmt(r.mean_score), pct(r.pass_rate), int(r.processed),
+      return (COMPARE ? [r.run] : []).concat([r.evaluator, r.type, int(r.rows), fmt(r.mean_score), pct(r.pass_rate), int(r.processed),
         int(r.errors), int(r.skipped), fmt(r.threshold, 2), int(r.input_tokens) + " / " + int(r.output_tokens), cost(r.cost_usd)]);
     });
     body.appendChild(el("h3", { text: "Per evaluator" }));
@@ -48,9 +88,9 @@
     }
     if ((DATA.dimensions || []).length) {
       body.appendChild(el("h3", { text: "Dimensions" }));
-      body.appendChild(table("Mean score per dimension", (MULTI_RUN ? ["Run"] : []).concat(["Evaluator", "Dimension", "Mean score", "", "Rows"]),
+      body.appendChild(table("Mean score per dimension", (COMPARE ? ["Variant"] : []).concat(["Evaluator", "Dimension", "Mean score", "", "Rows"]),
         DATA.dimensions.map(function (d) {
-          return (MULTI_RUN ? [d.run] : []).concat([d.evaluator, d.dimension, fmt(d.mean_score), bar(d.mean_score, d.dimension), int(d.rows)]);
+          return (COMPARE ? [d.run] : []).concat([d.evaluator, d.dimension, fmt(d.mean_score), bar(d.mean_score, d.dimension), int(d.rows)]);
         }), "dims"));
     }
     var metricRows = [];
@@ -66,12 +106,12 @@
     }
     var runRows = runs.map(function (run) {
       var t = run.totals || {}, c = run.counts || {}, tm = run.timings || {};
-      return [run.label || "\u2013", run.directory || "(in memory)", int(c.samples), int(c.result_rows), fmt(tm.total_s, 2) + " s", cost(t.cost_usd), int(t.cache_hits)];
+      return [run.label || "\u2013", run.directory || "(in memory)", run.run_id || "\u2013", int(c.samples), int(c.result_rows), fmt(tm.total_s, 2) + " s", cost(t.cost_usd), int(t.cache_hits)];
     });
     var versions = runs.length && runs[0].versions ? Object.keys(runs[0].versions).map(function (k) { return k + " " + (runs[0].versions[k] || "\u2013"); }).join(", ") : "";
     body.appendChild(el("details", { class: "runs" }, [
       el("summary", { text: "Runs (" + runs.length + ")" }),
-      table(null, ["Label", "Directory", "Samples", "Result rows", "Time", "Cost", "Cache hits"], runRows),
+      table(null, ["Variant", "Directory", "Run id", "Samples", "Result rows", "Time", "Cost", "Cache hits"], runRows),
       versions ? el("p", { class: "muted", text: "Versions: " + versions }) : null,
       (DATA.tables || []).length ? el("p", { class: "muted", text: "Other tables: " + DATA.tables.join(", ") }) : null
     ]));

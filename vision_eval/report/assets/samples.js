@@ -97,10 +97,10 @@
   function renderResult(sample, r) {
     var kind = outcome(r) || r.status;
     var head = el("div", { class: "eval-head" }, [
-      el("h4", { text: r.evaluator }), el("span", { class: "muted", text: r.type || "" }), badge(kind),
+      el("h4", { text: r.evaluator }), COMPARE ? el("span", { class: "variant-tag", text: r.run || "\u2013" }) : el("span", { class: "muted", text: r.type || "" }), badge(kind),
       r.status === "processed" ? el("span", { class: "score" }, ["score ", el("strong", { text: fmt(r.score) }), " ", bar(r.score), isNum(r.threshold) ? " threshold " + fmt(r.threshold, 2) : ""]) : null
     ]);
-    var section = el("section", { class: "eval st-" + kind, "data-evaluator": r.evaluator, "data-status": r.status }, [head]);
+    var section = el("section", { class: "eval st-" + kind, "data-evaluator": r.evaluator, "data-status": r.status, "data-run": r.run || "" }, [head]);
     var facts = [];
     if (isNum(r.score_std)) facts.push("score std " + fmt(r.score_std));
     if (r.input_tokens || r.output_tokens) facts.push("tokens " + int(r.input_tokens || 0) + " in / " + int(r.output_tokens || 0) + " out");
@@ -125,22 +125,83 @@
     append(section, renderDetails(r));
     return section;
   }
-  function renderSample(sample) {
-    var title = "Sample " + sample.id + (MULTI_RUN && sample.run ? " \u00b7 " + sample.run : "");
-    var chips = el("div", { class: "chips" }, sample.results.map(function (r) {
-      return el("span", { class: "chip" }, [r.evaluator + ": ", badge(outcome(r) || r.status, (STATUS[outcome(r)] || {}).text + (r.status === "processed" ? " " + fmt(r.score, 2) : ""))]);
-    }));
-    var media = el("div", { class: "media" }, (sample.images || []).map(function (img, i) { return imageFigure(sample, img, i); }));
+  function verdictLabel(r) {
+    var kind = outcome(r) || r.status;
+    return badge(kind, (STATUS[kind] || {}).text + (r.status === "processed" ? " " + fmt(r.score, 2) : ""));
+  }
+  function sampleTexts(sample, labels) {
     var meta = Object.keys(sample.meta || {});
-    var texts = el("div", { class: "texts" }, [
+    var blocks = [
       sample.row_error ? el("p", { class: "error-text" }, [el("strong", { text: "Row error: " }), sample.row_error]) : null,
       textBlock("Input", sample.input), textBlock("Response", sample.output, "response"), textBlock("Expected output", sample.expected, "expected"),
       meta.length ? el("details", { class: "meta" }, [el("summary", { text: "Metadata (" + meta.length + ")" }), renderValue(sample.meta, 1)]) : null
-    ]);
+    ];
+    // Fields that differ between variants (a candidate's response, a row error): one block per variant, side by side.
+    [["output", "Response", "response"], ["input", "Input", ""], ["expected", "Expected output", "expected"], ["row_error", "Row error", "error"]].forEach(function (f) {
+      if (!labels || !differs(sample, f[0])) return;
+      blocks.push(el("div", { class: "per-variant " + f[2] }, [el("h4", { text: f[1] + " per variant" }), el("div", { class: "variant-grid" }, labels.map(function (label) {
+        var value = fieldOf(sample, f[0], label);
+        return el("div", { class: "text" }, [el("h5", { class: "variant-name", text: label }), value === null || value === undefined || value === "" ? el("p", { class: "muted", text: "(none)" }) : el("pre", { text: value })]);
+      }))]));
+    });
+    return el("div", { class: "texts" }, blocks);
+  }
+  function sampleMedia(sample, labels) {
+    if (!labels || !differs(sample, "images")) return el("div", { class: "media" }, (sample.images || []).map(function (img, i) { return imageFigure(sample, img, i); }));
+    return el("div", { class: "media" }, labels.map(function (label) {
+      return el("div", { class: "variant-media" }, [el("h5", { class: "variant-name", text: label })].concat((fieldOf(sample, "images", label) || []).map(function (img, i) { return imageFigure(sample, img, i); })));
+    }));
+  }
+  function hasMedia(sample, labels) {
+    return (sample.images && sample.images.length) || (labels && differs(sample, "images"));
+  }
+  function renderSample(sample) {
+    if (COMPARE) return renderComparison(sample);
+    var chips = el("div", { class: "chips" }, sample.results.map(function (r) {
+      return el("span", { class: "chip" }, [r.evaluator + ": ", verdictLabel(r)]);
+    }));
     var evals = el("div", { class: "evals" }, selectedFirst(sample).map(function (r) { return renderResult(sample, r); }));
-    return el("article", { class: "sample", "data-sample-id": sample.id, "data-run": sample.run || "" }, [
-      el("h3", { text: title }), chips, el("div", { class: "sample-body" + (sample.images && sample.images.length ? "" : " no-media") }, [media, texts]), evals
+    return el("article", { class: "sample", "data-sample-id": sample.id }, [
+      el("h3", { text: "Sample " + sample.id }), chips,
+      el("div", { class: "sample-body" + (hasMedia(sample) ? "" : " no-media") }, [sampleMedia(sample), sampleTexts(sample)]), evals
     ]);
+  }
+  /* One card per sample: a verdict table (evaluators x variants), then each evaluator's details, variant by variant. */
+  function renderComparison(sample) {
+    var labels = variantsOf(sample), changed = sample.changed || [];
+    var byKey = {};
+    sample.results.forEach(function (r) { byKey[r.evaluator + "\u0000" + (r.run || "")] = r; });
+    var evaluators = (DATA.evaluators || []).filter(function (e) { return labels.some(function (l) { return byKey[e + "\u0000" + l]; }); });
+    if (state.evaluator && evaluators.indexOf(state.evaluator) > 0) evaluators = [state.evaluator].concat(evaluators.filter(function (e) { return e !== state.evaluator; }));
+    var head = el("tr", {}, [el("th", { scope: "col", text: "Evaluator" })].concat(labels.map(function (l) {
+      return el("th", { scope: "col", class: "variant-name" + (state.run === l ? " current" : ""), text: l });
+    })));
+    var rows = evaluators.map(function (e) {
+      var flip = changed.indexOf(e) !== -1;
+      return el("tr", { class: flip ? "changed" : null, "data-evaluator": e }, [
+        el("th", { scope: "row" }, [e, flip ? el("span", { class: "changed-mark", text: " \u21c4 changed" }) : null])
+      ].concat(labels.map(function (l) {
+        var r = byKey[e + "\u0000" + l];
+        return el("td", { "data-run": l, class: state.run === l ? "current" : null }, [r ? verdictLabel(r) : el("span", { class: "muted", text: "no result" })]);
+      })));
+    });
+    var verdicts = el("div", { class: "table-wrap" }, [el("table", { class: "verdicts" }, [
+      el("caption", { text: "Verdict per variant" + (changed.length ? " \u2014 changed between variants: " + changed.join(", ") : "") }),
+      el("thead", {}, [head]), el("tbody", {}, rows)
+    ])]);
+    var details = evaluators.map(function (e) {
+      var rs = labels.map(function (l) { return byKey[e + "\u0000" + l]; }).filter(Boolean);
+      var open = changed.indexOf(e) !== -1 || state.evaluator === e;
+      return el("details", { class: "compare-evals", "data-evaluator": e, open: open }, [
+        el("summary", { text: e + ": details for " + plural(rs.length, "variant") }),
+        el("div", { class: "evals" }, rs.map(function (r) { return renderResult(sample, r); }))
+      ]);
+    });
+    return el("article", { class: "sample compare" + (changed.length ? " changed" : ""), "data-sample-id": sample.id, "data-changed": changed.join(",") }, [
+      el("h3", { text: "Sample " + sample.id }),
+      el("div", { class: "sample-body" + (hasMedia(sample, labels) ? "" : " no-media") }, [sampleMedia(sample, labels), sampleTexts(sample, labels)]),
+      verdicts
+    ].concat(details));
   }
   function selectedFirst(sample) {
     if (!state.evaluator) return sample.results;
@@ -183,6 +244,10 @@
 
   document.getElementById("generated").textContent = "Generated " + (DATA.generated || "");
   renderOverview();
+  if (DATA.sampling && DATA.sampling.shown < DATA.sampling.total) {
+    var filters = document.getElementById("filters");
+    filters.parentNode.insertBefore(samplingNote(DATA.sampling), filters);
+  }
   buildFilters();
   readHash();
   syncControls();

@@ -1,0 +1,133 @@
+"""The report's overview, over every row whatever the cards show: summary, histograms, dimension means, and for
+several variants the variant x evaluator comparison (mean score, pass rate and the leaderboard's bootstrap interval).
+All grouped in Polars; only the small aggregated tables reach Python."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from vision_eval.leaderboard import leaderboard, run_columns
+from vision_eval.report.cards import clean
+from vision_eval.report.sources import LEADERBOARD, RUN_COLUMN, ReportInput
+from vision_eval.results import PROCESSED
+from vision_eval.summary import summarize
+
+BINS = 10
+_PIVOT_COLUMNS = ("rows", "mean_score", "ci_low", "ci_high", "pass_rate", "error_rate", "rank", "protocol")
+
+
+def evaluators(results: pl.DataFrame) -> list[str]:
+    """Evaluator names in order of appearance."""
+    return results["evaluator"].drop_nulls().unique(maintain_order=True).to_list()
+
+
+def summary(results: pl.DataFrame, labels: list[str]) -> list[dict[str, Any]]:
+    """Per variant and evaluator: counts by status, mean score, pass rate, tokens, cost and threshold."""
+    out = []
+    parts = results.partition_by(RUN_COLUMN, as_dict=True, maintain_order=True) if results.height else {}
+    for label in labels or [""]:
+        part = parts.get((label,))
+        if part is None:
+            continue
+        thresholds = dict(part.group_by("evaluator").agg(pl.col("threshold").first()).iter_rows())
+        for row in summarize(part).iter_rows(named=True):
+            out.append({"run": label, **clean(row), "threshold": clean(thresholds.get(row["evaluator"]))})
+    return out
+
+
+def histograms(results: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per variant and evaluator: counts of processed scores in ten bins of 0.1."""
+    processed = results.filter((pl.col("status") == PROCESSED) & pl.col("score").is_not_null())
+    binned = processed.select(
+        RUN_COLUMN,
+        "evaluator",
+        (pl.col("score").clip(0.0, 1.0) * BINS).floor().cast(pl.Int64).clip(0, BINS - 1).alias("bin"),
+    )
+    counts = binned.group_by(RUN_COLUMN, "evaluator", "bin").len()
+    out: dict[tuple[str, str], list[int]] = {}
+    for key in results.select(RUN_COLUMN, "evaluator").unique(maintain_order=True).iter_rows():
+        out[(key[0] or "", key[1])] = [0] * BINS
+    for run, evaluator, bin_, n in counts.iter_rows():
+        out[(run or "", evaluator)][bin_] = n
+    return [{"run": k[0], "evaluator": k[1], "counts": v} for k, v in out.items()]
+
+
+def dimension_means(dimensions: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per variant, evaluator and dimension: mean score over every row."""
+    if not dimensions.height:
+        return []
+    means = dimensions.group_by(RUN_COLUMN, "evaluator", "dimension", maintain_order=True).agg(
+        pl.col("score").mean().alias("mean_score"), pl.col("score").count().alias("rows")
+    )
+    return [clean(row) for row in means.iter_rows(named=True)]
+
+
+def table(frame: pl.DataFrame) -> dict[str, Any]:
+    """A frame as ``{columns, rows}`` (object columns left out)."""
+    frame = frame.select([c for c in frame.columns if frame[c].dtype != pl.Object])
+    return {"columns": frame.columns, "rows": [clean(list(row)) for row in frame.iter_rows()]}
+
+
+def run_entry(source: Any) -> dict[str, Any]:
+    """What the page lists about one run directory."""
+    info = source.info
+    metrics = {
+        name: {k: clean(v) for k, v in (values or {}).items() if not isinstance(v, dict | list)}
+        for name, values in (info.get("metrics") or {}).items()
+    }
+    return {
+        "label": source.label,
+        "directory": source.directory,
+        "run_id": info.get("run_id"),
+        "counts": clean(info.get("counts")),
+        "timings": clean(info.get("timings")),
+        "totals": clean(info.get("totals")),
+        "versions": clean(info.get("versions")),
+        "dataset": clean({k: v for k, v in (info.get("dataset") or {}).items() if k not in ("columns", "root")}),
+        "metrics": {k: v for k, v in metrics.items() if v},
+    }
+
+
+def variant_board(data: ReportInput) -> pl.DataFrame:
+    """The leaderboard of the report's variants, computed from its results (when no leaderboard came with them)."""
+    first = {}
+    for source in data.runs:
+        first.setdefault(source.label, source.info)
+    labels, protocols = [], []
+    for label, info in first.items():
+        columns, by_evaluator = run_columns(info, label)
+        labels.append({RUN_COLUMN: label, **columns})
+        protocols.extend({RUN_COLUMN: label, "evaluator": e, "protocol": p} for e, p in by_evaluator.items())
+    frame = data.results.with_columns(pl.col(RUN_COLUMN).fill_null("")).join(
+        pl.DataFrame(labels, schema={RUN_COLUMN: pl.Utf8, "candidate": pl.Utf8, "judge": pl.Utf8, "variant": pl.Utf8}),
+        on=RUN_COLUMN,
+        how="left",
+    )
+    protocol_frame = pl.DataFrame(protocols, schema={RUN_COLUMN: pl.Utf8, "evaluator": pl.Utf8, "protocol": pl.Utf8})
+    frame = frame.join(protocol_frame, on=[RUN_COLUMN, "evaluator"], how="left").with_columns(
+        pl.col(RUN_COLUMN).alias("run_dir")
+    )
+    return leaderboard(frame)
+
+
+def pivot(data: ReportInput, changed_counts: dict[str, int]) -> dict[str, Any] | None:
+    """For several variants: per variant x evaluator the leaderboard's mean score, 95% interval, pass and error
+    rates and rank, and per evaluator how many samples changed verdict between variants."""
+    labels = data.labels
+    if len(labels) < 2:
+        return None
+    board = data.tables.get(LEADERBOARD)
+    if board is None or "variant" not in board.columns or not set(labels) <= set(board["variant"].to_list()):
+        board = variant_board(data)
+    if board.is_empty():
+        return None
+    cells = board.filter(pl.col("variant").is_in(labels))
+    kept = ["variant", "evaluator", *(c for c in _PIVOT_COLUMNS if c in cells.columns)]
+    return {
+        "variants": labels,
+        "evaluators": evaluators(data.results),
+        "cells": [clean(row) for row in cells.select(kept).iter_rows(named=True)],
+        "changed": changed_counts,
+    }
