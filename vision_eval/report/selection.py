@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from vision_eval.report.sources import RUN_COLUMN
+from vision_eval.report.sources import POSITION, RUN_COLUMN
 from vision_eval.results import ERROR, PROCESSED
 
 DATASET = "_ds"
@@ -114,6 +114,8 @@ def _changed(results: pl.DataFrame) -> pl.DataFrame:
 def select_cards(samples: pl.DataFrame, results: pl.DataFrame, compare: bool, limits: Limits) -> Selection:
     """Choose the cards (``samples`` and ``results`` carry the key of :func:`with_keys`); ``compare``: several
     variants, so a sample whose verdict differs between them counts as failing and is chosen first."""
+    if POSITION in samples.columns:  # shards merged: back in the order of the rows they were taken from
+        samples = samples.sort(POSITION, maintain_order=True, nulls_last=True)
     keys = (
         pl.concat([samples.select(KEY), results.select(KEY)])
         .drop_nulls("sample_id")

@@ -17,9 +17,12 @@ from typing import Any
 
 import polars as pl
 
+from vision_eval.config import parse_shard
 from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, conform
 
 RUN_COLUMN = "run"
+POSITION = "_position"
+"""A sample's position in the rows its run selected, shards put back together (so merged shards show in order)."""
 RESULTS_FILE = "results.parquet"
 CHECKPOINT = "checkpoint"
 LEADERBOARD = "leaderboard"
@@ -194,6 +197,21 @@ def run_labels(dirs: list[Path], infos: list[dict[str, Any]]) -> list[str]:
     return [by_key[key] for key in keys]
 
 
+def _shard_position(info: dict[str, Any]) -> pl.Expr:
+    """Where a shard's rows were in the selection they were taken from: ``dataset.shard`` then ``run.shard`` each
+    keep the rows at positions ``i, i + n, i + 2n...`` (see ``data.canonical.select_rows``)."""
+    config = info.get("config") or {}
+    position = pl.int_range(pl.len(), dtype=pl.Int64)
+    for text in ((config.get("run") or {}).get("shard"), (config.get("dataset") or {}).get("shard")):
+        if text:
+            try:
+                index, count = parse_shard(str(text))
+            except ValueError:
+                continue
+            position = position * count + index
+    return position.alias(POSITION)
+
+
 def _read_frame(path: Path, schema: dict[str, pl.DataType] | None) -> pl.DataFrame:
     if path.is_file():
         frame = pl.read_parquet(path)
@@ -225,9 +243,12 @@ def load_runs(dirs: Iterable[str | Path], leaderboard: str | Path | pl.DataFrame
     parts: dict[str, list[pl.DataFrame]] = {"results": [], "dimensions": [], "fields": [], "samples": []}
     tables: dict[str, list[pl.DataFrame]] = {}
     schemas = {"results": RESULT_SCHEMA, "dimensions": DIMENSION_SCHEMA, "fields": FIELD_SCHEMA, "samples": None}
-    for path, label in zip(paths, labels):
+    for path, label, info in zip(paths, labels, infos):
         for name, schema in schemas.items():
-            parts[name].append(_with_run(_read_frame(path / f"{name}.parquet", schema), label))
+            frame = _read_frame(path / f"{name}.parquet", schema)
+            if name == "samples" and frame.width:
+                frame = frame.with_columns(_shard_position(info))
+            parts[name].append(_with_run(frame, label))
         for extra in sorted(path.glob("*.parquet")):
             if extra.stem not in schemas:
                 tables.setdefault(extra.stem, []).append(_with_run(pl.read_parquet(extra), label))

@@ -157,22 +157,26 @@ def build_thumbnails(
     workers = workers or min(4, os.cpu_count() or 1)
     made: dict[str, Thumb] = {}
     spent = 0
+    left = Thumb(None, f"thumbnail not embedded: this report holds at most {(budget or 0) / 1e6:.1f} MB of thumbnails")
     items = list(wanted.items())
     step = len(items) if budget is None else 8 * workers
     with ThreadPoolExecutor(max_workers=workers) as pool:  # Pillow releases the GIL while decoding
         for start in range(0, len(items), step):
-            if budget is not None and spent >= budget:
-                left = f"thumbnail not embedded: this report holds at most {budget / 1e6:.1f} MB of thumbnails"
-                made.update((key, Thumb(None, left)) for key, _ in items[start:])
-                break
             chunk = items[start : start + step]
+            if budget is not None and spent >= budget:
+                made.update((key, left) for key, _ in chunk)
+                continue
             thumbs = pool.map(
                 lambda path: thumbnail(path, side, shown=display.name(path) if display else None),
                 [path for _, path in chunk],
             )
             for (key, _), thumb in zip(chunk, thumbs):
+                size = len(thumb.uri or "")
+                if budget is not None and spent + size > budget:
+                    made[key], spent = left, budget  # full: the images after this one are not embedded either
+                    continue
                 made[key] = thumb
-                spent += len(thumb.uri or "")
+                spent += size
     return made
 
 

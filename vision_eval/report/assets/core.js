@@ -78,7 +78,7 @@
     return el("span", { class: "bar", role: "img", "aria-label": (label || "score") + " " + fmt(score) }, [fill]);
   }
   function table(caption, headers, rows, cls) {
-    var head = el("tr", {}, headers.map(function (h) { return el("th", { scope: "col", text: h }); }));
+    var head = el("tr", {}, headers.map(function (h) { return typeof h === "object" && h && h.nodeType ? el("th", { scope: "col" }, [h]) : el("th", { scope: "col", text: h }); }));
     var body = rows.map(function (row) {
       return el("tr", {}, row.map(function (v) { return typeof v === "object" && v && v.nodeType ? el("td", {}, [v]) : el("td", { text: v }); }));
     });
@@ -100,6 +100,16 @@
     sample.results.forEach(function (r) { present[r.run || ""] = true; });
     Object.keys(sample.variants || {}).forEach(function (label) { present[label] = true; });
     return LABELS.filter(function (label) { return present[label]; });
+  }
+  /* A variant's label (its overrides) with line-break opportunities after = / . - _ and commas: narrow columns wrap
+     between words of the label, not inside them (the text itself is unchanged). */
+  function labelNode(text, cls) {
+    var node = el("span", { class: "label" + (cls ? " " + cls : ""), title: text });
+    String(text).split(/(?<=[=\/.,_-])/).forEach(function (part, i) {
+      if (i) node.appendChild(document.createElement("wbr"));
+      node.appendChild(document.createTextNode(part));
+    });
+    return node;
   }
   function parseJSON(text) {
     if (text === null || text === undefined) return null;

@@ -57,7 +57,7 @@
     });
     body.appendChild(el("h3", { id: "pivot-h", text: "Variants compared" }));
     body.appendChild(table("Per evaluator (rows) and variant (columns), over every row: mean score with its 95% bootstrap interval, pass rate and errors. \u201cChanged\u201d: samples whose verdict (passed, failed, error) differs between variants.",
-      ["Evaluator"].concat(p.variants), rows, "pivot"));
+      ["Evaluator"].concat(p.variants.map(function (v) { return labelNode(v); })), rows, "pivot"));
   }
 
   function renderOverview() {

@@ -97,7 +97,7 @@
   function renderResult(sample, r) {
     var kind = outcome(r) || r.status;
     var head = el("div", { class: "eval-head" }, [
-      el("h4", { text: r.evaluator }), COMPARE ? el("span", { class: "variant-tag", text: r.run || "\u2013" }) : el("span", { class: "muted", text: r.type || "" }), badge(kind),
+      el("h4", { text: r.evaluator }), COMPARE ? labelNode(r.run || "\u2013", "variant-tag") : el("span", { class: "muted", text: r.type || "" }), badge(kind),
       r.status === "processed" ? el("span", { class: "score" }, ["score ", el("strong", { text: fmt(r.score) }), " ", bar(r.score), isNum(r.threshold) ? " threshold " + fmt(r.threshold, 2) : ""]) : null
     ]);
     var section = el("section", { class: "eval st-" + kind, "data-evaluator": r.evaluator, "data-status": r.status, "data-run": r.run || "" }, [head]);
@@ -141,7 +141,7 @@
       if (!labels || !differs(sample, f[0])) return;
       blocks.push(el("div", { class: "per-variant " + f[2] }, [el("h4", { text: f[1] + " per variant" }), el("div", { class: "variant-grid" }, labels.map(function (label) {
         var value = fieldOf(sample, f[0], label);
-        return el("div", { class: "text" }, [el("h5", { class: "variant-name", text: label }), value === null || value === undefined || value === "" ? el("p", { class: "muted", text: "(none)" }) : el("pre", { text: value })]);
+        return el("div", { class: "text" }, [el("h5", { class: "variant-name" }, [labelNode(label)]), value === null || value === undefined || value === "" ? el("p", { class: "muted", text: "(none)" }) : el("pre", { text: value })]);
       }))]));
     });
     return el("div", { class: "texts" }, blocks);
@@ -149,7 +149,7 @@
   function sampleMedia(sample, labels) {
     if (!labels || !differs(sample, "images")) return el("div", { class: "media" }, (sample.images || []).map(function (img, i) { return imageFigure(sample, img, i); }));
     return el("div", { class: "media" }, labels.map(function (label) {
-      return el("div", { class: "variant-media" }, [el("h5", { class: "variant-name", text: label })].concat((fieldOf(sample, "images", label) || []).map(function (img, i) { return imageFigure(sample, img, i); })));
+      return el("div", { class: "variant-media" }, [el("h5", { class: "variant-name" }, [labelNode(label)])].concat((fieldOf(sample, "images", label) || []).map(function (img, i) { return imageFigure(sample, img, i); })));
     }));
   }
   function hasMedia(sample, labels) {
@@ -174,7 +174,7 @@
     var evaluators = (DATA.evaluators || []).filter(function (e) { return labels.some(function (l) { return byKey[e + "\u0000" + l]; }); });
     if (state.evaluator && evaluators.indexOf(state.evaluator) > 0) evaluators = [state.evaluator].concat(evaluators.filter(function (e) { return e !== state.evaluator; }));
     var head = el("tr", {}, [el("th", { scope: "col", text: "Evaluator" })].concat(labels.map(function (l) {
-      return el("th", { scope: "col", class: "variant-name" + (state.run === l ? " current" : ""), text: l });
+      return el("th", { scope: "col", class: "variant-name" + (state.run === l ? " current" : "") }, [labelNode(l)]);
     })));
     var rows = evaluators.map(function (e) {
       var flip = changed.indexOf(e) !== -1;

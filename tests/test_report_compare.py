@@ -1,0 +1,383 @@
+"""Comparing runs in the report: a real sweep (the CLI as a user runs it) reported by `vision-eval-report`, one card
+per sample with every variant's verdict, the changed-between-variants filter, the pivot, the 1400 px layout, and
+big runs: the cards are a bounded, seeded choice (said so on the page) while every aggregate covers all rows."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from test_report import Browser, _chromium, payload_of
+
+import vision_eval as ve
+from vision_eval.leaderboard import bootstrap_interval
+from vision_eval.report import Limits, build_html, load_runs, write_report
+from vision_eval.report.selection import verdict
+
+WORDS = ["red", "circle", "big"]
+THRESHOLDS = (0.3, 0.6, 1.0)
+
+
+def sweep_rows() -> list[dict[str, Any]]:
+    """Row i holds i % 4 of the three words: `words` scores 0, 1/3, 2/3 or 1; the last row has no output."""
+    rows = [
+        {"id": f"s{i:02d}", "input": "Describe.", "output": " ".join(WORDS[: i % 4]) + f" (row {i})",
+         "expected_output": "red circle big"}
+        for i in range(12)
+    ]  # fmt: skip
+    return [*rows, {"id": "s12", "input": "Describe.", "output": None, "expected_output": "x"}]
+
+
+def changed_ids() -> set[str]:
+    """Samples whose `words` verdict differs between the thresholds 0.3, 0.6 and 1.0 (scores 1/3 and 2/3)."""
+    return {f"s{i:02d}" for i in range(12) if i % 4 in (1, 2)}
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`vision-eval -m` over three thresholds x two shards, then `vision-eval-report` on the sweep folder."""
+    import os
+
+    from conftest import REPO
+
+    root = tmp_path_factory.mktemp("sweep")
+    (root / "conf" / "dataset").mkdir(parents=True)
+    (root / "conf" / "evaluators").mkdir()
+    (root / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in sweep_rows()))
+    (root / "conf" / "dataset" / "mine.yaml").write_text(f"path: {root / 'rows.jsonl'}\n")
+    (root / "conf" / "evaluators" / "words.yaml").write_text(
+        f"words:\n  type: contains\n  value: {json.dumps(WORDS)}\nexact:\n  type: exact_match\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    thresholds = ",".join(str(t) for t in THRESHOLDS)
+    command = [sys.executable, "-m", "vision_eval.cli", "--config-dir", str(root / "conf"), "-m", "dataset=mine",
+               "evaluators=words", f"evaluators.words.threshold={thresholds}", "run.shard=0/2,1/2", "run.max_error_rate=0.5",
+               "hydra.sweep.dir=sweep"]  # fmt: skip
+    run = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    report = subprocess.run(
+        [sys.executable, "-m", "vision_eval.report.cli", "sweep"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert report.returncode == 0, report.stderr
+    assert "6 run directories" in report.stdout
+    return root / "sweep"
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    binary = _chromium()
+    if binary is None:
+        pytest.skip("no chromium binary found (apt-get install chromium, or set VISION_EVAL_CHROMIUM)")
+    chrome = Browser(binary, tmp_path_factory.mktemp("chromium-profile"))
+    yield chrome
+    chrome.close()
+
+
+def _count(chrome: Browser) -> int:
+    return int(chrome.js("+document.getElementById('match-count').dataset.count"))
+
+
+def _cards(chrome: Browser) -> list[str]:
+    return chrome.js("[...document.querySelectorAll('article.sample')].map(a => a.dataset.sampleId)")
+
+
+LABELS = [f"evaluators.words.threshold={t}" for t in THRESHOLDS]
+
+
+def test_sweep_payload_one_card_per_sample_and_changed(sweep: Path) -> None:
+    payload = payload_of((sweep / "report.html").read_text())
+    assert payload["labels"] == LABELS  # the jobs' overrides, the shard left out: shards merge into their variant
+    assert [s["id"] for s in payload["samples"]] == [r["id"] for r in sweep_rows()]  # dataset order, shards rejoined
+    for sample in payload["samples"]:
+        assert sorted((r["run"], r["evaluator"]) for r in sample["results"]) == sorted(
+            (label, e) for label in LABELS for e in ("words", "exact")
+        )
+    assert {s["id"] for s in payload["samples"] if "words" in s.get("changed", [])} == changed_ids()
+    assert not any("exact" in s.get("changed", []) for s in payload["samples"])  # the error row errs in all three
+    assert payload["pivot"]["changed"] == {"words": len(changed_ids())}
+
+
+def test_sweep_pivot_and_flip_filter_in_chromium(sweep: Path, browser: Browser) -> None:
+    url = (sweep / "report.html").resolve().as_uri()
+    browser.open(url)
+    assert browser.js("document.body.dataset.ready") == "true"
+    assert _count(browser) == 13 and len(_cards(browser)) == 13  # one card per sample, not one per run
+
+    # The pivot: evaluators x variants, each cell the leaderboard's mean, interval and pass rate.
+    headers = browser.js("[...document.querySelectorAll('table.pivot thead th')].map(th => th.textContent)")
+    assert headers == ["Evaluator", *LABELS]
+    board = pl.read_parquet(sweep / "leaderboard.parquet")
+    cells = browser.js(
+        "[...document.querySelectorAll('table.pivot tbody tr')].map(tr => [...tr.children].map(td => td.textContent))"
+    )
+    rows = {row[0].split("\u21c4")[0].replace("no sample changed", ""): row[1:] for row in cells}
+    assert set(rows) == {"words", "exact"}
+    for label, text in zip(LABELS, rows["words"], strict=True):
+        cell = board.filter((pl.col("evaluator") == "words") & (pl.col("variant") == label)).row(0, named=True)
+        assert text.startswith(f"{cell['mean_score']:.3f}")
+        assert f"95% CI {cell['ci_low']:.3f}\u2013{cell['ci_high']:.3f}" in text
+        assert f"pass {cell['pass_rate'] * 100:.1f}%" in text
+    passing = [sum(1 for i in range(12) if (i % 4) / 3 >= t - 1e-9) / 12 for t in THRESHOLDS]
+    assert [f"pass {p * 100:.1f}%" in text for p, text in zip(passing, rows["words"], strict=True)] == [True] * 3
+    assert "6 samples changed" in cells[0][0] or "6 samples changed" in cells[1][0]
+
+    # The pivot's link filters the cards to the samples that flipped.
+    browser.js("document.querySelector('table.pivot a.changed-link').click()")
+    browser.js("void 0")  # let the hashchange handler run
+    assert "changed=1" in browser.js("location.hash") and "evaluator=words" in browser.js("location.hash")
+    assert _count(browser) == 6 and set(_cards(browser)) == changed_ids()
+    assert browser.js("[...document.querySelectorAll('article.sample')].every(a => a.dataset.changed === 'words')")
+    # A card: one verdict row per evaluator, one column per variant; the flipped row says so.
+    verdicts = browser.js(
+        "[...document.querySelector('article.sample[data-sample-id=\"s01\"] table.verdicts tr.changed').children]"
+        ".map(c => c.textContent)"
+    )
+    assert verdicts == ["words \u21c4 changed", "\u2713 passed 0.33", "\u2717 failed 0.33", "\u2717 failed 0.33"]
+
+    # The same filter from the form, and from the URL with another evaluator (none of its verdicts changed).
+    browser.open(url)
+    browser.js(
+        "(() => { const s = document.getElementById('f-changed'); s.value = '1';"
+        " s.dispatchEvent(new Event('change')); })()"
+    )
+    browser.js("new Promise(r => setTimeout(r, 50))")
+    assert _count(browser) == 6
+    browser.open(url + "#changed=1&evaluator=exact")
+    assert _count(browser) == 0
+    # One variant's failures: the verdict of that variant only.
+    browser.open(url + "#run=" + LABELS[1] + "&evaluator=words&outcome=failed")
+    assert _count(browser) == sum(1 for i in range(12) if i % 4 < 2)
+
+
+def _variant_runs(folder: Path, outputs: list[list[str | None]], labels: list[str]) -> list[Path]:
+    """One run directory per variant (its overrides in run.json, as a sweep job records them)."""
+    dirs = []
+    for index, (texts, label) in enumerate(zip(outputs, labels, strict=True)):
+        rows = [
+            {"id": f"s{i}", "input": "Which words?", "output": text, "expected_output": "red circle big",
+             "images": [str(folder / "img.png")]}
+            for i, text in enumerate(texts)
+        ]  # fmt: skip
+        out = folder / "sweep" / str(index)
+        stack = {"words": {"type": "contains", "value": WORDS, "threshold": 0.5}, "exact": {"type": "exact_match"}}
+        ve.evaluate(rows, evaluators=stack, output_dir=out, run={"write_report": False})
+        info = json.loads((out / "run.json").read_text())
+        info["overrides"] = label.split(" ")
+        info["config"]["candidate"] = {"model": label}  # a different config per variant, as a sweep's jobs have
+        (out / "run.json").write_text(json.dumps(info))
+        dirs.append(out)
+    return dirs
+
+
+def test_error_versus_processed_is_a_change_and_responses_show_per_variant(tmp_path: Path) -> None:
+    from conftest import shape_png
+
+    (tmp_path / "img.png").write_bytes(shape_png((200, 30, 30), 2))
+    outputs = [["red circle", "red circle big", "big"], ["red circle", None, "big"]]
+    dirs = _variant_runs(tmp_path, outputs, ["candidate.model=a", "candidate.model=b"])
+    payload = payload_of(build_html(load_runs(dirs)))
+    cards = {s["id"]: s for s in payload["samples"]}
+    assert "changed" not in cards["s0"] and "changed" not in cards["s2"]
+    assert cards["s1"]["changed"] == ["exact", "words"]  # processed in one variant, an error in the other
+    assert cards["s0"]["output"] == "red circle" and "variants" not in cards["s0"]  # the same response: shown once
+    assert cards["s1"]["variants"] == {
+        "candidate.model=a": {"output": "red circle big"},
+        "candidate.model=b": {"output": None},
+    }
+    assert cards["s1"]["input"] == "Which words?" and len(cards["s1"]["images"]) == 1  # shared fields stay shared
+
+
+def test_eight_variants_fit_a_1400px_window(tmp_path: Path, browser: Browser) -> None:
+    from conftest import shape_png
+
+    (tmp_path / "img.png").write_bytes(shape_png((200, 30, 30), 2, size=(640, 480)))
+    long_word = "unbroken" * 30
+    outputs = [[f"red circle {v} {long_word}" if (i + v) % 3 else f"big {v}" for i in range(6)] for v in range(8)]
+    labels = [f"candidate.model=openai/gpt-4o-mini-2024-07-18-variant-{v} judge.temperature=0.{v}" for v in range(8)]
+    dirs = _variant_runs(tmp_path, outputs, labels)
+    page = write_report(dirs, tmp_path / "report.html")
+    try:
+        browser.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": False},
+            session=True,
+        )
+        browser.open(page.resolve().as_uri())
+        assert browser.js("document.querySelectorAll('table.pivot thead th').length") == 9
+        assert (
+            browser.js(
+                "document.querySelectorAll('article.sample')[0].querySelectorAll('table.verdicts th[scope=col]').length"
+            )
+            == 9
+        )
+        # Every card's details opened too: still nothing wider than the window, no table that scrolls sideways.
+        browser.js("document.querySelectorAll('details').forEach(d => d.open = true)")
+        width = browser.js("[document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
+        assert width[0] <= width[1] <= 1400, width
+        overflowing = browser.js(
+            "[...document.querySelectorAll('table.pivot, table.verdicts, .variant-grid, .evals')]"
+            ".filter(t => t.scrollWidth > t.parentElement.clientWidth + 1).length"
+        )
+        assert overflowing == 0
+        assert browser.js("document.querySelectorAll('.per-variant.response .variant-grid > div').length") >= 8
+        browser.screenshot(tmp_path / "eight.png")
+    finally:
+        browser.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1280, "height": 1600, "deviceScaleFactor": 1, "mobile": False},
+            session=True,
+        )
+
+
+def test_runs_over_different_datasets_are_not_paired(tmp_path: Path) -> None:
+    dirs = _variant_runs(tmp_path, [["red", "big"], ["red", "circle"]], ["dataset=a", "dataset=b"])
+    info = json.loads((dirs[1] / "run.json").read_text())
+    info["config"]["dataset"]["path"] = "other.jsonl"
+    (dirs[1] / "run.json").write_text(json.dumps(info))
+    payload = payload_of(build_html(load_runs(dirs)))
+    assert sorted(s["key"] for s in payload["samples"]) == ["0:s0", "0:s1", "1:s0", "1:s1"]
+    assert all(len({r["run"] for r in s["results"]}) == 1 for s in payload["samples"])
+    assert not any("changed" in s for s in payload["samples"])
+
+
+# ---------- big runs: bounded cards, every aggregate over all rows ----------
+
+
+def big_result(rows: int, text_bytes: int = 300, failing_every: int = 7) -> ve.EvalResult:
+    """A run of ``rows`` samples x two evaluators, built directly as frames (vectorized: fast at any size)."""
+    base = pl.DataFrame({"i": pl.int_range(rows, eager=True)}).with_columns(pl.format("r{}", "i").alias("id"))
+    index = pl.col("i")
+    samples = base.select(
+        "id",
+        input=pl.lit("Question? " * 3),
+        output=pl.lit("x" * text_bytes) + index.cast(pl.Utf8),
+        expected_output=pl.lit("answer"),
+        task=pl.when(index % 2 == 0).then(pl.lit("ocr")).otherwise(pl.lit("count")),
+    )
+    failed, error = index % failing_every == 0, index % 997 == 0
+    results = [
+        base.select(
+            sample_id="id",
+            evaluator=pl.lit(evaluator),
+            type=pl.lit(kind),
+            status=pl.when(error).then(pl.lit("error")).otherwise(pl.lit("processed")),
+            score=pl.when(error).then(None).when(failed).then(0.0).otherwise((index % 10).cast(pl.Float64) / 9),
+            passed=pl.when(~error).then(~failed),
+            error=pl.when(error).then(pl.lit("reply could not be read")),
+            details=pl.lit(json.dumps({"reasoning": "because " * 20})),
+            threshold=pl.lit(0.5),
+        )
+        for evaluator, kind in (("exact", "exact_match"), ("judge", "llm_judge"))
+    ]
+    return ve.EvalResult(
+        results=pl.concat(results),
+        dimensions=pl.DataFrame(),
+        fields=pl.DataFrame(),
+        samples=samples,
+        run_info={"run_id": "big"},
+    )
+
+
+def test_sampling_note_and_a_seeded_choice(tmp_path: Path, browser: Browser) -> None:
+    result = big_result(300)
+    limits = Limits(max_samples=50, max_failing=20, seed=3)
+    payload = payload_of(build_html(result, limits=limits))
+    bad = set(result.results.filter((pl.col("status") == "error") | ~pl.col("passed").fill_null(True))["sample_id"])
+    shown = [s["id"] for s in payload["samples"]]
+    assert len(shown) == 50 and len(bad) == 43
+    assert sum(1 for s in shown if s in bad) == 20  # failing/error first, up to the cap; then the others
+    assert payload["sampling"] == {"total": 300, "failing_total": 43, "failing_shown": 20, "failing_cap": 20,
+                                   "others_total": 257, "others_shown": 30, "seed": 3, "shown": 50,
+                                   "left_out_for_size": 0}  # fmt: skip
+    # The same seed picks the same samples; another seed others. The overview covers every row either way.
+    assert [s["id"] for s in payload_of(build_html(result, limits=limits))["samples"]] == shown
+    other = payload_of(build_html(result, limits=Limits(max_samples=50, max_failing=20, seed=4)))
+    assert {s["id"] for s in other["samples"]} - bad != set(shown) - bad
+    assert {row["evaluator"]: row["rows"] for row in payload["summary"]} == {"exact": 300, "judge": 300}
+    assert (
+        sum(sum(h["counts"]) for h in payload["histograms"])
+        == result.results.filter(pl.col("status") == "processed").height
+    )
+
+    page = write_report(result, tmp_path / "report.html", limits=limits)
+    browser.open(page.resolve().as_uri())
+    note = browser.js("document.querySelector('.notice.sampling').textContent")
+    assert note.startswith(
+        "Showing 50 of 300 samples: 20 of the 43 failing/error samples (at most 20), "
+        "and a random sample of 30 of the other 257 (seed 3)."
+    )
+    assert _count(browser) == 50
+
+
+def test_all_failing_rows_shown_when_under_the_cap(tmp_path: Path, browser: Browser) -> None:
+    page = write_report(big_result(300), tmp_path / "report.html", limits=Limits(max_samples=100, max_failing=60))
+    browser.open(page.resolve().as_uri())
+    note = browser.js("document.querySelector('.notice.sampling').textContent")
+    assert note.startswith(
+        "Showing 100 of 300 samples: all 43 failing/error samples (up to 60), "
+        "and a random sample of 57 of the other 257 (seed 0)."
+    )
+
+
+def test_a_200k_row_report_stays_under_the_size_cap() -> None:
+    result = big_result(200_000, text_bytes=2_000)
+    html = build_html(result)
+    assert len(html.encode("utf-8")) < 10_000_000
+    payload = payload_of(html)
+    sampling = payload["sampling"]
+    # 2 kB of text per card: the byte budget, not the count, ends the list; the failing ones were kept first.
+    assert 1000 < sampling["shown"] < 3000 and sampling["left_out_for_size"] == 3000 - sampling["shown"]
+    assert (
+        sampling["total"] == 200_000
+        and sampling["failing_total"]
+        == result.results.filter((pl.col("status") == "error") | ~pl.col("passed").fill_null(True))[
+            "sample_id"
+        ].n_unique()
+    )
+    assert {row["evaluator"]: row["rows"] for row in payload["summary"]} == {"exact": 200_000, "judge": 200_000}
+
+
+def test_thumbnails_shrink_and_stop_at_their_budget(tmp_path: Path) -> None:
+    from conftest import shape_png
+
+    from vision_eval.report.thumbs import build_thumbnails
+
+    refs = []
+    for i in range(40):
+        path = tmp_path / f"img{i}.png"
+        path.write_bytes(shape_png((i * 6, 30, 200 - i * 4), 1 + i % 4, size=(640, 480)))
+        refs.append([{"path": str(path), "sha256": f"h{i}", "source": "path", "error": None}])
+    full = build_thumbnails(refs, 256)
+    assert all(t.uri for t in full.values()) and max(t.width for t in full.values()) == 256
+    budget = sum(len(t.uri) for t in full.values()) // 3
+    small = build_thumbnails(refs, 256, budget=budget)
+    made = [t for t in small.values() if t.uri]
+    assert made and max(t.width for t in made) < 256  # smaller thumbnails so that more fit
+    assert sum(len(t.uri) for t in made) <= budget
+    left = [t for t in small.values() if not t.uri]
+    assert all("at most" in (t.error or "") for t in left)
+
+
+def test_verdicts_and_the_counted_bootstrap() -> None:
+    frame = pl.DataFrame(
+        {
+            "status": ["processed", "processed", "processed", "error", "skipped"],
+            "passed": [True, False, None, None, None],
+        }
+    )
+    assert frame.select(verdict()).to_series().to_list() == ["passed", "failed", "processed", "error", None]
+    # Resampling drawn as counts of each distinct score: the same interval as the textbook one for a proportion.
+    values = (pl.int_range(4000, eager=True) % 5 < 3).cast(pl.Float64).to_numpy()
+    low, high = bootstrap_interval(values)
+    half = 1.96 * (0.6 * 0.4 / 4000) ** 0.5
+    assert low == pytest.approx(0.6 - half, abs=0.004) and high == pytest.approx(0.6 + half, abs=0.004)
