@@ -295,14 +295,15 @@ def test_cli_multirun_labels_and_leaderboard(tmp_path: Path, capsys: pytest.Capt
     assert "wrote" in printed and "| exact |" in printed  # the leaderboard, as Markdown
     payload = payload_of((sweep / "report.html").read_text())
     assert payload["labels"] == ["evaluators.exact.threshold=0.5", "evaluators.exact.threshold=1.0"]
-    assert len(payload["samples"]) == 16  # 8 samples per run, kept apart by run
+    assert len(payload["samples"]) == 8  # one card per sample, with both variants' verdicts
+    assert all(sorted(r["run"] for r in s["results"]) == payload["labels"] for s in payload["samples"])
     board = pl.read_parquet(sweep / "leaderboard.parquet")
     assert sorted(board["variant"]) == ["evaluators.exact.threshold=0.5", "evaluators.exact.threshold=1.0"]
     assert payload["leaderboard"]["columns"][:4] == ["candidate", "judge", "variant", "evaluator"]
     assert len(payload["leaderboard"]["rows"]) == 2
     # A glob of Parquet files names the same runs; -o chooses the file.
     assert report_main([str(sweep / "*" / "results.parquet"), "-o", str(tmp_path / "glob.html")]) == 0
-    assert len(payload_of((tmp_path / "glob.html").read_text())["samples"]) == 16
+    assert len(payload_of((tmp_path / "glob.html").read_text())["samples"]) == 8
     assert report_main([str(tmp_path / "nothing-here")]) == 2
 
 
@@ -527,12 +528,17 @@ def test_judge_verdict_in_headless_chromium(browser: Browser, tmp_path: Path) ->
 
 def test_max_samples_limits_cards_not_the_overview(demo: tuple[ve.EvalResult, Path]) -> None:
     payload = payload_of(build_html(demo[0], thumb_size=32, max_samples=10))
-    assert [s["id"] for s in payload["samples"]] == [f"s{i:03d}" for i in range(10)]
+    results = demo[0].results
+    failing = results.filter((pl.col("status") == "error") | (pl.col("passed") == False))  # noqa: E712
+    ids = [s["id"] for s in payload["samples"]]
+    assert len(ids) == 10 and set(ids) <= set(failing["sample_id"])  # failing and error samples first
+    assert ids == sorted(ids, key=[str(i) for i in demo[0].samples["id"]].index)  # shown in dataset order
     assert all(len(s["results"]) == 2 for s in payload["samples"])
-    assert payload["total_samples"] == 62
+    assert payload["total_samples"] == 62 and payload["sampling"]["failing_total"] == failing["sample_id"].n_unique()
     assert {row["evaluator"]: row["rows"] for row in payload["summary"]} == {"exact": 62, "has_circle": 62}
     assert sum(sum(h["counts"]) for h in payload["histograms"]) == 61 + 31
-    assert len(payload["thumbs"]) == 3
+    shown_images = {image["key"] for s in payload["samples"] for image in s.get("images", []) if "key" in image}
+    assert set(payload["thumbs"]) == shown_images  # thumbnails only for the cards shown
 
 
 def test_thumbnails_formats_and_failures(tmp_path: Path) -> None:
