@@ -15,7 +15,7 @@ import pytest
 from test_report import Browser, _chromium, payload_of
 
 import vision_eval as ve
-from vision_eval.leaderboard import bootstrap_interval
+from vision_eval.leaderboard import bootstrap_interval, write_leaderboard
 from vision_eval.report import Limits, build_html, load_runs, write_report
 from vision_eval.report.selection import verdict
 
@@ -195,6 +195,13 @@ def test_error_versus_processed_is_a_change_and_responses_show_per_variant(tmp_p
         "candidate.model=b": {"output": None},
     }
     assert cards["s1"]["input"] == "Which words?" and len(cards["s1"]["images"]) == 1  # shared fields stay shared
+    # Without a leaderboard at hand, the pivot computes the same one vision-eval-report writes.
+    board, _ = write_leaderboard(dirs, tmp_path)
+    for cell in payload["pivot"]["cells"]:
+        row = board.filter((pl.col("variant") == cell["variant"]) & (pl.col("evaluator") == cell["evaluator"]))
+        expected = row.select("mean_score", "ci_low", "ci_high", "pass_rate", "error_rate").row(0, named=True)
+        assert {k: cell[k] for k in expected} == pytest.approx(expected)
+    assert len(payload["pivot"]["cells"]) == 4 and payload["pivot"]["changed"] == {"exact": 1, "words": 1}
 
 
 def test_eight_variants_fit_a_1400px_window(tmp_path: Path, browser: Browser) -> None:

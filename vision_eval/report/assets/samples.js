@@ -144,6 +144,11 @@
         return el("div", { class: "text" }, [el("h5", { class: "variant-name" }, [labelNode(label)]), value === null || value === undefined || value === "" ? el("p", { class: "muted", text: "(none)" }) : el("pre", { text: value })]);
       }))]));
     });
+    if (labels && differs(sample, "meta")) {
+      blocks.push(el("details", { class: "meta" }, [el("summary", { text: "Metadata per variant" }), el("div", { class: "variant-grid" }, labels.map(function (label) {
+        return el("div", {}, [el("h5", { class: "variant-name" }, [labelNode(label)]), renderValue(fieldOf(sample, "meta", label) || {}, 1)]);
+      }))]));
+    }
     return el("div", { class: "texts" }, blocks);
   }
   function sampleMedia(sample, labels) {
