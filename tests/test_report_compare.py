@@ -56,8 +56,8 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     thresholds = ",".join(str(t) for t in THRESHOLDS)
     command = [sys.executable, "-m", "vision_eval.cli", "--config-dir", str(root / "conf"), "-m", "dataset=mine",
-               "evaluators=words", f"evaluators.words.threshold={thresholds}", "run.shard=0/2,1/2", "run.max_error_rate=0.5",
-               "hydra.sweep.dir=sweep"]  # fmt: skip
+               "evaluators=words", f"evaluators.words.threshold={thresholds}", "run.shard=0/2,1/2",
+               "run.max_error_rate=0.5", "hydra.sweep.dir=sweep"]  # fmt: skip
     run = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     report = subprocess.run(

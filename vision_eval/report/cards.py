@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.report.selection import DATASET, KEY, RANK
+from vision_eval.report.selection import KEY, RANK
 from vision_eval.report.sources import RUN_COLUMN
 from vision_eval.report.thumbs import PathDisplay, Thumb, image_entries
 
@@ -85,7 +85,7 @@ def _texts_bytes(frame: pl.DataFrame, columns: list[str]) -> pl.Expr:
 def estimate_sizes(
     samples: pl.DataFrame, results: pl.DataFrame, dimensions: pl.DataFrame, fields: pl.DataFrame
 ) -> pl.DataFrame:
-    """Estimated JSON bytes of each card (``_ds, sample_id, _bytes``), from the lengths of its texts (vectorized)."""
+    """Estimated JSON bytes of each card (``_key, _bytes``), from the lengths of its texts (vectorized)."""
     parts = []
     for frame, overhead in (
         (samples, _SAMPLE_OVERHEAD),
@@ -94,13 +94,13 @@ def estimate_sizes(
         (fields, _FIELD_OVERHEAD),
     ):
         if frame.height:
-            texts = [c for c in frame.columns if c not in KEY and c != RUN_COLUMN]
+            texts = [c for c in frame.columns if c not in (KEY, "sample_id", RUN_COLUMN)]
             size = _texts_bytes(frame, texts) + overhead
             if "images" in frame.columns:
                 size = size + pl.col("images").list.len().fill_null(0) * 120
-            parts.append(frame.select(*KEY, size.alias("_bytes")))
+            parts.append(frame.select(KEY, size.alias("_bytes")))
     if not parts:
-        return pl.DataFrame(schema={DATASET: pl.UInt32, "sample_id": pl.Utf8, "_bytes": pl.Float64})
+        return pl.DataFrame(schema={KEY: pl.Utf8, "_bytes": pl.Float64})
     return pl.concat(parts, how="vertical_relaxed").group_by(KEY).agg(pl.col("_bytes").sum())
 
 
@@ -124,7 +124,7 @@ def _grouped(frame: pl.DataFrame, columns: tuple[str, ...], name: str) -> pl.Dat
 
 def results_json(
     results: pl.DataFrame, dimensions: pl.DataFrame, fields: pl.DataFrame, compare: bool
-) -> dict[tuple[int, str], str]:
+) -> dict[str, str]:
     """Per card key, its result rows as JSON objects joined by commas (encoded by Polars, texts cut)."""
     if not results.height:
         return {}
@@ -135,9 +135,9 @@ def results_json(
             frame = frame.join(_grouped(table, columns, name), on=_RESULT_KEY, how="left", maintain_order="left")
             extra.append(name)
     columns = ([RUN_COLUMN] if compare else []) + _present(frame, RESULT_COLUMNS) + extra
-    encoded = frame.select(*KEY, pl.struct(columns).struct.json_encode().alias("_json"))
+    encoded = frame.select(KEY, pl.struct(columns).struct.json_encode().alias("_json"))
     joined = encoded.group_by(KEY, maintain_order=True).agg(pl.col("_json").str.join(","))
-    return {(ds, sid): text for ds, sid, text in joined.iter_rows()}
+    return dict(joined.iter_rows())
 
 
 def _sample_view(
@@ -171,25 +171,26 @@ def _merge_views(views: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict
 def card_texts(
     keys: pl.DataFrame,
     samples: pl.DataFrame,
-    results: dict[tuple[int, str], str],
-    changed: dict[tuple[int, str], list[str]],
+    results: dict[str, str],
+    changed: dict[str, list[str]],
     thumbs: dict[str, Thumb],
     display: PathDisplay,
     several_datasets: bool,
 ) -> list[tuple[int, int, str]]:
-    """``(rank, order, JSON text)`` of each card in ``keys`` (``_ds, sample_id, _order, _rank``)."""
+    """``(rank, order, JSON text)`` of each card in ``keys`` (``_key, _order, _rank``)."""
     meta_columns = [c for c in samples.columns if c not in SAMPLE_TEXT and not c.startswith("_")]
-    views: dict[tuple[int, str], dict[str, dict[str, Any]]] = {}
+    views: dict[str, dict[str, dict[str, Any]]] = {}
+    ids: dict[str, str] = {}
     for row in samples.iter_rows(named=True):
-        per_card = views.setdefault((row[DATASET], row["sample_id"]), {})
+        ids[row[KEY]] = row["sample_id"]
+        per_card = views.setdefault(row[KEY], {})
         if row[RUN_COLUMN] not in per_card:  # a duplicated id within one run: its first row
             per_card[row[RUN_COLUMN]] = _sample_view(row, meta_columns, thumbs, display)
     out = []
-    for ds, sample_id, order, rank in keys.select(*KEY, "_order", RANK).iter_rows():
-        key = (ds, sample_id)
-        head: dict[str, Any] = {"id": sample_id}
-        if several_datasets:
-            head["key"] = f"{ds}:{sample_id}"
+    for key, order, rank in keys.select(KEY, "_order", RANK).iter_rows():
+        head: dict[str, Any] = {"id": key}
+        if several_datasets:  # the key is "<dataset number>:<id>"
+            head = {"id": ids.get(key, key.split(":", 1)[-1]), "key": key}
         if key in views:
             shared, per = _merge_views(views[key])
             head.update({name: value for name, value in shared.items() if value not in (None, [], {})})

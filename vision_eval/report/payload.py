@@ -23,7 +23,7 @@ def _embedded(frame: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
     """The rows of ``frame`` (with card keys) that belong to the chosen cards, with their rank."""
     if not frame.height:
         return frame.with_columns(pl.lit(None, pl.UInt32).alias(RANK))
-    return frame.join(keys.select(*KEY, RANK), on=KEY, how="inner", maintain_order="left")
+    return frame.join(keys.select(KEY, RANK), on=KEY, how="inner", maintain_order="left")
 
 
 def _images_in_rank_order(samples: pl.DataFrame) -> pl.Series | list[Any]:
@@ -54,9 +54,7 @@ def _cards(
         _images_in_rank_order(embedded_samples), thumb_size, display=display, budget=limits.thumb_bytes
     )
     encoded = results_json(embedded_results, chosen["dimensions"], chosen["fields"], compare)
-    changed = {
-        (ds, sid): evaluators for ds, sid, evaluators in selection.changed.join(keys.select(KEY), on=KEY).iter_rows()
-    }
+    changed = dict(selection.changed.join(keys.select(KEY), on=KEY).iter_rows())
     several = len(set(data.datasets.values())) > 1
     texts = card_texts(keys, embedded_samples, encoded, changed, thumbs, display, several)
 
