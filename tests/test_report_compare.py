@@ -17,7 +17,7 @@ from test_report import Browser, _chromium, payload_of
 import vision_eval as ve
 from vision_eval.leaderboard import bootstrap_interval, write_leaderboard
 from vision_eval.report import Limits, build_html, load_runs, write_report
-from vision_eval.report.selection import verdict
+from vision_eval.report.selection import VERDICTS, verdict
 
 WORDS = ["red", "circle", "big"]
 THRESHOLDS = (0.3, 0.6, 1.0)
@@ -382,7 +382,8 @@ def test_verdicts_and_the_counted_bootstrap() -> None:
             "passed": [True, False, None, None, None],
         }
     )
-    assert frame.select(verdict()).to_series().to_list() == ["passed", "failed", "processed", "error", None]
+    codes = frame.select(verdict()).to_series().to_list()
+    assert [VERDICTS[c] if c is not None else None for c in codes] == ["passed", "failed", "processed", "error", None]
     # Resampling drawn as counts of each distinct score: the same interval as the textbook one for a proportion.
     values = (pl.int_range(4000, eager=True) % 5 < 3).cast(pl.Float64).to_numpy()
     low, high = bootstrap_interval(values)

@@ -38,20 +38,17 @@ def summary(results: pl.DataFrame, labels: list[str]) -> list[dict[str, Any]]:
 
 
 def histograms(results: pl.DataFrame) -> list[dict[str, Any]]:
-    """Per variant and evaluator: counts of processed scores in ten bins of 0.1."""
-    processed = results.filter((pl.col("status") == PROCESSED) & pl.col("score").is_not_null())
-    binned = processed.select(
-        RUN_COLUMN,
-        "evaluator",
-        (pl.col("score").clip(0.0, 1.0) * BINS).floor().cast(pl.Int64).clip(0, BINS - 1).alias("bin"),
+    """Per variant and evaluator: counts of processed scores in ten bins of 0.1 (one pass, few groups)."""
+    scored = (pl.col("status") == PROCESSED) & pl.col("score").is_not_null()
+    binned = (pl.col("score").clip(0.0, 1.0) * BINS).floor().cast(pl.Int8).clip(0, BINS - 1)
+    counts = (
+        results.select(RUN_COLUMN, "evaluator", pl.when(scored).then(binned).alias("_bin"))
+        .group_by(RUN_COLUMN, "evaluator", maintain_order=True)
+        .agg([(pl.col("_bin") == k).sum().alias(f"_{k}") for k in range(BINS)])
     )
-    counts = binned.group_by(RUN_COLUMN, "evaluator", "bin").len()
-    out: dict[tuple[str, str], list[int]] = {}
-    for key in results.select(RUN_COLUMN, "evaluator").unique(maintain_order=True).iter_rows():
-        out[(key[0] or "", key[1])] = [0] * BINS
-    for run, evaluator, bin_, n in counts.iter_rows():
-        out[(run or "", evaluator)][bin_] = n
-    return [{"run": k[0], "evaluator": k[1], "counts": v} for k, v in out.items()]
+    return [
+        {"run": run or "", "evaluator": evaluator, "counts": list(bins)} for run, evaluator, *bins in counts.iter_rows()
+    ]
 
 
 def dimension_means(dimensions: pl.DataFrame) -> list[dict[str, Any]]:

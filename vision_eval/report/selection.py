@@ -39,18 +39,22 @@ class Limits:
     """Most bytes of embedded thumbnails (made smaller when many images are shown)."""
 
 
+VERDICTS = ("error", "passed", "failed", "processed")
+"""What :func:`verdict` numbers: ``processed`` is a score without a threshold."""
+
+
 def verdict() -> pl.Expr:
-    """A result row's verdict: ``passed``, ``failed``, ``error`` or ``processed`` (no threshold); null when skipped."""
+    """A result row's verdict as its index in VERDICTS (a small integer: cheap to group); null when skipped."""
     processed = pl.col("status") == PROCESSED
     return (
         pl.when(pl.col("status") == ERROR)
-        .then(pl.lit("error"))
+        .then(pl.lit(0, pl.UInt8))
         .when(processed & pl.col("passed"))
-        .then(pl.lit("passed"))
+        .then(pl.lit(1, pl.UInt8))
         .when(processed & ~pl.col("passed"))
-        .then(pl.lit("failed"))
+        .then(pl.lit(2, pl.UInt8))
         .when(processed)
-        .then(pl.lit("processed"))
+        .then(pl.lit(3, pl.UInt8))
     )
 
 
@@ -99,43 +103,53 @@ class Selection:
         }
 
 
-def _changed(results: pl.DataFrame) -> pl.DataFrame:
-    """Per sample and evaluator whose verdict differs between the variants that scored it (skipped ones aside)."""
-    return (
-        results.select(KEY, "evaluator", verdict().alias("_verdict"))
-        .drop_nulls("_verdict")
+_FAILING = (pl.col("status") == ERROR) | ((pl.col("status") == PROCESSED) & (pl.col("passed") == False))  # noqa: E712
+
+
+def _result_flags(results: pl.DataFrame, compare: bool) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Per card key the results know: ``_bad`` (failed or errored in some variant) and ``changed`` (the evaluators
+    whose verdict differs between the variants that scored the sample, skipped ones aside); and per evaluator how
+    many samples changed."""
+    if not compare:
+        keys = results[KEY].drop_nulls().unique()
+        bad = results.filter(_FAILING)[KEY].unique()
+        flags = pl.DataFrame({KEY: keys}).with_columns(
+            pl.col(KEY).is_in(bad.implode()).alias("_bad"), pl.lit(None, pl.List(pl.Utf8)).alias("changed")
+        )
+        return flags, {}
+    per_evaluator = (
+        results.drop_nulls(KEY)
+        .with_columns(verdict().alias("_verdict"))
         .group_by(KEY, "evaluator")
-        .agg(pl.col("_verdict").n_unique().alias("_verdicts"))
-        .filter(pl.col("_verdicts") > 1)
+        .agg(_FAILING.any().alias("_bad"), (pl.col("_verdict").min() != pl.col("_verdict").max()).alias("_changed"))
     )
+    flips = per_evaluator.filter(pl.col("_changed"))
+    flags = per_evaluator.group_by(KEY).agg(
+        pl.col("_bad").any(), pl.col("evaluator").filter(pl.col("_changed")).sort().alias("changed")
+    )
+    return flags, {str(k): int(v) for k, v in flips.group_by("evaluator").len().iter_rows()}
 
 
-def _ordered_keys(samples: pl.DataFrame, results: pl.DataFrame) -> pl.DataFrame:
-    """Every card key once, in dataset order (``_order``): the samples' rows, then keys only results know."""
+def _ordered_keys(samples: pl.DataFrame, flags: pl.DataFrame) -> pl.DataFrame:
+    """Every card key once, in dataset order (``_order``), with its flags: the samples' rows first, then keys only
+    the results know (a result for a sample missing from samples.parquet is still shown)."""
     if POSITION in samples.columns:  # shards merged: back in the order of the rows they were taken from
         samples = samples.sort(POSITION, maintain_order=True, nulls_last=True)
     keys = samples.select(KEY).drop_nulls()
-    if keys[KEY].n_unique() < keys.height:  # one key column: hashing it is cheap next to a multi-column unique
+    if keys[KEY].n_unique() < keys.height:  # several variants share their samples: each card once
         keys = keys.filter(pl.col(KEY).is_first_distinct())
-    known = results[KEY].drop_nulls().unique()
-    extra = known.filter(~known.is_in(keys[KEY].implode()))
-    if extra.len():  # a result for a sample missing from samples.parquet: still shown
-        keys = pl.concat([keys, extra.sort().to_frame()])
-    return keys.with_row_index(ORDER)
+    extra = flags.join(keys, on=KEY, how="anti").select(KEY).sort(KEY)
+    ordered = pl.concat([keys, extra]).with_row_index(ORDER)
+    return ordered.join(flags, on=KEY, how="left", maintain_order="left").with_columns(
+        pl.col("_bad").fill_null(False), (pl.col("changed").list.len() > 0).fill_null(False).alias("_changed")
+    )
 
 
 def select_cards(samples: pl.DataFrame, results: pl.DataFrame, compare: bool, limits: Limits) -> Selection:
     """Choose the cards (``samples`` and ``results`` carry the key of :func:`with_keys`); ``compare``: several
     variants, so a sample whose verdict differs between them counts as failing and is chosen first."""
-    keys = _ordered_keys(samples, results)
-    failing = (pl.col("status") == ERROR) | ((pl.col("status") == PROCESSED) & (pl.col("passed") == False))  # noqa: E712
-    bad = results.filter(failing)[KEY].unique()
-    flips = _changed(results) if compare else pl.DataFrame(schema={KEY: pl.Utf8, "evaluator": pl.Utf8})
-    changed = flips.group_by(KEY).agg(pl.col("evaluator").sort().alias("changed"))
-    counts = dict(flips.group_by("evaluator").len().iter_rows()) if compare else {}
-    flagged = keys.with_columns(
-        pl.col(KEY).is_in(bad.implode()).alias("_bad"), pl.col(KEY).is_in(changed[KEY].implode()).alias("_changed")
-    )
+    flags, counts = _result_flags(results, compare)
+    flagged = _ordered_keys(samples, flags)
     failing_keys = flagged.filter(pl.col("_bad") | pl.col("_changed"))
     first = failing_keys.sort(~pl.col("_changed"), ORDER).head(min(limits.max_failing, limits.max_samples))
     others = flagged.filter(~pl.col("_bad") & ~pl.col("_changed"))
@@ -144,9 +158,9 @@ def select_cards(samples: pl.DataFrame, results: pl.DataFrame, compare: bool, li
     chosen = pl.concat([first.select(KEY, ORDER), picked.select(KEY, ORDER)]).with_row_index(RANK)
     return Selection(
         keys=chosen,
-        changed=changed,
-        changed_counts={str(k): int(v) for k, v in counts.items()},
-        total=keys.height,
+        changed=flags.filter(pl.col("changed").list.len() > 0).select(KEY, "changed"),
+        changed_counts=counts,
+        total=flagged.height,
         failing_total=failing_keys.height,
         failing_shown=first.height,
         others_total=others.height,
