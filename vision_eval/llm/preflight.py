@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,8 +100,11 @@ async def ping_all(scheduler: Any, uses: list[ModelUse]) -> list[str]:
     return [p for p in found if p]
 
 
-def preflight(uses: list[ModelUse], scheduler: Any, *, budget: bool, send: bool) -> None:
-    """Raise ``PreflightError`` listing every problem (keys first: no request is sent when one is missing)."""
+def preflight(
+    uses: list[ModelUse], scheduler: Any, *, budget: bool, send: bool, scrub: Callable[[str], str] = str
+) -> None:
+    """Raise ``PreflightError`` listing every problem (keys first: no request is sent when one is missing);
+    ``scrub`` masks secret values in the message (a provider's 401 body may quote the key)."""
     from vision_eval.engine import run_coroutine
 
     if not uses:
@@ -111,4 +115,4 @@ def preflight(uses: list[ModelUse], scheduler: Any, *, budget: bool, send: bool)
     if not problems and send:
         problems = run_coroutine(lambda: ping_all(scheduler, uses))
     if problems:
-        raise PreflightError("; ".join(problems))
+        raise PreflightError(scrub("; ".join(problems)))
