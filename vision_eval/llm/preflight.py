@@ -50,15 +50,20 @@ def model_uses(evaluators: list[Any], candidate: Any | None) -> list[ModelUse]:
 
 
 def key_problems(uses: list[ModelUse]) -> list[str]:
-    """Models whose key variable is not set."""
-    problems = []
+    """One problem per key variable that is not set, naming the models and evaluators that need it."""
+    missing: dict[str, list[ModelUse]] = {}
     for use in uses:
         config = use.config
         if config.api_key is None and config.api_key_env and not os.environ.get(config.api_key_env):
-            problems.append(
-                f"{use.label}: the API key variable {config.api_key_env} is not set "
-                f"(export it, or set api_key_env: null for a server that needs no key)"
-            )
+            missing.setdefault(config.api_key_env, []).append(use)
+    problems = []
+    for variable, needing in missing.items():
+        models = sorted({str(u.config.model) for u in needing})
+        users = list(dict.fromkeys(user for u in needing for user in u.users))
+        problems.append(
+            f"the API key variable {variable} is not set, needed by {', '.join(models)} (used by {', '.join(users)}): "
+            "export it, or set api_key_env: null for a server that needs no key"
+        )
     return problems
 
 
