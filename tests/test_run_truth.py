@@ -213,6 +213,16 @@ def test_runs_never_share_a_directory_and_globs_count_each_result_once(project, 
     assert not list((project / "out").glob("**/checkpoint"))
 
 
+def test_two_runs_started_together_never_share_a_directory(project, subprocess_env) -> None:
+    command = [sys.executable, "-m", "vision_eval.cli", "--config-dir", str(project / "conf"), "evaluators=exact",
+               "hydra.run.dir=same", "dataset=mine"]  # fmt: skip
+    procs = [subprocess.Popen(command, cwd=project, env=subprocess_env, stdout=subprocess.DEVNULL) for _ in range(3)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    runs = sorted(p.parent.name for p in project.glob("*/results.parquet"))
+    assert runs == ["same", "same-2", "same-3"]
+    assert len({run_json(project / r)["run_id"] for r in runs}) == 3
+
+
 def test_junit_xml_for_ci(project, subprocess_env) -> None:
     proc = vision_eval(project, "evaluators=exact", "run.junit=reports/junit.xml", "evaluators.exact.min_pass_rate=1",
                        "hydra.run.dir=r", env=subprocess_env)  # fmt: skip
