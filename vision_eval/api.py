@@ -24,7 +24,7 @@ from vision_eval.dryrun import evaluator_lines, plan_table
 from vision_eval.engine import EvaluatorRun, check_stack, run_stack
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalContext
-from vision_eval.gates import Gate, candidate_gate, judge_outcome
+from vision_eval.gates import EXIT_INCOMPLETE, Gate, candidate_gate, judge_outcome, worst
 from vision_eval.llm.budget import Budget
 from vision_eval.llm.preflight import key_problems, model_uses, preflight
 from vision_eval.llm.scheduler import get_scheduler
@@ -161,7 +161,9 @@ def _run(
     started: float,
 ) -> EvalResult:
     scheduler = get_scheduler(context)
-    preflight(uses, scheduler, budget=config.run.max_cost_usd is not None, send=config.run.preflight)
+    preflight(
+        uses, scheduler, budget=config.run.max_cost_usd is not None, send=config.run.preflight, scrub=secrets.scrub
+    )
     output_dir = rundir.path if rundir is not None else None
     store = Checkpoints(output_dir / CHECKPOINT if output_dir is not None and config.run.checkpoint else None)
     if store.enabled:
@@ -227,18 +229,24 @@ def _run(
         run_info=run_info,
         output_dir=output_dir,
     )
-    if output_dir is not None:
-        result.write(output_dir)
+    try:
+        if output_dir is not None:
+            result.write(output_dir)
         if config.run.junit:
             from vision_eval.junit import write_junit
 
-            write_junit(result.results, run_info["gates"], output_dir / config.run.junit)
-        if complete:
-            store.remove()
-    elif config.run.junit:
-        from vision_eval.junit import write_junit
-
-        write_junit(result.results, run_info["gates"], config.run.junit)
+            junit = Path(config.run.junit)
+            write_junit(result.results, run_info["gates"], output_dir / junit if output_dir else junit)
+    except OSError as exc:  # a full disk, a read-only folder: say so, keep what resumes the run
+        where = output_dir or config.run.junit
+        problem = f"run: could not write the outputs to {where}: {exc}"
+        if store.enabled:
+            problem += f"; finished work is kept: free the space and resume with run.resume={output_dir}"
+        run_info["problems"].append(problem)
+        run_info["exit_code"] = worst([run_info["exit_code"], EXIT_INCOMPLETE])
+        return result
+    if complete and output_dir is not None:
+        store.remove()
     return result
 
 

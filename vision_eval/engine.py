@@ -35,7 +35,7 @@ from vision_eval.results import (
     SKIPPED,
     conform,
     empty,
-    error_rows,
+    to_json,
 )
 
 ROW_BY_ROW = 8
@@ -130,20 +130,38 @@ def _pre_rows(pre: pl.DataFrame) -> pl.DataFrame:
 
 
 def _concat(outputs: list[EvalOutput]) -> EvalOutput:
+    """One output from the outputs of several sub-batches (each may have its own columns), conformed once."""
     return EvalOutput(
-        results=pl.concat([o.results for o in outputs], how="vertical_relaxed"),
-        dimensions=pl.concat([o.dimensions for o in outputs if o.dimensions is not None], how="vertical_relaxed"),
-        fields=pl.concat([o.fields for o in outputs if o.fields is not None], how="vertical_relaxed"),
+        results=pl.concat([o.results for o in outputs], how="diagonal_relaxed"),
+        dimensions=pl.concat([o.dimensions for o in outputs if o.dimensions is not None], how="diagonal_relaxed")
+        if any(o.dimensions is not None for o in outputs)
+        else None,
+        fields=pl.concat([o.fields for o in outputs if o.fields is not None], how="diagonal_relaxed")
+        if any(o.fields is not None for o in outputs)
+        else None,
         tables={
             k: pl.concat([o.tables[k] for o in outputs if k in o.tables], how="diagonal_relaxed")
             for k in {k for o in outputs for k in o.tables}
         },
-    )
+    ).conformed()
 
 
-def _failure(batch: pl.DataFrame, exc: BaseException) -> EvalOutput:
-    reason = f"evaluator raised {type(exc).__name__}: {exc}"
-    return EvalOutput(error_rows(batch["id"], reason, exception=type(exc).__name__)).conformed()
+@dataclass
+class _Isolation:
+    """What isolating the rows that make an evaluator raise collects: the sub-batches' outputs and, per row
+    that raises on its own, its id and exception (frames are built once, at the end)."""
+
+    outputs: list[EvalOutput]
+    ids: list[str]
+    errors: list[BaseException]
+
+    def output(self) -> EvalOutput:
+        if self.ids:
+            reasons = [f"evaluator raised {type(e).__name__}: {e}" for e in self.errors]
+            details = [to_json({"exception": type(e).__name__}) for e in self.errors]
+            frame = pl.DataFrame({"sample_id": self.ids, "error": reasons, "details": details})
+            self.outputs.append(EvalOutput(frame.with_columns(pl.lit(ERROR).alias("status"))))
+        return _concat(self.outputs)
 
 
 def _pieces(batch: pl.DataFrame) -> list[pl.DataFrame]:
@@ -157,20 +175,43 @@ def _pieces(batch: pl.DataFrame) -> list[pl.DataFrame]:
 def _run_sync(evaluator: Evaluator, batch: pl.DataFrame) -> EvalOutput:
     try:
         return evaluator.evaluate(batch).conformed()
-    except Exception as exc:  # an evaluator bug or bad row must not stop the run, nor cost a good row
+    except Exception:  # an evaluator bug or bad row must not stop the run, nor cost a good row
+        found = _Isolation([], [], [])
+        for piece in _pieces(batch):
+            _isolate_sync(evaluator, piece, found)
+        return found.output()
+
+
+def _isolate_sync(evaluator: Evaluator, batch: pl.DataFrame, found: _Isolation) -> None:
+    try:
+        found.outputs.append(evaluator.evaluate(batch))
+    except Exception as exc:
         if batch.height <= 1:
-            return _failure(batch, exc)
-        return _concat([_run_sync(evaluator, piece) for piece in _pieces(batch)])
+            found.ids.append(str(batch["id"][0]))
+            found.errors.append(exc)
+            return
+        for piece in _pieces(batch):
+            _isolate_sync(evaluator, piece, found)
 
 
 async def _run_async(evaluator: Evaluator, batch: pl.DataFrame) -> EvalOutput:
     try:
         return (await evaluator.aevaluate(batch)).conformed()
+    except Exception:
+        found = _Isolation([], [], [])
+        await asyncio.gather(*(_isolate_async(evaluator, piece, found) for piece in _pieces(batch)))
+        return found.output()
+
+
+async def _isolate_async(evaluator: Evaluator, batch: pl.DataFrame, found: _Isolation) -> None:
+    try:
+        found.outputs.append(await evaluator.aevaluate(batch))
     except Exception as exc:
         if batch.height <= 1:
-            return _failure(batch, exc)
-        parts = await asyncio.gather(*(_run_async(evaluator, piece) for piece in _pieces(batch)))
-        return _concat(list(parts))
+            found.ids.append(str(batch["id"][0]))
+            found.errors.append(exc)
+            return
+        await asyncio.gather(*(_isolate_async(evaluator, piece, found) for piece in _pieces(batch)))
 
 
 def _align(ids: pl.Series, results: pl.DataFrame) -> pl.DataFrame:
