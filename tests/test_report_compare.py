@@ -344,6 +344,8 @@ def test_a_200k_row_report_stays_under_the_size_cap() -> None:
     sampling = payload["sampling"]
     # 2 kB of text per card: the byte budget, not the count, ends the list; the failing ones were kept first.
     assert 1000 < sampling["shown"] < 3000 and sampling["left_out_for_size"] == 3000 - sampling["shown"]
+    assert sampling["failing_shown"] == min(sampling["shown"], 2000)  # what the size cut leaves: failing ones first
+    assert sampling["failing_shown"] + sampling["others_shown"] == sampling["shown"] == len(payload["samples"])
     assert (
         sampling["total"] == 200_000
         and sampling["failing_total"]

@@ -58,17 +58,18 @@ def _cards(
     several = len(set(data.datasets.values())) > 1
     texts = card_texts(keys, embedded_samples, encoded, changed, thumbs, display, several)
 
-    kept, spent = [], 0
-    for _rank, order, text in sorted(texts):  # the exact size, in case the estimate was short: last ranks go first
+    kept, spent, failing_kept = [], 0, 0
+    for rank, order, text in sorted(texts):  # the exact size, in case the estimate was short: last ranks go first
         size = len(text.encode("utf-8")) + 1
         if kept and spent + size > limits.sample_bytes:
             break
         kept.append((order, text))
         spent += size
+        failing_kept += rank < selection.failing_shown  # the failing cards have the first ranks
     kept.sort()
     note = selection.note(limits)
-    note["shown"] = len(kept)
     note["left_out_for_size"] = selection.keys.height - len(kept)
+    note.update(shown=len(kept), failing_shown=failing_kept, others_shown=len(kept) - failing_kept)
     uris = {key: thumb.uri for key, thumb in thumbs.items() if thumb.uri}
     return RawJSON("[" + ",".join(text for _, text in kept) + "]"), uris, note, selection.changed_counts
 
