@@ -19,7 +19,7 @@ from vision_eval.halves import in_halves
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 from vision_eval.structured import duckpath, fastpath
-from vision_eval.structured.matching import NOT_JSON, FieldSpec
+from vision_eval.structured.matching import NOT_AN_OBJECT, NOT_JSON, TOO_DEEP, FieldSpec
 
 RAW_LIMIT = 2000
 HALF_MIN_ROWS = 20_000
@@ -94,9 +94,18 @@ class FieldAccuracy(Evaluator):
         s: FieldAccuracySettings = self.settings  # type: ignore[assignment]
         specs = s.fields
         sides = duckpath.extract_sides(batch, ("output", "expected_output"), specs)
-        (got_ok, got), (want_ok, want) = sides["output"], sides["expected_output"]
+        (got_ok, got_deep, got), (want_ok, want_deep, want) = sides["output"], sides["expected_output"]
         compared = fastpath.compare(specs, got, want)
+        error = (
+            pl.when(pl.lit(want_deep))
+            .then(pl.lit(f"expected_output: {TOO_DEEP}"))
+            .when(~pl.lit(want_ok))
+            .then(pl.lit(NOT_AN_OBJECT))
+            .when(pl.lit(got_deep))
+            .then(pl.lit(f"output: {TOO_DEEP}"))
+        )
         frame = pl.DataFrame({"sample_id": batch["id"], "g_ok": got_ok, "w_ok": want_ok, "raw": batch["output"]})
+        frame = frame.with_columns(error.alias("error"))
         frame = frame.hstack(compared.get_columns())
         if not got_ok.all():  # a response that is not JSON misses every field
             not_json = ~pl.col("g_ok")
@@ -113,24 +122,25 @@ class FieldAccuracy(Evaluator):
         labels = quote_labels([(spec.path + ": ", frame[f"r{i}"], frame[f"p{i}"]) for i, spec in enumerate(specs)])
         frame = frame.hstack([label.alias(f"q{i}") for i, label in enumerate(labels)])
         frame = frame.with_columns(score_expr(specs, s.aggregation).alias("score"))
+        failed = pl.col("error").is_not_null()
         results = frame.select(
             pl.col("sample_id"),
-            pl.when(~pl.col("w_ok"))
+            pl.when(failed)
             .then(pl.lit(ERROR))
             .when(pl.col("g_ok") & pl.col("score").is_null())
             .then(pl.lit(SKIPPED))
             .otherwise(pl.lit(PROCESSED))
             .alias("status"),
-            pl.when(pl.col("w_ok")).then(pl.col("score")).alias("score"),
-            pl.when(~pl.col("w_ok")).then(pl.lit("expected_output is not a JSON object")).alias("error"),
-            _details(frame, len(specs)).alias("details"),
+            pl.when(~failed).then(pl.col("score")).alias("score"),
+            pl.col("error"),
+            pl.when(~failed).then(_details(frame, len(specs))).alias("details"),
         )
         if not want_ok.all():
             rows = (~want_ok).arg_true()
             raw = batch["expected_output"].cast(pl.Utf8).gather(rows).str.head(RAW_LIMIT).alias("raw_expected")
             shown = raw.to_frame().select(pl.struct("raw_expected").struct.json_encode()).to_series()
             results = results.with_columns(results["details"].scatter(rows, shown))
-        keep = frame.filter(pl.col("w_ok")) if not want_ok.all() else frame
+        keep = frame.filter(~failed) if results["error"].null_count() < frame.height else frame
         fields = pl.concat(
             [
                 keep.select(

@@ -20,7 +20,6 @@ objects/arrays are re-read with ``json.loads``.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -99,9 +98,10 @@ def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:
         return con.sql(query).pl().to_series()
 
 
-def _decide(texts: pl.DataFrame, paths: Paths) -> pl.DataFrame:
+def _decide(texts: pl.DataFrame, paths: Paths, readable: dict[str, pl.Series]) -> pl.DataFrame:
     """``{c}_ok`` and ``{c}_t{i}`` per candidate column ``c``: ok where DuckDB's tokens are the reference's values
-    (the text is a JSON object DuckDB reads as ``json.loads`` does and no key on a path repeats)."""
+    (the text is a JSON object DuckDB reads as ``json.loads`` does and no key on a path repeats); only rows
+    ``readable`` are read."""
     names = texts.columns
     keys = sorted({str(step) for steps in paths for step in steps})
     # `key"` rather than `"key"`: every quoted key still counts once, and the search runs faster (a name that merely
@@ -124,7 +124,7 @@ def _decide(texts: pl.DataFrame, paths: Paths) -> pl.DataFrame:
     )
     trusted = {}
     for n in names:
-        plain = checks[f"{n}_plain"]
+        plain = checks[f"{n}_plain"] & readable[n]
         maybe = (plain & checks[f"{n}_nan"]).arg_true()  # the literal test is cheap, the exact one runs on few rows
         if maybe.len():
             odd = texts[n].gather(maybe).str.contains(NAN_INF)
@@ -152,12 +152,20 @@ def _decide(texts: pl.DataFrame, paths: Paths) -> pl.DataFrame:
 
 
 def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.FieldSpec]) -> dict[str, Any]:
-    """Per column ``(ok, sides)``: whether each row holds JSON (a JSON object for ``expected_output``) and per field
-    its values (:class:`Side`)."""
+    """Per column ``(ok, deep, sides)``: whether each row holds JSON (a JSON object for ``expected_output``), whether
+    it nests deeper than :data:`values.MAX_DEPTH` (never read), and per field its values (:class:`Side`)."""
     paths = tuple(m.parse_path(spec.path) for spec in specs)
     names = [f"c{j}" for j in range(len(columns))]
     raw = batch.select(pl.col(col).cast(pl.Utf8).alias(n) for col, n in zip(columns, names))
-    decided = _decide(raw, paths)
+    # Rows that may nest deeper than MAX_DEPTH (more brackets than that) are left to the reference.
+    shallow = raw.select(
+        ((pl.col(n).str.len_bytes() <= m.MAX_DEPTH) | (pl.col(n).str.count_matches(r"[\[{]") <= m.MAX_DEPTH))
+        .fill_null(True)
+        .alias(n)
+        for n in names
+    )
+    readable = {n: shallow[n] for n in names}
+    decided = _decide(raw, paths, readable)
     texts = [spec.match != "exact" for spec in specs]  # exact compares JSON texts, the others read the value
     oks, token_frames, escaped = [], [], []
     for n in names:
@@ -165,7 +173,8 @@ def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.F
         tokens = decided.select(pl.col(f"{n}_t{i}") for i in range(len(paths)))
         again = (~ok).arg_true()
         if again.len():  # fenced, wrapped in prose, not JSON, ...: doc_text's candidate gets a second reading
-            second = _decide(raw.select(pl.col(n).gather(again)).select(doc_text(n)), paths)
+            subset = {n: readable[n].gather(again)}
+            second = _decide(raw.select(pl.col(n).gather(again)).select(doc_text(n)), paths, subset)
             ok = ok.scatter(again, second[f"{n}_ok"])
             tokens = tokens.with_columns(
                 tokens.to_series(i).scatter(again, second[f"{n}_t{i}"]) for i in range(len(paths))
@@ -176,13 +185,14 @@ def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.F
         escaped += [raw[n].str.contains("\\", literal=True).fill_null(False)] * len(paths)
     # Both sides in one call: fewer, wider Polars operations.
     every_side = _sides(pl.concat(token_frames, how="horizontal"), texts * len(names), escaped)
-    out: dict[str, tuple[pl.Series, list[Side]]] = {}
+    out: dict[str, tuple[pl.Series, pl.Series, list[Side]]] = {}
     for j, (col, ok) in enumerate(zip(columns, oks)):
         sides = every_side[j * len(paths) : (j + 1) * len(paths)]
         rows = (~ok).arg_true()
+        deep = pl.Series("deep", [False] * len(ok), dtype=pl.Boolean)
         if rows.len():
-            ok, sides = _resolve_rows(batch[col], col, rows, paths, ok, sides)
-        out[col] = (ok.alias("ok"), sides)
+            ok, deep, sides = _resolve_rows(batch[col], col, rows, paths, ok, sides)
+        out[col] = (ok.alias("ok"), deep.alias("deep"), sides)
     return out
 
 
@@ -233,7 +243,7 @@ def _sides(tokens: pl.DataFrame, with_text: list[bool], escaped: list[pl.Series]
         side = Side(frame[f"{c}_k"], frame[f"{c}_x"] if wanted else None, frame[c])
         rows = frame[f"{c}_r"].arg_true()
         if rows.len():
-            values = [json.loads(v) for v in frame[c].gather(rows).to_list()]
+            values = [m.loads(v) for v in frame[c].gather(rows).to_list()]
             pairs = [python_value(v) for v in values]
             side = Side(
                 side.kind.scatter(rows, pl.Series([k for k, _ in pairs], dtype=KIND)),
@@ -264,14 +274,16 @@ def _resolve_rows(
     paths: Paths,
     fast: pl.Series,
     sides: list[Side],
-) -> tuple[pl.Series, list[Side]]:
-    """The rows DuckDB did not decide, resolved by the reference (``extract_json`` + ``resolve``)."""
-    parsed = [m.extract_json(t) for t in texts.gather(rows).to_list()]
-    good = [ok if column == "output" else ok and isinstance(v, dict) for ok, v in parsed]
+) -> tuple[pl.Series, pl.Series, list[Side]]:
+    """The rows DuckDB did not decide, resolved by the reference (``read_json`` + ``resolve``)."""
+    parsed = [m.read_json(t) for t in texts.gather(rows).to_list()]
+    good = [ok if column == "output" else ok and isinstance(v, dict) for ok, v, _ in parsed]
     ok = fast.clone().scatter(rows, pl.Series(good, dtype=pl.Boolean))
+    deep = pl.Series([False] * len(fast), dtype=pl.Boolean)
+    deep = deep.scatter(rows, pl.Series([problem == m.TOO_DEEP for _, _, problem in parsed], dtype=pl.Boolean))
     out = []
     for steps, side in zip(paths, sides):
-        values = [m.resolve(v, steps) if g else m.MISSING for g, (_, v) in zip(good, parsed)]
+        values = [m.resolve(v, steps) if g else m.MISSING for g, (_, v, _) in zip(good, parsed)]
         pairs = [python_value(v) for v in values]
         shown = [_json(v) if v is not m.MISSING else None for v in values]
         out.append(
@@ -281,4 +293,4 @@ def _resolve_rows(
                 side.json.clone().scatter(rows, pl.Series(shown, dtype=pl.Utf8)),
             )
         )
-    return ok, out
+    return ok, deep, out
