@@ -99,6 +99,11 @@ FIELDS: list[list[dict[str, Any]]] = [
     [{"path": "d", "match": "date"}, {"path": "a", "match": "date", "compare_time": True}],
     [{"path": "d", "match": "date", "formats": ["DD-MMM-YYYY", "MM/DD/YYYY", "%B %d, %Y"]}],
     [{"path": "a", "match": "fuzzy", "threshold": 0.8}, {"path": "n", "match": "exact", "required": False}],
+    # five required fields, none ever left out: every row's weight is the same (3 / 5 must stay 0.6)
+    [
+        {"path": p, "match": mt}
+        for p, mt in (("a", "exact"), ("n", "exact"), ("d", "exact"), ("a", "fuzzy"), ("d", "date"))
+    ],
 ]
 
 

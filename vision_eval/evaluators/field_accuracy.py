@@ -26,17 +26,39 @@ HALF_MIN_ROWS = 20_000
 """Batches of at least twice this many rows are evaluated as two halves at once."""
 
 
-def score_expr(specs: list[FieldSpec], aggregation: str) -> pl.Expr:
-    """Row score from the field score columns ``s0..sN`` (null = left out); null when every field is left out."""
+def score_parts(specs: list[FieldSpec]) -> list[pl.Expr]:
+    """The columns a row score is made of, from the field score columns ``s0..sN`` (null = left out): ``_any``
+    (some field counted), ``_all_hit``, ``_total`` (weighted sum of scores) and ``_weight`` (counted weight)."""
     scores = [pl.col(f"s{i}") for i in range(len(specs))]
     counted = [sc.is_not_null() for sc in scores]
-    any_counted = pl.any_horizontal(counted)
     all_hit = pl.all_horizontal([(~c) | (sc == 1.0) for c, sc in zip(counted, scores)]).cast(pl.Float64)
-    if aggregation == "all_or_nothing":
-        return pl.when(any_counted).then(all_hit)
     weight = pl.sum_horizontal([pl.when(c).then(pl.lit(spec.weight)).otherwise(0.0) for c, spec in zip(counted, specs)])
     total = pl.sum_horizontal([sc.fill_null(0.0) * spec.weight for sc, spec in zip(scores, specs)])
-    return pl.when(~any_counted).then(None).when(weight > 0).then(total / weight).otherwise(all_hit)
+    return [
+        pl.any_horizontal(counted).alias("_any"),
+        all_hit.alias("_all_hit"),
+        total.alias("_total"),
+        weight.alias("_weight"),
+    ]
+
+
+def scores(frame: pl.DataFrame, specs: list[FieldSpec], aggregation: str) -> pl.Series:
+    """Row scores from the field score columns (:func:`score_parts`); null where every field is left out. The
+    division runs on Series: a Polars expression divides by a column holding one broadcast value as a
+    multiplication by its reciprocal (3 / 5 = 0.6000000000000001), which the row-wise reference does not."""
+    parts = frame.select(score_parts(specs))
+    ratio = parts["_total"] / parts["_weight"]
+    if aggregation == "all_or_nothing":
+        expr = pl.when(pl.col("_any")).then(pl.col("_all_hit"))
+    else:
+        expr = (
+            pl.when(~pl.col("_any"))
+            .then(None)
+            .when(pl.col("_weight") > 0)
+            .then(pl.col("_ratio"))
+            .otherwise(pl.col("_all_hit"))
+        )
+    return parts.with_columns(ratio.alias("_ratio")).select(expr.alias("score")).to_series()
 
 
 def _quoted(text: pl.Expr) -> pl.Expr:
@@ -121,7 +143,7 @@ class FieldAccuracy(Evaluator):
             )
         labels = quote_labels([(spec.path + ": ", frame[f"r{i}"], frame[f"p{i}"]) for i, spec in enumerate(specs)])
         frame = frame.hstack([label.alias(f"q{i}") for i, label in enumerate(labels)])
-        frame = frame.with_columns(score_expr(specs, s.aggregation).alias("score"))
+        frame = frame.with_columns(scores(frame, specs, s.aggregation))
         failed = pl.col("error").is_not_null()
         results = frame.select(
             pl.col("sample_id"),
