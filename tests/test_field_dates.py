@@ -14,9 +14,13 @@ from vision_eval.structured.dates import date_text, parse_date
 
 SPELLINGS = ["%Y-%m-%d", "%d-%b-%Y", "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y", "%B %d, %Y", "%Y-%m-%dT%H:%M:%S", "%d-%m-%y"]
 SPELLINGS += ["%Y%m%d", "%b %d %Y %H:%M", "%Y-%m-%d %H:%M", "%d %B %Y", "%A, %d %B %Y", "%y-%m-%d"]
+SPELLINGS += ["%d %b %Y", "%Y/%m/%d", "%b %d, %Y", "%b %d %Y", "%d-%B-%Y", "%Y/%d/%m"]  # python-dateutil's shapes
 ODD = ["2025-02-30", "2024-02-29", "2023-02-29", "31.04.2025", "30/02/2025", "0999-01-01", "2025-13-01", "5 Jan"]
 ODD += ["", "   ", "tomorrow", "2025-01-05T24:00", "2025-01-05 10:20:60", "05.01.25", "1/2/3", "2025-01-05x10:20"]
 ODD += ["Jan 5 2025 10:61", "29-Feb-1900", "29-Feb-2000", "00-Jan-2025", "2025-00-10", "10-jAn-2025", "1e5", "x" * 300]
+ODD += ["5 Sept 2025", "5 sEpT 2025", "31 Feb 2025", "0 Jan 2025", "5 Janu 2025", "13/05/2025", "13/13/2025"]
+ODD += ["5 Jan 0999", "5  Jan 2025", "5 Jan, 2025", "2025/1/32", "05.13.2025", "31.04.2025", "Sept 31, 2025"]
+ODD += ["June 5 2025", "2025/13/05"]
 
 
 def _strings(seed: int, count: int) -> list[str]:
@@ -41,6 +45,8 @@ def _strings(seed: int, count: int) -> list[str]:
             text = text + rng.choice(["x", "Z", "+02:00", ".5"])
         elif roll < 0.45:
             text = rng.choice(ODD)
+        elif roll < 0.47:
+            text = text.replace("Sep ", "Sept ").replace("Jun", "June")
         elif roll < 0.5:
             text = text.replace(" ", "  ").replace("-", "\t-", 1)
         out.append(text)
@@ -62,9 +68,9 @@ def test_vectorized_dates_equal_the_row_wise_rules(formats: tuple[str, ...], com
     strings = _strings(len(formats) * 7 + compare_time, 6000)
     row_wise: list[str] = []
 
-    def counted(text: str, fmts: tuple[str, ...], with_time: bool) -> str | None:
+    def counted(text: str, fmts: tuple[str, ...], with_time: bool, first: int) -> str | None:
         row_wise.append(text)
-        return datepass.shown_date(text, fmts, with_time)
+        return datepass.shown_date(text, fmts, with_time, first)
 
     shown = datepass.shown_dates(strings, formats, compare_time, counted)
     for text, got in zip(strings, shown, strict=True):

@@ -14,7 +14,7 @@ from typing import ClassVar, Literal
 import polars as pl
 from pydantic import Field
 
-from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.halves import in_halves
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
@@ -108,6 +108,10 @@ class FieldAccuracy(Evaluator):
     settings_model = FieldAccuracySettings
     required_columns = ("output", "expected_output")
     default_threshold = 0.8
+
+    def __init__(self, name: str, settings: FieldAccuracySettings, context: EvalContext | None = None) -> None:
+        super().__init__(name, settings, context)
+        duckpath.warm()
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         return in_halves(self._evaluate, batch, HALF_MIN_ROWS, _joined)

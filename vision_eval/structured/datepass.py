@@ -16,10 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 import polars as pl
 
-from vision_eval.structured.dates import MAX_DATE_LENGTH, date_text, parse_date, strftime_format
+from vision_eval.structured.dates import MAX_DATE_LENGTH, date_text, parse_date_from, strftime_format
 
 _SUPPORTED = set("YymdbBHMS")
 _PRINTABLE = r"^[\x20-\x7e]*$"
@@ -27,10 +28,10 @@ _ISO = r"^(?P<Y>[0-9]{4})-(?P<m>[0-9]{2})-(?P<d>[0-9]{2})(?:[T ](?P<H>[0-9]{2}):
 
 
 @lru_cache(maxsize=65536)
-def shown_date(text: str, formats: tuple[str, ...], compare_time: bool) -> str | None:
-    """The compared form of one date string by the row-wise rules (cached: the same dates recur batch after
-    batch)."""
-    parsed = parse_date(text, formats)
+def shown_date(text: str, formats: tuple[str, ...], compare_time: bool, first: int = 0) -> str | None:
+    """The compared form of one date string by the row-wise rules, ``formats[:first]`` known not to read it
+    (cached: the same dates recur batch after batch)."""
+    parsed = parse_date_from(text, formats, first)
     return date_text(parsed, compare_time) if parsed is not None else None
 
 
@@ -77,15 +78,23 @@ def _shown(year: pl.Expr, month: pl.Expr, day: pl.Expr, time: list[pl.Expr], com
     return pl.format("{}-{}-{} {}:{}:{}", *parts, *clock)
 
 
-def _by_format(texts: pl.Series, fmt_text: str, compare_time: bool) -> tuple[pl.Series, pl.Series] | None:
-    """``(matched, shown)`` of ``strptime(text, fmt)`` per text: ``matched`` true where it gives a date (``shown``),
-    false where it raises ``ValueError``, null where the row-wise parser must decide. ``None``: unsupported format."""
+Parts = list[pl.Expr]
+"""Year, month, day, hour, minute, second (Int32 expressions)."""
+
+
+def _by_format(fmt_text: str, column: str) -> tuple[pl.Expr, Parts] | None:
+    """``(matched, parts)`` of ``strptime(text, fmt)`` over the column ``t``, from the groups of :func:`_groups` in
+    ``column``: ``matched`` true where it gives a date, false where it raises ``ValueError``, null where the
+    row-wise parser must decide. ``None``: an unsupported format."""
     plan = _plan(fmt_text)
     if plan is None:
         return None
-    pattern, directives = plan
-    groups = texts.str.extract_groups(f"(?i)^(?P<all_>{pattern})").struct.unnest()
-    number = lambda name: pl.col(name).str.strip_chars(" ").cast(pl.Int32, strict=False)  # noqa: E731
+    _, directives = plan
+    groups = pl.col(column)
+
+    def number(name: str) -> pl.Expr:
+        return groups.struct.field(name).str.strip_chars(" ").cast(pl.Int32, strict=False)
+
     if "Y" in directives:
         year = number("Y")
     else:
@@ -94,26 +103,35 @@ def _by_format(texts: pl.Series, fmt_text: str, compare_time: bool) -> tuple[pl.
     if "m" in directives:
         month = number("m")
     else:
-        name = "b" if "b" in directives else "B"
-        month = pl.col(name).str.to_lowercase().replace_strict(_months(), default=None, return_dtype=pl.Int32)
+        name = groups.struct.field("b" if "b" in directives else "B").str.to_lowercase()
+        month = name.replace_strict(_months(), default=None, return_dtype=pl.Int32)
     day = number("d")
     time = [number(d) if d in directives else pl.lit(0, pl.Int32) for d in "HMS"]
-    full = pl.col("all_").str.len_bytes() == pl.lit(texts).str.len_bytes()
+    whole = groups.struct.field("all_")
+    full = whole.str.len_bytes() == pl.col("t").str.len_bytes()
     valid = day <= _days_in_month(year, month)
     exact = (year >= 1000) & (time[2] < 60)
-    out = groups.select(
-        pl.when(full & valid & exact).then(True).when(~full | ~valid | pl.col("all_").is_null()).then(False)
-        .alias("matched"),
-        _shown(year, month, day, time, compare_time).alias("shown"),
-    )  # fmt: skip
-    return out["matched"], out["shown"]
+    matched = pl.when(full & valid & exact).then(True).when(~full | ~valid | whole.is_null()).then(False)
+    return matched, [year, month, day, *time]
 
 
-def _iso(texts: pl.Series, compare_time: bool) -> tuple[pl.Series, pl.Series]:
-    """``datetime.fromisoformat`` for ``YYYY-MM-DD[(T| )HH:MM[:SS]]``: true (``shown``) where it gives a date, null
-    for every other text (valid ISO dates before 1000 and invalid ones included: the row-wise parser decides)."""
-    groups = texts.str.extract_groups(_ISO).struct.unnest()
-    number = lambda name: pl.col(name).cast(pl.Int32, strict=False)  # noqa: E731
+def _groups(fmt_text: str) -> pl.Expr:
+    """The named groups of Python's strptime expression for a (supported) format, matched from the start of
+    ``t``."""
+    plan = _plan(fmt_text)
+    assert plan is not None
+    return pl.col("t").str.extract_groups(f"(?i)^(?P<all_>{plan[0]})")
+
+
+def _iso(column: str) -> tuple[pl.Expr, Parts]:
+    """``datetime.fromisoformat`` for ``YYYY-MM-DD[(T| )HH:MM[:SS]]`` over the column ``t`` (groups of ``_ISO`` in
+    ``column``): true where it gives a date, null for every other text (valid ISO dates before 1000 and invalid
+    ones included: the row-wise parser decides)."""
+    groups = pl.col(column)
+
+    def number(name: str) -> pl.Expr:
+        return groups.struct.field(name).cast(pl.Int32, strict=False)
+
     year, month, day = number("Y"), number("m"), number("d")
     time = [number("H").fill_null(0), number("M").fill_null(0), number("S").fill_null(0)]
     ok = (
@@ -125,39 +143,106 @@ def _iso(texts: pl.Series, compare_time: bool) -> tuple[pl.Series, pl.Series]:
         & (time[1] < 60)
         & (time[2] < 60)
     )
-    out = groups.select(
-        pl.when(ok).then(True).alias("matched"), _shown(year, month, day, time, compare_time).alias("shown")
-    )
-    return out["matched"], out["shown"]
+    return pl.when(ok).then(True), [year, month, day, *time]
+
+
+def _dateutil_months() -> dict[str, int]:
+    from dateutil.parser import parserinfo
+
+    return {name.lower(): i for i, names in enumerate(parserinfo.MONTHS, start=1) for name in names}
+
+
+_MONTH_NAME = r"(?P<b>[A-Za-z]{3,9})"
+DATEUTIL_SHAPES = [
+    rf"^(?P<d>[0-9]{{1,2}}) {_MONTH_NAME} (?P<Y>[0-9]{{4}})$",  # 5 Jan 2025
+    rf"^(?P<d>[0-9]{{1,2}})-{_MONTH_NAME}-(?P<Y>[0-9]{{4}})$",  # 5-Jan-2025
+    rf"^{_MONTH_NAME} (?P<d>[0-9]{{1,2}}),? (?P<Y>[0-9]{{4}})$",  # Jan 5, 2025
+    r"^(?P<Y>[0-9]{4})/(?P<m>[0-9]{1,2})/(?P<d>[0-9]{1,2})$",  # 2025/01/05
+    r"^(?P<m>[0-9]{1,2})/(?P<d>[0-9]{1,2})/(?P<Y>[0-9]{4})$",  # 01/05/2025: month first
+    r"^(?P<d>[0-9]{1,2})\.(?P<m>[0-9]{1,2})\.(?P<Y>[0-9]{4})$",  # 05.01.2025: dotted, day first
+]
+"""Spellings python-dateutil reads in one way only (four-digit year, month number at most 12 or one of its month
+names, a valid day), as ``parse_date`` calls it: the vectorized pass reads them the same way; any other string,
+an invalid date included, is still handed to dateutil itself."""
+
+
+def _dateutil(column: str) -> tuple[pl.Expr, Parts]:
+    """The :data:`DATEUTIL_SHAPES` read over ``t`` (their groups in ``column_<k>``): true where one of them reads
+    the string as dateutil does, else null."""
+    years, months, days, oks = [], [], [], []
+    for k, pattern in enumerate(DATEUTIL_SHAPES):
+        groups = pl.col(f"{column}_{k}")
+        year = groups.struct.field("Y").cast(pl.Int32, strict=False)
+        if "(?P<b>" in pattern:
+            name = groups.struct.field("b").str.to_lowercase()
+            month = name.replace_strict(_dateutil_months(), default=None, return_dtype=pl.Int32)
+        else:
+            month = groups.struct.field("m").cast(pl.Int32, strict=False)
+        day = groups.struct.field("d").cast(pl.Int32, strict=False)
+        ok = (year >= 1000) & month.is_between(1, 12) & (day >= 1) & (day <= _days_in_month(year, month))
+        years.append(year), months.append(month), days.append(day), oks.append(ok.fill_null(False))
+
+    def first(values: list[pl.Expr]) -> pl.Expr:
+        chosen: Any = pl
+        for ok, value in zip(oks, values):
+            chosen = chosen.when(ok).then(value)
+        return chosen.otherwise(None)
+
+    zero = pl.lit(0, pl.Int32)
+    return pl.when(pl.any_horizontal(oks)).then(True), [first(years), first(months), first(days), zero, zero, zero]
+
+
+def _dateutil_groups(column: str) -> list[pl.Expr]:
+    return [pl.col("t").str.extract_groups(pattern).alias(f"{column}_{k}") for k, pattern in enumerate(DATEUTIL_SHAPES)]
+
+
+def _rules(formats: tuple[str, ...]) -> list[tuple[list[pl.Expr], pl.Expr, Parts] | None]:
+    """The rules in order, each ``(regex group columns, matched, parts)``: the formats, then (when every format is
+    supported) ISO 8601 and dateutil's shapes; ``None`` marks an unsupported format, where the vectorized rules
+    stop."""
+    rules: list[tuple[list[pl.Expr], pl.Expr, Parts] | None] = []
+    for fmt_text in formats:
+        rule = _by_format(fmt_text, "g")
+        if rule is None:
+            return [*rules, None]
+        rules.append(([_groups(fmt_text).alias("g")], *rule))
+    iso = _iso("g")
+    rules.append(([pl.col("t").str.extract_groups(_ISO).alias("g")], iso[0].fill_null(False), iso[1]))
+    shapes = _dateutil("g")
+    rules.append((_dateutil_groups("g"), shapes[0].fill_null(False), shapes[1]))
+    return rules
 
 
 def shown_dates(
     strings: list[str], formats: tuple[str, ...], compare_time: bool, row_wise: Callable[..., str | None] = shown_date
 ) -> list[str | None]:
-    """``shown_date(s, formats, compare_time)`` for every string (distinct strings expected)."""
+    """``shown_date(s, formats, compare_time)`` for every string (distinct strings expected). The rules run as a
+    cascade, each on the strings still open: the first that reads a string decides it, one that raises passes it
+    on, an undecidable one hands it to ``row_wise`` (which skips the formats known to raise)."""
+    out: list[str | None] = [None] * len(strings)
     if not strings:
-        return []
-    raw = pl.Series(strings, dtype=pl.Utf8)
-    texts = raw.str.strip_chars(" ")
-    simple = raw.str.contains(_PRINTABLE) & (texts.str.len_bytes() <= MAX_DATE_LENGTH)
-    shown = pl.Series([None] * len(strings), dtype=pl.Utf8)
-    decided = (texts.str.len_bytes() == 0) & simple  # an empty string is no date
-    open_ = simple & ~decided
-    for fmt_text in formats:
-        result = _by_format(texts, fmt_text, compare_time)
-        if result is None:
+        return out
+    frame = pl.DataFrame({"s": strings}, schema={"s": pl.Utf8}).with_row_index("i")
+    frame = frame.with_columns(pl.col("s").str.strip_chars(" ").alias("t"))
+    simple = pl.col("s").str.contains(_PRINTABLE) & (pl.col("t").str.len_bytes() <= MAX_DATE_LENGTH)
+    later: list[tuple[int, int]] = [(i, 0) for i in frame.filter(~simple)["i"].to_list()]  # (string, first format)
+    open_ = frame.filter(simple & (pl.col("t").str.len_bytes() > 0)).select("i", "t")  # empty strings: no date
+    for index, rule in enumerate(_rules(formats)):
+        if open_.is_empty():
             break
-        matched, text = result
-        hit = open_ & matched.fill_null(False)
-        shown = pl.select(pl.when(hit).then(text).otherwise(shown)).to_series()
-        decided = decided | hit
-        open_ = open_ & matched.is_not_null() & ~matched.fill_null(True)  # a ValueError: the next format
-    else:
-        matched, text = _iso(texts, compare_time)
-        hit = open_ & matched.fill_null(False)
-        shown = pl.select(pl.when(hit).then(text).otherwise(shown)).to_series()
-        decided = decided | hit
-    out = shown.to_list()
-    for i in (~decided).arg_true().to_list():
-        out[i] = row_wise(strings[i], formats, compare_time)
+        if rule is None:  # what reaches an unsupported format is read row by row
+            later += [(i, index) for i in open_["i"].to_list()]
+            open_ = open_.clear()
+            break
+        groups, matched, parts = rule
+        step = open_.with_columns(groups).select(
+            "i", "t", matched.alias("m"), _shown(*parts[:3], parts[3:], compare_time).alias("d")
+        )
+        for i, d in step.filter(pl.col("m").fill_null(False)).select("i", "d").iter_rows():
+            out[i] = d
+        later += [(i, index) for i in step.filter(pl.col("m").is_null())["i"].to_list()]
+        open_ = step.filter(~pl.col("m").fill_null(True)).select("i", "t")
+    later += [(i, len(formats)) for i in open_["i"].to_list()]  # dateutil's turn
+    for i, first in later:
+        out[i] = row_wise(strings[i], formats, compare_time, first)
     return out

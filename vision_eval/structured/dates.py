@@ -62,10 +62,16 @@ def check_format(fmt_text: str) -> None:
 @lru_cache(maxsize=65536)
 def parse_date(text: str, formats: tuple[str, ...] = ()) -> datetime | None:
     """A naive datetime for ``text`` by the rules in the module docstring, or ``None``."""
+    return parse_date_from(text, formats, 0)
+
+
+def parse_date_from(text: str, formats: tuple[str, ...], first: int) -> datetime | None:
+    """:func:`parse_date` for a text ``formats[:first]`` are known not to read (``strptime`` would raise): the
+    same result, without trying them again."""
     text = text.strip()
     if not text or len(text) > MAX_DATE_LENGTH:
         return None
-    for f in formats:
+    for f in formats[first:]:
         try:
             return datetime.strptime(text, strftime_format(f)).replace(tzinfo=None)
         except ValueError:

@@ -134,6 +134,10 @@ def _dates(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.DataFrame:
     return frame.join(table.rename({"key": "wt", "val": "wd"}), on="wt", how="left", maintain_order="left")
 
 
+FEW_PAIRS = 2000
+"""Up to this many distinct pairs, similarities are computed in a Python loop rather than by ``cpdist``."""
+
+
 def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
     from rapidfuzz import process
 
@@ -152,7 +156,11 @@ def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
         w = w.str.to_lowercase().str.replace_all(r"\s+", " ").str.strip_chars()
     normed = work.select(g.alias("ng"), w.alias("nw"))
     fn, scale = m.scorer(spec.algorithm)
-    sims = process.cpdist(normed["ng"].to_list(), normed["nw"].to_list(), scorer=fn, workers=-1, dtype=None)
+    got, want = normed["ng"].to_list(), normed["nw"].to_list()
+    if len(got) <= FEW_PAIRS:  # a plain loop: no numpy to import, no threads to start
+        sims = [fn(a, b) for a, b in zip(got, want)]
+    else:
+        sims = process.cpdist(got, want, scorer=fn, workers=-1, dtype=None)
     work = work.with_columns((pl.Series("sim", sims, dtype=pl.Float64) / scale).alias("sim"))
     if dedup:
         return pair.join(work, on=["g", "w"], how="left", maintain_order="left")["sim"]
