@@ -27,7 +27,7 @@ import polars as pl
 
 from vision_eval import duck
 from vision_eval.structured import matching as m
-from vision_eval.structured.fastpath import CANONICAL_NUMBER, KIND, Side, doc_text, python_value
+from vision_eval.structured.fastpath import CANONICAL_NUMBER, KIND, Side, doc_texts, python_value
 
 TRAILING_COMMA = r",\s*[\]}]"
 ESCAPED_KEY = r'\\.(?:[^"\\]|\\.)*"\s*:'
@@ -167,9 +167,8 @@ def _candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
             for n in names
         ),
         *(pl.col(n).str.contains("\\", literal=True).fill_null(False).alias(f"{n}_esc") for n in names),
-        *(doc_text(n).alias(n) for n in names),
     )
-    checked = first.with_columns(
+    checked = doc_texts(first, names).with_columns(
         *(pl.col(n).str.count_matches(quoted_keys).alias(f"{n}_keys") for n in names),
         *(
             (pl.col(n).str.starts_with("{") & ~pl.col(n).str.contains(UNLIKE_PYTHON) & pl.col(f"{n}_shallow"))

@@ -30,21 +30,48 @@ JSON_START = r"^[\s\x1c-\x1f]*(?:[\[{\"0-9-]|true|false|null|NaN|Infinity)"
 failed."""
 
 
-def doc_text(column: str) -> pl.Expr:
-    """The candidate JSON object text of a column, where DuckDB's reading of it is the reference's (see
-    :func:`values.read_json`): the whole text (spaces stripped) when it is a plain object; the content of the first
-    fenced block when that is an object; else, in text with no fence, the first ``{`` to the last ``}``. Null where
-    only the reference can decide (text that may be a whole JSON document of another shape, a fenced block that is
-    not an object, ...)."""
-    text = pl.col(column)
-    bare = text.str.strip_chars(" \t\r\n")
-    fence = text.str.contains("```", literal=True)
-    plain = bare.str.starts_with("{") & bare.str.ends_with("}") & ~fence
-    other = pl.when(~plain & ~text.str.contains(JSON_START)).then(text)  # null: the regexes below skip the row
-    fenced = other.str.extract(m.FENCE, 1).str.strip_chars(" \t\r\n")
-    block = pl.when(fenced.str.starts_with("{") & fenced.str.ends_with("}")).then(fenced)
-    prose = pl.when(~fence).then(other).str.extract(r"(?s)(\{.*\})", 1)
-    return pl.when(plain).then(bare).when(fenced.is_not_null()).then(block).otherwise(prose)
+def doc_texts(frame: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
+    """``frame`` with each text column of ``names`` replaced by its candidate JSON object text, where DuckDB's
+    reading of it is the reference's (see :func:`values.read_json`): the whole text (spaces stripped) when it is a
+    plain object; the content of the first fenced block when that is an object; else, in text with no fence, the
+    first ``{`` to the last ``}``. Null where only the reference can decide (text that may be a whole JSON document
+    of another shape, a fenced block that is not an object, ...). Each step is a column of its own (Polars does not
+    share a sub-expression between the branches of a ``when``), and most rows, a bare object already, skip the
+    later steps (their value is null there)."""
+
+    def col(name: str, step: str) -> pl.Expr:
+        return pl.col(f"{name}__{step}")
+
+    stages: list[list[pl.Expr]] = [[], [], [], [], []]
+    for n in names:
+        text = pl.col(n)
+        fence = text.str.contains("```", literal=True)
+        stages[0] += [fence.alias(f"{n}__fence"), pl.when(~(text.str.starts_with("{") & text.str.ends_with("}") & ~fence))
+                      .then(text).alias(f"{n}__rest")]  # fmt: skip
+        stages[1].append(col(n, "rest").str.strip_chars(" \t\r\n").alias(f"{n}__bare"))
+        bare = col(n, "bare")
+        plain = bare.str.starts_with("{") & bare.str.ends_with("}") & ~col(n, "fence")
+        other = pl.when(~plain & ~col(n, "rest").str.contains(JSON_START)).then(col(n, "rest"))
+        stages[2] += [plain.alias(f"{n}__plain"), other.alias(f"{n}__other")]
+        fenced = col(n, "other").str.extract(m.FENCE, 1).str.strip_chars(" \t\r\n")
+        prose = pl.when(~col(n, "fence")).then(col(n, "other")).str.extract(r"(?s)(\{.*\})", 1)
+        stages[3] += [fenced.alias(f"{n}__fenced"), prose.alias(f"{n}__prose")]
+        fenced = col(n, "fenced")
+        block = pl.when(fenced.str.starts_with("{") & fenced.str.ends_with("}")).then(fenced)
+        stages[4].append(
+            pl.when(col(n, "rest").is_null())
+            .then(text)
+            .when(col(n, "plain"))
+            .then(bare)
+            .when(fenced.is_not_null())
+            .then(block)
+            .otherwise(col(n, "prose"))
+            .alias(n)
+        )
+    for stage in stages:
+        frame = frame.with_columns(stage)
+    return frame.drop(f"{n}__{step}" for n in names for step in ("fence", "rest", "bare", "plain", "other",
+                                                                  "fenced", "prose"))  # fmt: skip
 
 
 KIND = pl.Enum(["missing", "string", "number", "bool", "null", "object", "array"])
@@ -109,12 +136,23 @@ def inexact_numbers(kind: pl.Expr, text: pl.Expr) -> pl.Expr:
     """Where a number (or numeric string) may not be read exactly as Float64 by :func:`numbers`: 16 digits or more
     (an integer beyond 2**53 is compared exactly by the reference), letters in a JSON number (``Infinity``), and
     non-ASCII strings (digits of other scripts)."""
-    is_text = (kind == "number") | (kind == "string")
-    candidate = pl.when(is_text).then(text)
+    number = pl.when(kind == "number").then(text)  # masked rows are skipped by the string tests
+    string = pl.when(kind == "string").then(text)
     return (
-        (candidate.str.count_matches("[0-9]") >= 16)
-        | pl.when(kind == "number").then(text).str.contains("[A-Za-z]")
-        | pl.when(kind == "string").then(text).str.contains(r"[^\x00-\x7f]")
+        (number.str.count_matches("[0-9]") >= 16)
+        | number.str.contains("[A-Za-z]")
+        | (string.str.count_matches("[0-9]") >= 16)
+        | string.str.contains(r"[^\x00-\x7f]")
+    ).fill_null(False)
+
+
+def inexact_json_numbers(got: tuple[pl.Expr, pl.Expr], want: tuple[pl.Expr, pl.Expr]) -> pl.Expr:
+    """Where two JSON numbers (kind, JSON text) may not compare exactly as Float64 (see :func:`inexact_numbers`);
+    false unless both are numbers."""
+    both = (got[0] == "number") & (want[0] == "number")
+    texts = [pl.when(both).then(text) for _, text in (got, want)]
+    return pl.any_horizontal(
+        [(t.str.count_matches("[0-9]") >= 16) | t.str.contains("[A-Za-z]") for t in texts]
     ).fill_null(False)
 
 
@@ -172,10 +210,8 @@ def _inputs(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
     ``gn, wn``, compared dates ``gd, wd``, similarity ``sim``)."""
     columns = {"gk": got.kind, "gj": got.json, "wk": want.kind, "wj": want.json}
     if spec.match == "exact":  # exact compares JSON texts (one spelling per value); the other rules read values
-        f = pl.DataFrame(columns)
-        both = (pl.col("gk") == "number") & (pl.col("wk") == "number")
-        inexact = inexact_numbers(pl.col("gk"), pl.col("gj")) | inexact_numbers(pl.col("wk"), pl.col("wj"))
-        return f.with_columns((both & inexact).alias("py"))
+        inexact = inexact_json_numbers((pl.col("gk"), pl.col("gj")), (pl.col("wk"), pl.col("wj")))
+        return pl.DataFrame(columns).with_columns(inexact.alias("py"))
     f = pl.DataFrame(columns | {"gt": got.text, "wt": want.text})
     if spec.match == "numeric_tolerance":
         f = f.with_columns(
