@@ -162,7 +162,7 @@ def test_plain_documents_never_reach_the_reference(monkeypatch: pytest.MonkeyPat
     odd = ['{"a": 1, "a": 2}', '{"a": 1,}', "not json", '{"a": "\\ud800"}', '{"\\u0061": 1}']
     specs = [m.FieldSpec(**f) for f in FIELDS[:6]]
     duckpath.extract_sides(pl.DataFrame({"output": plain + odd}), ("output",), specs)
-    assert calls == odd
+    assert calls == [t for t in odd if t != "not json"]  # text with no object, no fence, no JSON: decided at once
 
 
 def test_pointer_escapes() -> None:

@@ -1,9 +1,10 @@
 """``field_accuracy`` extraction: DuckDB's JSON functions pull every configured path out of a whole column at once.
 
-Each side's candidate JSON object text (fence stripped, first ``{`` to last ``}``, see :func:`fastpath.doc_text`) is
-handed to DuckDB, which parses it in C++ on every core and returns per path the JSON token text (``"x"``, ``1.5``,
-``null``; SQL NULL when the path does not resolve). Paths are JSON pointers, which resolve an index step as an array
-index or as an object key, exactly as :func:`matching.resolve` does.
+Each side's candidate JSON object text (the bare object, a fenced block's object, or the first ``{`` to the last
+``}`` of prose, see :func:`fastpath.doc_texts`) is handed to DuckDB, which checks it (``json_valid``) and parses it in
+C++ on every core and returns per path the JSON token text (``"x"``, ``1.5``, ``null``; SQL NULL when the path does not
+resolve). Paths are JSON pointers, which resolve an index step as an array index or as an object key, exactly as
+:func:`matching.resolve` does. Text that may nest deeper than ``MAX_DEPTH`` is left to the reference.
 
 DuckDB's parser differs from ``json.loads`` (the reference) in a few places, so a row is decided by DuckDB only when
 none can apply; every other row is resolved by :mod:`matching`, row by row:
@@ -27,7 +28,7 @@ import polars as pl
 
 from vision_eval import duck
 from vision_eval.structured import matching as m
-from vision_eval.structured.fastpath import CANONICAL_NUMBER, KIND, Side, doc_texts, python_value
+from vision_eval.structured.fastpath import CANONICAL_NUMBER, JSON_START, KIND, Side, doc_texts, python_value
 
 TRAILING_COMMA = r",\s*[\]}]"
 ESCAPED_KEY = r'\\.(?:[^"\\]|\\.)*"\s*:'
@@ -149,10 +150,10 @@ def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:
 
 
 def _candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
-    """Per text column ``c`` (one Polars pass): ``c`` the candidate JSON object text (:func:`fastpath.doc_text`),
+    """Per text column ``c`` (one Polars pass): ``c`` the candidate JSON object text (:func:`fastpath.doc_texts`),
     ``c_trusted`` (DuckDB's reading of it is the reference's, unless a key repeats), ``c_keys`` (quoted path keys in
-    it), ``c_shallow`` (the text cannot nest deeper than MAX_DEPTH) and ``c_esc`` (the text holds a backslash, so
-    a string token may hold an escape)."""
+    it), ``c_shallow`` (the text cannot nest deeper than MAX_DEPTH), ``c_esc`` (the text holds a backslash, so a
+    string token may hold an escape) and ``c_none`` (the text holds no JSON the reference could find)."""
     names = raw.columns
     keys = sorted({str(step) for steps in paths for step in steps})
     # `key"` rather than `"key"`: every quoted key still counts once, and the search runs faster (a name that merely
@@ -167,6 +168,17 @@ def _candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
             for n in names
         ),
         *(pl.col(n).str.contains("\\", literal=True).fill_null(False).alias(f"{n}_esc") for n in names),
+        # No object, no fence, not a JSON document: the reference would find no JSON ("I could not read it.").
+        *(
+            (
+                ~pl.col(n).str.contains("{", literal=True)
+                & ~pl.col(n).str.contains("```", literal=True)
+                & ~pl.col(n).str.contains(JSON_START)
+            )
+            .fill_null(False)
+            .alias(f"{n}_none")
+            for n in names
+        ),
     )
     checked = doc_texts(first, names).with_columns(
         *(pl.col(n).str.count_matches(quoted_keys).alias(f"{n}_keys") for n in names),
@@ -228,7 +240,7 @@ def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.F
     for j, (col, n) in enumerate(zip(columns, names)):
         ok = decided[f"{n}_ok"]
         sides = every_side[j * len(paths) : (j + 1) * len(paths)]
-        rows = (~ok).arg_true()
+        rows = (~ok & ~(cands[f"{n}_none"] & cands[f"{n}_shallow"])).arg_true()
         deep = pl.Series("deep", [False] * len(ok), dtype=pl.Boolean)
         if rows.len():
             ok, deep, sides = _resolve_rows(batch[col], col, rows, paths, ok, sides)
@@ -321,9 +333,15 @@ def _resolve_rows(
     ok = fast.clone().scatter(rows, pl.Series(good, dtype=pl.Boolean))
     deep = pl.Series([False] * len(fast), dtype=pl.Boolean)
     deep = deep.scatter(rows, pl.Series([problem == m.TOO_DEEP for _, _, problem in parsed], dtype=pl.Boolean))
+    # The sides of undecided rows already read "missing" (their tokens are null): only documents the reference
+    # reads need their values.
+    docs = [v for g, (_, v, _) in zip(good, parsed) if g]
+    if not docs:
+        return ok, deep, sides
+    rows = rows.filter(pl.Series(good, dtype=pl.Boolean))
     out = []
     for steps, side in zip(paths, sides):
-        values = [m.resolve(v, steps) if g else m.MISSING for g, (_, v, _) in zip(good, parsed)]
+        values = [m.resolve(v, steps) for v in docs]
         pairs = [python_value(v) for v in values]
         shown = [_json(v) if v is not m.MISSING else None for v in values]
         out.append(

@@ -46,8 +46,8 @@ def doc_texts(frame: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
     for n in names:
         text = pl.col(n)
         fence = text.str.contains("```", literal=True)
-        stages[0] += [fence.alias(f"{n}__fence"), pl.when(~(text.str.starts_with("{") & text.str.ends_with("}") & ~fence))
-                      .then(text).alias(f"{n}__rest")]  # fmt: skip
+        tight = text.str.starts_with("{") & text.str.ends_with("}") & ~fence
+        stages[0] += [fence.alias(f"{n}__fence"), pl.when(~tight).then(text).alias(f"{n}__rest")]
         stages[1].append(col(n, "rest").str.strip_chars(" \t\r\n").alias(f"{n}__bare"))
         bare = col(n, "bare")
         plain = bare.str.starts_with("{") & bare.str.ends_with("}") & ~col(n, "fence")
