@@ -22,6 +22,7 @@ objects/arrays are re-read with ``json.loads``.
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
 import polars as pl
@@ -92,9 +93,11 @@ class _Stream:
         return self.frame.__arrow_c_stream__(requested_schema)
 
 
-SMALL_RESULT = 50_000
-"""Results up to this many rows come back as Python rows, larger ones through pyarrow (whose import, 0.1-0.2 s, a
-small batch would not repay; DuckDB 2.0's own Arrow stream export leaks objects that nanobind reports at exit)."""
+SMALL_RESULT = 20_000
+"""Up to this many rows a result comes back as Python rows; larger ones through pyarrow, which costs half as much
+per row but 0.1-0.2 s to import, more than a small batch costs (and importing it in the background would hold the
+interpreter lock while the first batch runs). DuckDB 2.0's own Arrow stream export is not used: it leaks objects that
+nanobind reports at exit."""
 _DTYPES = {"BOOLEAN": pl.Boolean, "VARCHAR": pl.Utf8, "JSON": pl.Utf8, "BIGINT": pl.Int64, "INTEGER": pl.Int32}
 
 
@@ -116,12 +119,11 @@ _WARM: list[bool] = []
 
 def warm() -> None:
     """Start what the first batch would otherwise wait for, in a background thread, once per process: DuckDB (its
-    import and start, ~0.05 s), python-dateutil and ``_strptime``. They then overlap the dataset's loading
-    (evaluators are built before the data are read) instead of the first batch."""
+    import and start, ~0.05 s), python-dateutil and ``_strptime``. They overlap the dataset's loading (evaluators
+    are built before the data are read) instead of delaying the first batch."""
     if _WARM:
         return
     _WARM.append(True)
-    import threading
 
     def start() -> None:
         query(pl.DataFrame({"t": ["{}"]}), "SELECT json_valid(t) AS ok FROM texts")
