@@ -77,10 +77,30 @@ def _duckdb_tokens(texts: pl.DataFrame, trusted: dict[str, pl.Series], paths: Pa
         f"CASE WHEN {c}_trusted AND json_valid({c}) THEN try(json_extract({c}, {ptrs})) END AS {c}_e"
         for c in texts.columns
     )
-    outer = [f"{c}_e IS NOT NULL AS {c}_ok" for c in texts.columns]
-    outer += [f"{c}_e[{i + 1}] AS {c}_t{i}" for c in texts.columns for i in range(len(paths))]
+    # A row's tokens come back joined into one text (a JSON token never holds a raw \x1f, nor is it empty: an empty
+    # piece is a path that does not resolve): one value per row and side instead of one per token.
+    outer = [
+        f"array_to_string(list_transform({c}_e, lambda x: coalesce(x::VARCHAR, '')), chr(31)) AS {c}_j"
+        for c in texts.columns
+    ]
     table = texts.hstack([trusted[c].alias(f"{c}_trusted") for c in texts.columns])
-    return query(table, f"SELECT {', '.join(outer)} FROM (SELECT {inner} FROM texts)")
+    joined = query(table, f"SELECT {', '.join(outer)} FROM (SELECT {inner} FROM texts)")
+    n = len(paths)
+    parts = joined.select(
+        pl.col(f"{c}_j").str.split_exact(TOKEN_SEPARATOR, n - 1).struct.rename_fields([f"{c}_t{i}" for i in range(n)])
+        for c in texts.columns
+    ).unnest(*(f"{c}_j" for c in texts.columns))
+    return parts.select(
+        *(pl.col(f"{c}_t0").is_not_null().alias(f"{c}_ok") for c in texts.columns),
+        *(
+            pl.when(pl.col(f"{c}_t{i}") != "").then(pl.col(f"{c}_t{i}")).alias(f"{c}_t{i}")
+            for c in texts.columns
+            for i in range(n)
+        ),
+    )
+
+
+TOKEN_SEPARATOR = "\x1f"
 
 
 class _Stream:
