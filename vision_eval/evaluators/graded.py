@@ -11,7 +11,7 @@ Default thresholds (``threshold:`` overrides):
 ==========================  =========  ==================================================================
 type                        default    passed when
 ==========================  =========  ==================================================================
-llm_rubric                  none       grader's ``pass``, true when missing or null (with a threshold: and raw score >= it)
+llm_rubric                  none       grader's ``pass`` (missing or null: true; with a threshold, raw score >= it)
 g_eval                      0.7        mean over criteria of score/10 >= threshold
 factuality                  none       the category's score > 0 (and >= threshold when one is set)
 closed_qa                   none       the reply ends with Y
