@@ -3,12 +3,14 @@
 Sources: a Polars frame, a list of dicts, an HF ``Dataset`` / ``IterableDataset``, local
 Parquet / JSONL / JSON / CSV files, an HF ``imagefolder`` folder, a ``save_to_disk``
 folder, or a Hugging Face hub id. ``datasets`` is imported only for the sources that need it.
-A JSONL line that does not parse becomes a row with a ``_row_error``, never a crash.
+A JSONL line that does not parse becomes a row with a ``_row_error``, never a crash; so does a row whose
+text is not valid Unicode (:mod:`vision_eval.data.text`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from vision_eval.config import DatasetConfig
+from vision_eval.data.text import mark_replaced, sanitize_rows
 from vision_eval.errors import ConfigError, DatasetError
 
 ROW_ERROR = "_row_error"
@@ -61,8 +64,10 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _from_dicts(rows: list[dict[str, Any]]) -> pl.DataFrame:
-    """A frame from dicts: objects kept as JSON text; a column of mixed scalar types becomes text."""
+def _from_dicts(rows: list[dict[str, Any]], where: Callable[[int], str] | None = None) -> pl.DataFrame:
+    """A frame from dicts: objects kept as JSON text; a column of mixed scalar types becomes text. A row with
+    invalid text (a lone surrogate) becomes a row error naming the column and ``where(i)``, its place in the
+    source (default: ``row i``)."""
     if not rows:
         return pl.DataFrame()
     rows = [{k: _cell(v) for k, v in row.items()} for row in rows]
@@ -79,18 +84,37 @@ def _from_dicts(rows: list[dict[str, Any]]) -> pl.DataFrame:
     try:
         return pl.DataFrame(rows, infer_schema_length=None)
     except (TypeError, ValueError, pl.exceptions.PolarsError):
-        # Values Polars cannot type (e.g. PIL images) stay Python objects.
-        return pl.DataFrame({c: pl.Series(c, [r.get(c) for r in rows], dtype=pl.Object) for c in columns})
+        pass
+    # Only now (clean data never gets here) look for invalid text; then values Polars cannot type (e.g. PIL
+    # images) stay Python objects.
+    if sanitize_rows(rows, where, ROW_ERROR):
+        columns = {}
+        for row in rows:
+            columns.update(dict.fromkeys(row))
+        try:
+            return pl.DataFrame(rows, infer_schema_length=None)
+        except (TypeError, ValueError, pl.exceptions.PolarsError):
+            pass
+    return pl.DataFrame({c: pl.Series(c, [r.get(c) for r in rows], dtype=pl.Object) for c in columns})
+
+
+def _loads(data: bytes) -> Any:
+    """``json.loads``; bytes that are not UTF-8 are read as lone surrogates, which :func:`_from_dicts` reports."""
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError:
+        return json.loads(data.decode("utf-8", "surrogateescape"))
 
 
 def _read_jsonl(path: Path) -> pl.DataFrame:
     rows: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as handle:
+    lines: list[int] = []
+    with path.open("rb") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = _loads(line)
                 if not isinstance(row, dict):
                     raise ValueError("line is not a JSON object")
             except ValueError as exc:
@@ -99,16 +123,28 @@ def _read_jsonl(path: Path) -> pl.DataFrame:
                     ROW_ERROR: f"line {number} of {path.name} is not valid JSON: {exc}",
                 }
             rows.append(row)
-    return _from_dicts(rows)
+            lines.append(number)
+    return _from_dicts(rows, lambda i: f"line {lines[i]} of {path.name}")
 
 
 def _read_json(path: Path) -> pl.DataFrame:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = _loads(path.read_bytes())
     if isinstance(data, dict):
         data = next((v for v in data.values() if isinstance(v, list)), [data])
     if not isinstance(data, list):
         raise DatasetError(f"{path}: expected a JSON list of objects")
-    return _from_dicts(data)
+    return _from_dicts(data, lambda i: f"item {i + 1} of {path.name}")
+
+
+def _read_csv(path: Path, limit: int | None) -> pl.DataFrame:
+    try:
+        return pl.read_csv(path, n_rows=limit, infer_schema_length=10_000)
+    except pl.exceptions.ComputeError as exc:
+        if "utf-8" not in str(exc).lower():
+            raise
+    # Bytes that are not UTF-8: read them as U+FFFD and make their rows errors.
+    frame = pl.read_csv(path, n_rows=limit, infer_schema_length=10_000, encoding="utf8-lossy")
+    return mark_replaced(frame, lambda n: pl.format("row {} of {}", n, pl.lit(path.name)), ROW_ERROR)
 
 
 def _load_local(path: Path, cfg: DatasetConfig, limit: int | None) -> RawDataset:
@@ -133,7 +169,7 @@ def _load_local(path: Path, cfg: DatasetConfig, limit: int | None) -> RawDataset
     elif kind == "json":
         frame = _read_json(path)
     elif kind == "csv":
-        frame = pl.read_csv(path, n_rows=limit, infer_schema_length=10_000)
+        frame = _read_csv(path, limit)
     elif kind == "disk":
         import datasets
 
@@ -196,5 +232,8 @@ def load_raw(cfg: DatasetConfig, data: Any = None, limit: int | None = None) -> 
     if module.startswith("datasets"):
         return RawDataset(_from_hf(data, read_limit), root, "python")
     if module.startswith("pandas"):
-        return RawDataset(pl.from_pandas(data), root, "python")
+        try:
+            return RawDataset(pl.from_pandas(data), root, "python")
+        except (TypeError, ValueError, pl.exceptions.PolarsError):  # e.g. a lone surrogate in an object column
+            return RawDataset(_from_dicts(data.to_dict("records")), root, "python")
     raise DatasetError(f"unsupported dataset object of type {type(data).__name__}")
