@@ -79,11 +79,14 @@ def test_hf_dataset_object_save_to_disk_and_builder(image_dir: Path) -> None:
     ds = datasets.Dataset.from_dict(rows, features=features)
     mapping = {"question": "input", "answer": "output", "gold": "expected_output"}
 
-    in_memory = ve.evaluate(ds, evaluators=EXACT, dataset={"columns": mapping})
+    # An HF Dataset object is treated like a hub dataset: its absolute paths need dataset.image_roots.
+    in_memory = ve.evaluate(ds, evaluators=EXACT, dataset={"columns": mapping, "image_roots": [str(image_dir)]})
     assert scores(in_memory) == {"r1": 1.0, "r2": 0.0}
     refs = in_memory.samples["images"].to_list()
     assert len(refs[0]) == 1
     assert refs[0][0]["sha256"] == hashlib.sha256((image_dir / "red.png").read_bytes()).hexdigest()
+    refused = ve.evaluate(ds, evaluators=EXACT, dataset={"columns": mapping}).samples["images"].to_list()
+    assert "not allowed" in refused[0][0]["error"] and refused[0][0]["sha256"] is None
 
     saved = image_dir / "saved"
     ds.save_to_disk(str(saved))

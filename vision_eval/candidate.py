@@ -15,6 +15,7 @@ import polars as pl
 from vision_eval.config import CandidateConfig
 from vision_eval.evaluator import EvalContext
 from vision_eval.images.media import ImageError
+from vision_eval.images.roots import roots_of
 from vision_eval.llm.requests import build_call, row_images, row_variables
 from vision_eval.llm.scheduler import get_scheduler
 from vision_eval.llm.templates import TemplateError, compile_template
@@ -45,7 +46,7 @@ async def _generate(row: dict[str, Any], candidate: CandidateConfig, context: Ev
     try:
         present = [c for c in candidate.images if c in row]
         images = await asyncio.to_thread(
-            row_images, row, present, context.dataset_root, candidate.image, variables=variables
+            row_images, row, present, roots_of(context), candidate.image, variables=variables
         )
         for name in ("input", "expected_output"):
             variables[name] = variables[name] or ""

@@ -35,7 +35,11 @@ class RawDataset:
     kind: str
     """What it was loaded from (``python``, ``parquet``, ``jsonl``, ``csv``, ``hf``, ``disk``, ``imagefolder``)."""
     local: bool = True
-    """False for hub datasets: absolute image paths are then refused."""
+    """False for hub datasets (a hub id or an HF ``Dataset`` object): absolute image paths need
+    ``dataset.image_roots``."""
+    confined: bool = True
+    """False for rows built in Python: their absolute image paths are read as given unless
+    ``dataset.image_roots`` is set (see :mod:`vision_eval.images.roots`)."""
 
 
 def _from_hf(ds: Any, limit: int | None) -> pl.DataFrame:
@@ -221,19 +225,20 @@ def load_raw(cfg: DatasetConfig, data: Any = None, limit: int | None = None) -> 
             return _load_hub(cfg.model_copy(update={"path": str(data)}), read_limit)
         return _load_local(path.resolve(), cfg, read_limit)
     if isinstance(data, pl.DataFrame):
-        return RawDataset(data, root, "python")
+        return RawDataset(data, root, "python", confined=False)
     if isinstance(data, pl.LazyFrame):
-        return RawDataset(data.collect(), root, "python")
+        return RawDataset(data.collect(), root, "python", confined=False)
     if isinstance(data, list):
         if data and not all(isinstance(row, dict) for row in data):
             raise DatasetError("a list dataset must hold dicts (one per sample)")
-        return RawDataset(_from_dicts(data), root, "python")
+        return RawDataset(_from_dicts(data), root, "python", confined=False)
     module = type(data).__module__
-    if module.startswith("datasets"):
-        return RawDataset(_from_hf(data, read_limit), root, "python")
+    if module.startswith("datasets"):  # most often from the hub: its paths are not the caller's
+        return RawDataset(_from_hf(data, read_limit), root, "hf", local=False)
     if module.startswith("pandas"):
         try:
-            return RawDataset(pl.from_pandas(data), root, "python")
+            frame = pl.from_pandas(data)
         except (TypeError, ValueError, pl.exceptions.PolarsError):  # e.g. a lone surrogate in an object column
-            return RawDataset(_from_dicts(data.to_dict("records")), root, "python")
+            frame = _from_dicts(data.to_dict("records"))
+        return RawDataset(frame, root, "python", confined=False)
     raise DatasetError(f"unsupported dataset object of type {type(data).__name__}")

@@ -20,6 +20,7 @@ from vision_eval.config import JudgeConfig
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
+from vision_eval.images.roots import roots_of
 from vision_eval.llm import reliability as rel
 from vision_eval.llm.graders import GraderError
 from vision_eval.llm.grading import (
@@ -119,7 +120,7 @@ class GradedEvaluator(Evaluator):
         s: GradedSettings = self.settings  # type: ignore[assignment]
         variables = row_variables(row)
         images = row_images(
-            row, s.images, self.context.dataset_root, judge_policy, chat_input=s.chat_input_images, variables=variables
+            row, s.images, roots_of(self.context), judge_policy, chat_input=s.chat_input_images, variables=variables
         )
         for name in TEXT_VARIABLES:
             if variables[name] is None:
