@@ -227,3 +227,19 @@ def test_object_outputs_become_json_text() -> None:
     assert json.loads(frame["output"][0]) == {"total": 1, "note": None}
     assert frame["output"][1] == "plain text"
     assert json.loads(frame["expected_output"][1]) == {"total": 2}
+
+
+def test_a_column_mixing_bytes_and_paths_keeps_each_value_as_it_is(image_dir: Path) -> None:
+    raw = png_bytes((9, 9, 9))
+    rows = [
+        {"id": "bytes", "output": "x", "images": [raw]},
+        {"id": "path", "output": "x", "images": [str(image_dir / "red.png")]},
+        {"id": "scalar_bytes", "output": "x", "images": raw},
+        {"id": "scalar_path", "output": "x", "images": "red.png"},
+    ]
+    frame, _ = load_dataset(DatasetConfig(image_root=str(image_dir)), rows)
+    refs = {i: cell[0] for i, cell in zip(frame["id"], frame["images"].to_list(), strict=True)}
+    assert refs["bytes"]["source"] == refs["scalar_bytes"]["source"] == "bytes"
+    assert refs["bytes"]["sha256"] == hashlib.sha256(raw).hexdigest()
+    assert refs["path"]["path"] == refs["scalar_path"]["path"] == str(image_dir / "red.png")
+    assert refs["path"]["error"] is None and refs["scalar_path"]["error"] is None

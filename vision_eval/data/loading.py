@@ -78,13 +78,22 @@ def _from_dicts(rows: list[dict[str, Any]], where: Callable[[int], str] | None =
     columns: dict[str, None] = {}
     for row in rows:
         columns.update(dict.fromkeys(row))
+    mixed_bytes = []
     for column in columns:
         kinds = {type(row.get(column)) for row in rows if row.get(column) is not None}
-        if len(kinds) > 1 and not kinds <= {int, float, bool} and str in kinds:
+        if (len(kinds) > 1 and kinds & {bytes, bytearray, memoryview}) or (
+            list in kinds and _mixes_bytes(rows, column)
+        ):
+            mixed_bytes.append(column)
+        elif len(kinds) > 1 and not kinds <= {int, float, bool} and str in kinds:
             for row in rows:
                 value = row.get(column)
                 if value is not None and not isinstance(value, str):
                     row[column] = json.dumps(value) if isinstance(value, list) else str(value)
+    if mixed_bytes:  # Polars would read the text as bytes (or the bytes as text): keep both as Python values
+        plain = _from_dicts([{k: v for k, v in row.items() if k not in mixed_bytes} for row in rows], where)
+        objects = [pl.Series(c, [row.get(c) for row in rows], dtype=pl.Object) for c in mixed_bytes]
+        return plain.with_columns(objects) if plain.width else pl.DataFrame(objects)
     try:
         return pl.DataFrame(rows, infer_schema_length=None)
     except (TypeError, ValueError, pl.exceptions.PolarsError):
@@ -100,6 +109,21 @@ def _from_dicts(rows: list[dict[str, Any]], where: Callable[[int], str] | None =
         except (TypeError, ValueError, pl.exceptions.PolarsError):
             pass
     return pl.DataFrame({c: pl.Series(c, [r.get(c) for r in rows], dtype=pl.Object) for c in columns})
+
+
+def _mixes_bytes(rows: list[dict[str, Any]], column: str) -> bool:
+    """True when the column holds bytes in some rows (or list items) and other values in others."""
+    binary = other = False
+    for row in rows:
+        value = row.get(column)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, bytes | bytearray | memoryview):
+                binary = True
+            elif item is not None:
+                other = True
+        if binary and other:
+            return True
+    return False
 
 
 def _loads(data: bytes) -> Any:

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from vision_eval.reasons import plain_reason
+
 MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
@@ -41,7 +43,6 @@ _OTHER_TYPES = (
     (b"\x1f\x8b", "gzip"),
 )
 _SVG = re.compile(rb"^\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*(?:<!DOCTYPE svg[^>]*>\s*)?<svg[\s>]", re.I | re.S)
-_NOISE = re.compile(r"""\s*<[^<>]* at 0x[0-9a-fA-F]+>|\s*\bb(['"]).*?(?<!\\)\1""")
 
 
 def sniff(data: bytes) -> str:
@@ -57,11 +58,6 @@ def sniff(data: bytes) -> str:
     if _SVG.match(data[:4096]):
         return "SVG"
     return "unknown"
-
-
-def plain_reason(exc: BaseException) -> str:
-    """An exception's message without run-specific noise (memory addresses) or quoted bytes."""
-    return " ".join(_NOISE.sub("", str(exc)).split())
 
 
 def resolve_media_type(data: bytes, declared: str | None = None) -> str:
