@@ -137,12 +137,13 @@ def _loads(data: bytes) -> Any:
 def _read_jsonl(path: Path) -> pl.DataFrame:
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
-    with path.open("rb") as handle:
+    # Bytes that are not UTF-8 are read as lone surrogates, which _from_dicts reports with their column.
+    with path.open(encoding="utf-8", errors="surrogateescape") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
-                row = _loads(line)
+                row = json.loads(line)
                 if not isinstance(row, dict):
                     raise ValueError("line is not a JSON object")
             except ValueError as exc:
