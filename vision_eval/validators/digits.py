@@ -1,7 +1,7 @@
 """Decimal digits of any script read as ASCII digits: Arabic-Indic ``٣``, fullwidth ``３``, Devanagari ``३`` -> ``3``.
 
-Only texts holding such a digit are rewritten (one regex test over the column otherwise), so the validators'
-number patterns and casts see ASCII digits only.
+Only texts holding such a digit are rewritten (texts of ASCII only, most of them, cost one length comparison), so
+the validators' number patterns and casts see ASCII digits only.
 """
 
 from __future__ import annotations
@@ -35,7 +35,10 @@ def digit_value(char: str) -> int:
 
 def ascii_digits(texts: pl.Series) -> pl.Series:
     """``texts`` with every non-ASCII decimal digit replaced by its ASCII digit."""
-    has = texts.str.contains(NON_ASCII_DIGIT).fill_null(False)
+    non_ascii = (texts.str.len_bytes() != texts.str.len_chars()).fill_null(False)  # far cheaper than the regex
+    if not non_ascii.any():
+        return texts
+    has = non_ascii & texts.str.contains(NON_ASCII_DIGIT).fill_null(False)
     if not has.any():
         return texts
     rows = has.arg_true()

@@ -92,7 +92,8 @@ def score_columns(prepared: pl.DataFrame, opts: Any, min_rows: int | None = None
         )
         .collect()
     )
-    frame = frame.filter(~too_deep(frame["c"], frame["openers"]))  # the row-wise path reports those
+    if (frame["openers"] > MAX_DEPTH).any():  # the row-wise path reports JSON nested too deeply
+        frame = frame.filter(~too_deep(frame["c"], frame["openers"]))
     parts = [_score_group(frame[members], tree, opts) for tree, members in _shapes(frame["e"], min_rows)]
     return pl.concat([pl.DataFrame(schema=_RESULT_SCHEMA), *parts]).sort("row")
 
