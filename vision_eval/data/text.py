@@ -52,6 +52,11 @@ def _clean(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
+def invalid_column(row: dict[str, Any]) -> str | None:
+    """The first key of ``row`` whose value (or name) holds a lone surrogate, or ``None``."""
+    return next((str(k) for k, v in row.items() if _clean(v)[1] or (isinstance(k, str) and _clean(k)[1])), None)
+
+
 def sanitize_rows(rows: list[dict[str, Any]], where: Callable[[int], str] | None, error_key: str) -> int:
     """Replace lone surrogates in ``rows`` (in place) and set ``error_key`` on each row that had one, naming the
     first such column and ``where(i)`` (the row's place in its source). Returns the number of rows changed."""
