@@ -1,7 +1,11 @@
-"""Throughput of the benchmark metrics (rows/s) against row-wise Python references measured in the same run.
+"""Throughput of the benchmark metrics (rows/s) under each protocol, against row-wise Python references measured
+in the same run.
 
-The references compute the same scores one row at a time (json.loads of the answers, ``re`` and a Python
-loop per answer, rapidfuzz per pair for ANLS); ``tests/test_benchmark_metrics.py`` checks that both agree.
+The references compute the same scores one row at a time: for ``lenient`` with their own ``re`` and Python loops
+(json.loads of the answers, rapidfuzz per pair for ANLS), for ``official`` / ``lmms_eval`` with the protocols'
+row-wise definitions (the functions the column paths hand doubtful rows to); ``tests/test_benchmark_metrics.py``
+checks that both agree. ``official`` and ``lmms_eval`` score relaxed accuracy and ANLS identically, so only
+``official`` is timed for those.
 
 Run: ``PYTHONPATH=$PWD python benchmarks/bench_benchmark_metrics.py [--rows 200000] [--ref-rows 50000]``.
 """
@@ -18,7 +22,10 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.evaluators._benchmark_text import NUMBER_PATTERN, NUMBER_WORDS, VQA_CONTRACTIONS
+from vision_eval.evaluators import _anls, _relaxed, _vqa_answers, _yes_no
+from vision_eval.evaluators._benchmark_text import NUMBER_PATTERN, NUMBER_WORDS
+from vision_eval.evaluators._vqa_answers import LENIENT_CONTRACTIONS as VQA_CONTRACTIONS
+from vision_eval.evaluators.benchmark_extracted import lmms_eval_count
 
 # --- row-wise references ---------------------------------------------------------------------------------
 
@@ -134,13 +141,57 @@ def count_ref(output: str, expected: str) -> float | None:
     return float(_count_value(found[0]) == _count_value(gold.group(0)))
 
 
-REFERENCES: dict[str, Callable[[str, str], float | None]] = {
-    "relaxed_accuracy": relaxed_ref,
-    "anls": anls_ref,
-    "vqa_accuracy": vqa_ref,
-    "pope": pope_ref,
-    "exact_count": count_ref,
+def relaxed_official(output: str, expected: str, tol: float = 0.05) -> float:
+    return max(float(_relaxed.relaxed_correct(output, gold, tol)) for gold in golds_of(expected))
+
+
+def anls_official(output: str, expected: str, cutoff: float = 0.5) -> float:
+    similarity = 1 - min(_anls.official_distance(output, gold) for gold in golds_of(expected))
+    return 0.0 if similarity < cutoff else similarity
+
+
+def _loo(prediction: str, golds: list[str]) -> float:
+    return _vqa_answers.leave_one_out(sum(g == prediction for g in golds), len(golds))
+
+
+def vqa_official(output: str, expected: str) -> float:
+    return _loo(_vqa_answers.official_answer(output), _vqa_answers.official_golds(golds_of(expected)))
+
+
+def vqa_lmms_eval(output: str, expected: str) -> float:
+    return _loo(_vqa_answers.evalai_answer(output), [_vqa_answers.evalai_answer(g) for g in golds_of(expected)])
+
+
+def pope_official(output: str, expected: str) -> float | None:
+    gold = _yes_no.lmms_eval_reading(expected)
+    return None if gold is None else float(_yes_no.official_reading(output)[0] == gold)
+
+
+def pope_lmms_eval(output: str, expected: str) -> float | None:
+    gold = _yes_no.lmms_eval_reading(expected)
+    return None if gold is None else float(_yes_no.lmms_eval_reading(output) == gold)
+
+
+def count_lmms_eval(output: str, expected: str) -> float | None:
+    gold = lmms_eval_count(expected)
+    return float(lmms_eval_count(output) == gold) if re.fullmatch("[0-9]+", gold) else None
+
+
+REFERENCES: dict[tuple[str, str], Callable[[str, str], float | None]] = {
+    ("relaxed_accuracy", "official"): relaxed_official,
+    ("relaxed_accuracy", "lenient"): relaxed_ref,
+    ("anls", "official"): anls_official,
+    ("anls", "lenient"): anls_ref,
+    ("vqa_accuracy", "official"): vqa_official,
+    ("vqa_accuracy", "lmms_eval"): vqa_lmms_eval,
+    ("vqa_accuracy", "lenient"): vqa_ref,
+    ("pope", "official"): pope_official,
+    ("pope", "lmms_eval"): pope_lmms_eval,
+    ("pope", "lenient"): pope_ref,
+    ("exact_count", "lmms_eval"): count_lmms_eval,
+    ("exact_count", "lenient"): count_ref,
 }
+"""(metric, protocol) -> the row-wise reference the vectorized path is timed and tested against."""
 
 # --- synthetic data ----------------------------------------------------------------------------------------
 
@@ -150,13 +201,52 @@ WORDS = [
 ]  # fmt: skip
 
 
-def synthetic(metric: str, rows: int, seed: int = 0) -> pl.DataFrame:
-    """Rows like the benchmark's own: ``id, output, expected_output`` (JSON answer lists where it has them)."""
+EDGES: dict[str, tuple[list[str], list[str]]] = {
+    # (replies, reference answers) mixed in by ``synthetic(..., edge=True)``: texts the column paths hand to the
+    # row-wise definitions (non-ASCII, Python-only number syntax, many periods) and protocol corner cases.
+    "relaxed_accuracy": (
+        ["nan", "inf", " 12", "1_000", "١٢", "Straße", "STRASSE", "0", "0.0", "-0", "12%%", "1e3", "ΣΑΣ", ".5"],
+        ["nan", "12", "1000", "strasse", "0", "σας", "12%", "1e3", "-0", "İ", "50"],
+    ),
+    "anls": (
+        ["straße", "İstanbul", "a\x1cb", "a\u00a0 b", "ﬁle", "", "  ", "ABC"],
+        ["STRASSE", "istanbul", "a b", "file", "abc", "x"],
+    ),
+    "vqa_accuracy": (
+        ["café", "٣.٥", "naïve-test", "a" + "." * 40, "dont", "the dog's", "Two, three", "somebody'd"],
+        ["cafe", "3.5", "naive test", "a", "don't", "dog's", "2 3", "somebodyd"],
+    ),
+    "pope": (
+        ["yes\u00a0", "YES", "Yes, no doubt.", "Nope", "", '"No"', "No!", " no ", "yes\n", "Ｙｅｓ"],
+        ["yes", "no", " Yes", "NO "],
+    ),
+    "exact_count": (
+        ["٧", "seven ", "Twenty", "07", "7\u3000", "Ⅶ", "none", "ten\n"],
+        ["7", "20", "0", "10", " 7"],
+    ),
+}
+
+
+def _edge_row(metric: str, rng: random.Random) -> tuple[str, str]:
+    replies, answers = EDGES[metric]
+    if metric in ("pope", "exact_count"):
+        return rng.choice(replies), rng.choice(answers)
+    count = rng.choice([1, 2, 10])
+    return rng.choice(replies + answers), json.dumps([rng.choice(replies + answers) for _ in range(count)])
+
+
+def synthetic(metric: str, rows: int, seed: int = 0, edge: bool = False) -> pl.DataFrame:
+    """Rows like the benchmark's own: ``id, output, expected_output`` (JSON answer lists where it has them);
+    ``edge`` replaces one row in four by a corner case of :data:`EDGES`."""
     rng = random.Random(seed)
     outputs: list[str] = []
     expected: list[str] = []
     for _ in range(rows):
-        if metric == "relaxed_accuracy":
+        if edge and rng.random() < 0.25:
+            reply, answer = _edge_row(metric, rng)
+            outputs.append(reply)
+            expected.append(answer)
+        elif metric == "relaxed_accuracy":
             gold = f"{rng.randint(0, 5000) / rng.choice([1, 10, 100]):g}"
             pred = rng.choice([gold, f"{float(gold) * rng.uniform(0.9, 1.1):.2f}", gold + "%", "Canada"])
             outputs.append(pred)
@@ -207,17 +297,19 @@ def main() -> None:
     parser.add_argument("--ref-rows", type=int, default=50_000, help="rows given to the row-wise reference")
     args = parser.parse_args()
     print(f"{args.rows:,} rows vectorized (best of 3), {min(args.ref_rows, args.rows):,} rows row-wise (best of 2)")
-    print(f"{'metric':<18}{'vectorized rows/s':>20}{'row-wise rows/s':>18}{'speed-up':>10}")
-    for metric, reference in REFERENCES.items():
+    print(f"{'metric protocol':<28}{'vectorized rows/s':>20}{'row-wise rows/s':>18}{'speed-up':>10}")
+    for (metric, protocol), reference in REFERENCES.items():
         data = synthetic(metric, args.rows)
-        vectorized_scores(metric, data.head(100))  # warm-up: imports (rapidfuzz, numpy) are not throughput
+        settings = {"protocol": protocol}
+        vectorized_scores(metric, data.head(100), settings)  # warm-up: imports (rapidfuzz, numpy) are not throughput
         [reference(o, e) for o, e in zip(data["output"].head(100), data["expected_output"].head(100), strict=True)]
-        vec_s = _time(lambda data=data, metric=metric: vectorized_scores(metric, data), repeat=3)
+        vec_s = _time(lambda data=data, metric=metric, s=settings: vectorized_scores(metric, data, s), repeat=3)
         ref_data = data.head(args.ref_rows)
         pairs = list(zip(ref_data["output"].to_list(), ref_data["expected_output"].to_list(), strict=True))
         ref_s = _time(lambda pairs=pairs, reference=reference: [reference(o, e) for o, e in pairs], repeat=2)
         vec_rate, ref_rate = data.height / vec_s, ref_data.height / ref_s
-        print(f"{metric:<18}{vec_rate:>20,.0f}{ref_rate:>18,.0f}{vec_rate / ref_rate:>9.1f}x")
+        label = f"{metric} {protocol}"
+        print(f"{label:<28}{vec_rate:>20,.0f}{ref_rate:>18,.0f}{vec_rate / ref_rate:>9.1f}x")
 
 
 if __name__ == "__main__":

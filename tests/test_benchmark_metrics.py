@@ -1,7 +1,9 @@
-"""Benchmark metrics (relaxed_accuracy, anls, vqa_accuracy, pope, exact_count) and the benchmark presets.
+"""Benchmark metrics (relaxed_accuracy, anls, vqa_accuracy, pope, exact_count), their protocols and the presets.
 
 Expected numbers are worked out by hand in the comments. The preset tests load the hub-shaped fixtures in
-``tests/fixtures/benchmarks/`` through the preset's own column mapping (only ``path`` is overridden).
+``tests/fixtures/benchmarks/`` through the preset's own column mapping (only ``path`` is overridden) and score them
+under the preset's protocol and under the others. Agreement with the reference implementations on generated edge
+cases is in ``tests/test_benchmark_protocols.py``.
 """
 
 from __future__ import annotations
@@ -17,18 +19,33 @@ import yaml
 
 import vision_eval as ve
 from vision_eval.config import DatasetConfig
-from vision_eval.evaluators._benchmark_text import reference_lists, vqa_normalize
+from vision_eval.evaluators._benchmark_text import reference_lists
+from vision_eval.evaluators._vqa_answers import evalai_answers, lenient_answers, official_answers
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "benchmarks"
 PRESETS = ["chartqa", "docvqa", "textvqa", "pope", "countbench"]
+PROTOCOL_OF_PRESET = {
+    "chartqa": "official",
+    "docvqa": "official",
+    "textvqa": "lmms_eval",
+    "pope": "official",
+    "countbench": "lmms_eval",
+}
 
 
-def run_preset(name: str) -> ve.EvalResult:
-    dataset = yaml.safe_load((ROOT / "conf" / "dataset" / f"{name}.yaml").read_text())
+def preset_stack(name: str, protocol: str | None = None) -> dict[str, Any]:
     stack = yaml.safe_load((ROOT / "conf" / "evaluators" / f"{name}.yaml").read_text())
+    if protocol is not None:
+        for spec in stack.values():
+            spec["protocol"] = protocol
+    return stack
+
+
+def run_preset(name: str, protocol: str | None = None) -> ve.EvalResult:
+    dataset = yaml.safe_load((ROOT / "conf" / "dataset" / f"{name}.yaml").read_text())
     dataset["path"] = str(FIXTURES / f"{name}.parquet")
-    return ve.evaluate(None, evaluators=stack, dataset=dataset, run={"progress": False})
+    return ve.evaluate(None, evaluators=preset_stack(name, protocol), dataset=dataset, run={"progress": False})
 
 
 def by_id(result: ve.EvalResult, evaluator: str | None = None) -> dict[str, dict[str, Any]]:
@@ -43,104 +60,224 @@ def scores(result: ve.EvalResult, evaluator: str | None = None) -> dict[str, flo
     return {sid: row["score"] for sid, row in by_id(result, evaluator).items()}
 
 
+def details(result: ve.EvalResult, sample_id: str, evaluator: str | None = None) -> dict[str, Any]:
+    return json.loads(by_id(result, evaluator)[sample_id]["details"])
+
+
 def run(rows: list[dict[str, Any]], spec: dict[str, Any]) -> ve.EvalResult:
     return ve.evaluate(rows, evaluators={"m": spec}, run={"progress": False})
 
 
-# --- presets -----------------------------------------------------------------------------------------------
+# --- presets: sources, protocols, prompts ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", PRESETS)
-def test_preset_configs_are_valid_and_name_the_hub_dataset(name: str) -> None:
-    raw = yaml.safe_load((ROOT / "conf" / "dataset" / f"{name}.yaml").read_text())
-    cfg = DatasetConfig.model_validate(raw)
+def test_preset_configs_name_the_hub_dataset_protocol_and_prompt_source(name: str) -> None:
+    text = (ROOT / "conf" / "dataset" / f"{name}.yaml").read_text()
+    cfg = DatasetConfig.model_validate(yaml.safe_load(text))
     hub = {
-        "chartqa": ("HuggingFaceM4/ChartQA", "test"),
+        "chartqa": ("lmms-lab/ChartQA", "test"),
         "docvqa": ("lmms-lab/DocVQA", "validation"),
         "textvqa": ("lmms-lab/textvqa", "validation"),
         "pope": ("lmms-lab/POPE", "test"),
-        "countbench": ("nielsr/countbench", "train"),
+        "countbench": ("vikhyatk/CountBenchQA", "test"),
     }[name]
     assert (cfg.path, cfg.split) == hub
-    assert hub[0] in cfg.description
+    assert hub[0] in cfg.description and PROTOCOL_OF_PRESET[name] in cfg.description
     assert cfg.columns.get("image") == "images"
-    assert "expected_output" in cfg.columns.values()
+    assert "expected_output" in cfg.columns.values() and cfg.prompt
+    assert "lmms-eval tasks/" in text  # the comment names where the prompt comes from
+    stack_text = (ROOT / "conf" / "evaluators" / f"{name}.yaml").read_text()
+    assert all(spec["protocol"] == PROTOCOL_OF_PRESET[name] for spec in yaml.safe_load(stack_text).values())
+    assert f"protocol {PROTOCOL_OF_PRESET[name]}" in stack_text.lower()
 
 
-def test_chartqa_preset_relaxed_accuracy() -> None:
-    result = run_preset("chartqa")
-    # Row order of the fixture (ids are row numbers: ChartQA has no id column).
-    assert scores(result) == {
-        "0": 1.0,  # "12%" vs 12: percent sign dropped
-        "1": 1.0,  # "12" vs "12%"
-        "2": 1.0,  # "1,000" vs 1000
-        "3": 1.0,  # 1040 vs 1000: 4% off
-        "4": 0.0,  # 1060 vs 1000: 6% off
-        "5": 1.0,  # "yes" vs "Yes": case-insensitive
-        "6": 1.0,  # 0.12 vs "12%" read as a fraction
-        "7": 1.0,  # second of two labels
-        "8": 0.0,  # 0.5 vs 0: a zero gold needs exactly 0
-        "9": 0.0,  # a sentence is not the number
-        "10": 1.0,  # "$1.5" vs 1.5
-    }
-    details = json.loads(by_id(result)["0"]["details"])
-    assert details == {"matched": "12", "numeric": True}
-    assert result.run_info["metrics"]["relaxed_accuracy"]["relaxed_accuracy"] == pytest.approx(8 / 11)
+def lmms_eval_prompt(name: str, question: str) -> str:
+    """The text lmms-eval's task sends for ``question``, written from its task files (doc_to_text + kwargs)."""
+    if name == "chartqa":
+        return question + "\nAnswer the question with a single word."
+    if name == "docvqa":
+        return question + "\nAnswer the question using a single word or phrase."
+    if name == "textvqa":
+        return question.capitalize() + "\nAnswer the question using a single word or phrase."
+    if name == "pope":
+        return question.strip() + "\nAnswer the question using a single word or phrase."
+    pre = "Look at the image carefully and count the objects. Answer with just a number, without any additional text. "
+    return pre + question.strip()
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_prompts_match_lmms_eval(name: str, tmp_path: Path) -> None:
+    """A candidate with no prompt of its own asks as the preset says; the request text is lmms-eval's."""
+    from vision_eval.testing.fake_providers import FakeProviders
+
+    dataset = yaml.safe_load((ROOT / "conf" / "dataset" / f"{name}.yaml").read_text())
+    dataset["path"] = str(FIXTURES / f"{name}.parquet")
+    questions = pl.read_parquet(FIXTURES / f"{name}.parquet")["question"].to_list()[:3]
+    # Questions that the prompt's text functions change: lowercase start, surrounding spaces.
+    questions[-1] = "  what is written on the sign?  "
+    data = pl.read_parquet(FIXTURES / f"{name}.parquet").head(3).with_columns(pl.Series("question", questions))
+    data.write_parquet(tmp_path / "data.parquet")
+    dataset["path"] = str(tmp_path / "data.parquet")
+    with FakeProviders(responder=lambda request: "yes") as server:
+        candidate = {"model": "openai/m", "api_base": server.openai_base, "api_key": "k", "cache": False}
+        result = ve.evaluate(
+            None, evaluators=preset_stack(name), dataset=dataset, candidate=candidate, run={"progress": False}
+        )
+        sent = [request.body["messages"][0]["content"] for request in server.requests]
+    assert result.samples["output"].to_list() == ["yes"] * 3
+    texts = sorted(next(part["text"] for part in content if part["type"] == "text") for content in sent)
+    # The candidate appends the image after the text, with its label.
+    assert [t.split("\n\nImage 1:")[0] for t in texts] == sorted(lmms_eval_prompt(name, q) for q in questions)
+    assert result.run_info["config"]["candidate"]["prompt"] == dataset["prompt"]
+
+
+def test_candidate_prompt_overrides_the_dataset_prompt() -> None:
+    config = ve.validate_config({"dataset": {"prompt": "{{ input }} (dataset)"}, "candidate": {"prompt": "mine"}})
+    assert config.candidate.prompt == "mine"
+    assert ve.validate_config({"dataset": {}}).candidate.prompt == "{{ input }}"
+    assert ve.validate_config({"dataset": {"prompt": "P"}}).candidate.prompt == "P"
+
+
+# --- presets: scores under each protocol -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("protocol", "expected"),
+    [
+        # 12/12, 12%/12%, "1,000" is text, 4% off, 6% off, yes/Yes, 0.12 = 12%, a 0 label needs the text "0" (0.0 is
+        # wrong), a sentence, "$1.5" is text, "0" = "0".
+        ("official", [1, 1, 0, 1, 0, 1, 1, 0, 0, 0, 1]),
+        ("lmms_eval", [1, 1, 0, 1, 0, 1, 1, 0, 0, 0, 1]),
+        # Lenient also reads "1,000", 0.0 as 0 and "$1.5".
+        ("lenient", [1, 1, 1, 1, 0, 1, 1, 1, 0, 1, 1]),
+    ],
+)
+def test_chartqa_preset_scores_overall_and_per_split(protocol: str, expected: list[int]) -> None:
+    result = run_preset("chartqa", protocol)
+    assert scores(result, "relaxed_accuracy") == {str(i): float(v) for i, v in enumerate(expected)}
+    metrics = result.run_info["metrics"]
+    assert metrics["relaxed_accuracy"]["relaxed_accuracy"] == pytest.approx(sum(expected) / 11)
+    # Rows 0-4 are human-written questions, 5-10 generated ones: each split has its own summary.
+    assert metrics["relaxed_accuracy_human"]["relaxed_accuracy"] == pytest.approx(sum(expected[:5]) / 5)
+    assert metrics["relaxed_accuracy_augmented"]["relaxed_accuracy"] == pytest.approx(sum(expected[5:]) / 6)
+    assert metrics["relaxed_accuracy_human"]["n"] == 5 and metrics["relaxed_accuracy"]["protocol"] == protocol
+    assert details(result, "0", "relaxed_accuracy") == {"protocol": protocol, "matched": "12", "numeric": True}
     assert result.samples["input"][0] == "What share of adults use the internet?"
+    assert result.run_info["evaluators"]["relaxed_accuracy"]["protocol"] == protocol
 
 
-def test_docvqa_preset_anls() -> None:
-    result = run_preset("docvqa")
+@pytest.mark.parametrize("protocol", ["official", "lmms_eval", "lenient"])
+def test_docvqa_preset_anls(protocol: str) -> None:
+    result = run_preset("docvqa", protocol)
     s = scores(result)
     assert s["q1"] == 1.0
     assert s["q2"] == 1.0  # case and whitespace normalized
     assert s["q3"] == 1.0  # second of two answers
     assert s["q4"] == pytest.approx(0.9)  # cigarettes/cigarette: 1 edit over 10 chars
     assert s["q5"] == 0.0  # nothing in common
-    # "the tobacco institute" (21 chars after normalization) vs "the tobacco institut": 1 - 1/21.
-    # Taking the length before normalization (25 chars) would give 0.96.
-    assert s["q6"] == pytest.approx(1 - 1 / 21)
+    # "the tobacco institute" vs "the tobacco institut": 1 edit. The references divide by the longer raw text
+    # ("The   Tobacco   Institute", 25 chars); lenient by the normalized one (21 chars).
+    q6 = 1 - 1 / 21 if protocol == "lenient" else 1 - 1 / 25
+    assert s["q6"] == pytest.approx(q6)
     assert s["q7"] == pytest.approx(0.5)  # abcd/abxy: similarity exactly at the cut-off is kept
     assert s["q8"] == 0.0  # abc/axy: 1/3 is below the cut-off
     rows = by_id(result)
     assert rows["q9"]["status"] == "error" and "no reference answers" in rows["q9"]["error"]
     assert rows["q10"]["status"] == "error" and rows["q10"]["error"] == "output is missing"
-    assert json.loads(rows["q4"]["details"])["closest"] == "cigarette"
+    assert details(result, "q4")["closest"] == "cigarette"
     # Below the cut-off the score is 0 but the details still show how close the answer was.
-    assert json.loads(rows["q8"]["details"]) == {"closest": "axy", "similarity": pytest.approx(1 / 3)}
-    mean = (1 + 1 + 1 + 0.9 + 0 + (1 - 1 / 21) + 0.5 + 0) / 8
+    assert details(result, "q8") == {"protocol": protocol, "closest": "axy", "similarity": pytest.approx(1 / 3)}
     metrics = result.run_info["metrics"]["anls"]
-    assert metrics["anls"] == pytest.approx(mean)
-    assert (metrics["n"], metrics["errors"]) == (8, 2)
+    assert metrics["anls"] == pytest.approx((1 + 1 + 1 + 0.9 + 0 + q6 + 0.5 + 0) / 8)
+    assert (metrics["n"], metrics["errors"], metrics["unparseable"], metrics["protocol"]) == (8, 2, 0, protocol)
 
 
-def test_textvqa_preset_vqa_accuracy() -> None:
-    result = run_preset("textvqa")
-    assert scores(result) == pytest.approx(
-        {
-            "34602": 1.0,  # 10/10 "nokia"
-            # "dont walk" x3 -> "don't walk": m=3 -> (3 * 2/3 + 7 * 1) / 10
-            "34603": 0.9,
-            # "two" and "2" both -> "2": m=2 -> (2 * 1/3 + 8 * 2/3) / 10
-            "34604": 0.6,
-            # "the coca-cola" -> "coca cola" (hyphen -> space, article dropped): m=1 -> (0 + 9 * 1/3) / 10
-            "34605": 0.3,
-            "34606": 1.0,  # trailing period stripped
-            "34607": 0.0,  # "3.5" keeps its decimal point, so it is not "35"
-            "34608": 1.0,  # "10,000" and "10000" are the same answer
-            "34609": 0.0,
-        }
-    )
-    assert json.loads(by_id(result)["34603"]["details"]) == {"prediction": "don't walk", "matches": 3, "answers": 10}
+def test_anls_divides_by_the_raw_lengths_under_the_reference_protocols() -> None:
+    rows = [{"id": "a", "output": "i  a", "expected_output": "a"}]
+    # Normalized "i a" vs "a": 2 edits. Over the raw length 4: 0.5 (kept); over the normalized length 3: 1/3 -> 0.
+    assert scores(run(rows, {"type": "anls", "protocol": "official"}))["a"] == 0.5
+    assert scores(run(rows, {"type": "anls", "protocol": "lmms_eval"}))["a"] == 0.5
+    assert scores(run(rows, {"type": "anls", "protocol": "lenient"}))["a"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("protocol", "expected"),
+    [
+        # lmms-eval processes reply and answers alike (EvalAI's processor): "dont walk" x3 -> "don't walk" (0.9),
+        # "two" and "2" -> "2" (m=2: 0.6), "the coca-cola" -> "coca cola" (m=1: 0.3), "10,000" = "10000".
+        ("lmms_eval", [1.0, 0.9, 0.6, 0.3, 1.0, 0.0, 1.0, 0.0]),
+        ("lenient", [1.0, 0.9, 0.6, 0.3, 1.0, 0.0, 1.0, 0.0]),
+        # The VQA script compares raw answers when all agree, else only their punctuation processed: "dont walk"
+        # is not "don't walk" (0), "two" is not "2" (m=1: 0.3), "the coca cola" is not "coca cola" (0).
+        ("official", [1.0, 0.0, 0.3, 0.0, 1.0, 0.0, 1.0, 0.0]),
+    ],
+)
+def test_textvqa_preset_vqa_accuracy(protocol: str, expected: list[float]) -> None:
+    result = run_preset("textvqa", protocol)
+    ids = [str(34602 + i) for i in range(8)]
+    assert scores(result) == pytest.approx(dict(zip(ids, expected, strict=True)))
+    matches = 3 if protocol != "official" else 0
+    assert details(result, "34603") == {
+        "protocol": protocol,
+        "prediction": "don't walk",
+        "matches": matches,
+        "answers": 10,
+    }
     passed = {row["sample_id"]: row["passed"] for row in result.results.iter_rows(named=True)}
-    assert passed["34603"] is True and passed["34604"] is False  # default threshold 0.9 = three annotators
+    assert passed["34603"] is (protocol != "official") and passed["34604"] is False  # threshold 0.9 = 3 annotators
 
 
-def test_pope_preset_metrics() -> None:
+def test_pope_preset_official() -> None:
     result = run_preset("pope")
+    # First sentences: yes / "No" / "No" (gold yes) / "Yes" (gold no) / yes / no yes/no word (-> yes, unparseable) /
+    # "no" / "not" (-> no, gold yes).
+    assert scores(result, "pope") == {str(i): float(v) for i, v in enumerate([1, 1, 0, 0, 1, 0, 1, 0])}
+    assert details(result, "5", "pope") == {
+        "protocol": "official",
+        "prediction": "yes",
+        "expected": "no",
+        "unparseable": True,
+        "raw": "The image shows a kitchen.",
+    }
+    assert details(result, "2", "pope") == {"protocol": "official", "prediction": "no", "expected": "yes"}
+    metrics = result.run_info["metrics"]["pope"]
+    # TP rows 0, 4; FP 3, 5; TN 1, 6; FN 2, 7.
+    assert (metrics["tp"], metrics["fp"], metrics["tn"], metrics["fn"]) == (2, 2, 2, 2)
+    assert metrics["accuracy"] == metrics["precision"] == metrics["recall"] == metrics["f1"] == 0.5
+    assert (metrics["yes_ratio"], metrics["n"], metrics["unparseable"]) == (0.5, 8, 1)
+    # Per sampling strategy (rows 0, 3, 6 adversarial; 1, 4, 7 popular; 2, 5 random).
+    adversarial = result.run_info["metrics"]["pope_adversarial"]
+    assert (adversarial["n"], adversarial["accuracy"], adversarial["yes_ratio"]) == (3, 2 / 3, 2 / 3)
+    popular = result.run_info["metrics"]["pope_popular"]
+    assert (popular["n"], popular["accuracy"], popular["unparseable"]) == (3, 2 / 3, 0)
+    random = result.run_info["metrics"]["pope_random"]
+    assert (random["n"], random["accuracy"], random["recall"], random["unparseable"]) == (2, 0.0, 0.0, 1)
+
+
+def test_pope_preset_lmms_eval() -> None:
+    result = run_preset("pope", "lmms_eval")
+    # Only a reply that is exactly yes/no (after lowercase and strip) is read: rows 3 ("Yes") and 4 ("yes").
+    assert scores(result, "pope") == {str(i): float(i == 4) for i in range(8)}
+    assert details(result, "1", "pope") == {
+        "protocol": "lmms_eval",
+        "prediction": None,
+        "expected": "no",
+        "unparseable": True,
+        "raw": "No.",
+    }
+    metrics = result.run_info["metrics"]["pope"]
+    assert (metrics["tp"], metrics["fp"], metrics["tn"], metrics["fn"], metrics["unparseable"]) == (1, 1, 0, 0, 6)
+    assert metrics["accuracy"] == 1 / 8 and metrics["precision"] == 0.5 and metrics["recall"] == 1.0
+    assert metrics["f1"] == pytest.approx(2 / 3) and metrics["yes_ratio"] == 2 / 8
+    assert metrics["reference_yes_ratio"] == 0.5  # what lmms-eval prints as pope_yes_ratio
+
+
+def test_pope_preset_lenient() -> None:
+    result = run_preset("pope", "lenient")
     rows = by_id(result, "pope")
     assert scores(result, "pope") == {"0": 1.0, "1": 1.0, "2": 0.0, "3": 0.0, "4": 1.0, "5": None, "6": 1.0, "7": None}
-    assert json.loads(rows["2"]["details"]) == {"prediction": "no", "expected": "yes"}
+    assert json.loads(rows["2"]["details"]) == {"protocol": "lenient", "prediction": "no", "expected": "yes"}
     # Unparseable replies are errors that keep the raw text, not guesses.
     assert rows["5"]["status"] == "error"
     assert json.loads(rows["5"]["details"])["raw"] == "The image shows a kitchen."
@@ -153,24 +290,36 @@ def test_pope_preset_metrics() -> None:
     assert metrics["f1"] == pytest.approx(2 / 3)
     assert metrics["yes_ratio"] == pytest.approx(3 / 6)
     assert (metrics["unparseable"], metrics["n"]) == (2, 6)
-    # Per sampling strategy (rows 0, 3, 6 adversarial; 1, 4, 7 popular; 2, 5 random).
-    adversarial = result.run_info["metrics"]["pope_adversarial"]
-    assert (adversarial["n"], adversarial["accuracy"], adversarial["yes_ratio"]) == (3, 2 / 3, 2 / 3)
     popular = result.run_info["metrics"]["pope_popular"]
     assert (popular["n"], popular["accuracy"], popular["unparseable"]) == (2, 1.0, 1)
-    random = result.run_info["metrics"]["pope_random"]
-    assert (random["n"], random["accuracy"], random["recall"]) == (1, 0.0, 0.0)
 
 
-def test_countbench_preset_exact_count() -> None:
+def test_countbench_preset_lmms_eval() -> None:
     result = run_preset("countbench")
-    assert scores(result) == {"0": 1.0, "1": 1.0, "2": 0.0, "3": 1.0, "4": 1.0, "5": None, "6": 1.0, "7": 0.0}
-    rows = by_id(result)
-    assert rows["5"]["error"] == "cannot extract a count from the output"
-    assert json.loads(rows["0"]["details"]) == {"predicted": 7.0, "expected": 7.0}
+    # "7", "Seven" -> 7, "8", " 10\n" -> 10; "There are 10 pencils.", "three." and "" are not a count; "05" is not "5".
+    assert scores(result) == {str(i): float(v) for i, v in enumerate([1, 1, 0, 1, 0, 0, 0, 0])}
+    assert details(result, "1") == {"protocol": "lmms_eval", "predicted": "7", "expected": "7"}
+    assert details(result, "5") == {
+        "protocol": "lmms_eval",
+        "predicted": "three.",
+        "expected": "3",
+        "unparseable": True,
+        "raw": "three.",
+    }
     metrics = result.run_info["metrics"]["exact_count"]
-    assert metrics["accuracy"] == pytest.approx(5 / 7)
-    assert metrics["mae"] == pytest.approx(2 / 7)  # |8 - 7| + |3 - 4| over 7 rows
+    assert (metrics["accuracy"], metrics["unparseable"], metrics["n"]) == (3 / 8, 3, 8)
+    assert metrics["mae"] == pytest.approx(1 / 5)  # |8 - 7| over the five replies that are numbers
+    assert result.samples["input"][0] == "How many apples are there?"
+
+
+def test_countbench_preset_lenient() -> None:
+    result = run_preset("countbench", "lenient")
+    # The first number in the reply: "There are 10 pencils." -> 10, "three." -> 3, "05" -> 5; "" has none.
+    assert scores(result) == {"0": 1.0, "1": 1.0, "2": 0.0, "3": 1.0, "4": 1.0, "5": 1.0, "6": 1.0, "7": None}
+    assert by_id(result)["7"]["error"] == "cannot extract a count from the output"
+    assert details(result, "0") == {"protocol": "lenient", "predicted": 7.0, "expected": 7.0}
+    metrics = result.run_info["metrics"]["exact_count"]
+    assert (metrics["accuracy"], metrics["unparseable"], metrics["n"]) == (6 / 7, 1, 7)
 
 
 def test_pope_where_filter_selects_one_category() -> None:
@@ -187,20 +336,78 @@ def test_pope_where_filter_selects_one_category() -> None:
     assert result.run_info["metrics"]["adv"]["accuracy"] == pytest.approx(2 / 3)  # rows 0 and 6 right, 3 wrong
 
 
+def test_pope_preset_keeps_the_source_id() -> None:
+    result = run_preset("pope")
+    assert result.samples["pope_id"].to_list() == [str(i) for i in range(8)]
+    assert result.samples["category"][0] == "adversarial"
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_presets_compose_as_hydra_config_groups(name: str) -> None:
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
+        cfg = compose(overrides=[f"+dataset={name}", f"+evaluators={name}"])
+    raw = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(raw, dict)
+    raw["dataset"]["path"] = str(FIXTURES / f"{name}.parquet")
+    result = ve.run_config(ve.validate_config({**raw, "run": {"progress": False}}))
+    assert result.results.height > 0
+    assert set(result.results["status"]) <= {"processed", "error", "skipped"}
+    assert (result.results["status"] == "processed").any()
+    assert {e["protocol"] for e in result.run_info["evaluators"].values()} == {PROTOCOL_OF_PRESET[name]}
+
+
+# --- settings -------------------------------------------------------------------------------------------------
+
+
+def test_protocols_a_metric_does_not_offer_are_config_errors() -> None:
+    rows = [{"id": "a", "output": "3", "expected_output": "3"}]
+    with pytest.raises(ve.ConfigError, match="no scoring script") as info:
+        run(rows, {"type": "exact_count", "protocol": "official"})
+    assert info.value.key == "evaluators.m.protocol"
+    with pytest.raises(ve.ConfigError, match="protocol"):
+        run(rows, {"type": "anls", "protocol": "strict"})
+    with pytest.raises(ve.ConfigError, match="pick applies to protocol lenient only"):
+        run(rows, {"type": "exact_count", "pick": "last"})
+
+
+@pytest.mark.parametrize(
+    ("metric", "default"),
+    [
+        ("relaxed_accuracy", "official"),
+        ("anls", "official"),
+        ("vqa_accuracy", "official"),
+        ("pope", "official"),
+        ("exact_count", "lmms_eval"),
+    ],
+)
+def test_default_protocol_is_recorded_in_details_run_json_and_summary(metric: str, default: str) -> None:
+    result = run([{"id": "a", "output": "yes", "expected_output": "yes"}], {"type": metric})
+    assert details(result, "a")["protocol"] == default
+    described = result.run_info["evaluators"]["m"]
+    assert described["protocol"] == default and described["comparable"] is True and described["protocol_source"]
+    assert result.run_info["metrics"]["m"]["protocol"] == default
+    assert "unparseable" in result.run_info["metrics"]["m"]
+
+
 # --- reference answers -------------------------------------------------------------------------------------
 
 
-def test_answers_column_list_and_json_text_agree() -> None:
+@pytest.mark.parametrize("protocol", ["official", "lenient"])
+def test_answers_column_list_and_json_text_agree(protocol: str) -> None:
     rows = [
         {"id": "a", "output": "Canada", "answers": ["USA", "canada"]},
         {"id": "b", "output": "12", "answers": ["13"]},
         {"id": "c", "output": "x", "answers": []},
     ]
-    listed = run(rows, {"type": "relaxed_accuracy", "answers_column": "answers"})
+    spec = {"type": "relaxed_accuracy", "protocol": protocol}
+    listed = run(rows, {**spec, "answers_column": "answers"})
     assert scores(listed) == {"a": 1.0, "b": 0.0, "c": None}
     assert by_id(listed)["c"]["error"] == "no reference answers in answers"
     as_text = [{"id": r["id"], "output": r["output"], "expected_output": json.dumps(r["answers"])} for r in rows]
-    assert scores(run(as_text, {"type": "relaxed_accuracy"})) == {"a": 1.0, "b": 0.0, "c": None}
+    assert scores(run(as_text, spec)) == {"a": 1.0, "b": 0.0, "c": None}
 
 
 def test_answers_column_must_exist() -> None:
@@ -230,34 +437,44 @@ def test_reference_lists_numbers_in_json_become_text() -> None:
 # --- metric details ------------------------------------------------------------------------------------
 
 
-def test_relaxed_accuracy_tolerance_setting() -> None:
+@pytest.mark.parametrize("protocol", ["official", "lmms_eval", "lenient"])
+def test_relaxed_accuracy_tolerance_setting(protocol: str) -> None:
     rows = [{"id": "a", "output": "1060", "expected_output": "1000"}]
-    assert scores(run(rows, {"type": "relaxed_accuracy"}))["a"] == 0.0
-    assert scores(run(rows, {"type": "relaxed_accuracy", "tolerance": 0.1}))["a"] == 1.0
+    assert scores(run(rows, {"type": "relaxed_accuracy", "protocol": protocol}))["a"] == 0.0
+    assert scores(run(rows, {"type": "relaxed_accuracy", "protocol": protocol, "tolerance": 0.1}))["a"] == 1.0
 
 
-def test_vqa_normalization_matches_the_official_rules() -> None:
+def test_vqa_processing_of_each_protocol() -> None:
     cases = {
-        "Two dogs": "2 dogs",  # number word
-        "the  dont.": "don't",  # article, contraction, final period
-        "5,000": "5000",  # a digit,digit comma deletes punctuation
-        "hello-world": "hello world",  # a mark with no space beside it becomes a space
-        "well - known": "well known",  # a mark next to a space is deleted
-        "e.g. a cat!": "eg cat",
-        "3.14": "3.14",  # a period before a digit stays
-        "I’m": "i'm",  # typographic apostrophe
-        "Its ten o'clock": "its 10 o'clock",
+        # reply: (official, lmms_eval, lenient)
+        "Two dogs": ("2 dogs", "2 dogs", "2 dogs"),  # number word
+        "the  dont.": ("don't", "don't", "don't"),  # article, contraction, final period
+        "5,000": ("5000", "5000", "5000"),  # a digit,digit comma deletes punctuation
+        "hello-world": ("hello world", "hello world", "hello world"),  # a lone mark becomes a space
+        "well - known": ("well known", "well known", "well known"),  # a mark next to a space is deleted
+        "e.g. a cat!": ("eg cat", "eg cat", "eg cat"),
+        "3.14": ("3.14", "3.14", "3.14"),  # a period before a digit stays
+        "I’m": ("i’m", "i’m", "i'm"),  # typographic apostrophe: only lenient reads it
+        "Im here": ("im here", "im here", "i'm here"),  # the published table's "Im" key never matches
+        "Its ten o'clock": ("its 10 o'clock", "its 10 o'clock", "its 10 o'clock"),
+        "the dog's bone?": ("dog's bone", "dog 's bone", "dog's bone"),  # EvalAI splits 's and drops ?
+        "somebody'd": ("somebodyd", "somebodyd", "somebody'd"),  # the published table's typo
+        "a" + "." * 40 + "b": ("a" + "." * 8 + "b", "a" + "." * 8 + "b", "ab"),  # at most 32 periods go
     }
-    normalized = vqa_normalize(pl.Series(list(cases)))
-    assert dict(zip(cases, normalized.to_list(), strict=True)) == cases
+    replies = pl.Series(list(cases))
+    for index, processed in enumerate((official_answers, evalai_answers, lenient_answers)):
+        assert dict(zip(cases, processed(replies).to_list(), strict=True)) == {k: v[index] for k, v in cases.items()}
 
 
-def test_vqa_single_answer_is_exact_match() -> None:
+def test_vqa_single_answer() -> None:
     rows = [
         {"id": "a", "output": "The Cat.", "expected_output": "cat"},
         {"id": "b", "output": "dog", "expected_output": "cat"},
     ]
-    assert scores(run(rows, {"type": "vqa_accuracy"})) == {"a": 1.0, "b": 0.0}
+    # One reference answer: every leave-one-out subset is empty, so the references score 0; lenient is exact match.
+    assert scores(run(rows, {"type": "vqa_accuracy", "protocol": "lenient"})) == {"a": 1.0, "b": 0.0}
+    assert scores(run(rows, {"type": "vqa_accuracy", "protocol": "official"})) == {"a": 0.0, "b": 0.0}
+    assert scores(run(rows, {"type": "vqa_accuracy", "protocol": "lmms_eval"})) == {"a": 0.0, "b": 0.0}
 
 
 def test_exact_count_pick_modes() -> None:
@@ -266,19 +483,25 @@ def test_exact_count_pick_modes() -> None:
         {"id": "b", "output": "I see twenty-one birds", "expected_output": "21"},
         {"id": "c", "output": "3 dogs and 2 cats", "expected_output": "three"},
     ]
-    assert scores(run(rows, {"type": "exact_count", "pick": "first"})) == {"a": 0.0, "b": 1.0, "c": 1.0}
-    assert scores(run(rows, {"type": "exact_count", "pick": "last"})) == {"a": 1.0, "b": 1.0, "c": 0.0}
-    only = run(rows, {"type": "exact_count", "pick": "only"})
+    lenient = {"type": "exact_count", "protocol": "lenient"}
+    assert scores(run(rows, {**lenient, "pick": "first"})) == {"a": 0.0, "b": 1.0, "c": 1.0}
+    assert scores(run(rows, {**lenient, "pick": "last"})) == {"a": 1.0, "b": 1.0, "c": 0.0}
+    only = run(rows, {**lenient, "pick": "only"})
     assert scores(only)["b"] == 1.0
     assert by_id(only)["c"]["error"] == "the output gives several different counts"
+    # lmms_eval reads the whole reply: none of these is a count ("three" as a reference is 3).
+    strict = run(rows, {"type": "exact_count"})
+    assert scores(strict) == {"a": 0.0, "b": 0.0, "c": 0.0}
+    assert strict.run_info["metrics"]["m"]["unparseable"] == 3
 
 
-def test_pope_gold_must_be_yes_or_no() -> None:
-    result = run([{"id": "a", "output": "yes", "expected_output": "maybe"}], {"type": "pope"})
+@pytest.mark.parametrize("protocol", ["official", "lmms_eval", "lenient"])
+def test_pope_gold_must_be_yes_or_no(protocol: str) -> None:
+    result = run([{"id": "a", "output": "yes", "expected_output": "maybe"}], {"type": "pope", "protocol": protocol})
     assert by_id(result)["a"]["error"] == "expected_output is not yes or no"
 
 
-# --- vectorized == row-wise reference ------------------------------------------------------------------
+# --- vectorized == row-wise definition ----------------------------------------------------------------------
 
 
 def _bench_module() -> Any:
@@ -289,40 +512,22 @@ def _bench_module() -> Any:
     return module
 
 
-@pytest.mark.parametrize("metric", ["relaxed_accuracy", "anls", "vqa_accuracy", "pope", "exact_count"])
-def test_vectorized_metric_equals_row_wise_reference(metric: str) -> None:
-    bench = _bench_module()
-    data = bench.synthetic(metric, 2000, seed=11)
-    got = bench.vectorized_scores(metric, data)["score"].to_list()
-    reference = bench.REFERENCES[metric]
+BENCH = _bench_module()
+
+
+@pytest.mark.parametrize(("metric", "protocol"), list(BENCH.REFERENCES))
+def test_vectorized_metric_equals_row_wise_definition(metric: str, protocol: str) -> None:
+    # The reference protocols also get the corner cases their column paths hand to the row-wise definitions.
+    # (Lenient is today's reading; its bench reference differs from it on non-ASCII digits and \x1c-\x1f spaces.)
+    data = BENCH.synthetic(metric, 2000, seed=11, edge=protocol != "lenient")
+    got = BENCH.vectorized_scores(metric, data, {"protocol": protocol})["score"].to_list()
+    reference = BENCH.REFERENCES[(metric, protocol)]
     want = [reference(o, e) for o, e in zip(data["output"], data["expected_output"], strict=True)]
     assert len(got) == len(want)
-    assert any(w not in (None, 0.0, 1.0) for w in want) or metric in ("relaxed_accuracy", "pope", "exact_count")
+    assert len(set(want)) > 1
     mismatches = [
         (i, g, w)
         for i, (g, w) in enumerate(zip(got, want, strict=True))
-        if (g is None) != (w is None) or (g is not None and abs(g - w) > 1e-9)
+        if (g is None) != (w is None) or (g is not None and abs(g - w) > 1e-12)
     ]
     assert mismatches == []
-
-
-@pytest.mark.parametrize("name", PRESETS)
-def test_presets_compose_as_hydra_config_groups(name: str) -> None:
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
-        cfg = compose(overrides=[f"+dataset={name}", f"+evaluators={name}"])
-    raw = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(raw, dict)
-    raw["dataset"]["path"] = str(FIXTURES / f"{name}.parquet")
-    result = ve.run_config(ve.validate_config({**raw, "run": {"progress": False}}))
-    assert result.results.height > 0
-    assert set(result.results["status"]) <= {"processed", "error", "skipped"}
-    assert (result.results["status"] == "processed").any()
-
-
-def test_pope_preset_keeps_the_source_id() -> None:
-    result = run_preset("pope")
-    assert result.samples["pope_id"].to_list() == [str(i) for i in range(8)]
-    assert result.samples["category"][0] == "adversarial"

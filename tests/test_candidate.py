@@ -125,7 +125,9 @@ def test_multirun_over_two_candidates_with_joblib_and_a_leaderboard(
     ]
     proc = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert candidate_server.calls == 4
+    generations = [r for r in candidate_server.requests if r.images]
+    pings = [r for r in candidate_server.requests if r.text == "Reply with the word OK."]
+    assert len(generations) == 4 and len(pings) == 2 and candidate_server.calls == 6  # one preflight per model
     from vision_eval.leaderboard import write_leaderboard
 
     board, _ = write_leaderboard([tmp_path / "sweep"])

@@ -581,7 +581,9 @@ def _cli(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complete
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
 
 
-def test_cli_scores_a_file_of_bad_rows_and_exits_0(case_folder: Path, subprocess_env: dict[str, str]) -> None:
+def test_cli_scores_a_file_of_bad_rows_and_its_gate_reports_them(
+    case_folder: Path, subprocess_env: dict[str, str]
+) -> None:
     lines = [
         b'{"id": "good", "output": "5 circles", "expected_output": "5 circles"}',
         b'{"id": "surrogate", "output": "x \\ud800", "expected_output": "5 circles"}',
@@ -596,7 +598,8 @@ def test_cli_scores_a_file_of_bad_rows_and_exits_0(case_folder: Path, subprocess
     (config / "counts.yaml").write_text("count:\n  type: count_validator\n")
     proc = _cli([f"--config-dir={case_folder / 'conf'}", f"dataset.path={case_folder / 'rows.jsonl'}",
                  "evaluators=counts", "hydra.run.dir=out"], case_folder, subprocess_env)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    # Finished, every row reported; exit 3 because half the rows are errors (run.max_error_rate, 10%).
+    assert proc.returncode == 3 and "error rate" in proc.stderr, proc.stderr[-3000:]
     results = pl.read_parquet(case_folder / "out" / "results.parquet")
     by = {r["sample_id"]: r for r in results.to_dicts()}
     assert sorted(by) == sorted(["good", "surrogate", "bytes", "digits", "arabic", "rows.jsonl:6"])
@@ -631,7 +634,8 @@ def test_cli_refuses_a_file_outside_the_dataset(case_folder: Path, subprocess_en
     (config / "judged.yaml").write_text("describe:\n  type: llm_judge\n  prompt: image-description\n")
     proc = _cli([f"--config-dir={case_folder / 'conf'}", f"dataset.path={case_folder / 'rows.jsonl'}",
                  "evaluators=judged", "hydra.run.dir=out"], case_folder, subprocess_env)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    # No judge: the good row is a plan (skipped), so the one applicable row is an error and the gate says so.
+    assert proc.returncode == 3 and "every applicable row is an error" in proc.stderr, proc.stderr[-3000:]
     results = {r["sample_id"]: r for r in pl.read_parquet(case_folder / "out" / "results.parquet").to_dicts()}
     assert "not allowed" in results["s"]["error"] and results["t"]["status"] == "skipped"  # no judge: a plan
     for file in (case_folder / "out").rglob("*"):

@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 import pytest
 from conftest import BLUE, GREEN, RED, shape_png
+from interrupting import interrupter
 
 import vision_eval as ve
 from vision_eval.errors import ConfigError
@@ -321,12 +322,20 @@ def test_embedding_failure_fails_that_agent_not_the_run(fake: FakeProviders, tmp
 
 
 def test_resumed_run_rebuilds_the_same_tables_without_calls(fake: FakeProviders, tmp_path: Path) -> None:
+    """Interrupted after its first batch, the resumed run sends no call that had finished (the cache is off: the
+    run's journal answers them) and its run-wide tables equal those of an uninterrupted run."""
+    from vision_eval.llm.cache import CallCache
+
     rows, out = iterations(tmp_path), tmp_path / "run"
-    evaluators = panel(COUNT, TECH_FEEDBACK)
-    first = ve.evaluate(rows, evaluators=evaluators, judge={**judge(fake, tmp_path), "cache": False}, output_dir=out)
-    calls = fake.calls
-    again = ve.evaluate(rows, evaluators=evaluators, judge={**judge(fake, tmp_path), "cache": False},
-                        run={"resume": str(out)})  # fmt: skip
-    assert fake.calls == calls and again.run_info["resumed_batches"]["p"] >= 1
+    uncached = {**judge(fake, tmp_path), "cache": False}
+    clean = ve.evaluate(rows, evaluators=panel(COUNT, TECH_FEEDBACK), judge=uncached, run={"batch_size": 3})
+    needed = fake.calls
+    evaluators = {**panel(COUNT, TECH_FEEDBACK), "stop": interrupter(out, "p", 1, tmp_path / "stopped")}
+    with pytest.raises(KeyboardInterrupt):
+        ve.evaluate(rows, evaluators=evaluators, judge=uncached, run={"batch_size": 3}, output_dir=out)
+    journaled, before = len(CallCache(out / "checkpoint")), fake.wait_idle()
+    again = ve.evaluate(rows, evaluators=evaluators, judge=uncached, run={"batch_size": 3, "resume": str(out)})
+    assert again.run_info["resumed_batches"]["p"] >= 1 and journaled >= 3
+    assert fake.calls - before <= needed - journaled  # every journaled (finished) call was answered, not re-sent
     for name in ("rankings", "plateaus", "feedback"):
-        assert again.tables[name].equals(first.tables[name]), name
+        assert again.tables[name].drop("evaluator").equals(clean.tables[name].drop("evaluator")), name

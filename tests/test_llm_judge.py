@@ -272,7 +272,8 @@ def test_every_image_source_form_reaches_the_judge_in_order(fresh_fake, tmp_path
     judge = _judge(fresh_fake, tmp_path)
     result = ve.evaluate(str(path), evaluators=DESC, judge=judge)
     assert result.results["status"][0] == "processed", result.results["error"][0]
-    seen = [(i.label, i.colour, i.shapes) for i in fresh_fake.requests[0].images]
+    mine = next(r for r in fresh_fake.requests if "red blue green" in r.text)  # not a late one from another test
+    seen = [(i.label, i.colour, i.shapes) for i in mine.images]
     assert seen == [("Image 1", "red", 1), ("Image 2", "red", 1), ("Image 3", "blue", 2), ("Image 4", "green", 3)]
     fresh_fake.reset()
     python_rows = [

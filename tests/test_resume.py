@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 import polars as pl
+import pytest
+from interrupting import interrupt_once
 
 import vision_eval as ve
 
@@ -18,8 +20,12 @@ VOLATILE = ["latency_s", "cached"]
 
 
 def slow_scores(frame: pl.DataFrame, config: dict) -> pl.DataFrame:
-    """Scores by id parity; logs every batch it evaluates and sleeps so a test can kill the run mid-way."""
-    with open(config["log"], "a") as handle:
+    """Scores by id parity; logs every batch it evaluates and sleeps so a test can kill the run mid-way;
+    with ``stop_after``, the first run is interrupted (as by Ctrl-C) once that many batches were logged."""
+    log = Path(config["log"])
+    if config.get("stop_after") and log.exists() and len(log.read_text().splitlines()) >= config["stop_after"]:
+        interrupt_once(config["flag"])
+    with open(log, "a") as handle:
         handle.write(",".join(frame["id"].to_list()) + "\n")
     time.sleep(config.get("sleep", 0))
     return frame.select(pl.col("id"), (pl.col("id").str.slice(1).cast(pl.Int64) % 2).cast(pl.Float64).alias("score"))
@@ -29,28 +35,43 @@ def rows(n: int) -> list[dict]:
     return [{"id": f"s{i}", "output": "x"} for i in range(n)]
 
 
-def stack(log: Path, sleep: float = 0) -> dict:
-    return {"slow": {"type": "python", "function": f"{__name__}:slow_scores", "log": str(log), "sleep": sleep}}
+def stack(log: Path, sleep: float = 0, **extra: object) -> dict:
+    spec = {"type": "python", "function": f"{__name__}:slow_scores", "log": str(log), "sleep": sleep}
+    return {"slow": {**spec, **{k: str(v) if isinstance(v, Path) else v for k, v in extra.items()}}}
 
 
-def test_rerun_into_the_same_dir_reuses_every_batch(tmp_path: Path) -> None:
+def test_a_second_run_into_the_same_dir_moves_to_a_suffix_and_a_finished_run_cannot_be_resumed(
+    tmp_path: Path,
+) -> None:
     log = tmp_path / "calls.log"
     first = ve.evaluate(rows(10), evaluators=stack(log), run={"batch_size": 3}, output_dir=tmp_path / "run")
-    assert len(log.read_text().splitlines()) == 4
-    again = ve.evaluate(rows(10), evaluators=stack(log), run={"batch_size": 3, "resume": str(tmp_path / "run")})
-    assert len(log.read_text().splitlines()) == 4  # nothing evaluated twice
-    assert again.run_info["resumed_batches"] == {"slow": 4}
-    assert again.results.drop(VOLATILE).equals(first.results.drop(VOLATILE))
+    assert first.output_dir == tmp_path / "run" and not (tmp_path / "run" / "checkpoint").exists()  # complete
+    second = ve.evaluate(rows(10), evaluators=stack(log), run={"batch_size": 3}, output_dir=tmp_path / "run")
+    assert second.output_dir == tmp_path / "run-2" and second.run_info["moved_from"] == str(tmp_path / "run")
+    assert first.run_id != second.run_id
+    assert pl.read_parquet(tmp_path / "run" / "results.parquet")["run_id"].unique().to_list() == [first.run_id]
+    assert pl.read_parquet(tmp_path / "run-2" / "results.parquet")["run_id"].unique().to_list() == [second.run_id]
+    with pytest.raises(ve.ConfigError, match=r"run.resume: .* holds no checkpoint to resume \(its run completed"):
+        ve.evaluate(rows(10), evaluators=stack(log), run={"resume": str(tmp_path / "run")})
+    with pytest.raises(ve.ConfigError, match=r"run.resume: .* does not exist"):
+        ve.evaluate(rows(10), evaluators=stack(log), run={"resume": str(tmp_path / "nowhere")})
 
 
-def test_changed_settings_do_not_reuse_stale_batches(tmp_path: Path) -> None:
-    log = tmp_path / "calls.log"
-    ve.evaluate(rows(4), evaluators=stack(log), run={"batch_size": 2}, output_dir=tmp_path / "run")
-    changed = stack(log)
+def test_resume_refuses_a_changed_config_and_accepts_changed_gates(tmp_path: Path) -> None:
+    log, out = tmp_path / "calls.log", tmp_path / "run"
+    evaluators = stack(log, stop_after=2, flag=tmp_path / "stopped")
+    with pytest.raises(KeyboardInterrupt):
+        ve.evaluate(rows(8), evaluators=evaluators, run={"batch_size": 2}, output_dir=out)
+    assert (out / "checkpoint" / "manifest.json").is_file() and not (out / ".vision_eval.lock").exists()
+    changed = stack(log, stop_after=2, flag=tmp_path / "stopped")
     changed["slow"]["threshold"] = 0.2
-    result = ve.evaluate(rows(4), evaluators=changed, run={"batch_size": 2, "resume": str(tmp_path / "run")})
-    assert result.run_info["resumed_batches"] == {"slow": 0}
-    assert len(log.read_text().splitlines()) == 4
+    with pytest.raises(ve.ConfigError, match=r"run.resume: the checkpoint in .* different evaluators config"):
+        ve.evaluate(rows(8), evaluators=changed, run={"batch_size": 2, "resume": str(out)})
+    gated = stack(log, stop_after=2, flag=tmp_path / "stopped")
+    gated["slow"]["min_pass_rate"] = 0.5  # a gate changes no result row: the finished batches are reused
+    resumed = ve.evaluate(rows(8), evaluators=gated, run={"batch_size": 2, "resume": str(out)})
+    assert resumed.run_info["resumed_batches"]["slow"] == 2 and len(log.read_text().splitlines()) == 2 + 2
+    assert resumed.output_dir == out and resumed.exit_code == 0 and resumed.results.height == 8
 
 
 def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
@@ -58,7 +79,7 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path, subpro
     run_dir = tmp_path / "run"
     script = (
         "import sys; sys.path.insert(0, 'tests'); import vision_eval as ve, test_resume as t\n"
-        "ve.evaluate(t.rows(12), evaluators=t.stack(sys.argv[1], 0.3), run={'batch_size': 2, 'resume': sys.argv[2]})\n"
+        "ve.evaluate(t.rows(12), evaluators=t.stack(sys.argv[1], 0.3), run={'batch_size': 2}, output_dir=sys.argv[2])\n"
     )
     repo = Path(__file__).resolve().parent.parent
     proc = subprocess.Popen([sys.executable, "-c", script, str(log), str(run_dir)], cwd=repo, env=subprocess_env)
@@ -81,7 +102,7 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path: Path, subpro
 
     clean = ve.evaluate(rows(12), evaluators=stack(tmp_path / "clean.log"), run={"batch_size": 2})
     on_disk = pl.read_parquet(run_dir / "results.parquet")
-    assert on_disk.drop(VOLATILE).equals(clean.results.drop(VOLATILE))
+    assert on_disk.drop(VOLATILE, "run_id").equals(clean.results.drop(VOLATILE, "run_id"))
     assert json.loads((run_dir / "run.json").read_text())["counts"]["samples"] == 12
 
 
@@ -89,16 +110,18 @@ JUDGE_SCRIPT = """
 import sys, json
 import vision_eval as ve
 rows = json.loads(open(sys.argv[1]).read())
-judge = {"model": "openai/gpt-4o-mini", "api_base": sys.argv[2], "api_key": "k", "cache_dir": sys.argv[3],
+judge = {"model": "openai/gpt-4o-mini", "api_base": sys.argv[2], "api_key": "k", "cache": False,
          "max_concurrency": 2}
 ve.evaluate(rows, evaluators={"desc": {"type": "llm_judge", "prompt": "image-description"}}, judge=judge,
-            run={"batch_size": 2, "resume": sys.argv[4]})
+            run={"batch_size": 2}, output_dir=sys.argv[3])
 """
 
 
 def test_judge_run_killed_and_resumed_repeats_no_finished_call(
     tmp_path: Path, subprocess_env: dict[str, str], image_dir: Path
 ) -> None:
+    """With the call cache off, a SIGKILL mid-run loses at most the calls in flight: every call that finished
+    was journaled and the resume sends only the rest (counted at the fake)."""
     from vision_eval.llm.cache import CallCache
     from vision_eval.testing.fake_providers import FakeProviders
 
@@ -112,40 +135,35 @@ def test_judge_run_killed_and_resumed_repeats_no_finished_call(
     ]
     rows_file = tmp_path / "rows.json"
     rows_file.write_text(json.dumps(data))
-    run_dir, cache = tmp_path / "run", tmp_path / "cache"
+    run_dir = tmp_path / "run"
+    journal = run_dir / "checkpoint"
     with FakeProviders(latency=0.4) as fake:
         proc = subprocess.Popen(
-            [sys.executable, "-c", JUDGE_SCRIPT, str(rows_file), fake.openai_base, str(cache), str(run_dir)],
+            [sys.executable, "-c", JUDGE_SCRIPT, str(rows_file), fake.openai_base, str(run_dir)],
             env=subprocess_env,
         )
         deadline = time.time() + 60
-        while time.time() < deadline and len(list((run_dir / "checkpoint" / "desc").glob("[!.]*"))) < 2:
-            time.sleep(0.05)
+        while time.time() < deadline and fake.calls < 5:  # mid-batch: batches hold 2 rows, 2 calls run at once
+            time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        calls_before = fake.calls
-        cached = len(CallCache(cache))
-        assert 4 <= cached < 12 and not (run_dir / "results.parquet").exists()
+        calls_before = fake.wait_idle()
+        journaled = len(CallCache(journal))
+        assert calls_before - 2 <= journaled < 12 and not (run_dir / "results.parquet").exists()
 
-        judge = {
-            "model": "openai/gpt-4o-mini",
-            "api_base": fake.openai_base,
-            "api_key": "k",
-            "cache_dir": str(cache),
-            "max_concurrency": 2,
-        }
+        judge = {"model": "openai/gpt-4o-mini", "api_base": fake.openai_base, "api_key": "k", "cache": False,
+                 "max_concurrency": 2}  # fmt: skip
         resumed = ve.evaluate(
             data,
             evaluators={"desc": {"type": "llm_judge", "prompt": "image-description"}},
             judge=judge,
             run={"batch_size": 2, "resume": str(run_dir)},
         )
-        assert fake.calls - calls_before == 12 - cached  # every finished call came from the checkpoint or cache
-
+        assert fake.calls - calls_before == 12 - journaled  # no finished call was sent twice
         clean = ve.evaluate(
             data,
             evaluators={"desc": {"type": "llm_judge", "prompt": "image-description"}},
-            judge={**judge, "cache": False},
+            judge=judge,
             run={"batch_size": 2},
         )
 
@@ -153,10 +171,11 @@ def test_judge_run_killed_and_resumed_repeats_no_finished_call(
         """Results without what describes how a value was obtained this time (timing, cache, attempts)."""
         frame = frame.sort("sample_id")
         details = [json.dumps({k: v for k, v in json.loads(d).items() if k != "attempts"}) for d in frame["details"]]
-        return frame.drop(VOLATILE, "cost_usd").with_columns(pl.Series("details", details))
+        return frame.drop(VOLATILE, "cost_usd", "run_id").with_columns(pl.Series("details", details))
 
     assert stable(resumed.results).equals(stable(clean.results))
     assert pl.read_parquet(run_dir / "results.parquet").height == 12
+    assert not journal.exists()  # the resumed run completed and removed its checkpoint
 
 
 def test_ctrl_c_stops_cleanly_and_the_cli_resumes(tmp_path: Path, subprocess_env: dict[str, str]) -> None:

@@ -12,15 +12,18 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.config import CandidateConfig
+from vision_eval.config import DEFAULT_CANDIDATE_PROMPT, CandidateConfig
 from vision_eval.evaluator import EvalContext
 from vision_eval.images.media import ImageError
 from vision_eval.images.roots import roots_of
-from vision_eval.llm.requests import build_call, row_images, row_variables
+from vision_eval.llm.budget import NotAttempted
+from vision_eval.llm.requests import PreparedCall, build_call, row_images, row_variables
 from vision_eval.llm.scheduler import get_scheduler
 from vision_eval.llm.templates import TemplateError, compile_template
 from vision_eval.llm.transport import CallError
 
+CANDIDATE = "candidate"
+"""The candidate's name in the scheduler's per-caller counters and in gates."""
 CANDIDATE_COLUMNS: dict[str, pl.DataType] = {
     "output": pl.Utf8(),
     "candidate_model": pl.Utf8(),
@@ -33,30 +36,42 @@ CANDIDATE_COLUMNS: dict[str, pl.DataType] = {
 }
 
 
+def request_prompt(candidate: CandidateConfig) -> str:
+    """The template the candidate renders (its own prompt; the app config fills in the dataset's)."""
+    return candidate.prompt if candidate.prompt is not None else DEFAULT_CANDIDATE_PROMPT
+
+
 def check_candidate(candidate: CandidateConfig) -> None:
     """Raise ``ValueError`` for a prompt that does not compile (before any call)."""
     try:
-        compile_template(candidate.prompt)
+        compile_template(request_prompt(candidate))
     except TemplateError as exc:
         raise ValueError(f"prompt: template error: {exc}") from None
 
 
-async def _generate(row: dict[str, Any], candidate: CandidateConfig, context: EvalContext) -> dict[str, Any]:
+def _request(row: dict[str, Any], candidate: CandidateConfig, context: EvalContext) -> PreparedCall:
+    """The candidate's request for one row (``ImageError`` / ``TemplateError`` when it cannot be built)."""
     variables = row_variables(row)
+    present = [c for c in candidate.images if c in row]
+    images = row_images(row, present, roots_of(context), candidate.image, variables=variables)
+    for name in ("input", "expected_output"):
+        variables[name] = variables[name] or ""
+    return build_call(
+        request_prompt(candidate), variables, images, candidate.model, candidate.image.detail, candidate.system
+    )
+
+
+async def _generate(row: dict[str, Any], candidate: CandidateConfig, context: EvalContext) -> dict[str, Any]:
     try:
-        present = [c for c in candidate.images if c in row]
-        images = await asyncio.to_thread(
-            row_images, row, present, roots_of(context), candidate.image, variables=variables
-        )
-        for name in ("input", "expected_output"):
-            variables[name] = variables[name] or ""
-        call = build_call(
-            candidate.prompt, variables, images, candidate.model, candidate.image.detail, candidate.system
-        )
+        call = await asyncio.to_thread(_request, row, candidate, context)
     except (ImageError, TemplateError) as exc:
         return {"candidate_error": f"cannot build the candidate request: {exc}"}
     try:
-        result = await get_scheduler(context).complete(candidate, call.messages, estimated_tokens=call.estimated_tokens)
+        result = await get_scheduler(context).complete(
+            candidate, call.messages, estimated_tokens=call.estimated_tokens, owner=CANDIDATE
+        )
+    except NotAttempted as exc:
+        return {"candidate_error": str(exc)}
     except CallError as exc:
         return {"candidate_error": f"candidate call failed after {getattr(exc, 'attempts', 1)} attempt(s): {exc}"}
     return {
@@ -69,25 +84,57 @@ async def _generate(row: dict[str, Any], candidate: CandidateConfig, context: Ev
     }
 
 
-async def _generate_all(frame: pl.DataFrame, candidate: CandidateConfig, context: EvalContext) -> list[dict]:
+async def _generate_all(
+    frame: pl.DataFrame, candidate: CandidateConfig, context: EvalContext, progress: Any
+) -> list[dict]:
     scheduler = get_scheduler(context)
     gate = asyncio.Semaphore(scheduler.concurrency * 2)  # bounds prepared images held in memory
 
     async def one(row: dict[str, Any]) -> dict[str, Any]:
         if row.get("_row_error"):
-            return {"candidate_error": row["_row_error"]}
-        async with gate:
-            return await _generate(row, candidate, context)
+            produced = {"candidate_error": row["_row_error"]}
+        else:
+            async with gate:
+                produced = await _generate(row, candidate, context)
+        if progress is not None:
+            tokens = (produced.get("candidate_input_tokens") or 0) + (produced.get("candidate_output_tokens") or 0)
+            failed = int("candidate_error" in produced)
+            progress.advance(CANDIDATE, 1, failed, tokens, produced.get("candidate_cost_usd"))
+        return produced
 
     async with scheduler.session():
         return list(await asyncio.gather(*(one(row) for row in frame.to_dicts())))
 
 
-def generate_outputs(frame: pl.DataFrame, candidate: CandidateConfig, context: EvalContext) -> pl.DataFrame:
+def plan_outputs(frame: pl.DataFrame, candidate: CandidateConfig, context: EvalContext) -> dict[str, Any]:
+    """What generating ``output`` would send: calls, estimated prompt tokens, rows whose request fails."""
+    calls = tokens = 0
+    errors: list[str] = []
+    for row in frame.to_dicts():
+        if row.get("_row_error"):
+            continue
+        try:
+            call = _request(row, candidate, context)
+        except (ImageError, TemplateError) as exc:
+            errors.append(f"{row['id']}: {exc}")
+            continue
+        calls += 1
+        tokens += call.estimated_tokens
+    return {"model": str(candidate.model), "calls": calls, "estimated_input_tokens": tokens, "errors": errors}
+
+
+def generate_outputs(
+    frame: pl.DataFrame, candidate: CandidateConfig, context: EvalContext, progress: Any = None
+) -> pl.DataFrame:
     """``frame`` with ``output`` produced by the candidate and the ``candidate_*`` columns added."""
     from vision_eval.engine import run_coroutine
 
-    produced = run_coroutine(lambda: _generate_all(frame, candidate, context))
+    if progress is not None:
+        progress.add(CANDIDATE, frame.height)
+        progress.begin(CANDIDATE)
+    produced = run_coroutine(lambda: _generate_all(frame, candidate, context, progress))
+    if progress is not None:
+        progress.end(CANDIDATE)
     label = candidate.name or str(candidate.model)
     columns = pl.DataFrame(
         [{**row, "candidate_model": label} for row in produced], schema=CANDIDATE_COLUMNS, strict=False

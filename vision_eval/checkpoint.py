@@ -1,9 +1,12 @@
 """Checkpoints: each finished batch of each evaluator is saved, so a killed run resumes where it stopped.
 
-A batch is keyed by the evaluator's name, type and settings, the run's judge, and the ids of the batch's
-rows: a resumed run with the same config reuses every finished batch and evaluates only the rest (model
-calls that finished inside an unfinished batch come back from the call cache, not the provider).
-Each batch is written to a temporary folder and renamed into place, so a kill never leaves half a batch.
+A batch is keyed by the evaluator's name, type and result-shaping settings, the run's judge, and the ids of
+the batch's rows: a resumed run reuses every finished batch and evaluates only the rest (model calls that
+finished inside an unfinished batch come back from the run's call journal, ``calls.sqlite``, never from the
+provider). Each batch is written to a temporary folder and renamed into place, so a kill never leaves half a
+batch; its files end in ``.part`` so no glob for a run's outputs (``**/results.parquet``) counts them.
+``manifest.json`` records the run id and the config a resume must match. A run that completes removes the
+whole folder.
 """
 
 from __future__ import annotations
@@ -19,10 +22,18 @@ from typing import Any
 
 import polars as pl
 
+from vision_eval.config import redact
 from vision_eval.evaluator import Evaluator
 
-ASYNC_BATCH_ROWS = 64
-"""Rows per checkpointed batch for model-graded evaluators (their calls are what a resume must not repeat)."""
+MANIFEST = "manifest.json"
+JOURNAL = "calls.sqlite"
+NEUTRAL_SETTINGS = frozenset({"description", "min_pass_rate", "min_mean_score", "max_error_rate"})
+"""Evaluator settings that do not change a result row (gates, text): changing them reuses finished work."""
+NEUTRAL_JUDGE = frozenset(
+    {"api_key", "api_key_env", "timeout_s", "max_retries", "max_retry_after_s", "circuit_breaker",
+     "max_concurrency", "rpm", "tpm", "cache", "cache_dir"}
+)  # fmt: skip
+"""Judge settings that change how calls are made, not what they return."""
 
 
 @dataclass
@@ -46,22 +57,45 @@ class Part:
         )
 
 
+def judge_fingerprint(judge: Any) -> dict[str, Any] | None:
+    """What of a judge (or candidate) config shapes its replies."""
+    return judge.model_dump(mode="json", exclude=set(NEUTRAL_JUDGE)) if judge is not None else None
+
+
 def _fingerprint(evaluator: Evaluator) -> dict[str, Any]:
-    judge = evaluator.context.judge
     return {
         "name": evaluator.name,
         "type": evaluator.type_name,
-        "settings": evaluator.settings.model_dump(mode="json"),
-        "judge": judge.model_dump(mode="json", exclude={"api_key"}) if judge is not None else None,
+        "settings": evaluator.settings.model_dump(mode="json", exclude=set(NEUTRAL_SETTINGS)),
+        "judge": judge_fingerprint(evaluator.context.judge),
     }
+
+
+def config_fingerprint(config: Any) -> dict[str, Any]:
+    """The parts of a run's config a resume must match: dataset, evaluators, judge and candidate."""
+    evaluators = {
+        name: {k: v for k, v in redact(spec).items() if k not in NEUTRAL_SETTINGS}
+        for name, spec in config.evaluators.items()
+    }
+    return json.loads(
+        json.dumps(
+            {
+                "dataset": config.dataset.model_dump(mode="json"),
+                "evaluators": evaluators,
+                "judge": judge_fingerprint(config.judge),
+                "candidate": judge_fingerprint(config.candidate),
+            },
+            sort_keys=True,
+            default=str,
+        )
+    )
 
 
 class Checkpoints:
     """Batch checkpoints under ``<run dir>/checkpoint`` (disabled when the directory is ``None``)."""
 
-    def __init__(self, directory: str | Path | None, async_batch_rows: int = ASYNC_BATCH_ROWS) -> None:
+    def __init__(self, directory: str | Path | None) -> None:
         self.directory = Path(directory) if directory is not None else None
-        self.async_batch_rows = async_batch_rows
         self._fingerprints: dict[int, str] = {}
 
     @property
@@ -87,13 +121,13 @@ class Checkpoints:
         if self.directory is None:
             return None
         folder = self._folder(evaluator, batch)
-        if not (folder / "results.parquet").is_file():
+        if not (folder / "results.part").is_file():
             return None
-        tables = {p.stem.removeprefix("table-"): pl.read_parquet(p) for p in folder.glob("table-*.parquet")}
+        tables = {p.name[len("table-") : -len(".part")]: pl.read_parquet(p) for p in folder.glob("table-*.part")}
         return Part(
-            results=pl.read_parquet(folder / "results.parquet"),
-            dimensions=pl.read_parquet(folder / "dimensions.parquet"),
-            fields=pl.read_parquet(folder / "fields.parquet"),
+            results=pl.read_parquet(folder / "results.part"),
+            dimensions=pl.read_parquet(folder / "dimensions.part"),
+            fields=pl.read_parquet(folder / "fields.part"),
             tables=tables,
         )
 
@@ -104,13 +138,39 @@ class Checkpoints:
         folder = self._folder(evaluator, batch)
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
-        part.results.write_parquet(staging / "results.parquet")
-        part.dimensions.write_parquet(staging / "dimensions.parquet")
-        part.fields.write_parquet(staging / "fields.parquet")
+        part.results.write_parquet(staging / "results.part")
+        part.dimensions.write_parquet(staging / "dimensions.part")
+        part.fields.write_parquet(staging / "fields.part")
         for name, table in part.tables.items():
-            table.write_parquet(staging / f"table-{name}.parquet")
+            table.write_parquet(staging / f"table-{name}.part")
         try:
             os.rename(staging, folder)
         except OSError:  # another process finished the same batch first: keep theirs
             shutil.rmtree(staging, ignore_errors=True)
         return part
+
+    # --- the run as a whole ----------------------------------------------------------------------------
+    def start(self, run_id: str, fingerprint: dict[str, Any]) -> None:
+        """Record the run id and the config a resume must match (kept when already there)."""
+        if self.directory is None or (self.directory / MANIFEST).is_file():
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        staging = self.directory / f".{MANIFEST}.{os.getpid()}"
+        staging.write_text(json.dumps({"run_id": run_id, "config": fingerprint}, indent=1), encoding="utf-8")
+        os.replace(staging, self.directory / MANIFEST)
+
+    def manifest(self) -> dict[str, Any] | None:
+        """The recorded run id and config, or ``None`` when there is no checkpoint."""
+        if self.directory is None or not (self.directory / MANIFEST).is_file():
+            return None
+        return json.loads((self.directory / MANIFEST).read_text(encoding="utf-8"))
+
+    @property
+    def journal_dir(self) -> Path | None:
+        """Where the run's call journal lives (``calls.sqlite``)."""
+        return self.directory
+
+    def remove(self) -> None:
+        """Delete every checkpoint of the run (it completed: nothing is left to resume)."""
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)

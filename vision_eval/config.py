@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from vision_eval.errors import ConfigError
 
@@ -21,21 +21,21 @@ class StrictModel(BaseModel):
 class ImagePolicy(StrictModel):
     """How images are prepared before they are sent to a model."""
 
-    max_side: int | None = 1024
+    max_side: int | None = Field(1024, ge=1)
     """Longest side in pixels after downscaling; ``None`` keeps the size."""
-    max_pixels: int | None = None
+    max_pixels: int | None = Field(None, ge=1)
     """Alternative cap on width x height; applied together with ``max_side``."""
     format: Literal["jpeg", "png", "keep"] = "jpeg"
     """Encoding of the sent image; ``keep`` sends the source bytes when no resize is needed."""
-    quality: int = 85
+    quality: int = Field(85, ge=1, le=95)
     """JPEG quality (1-95)."""
     detail: Literal["auto", "low", "high"] | None = None
     """OpenAI ``detail`` hint for image parts."""
-    max_images_per_call: int = 16
+    max_images_per_call: int = Field(16, ge=1)
     """A call carrying more images is a row error before anything is sent."""
-    max_bytes_per_call: int = 20_000_000
+    max_bytes_per_call: int = Field(20_000_000, ge=1)
     """A call whose encoded images exceed this many bytes is a row error before anything is sent."""
-    max_source_pixels: int = 100_000_000
+    max_source_pixels: int = Field(100_000_000, ge=1)
     """Images larger than this (decompression bombs) are row errors."""
 
 
@@ -47,22 +47,30 @@ class JudgeConfig(StrictModel):
     api_base: str | None = None
     """Base URL of the provider or of an OpenAI-compatible server (vLLM, Ollama, a proxy)."""
     api_key_env: str | None = None
-    """Name of the environment variable holding the API key."""
+    """Name of the environment variable holding the API key. It must be set before a run starts (checked
+    before any call); ``null`` for servers that need no key (local vLLM, Ollama)."""
     api_key: SecretStr | None = None
     """The API key itself (from Python); redacted in every saved file."""
-    temperature: float = 0.0
+    temperature: float = Field(0.0, ge=0)
     """Sampling temperature."""
-    max_tokens: int | None = 1024
+    max_tokens: int | None = Field(1024, ge=1)
     """Cap on the reply length."""
-    timeout_s: float = 60.0
+    timeout_s: float = Field(60.0, gt=0)
     """Per-call timeout in seconds."""
-    max_retries: int = 4
+    max_retries: int = Field(4, ge=0)
     """Retries after the first attempt on 429, 5xx, timeouts and connection resets."""
-    max_concurrency: int = 16
+    max_retry_after_s: float = Field(120.0, ge=0)
+    """Longest ``Retry-After`` honoured; a provider asking to wait longer fails the call at once (the row is
+    an ``error`` saying so) instead of parking it."""
+    circuit_breaker: int | None = Field(20, ge=1)
+    """After this many consecutive calls fail without hope of a retry (401/403/404, bad request, unknown
+    model, connection refused after retries), stop calling the model: its remaining rows are ``error`` rows
+    "not attempted" and the run exits 3. ``null`` never stops."""
+    max_concurrency: int = Field(16, ge=1)
     """Concurrent calls to this model."""
-    rpm: int | None = None
+    rpm: int | None = Field(None, ge=1)
     """Requests-per-minute limit."""
-    tpm: int | None = None
+    tpm: int | None = Field(None, ge=1)
     """Tokens-per-minute limit."""
     cache: bool = True
     """Reuse identical earlier calls from the persistent cache."""
@@ -82,12 +90,17 @@ class JudgeConfig(StrictModel):
         return self.model is not None
 
 
+DEFAULT_CANDIDATE_PROMPT = "{{ input }}"
+"""The request when neither the candidate nor the dataset sets a prompt."""
+
+
 class CandidateConfig(JudgeConfig):
     """The model under test: call settings as for a judge, plus its prompt."""
 
-    prompt: str = "{{ input }}"
+    prompt: str | None = None
     """Jinja2 template of the request (same variables as judge prompts; images not placed by
-    ``{{ image_reference }}`` are appended after the text)."""
+    ``{{ image_reference }}`` are appended after the text). ``None``: the dataset's ``prompt`` (a benchmark
+    preset asks as its reference harness does), else ``{{ input }}``."""
     system: str | None = None
     """Optional system message."""
     images: list[str] = ["images"]
@@ -126,9 +139,9 @@ class DatasetConfig(StrictModel):
     """Allow http(s) image URLs (fetched only when an evaluator needs the pixels)."""
     required_columns: list[str] = []
     """Columns that must exist after mapping, besides those the evaluators need."""
-    limit: int | None = None
+    limit: int | None = Field(None, ge=0)
     """Keep at most this many rows (after ``sample``)."""
-    sample: int | None = None
+    sample: int | None = Field(None, ge=0)
     """Draw this many rows at random (seeded by ``seed``)."""
     seed: int = 0
     """Seed for ``sample``."""
@@ -136,6 +149,10 @@ class DatasetConfig(StrictModel):
     """``i/n``: keep the i-th of n deterministic shards (0-based)."""
     description: str = ""
     """Free text (hub id and split of a preset, licence...)."""
+    prompt: str | None = None
+    """How a model under test is asked about a row, as the benchmark's reference harness asks (Jinja2 over the
+    row's variables, e.g. ``"{{ input }}\nAnswer the question using a single word or phrase."``); used when the
+    candidate sets no ``prompt`` of its own."""
 
     @field_validator("shard")
     @classmethod
@@ -149,25 +166,48 @@ class RunConfig(StrictModel):
     """How the run executes."""
 
     output_dir: str | None = None
-    """Where results go (Hydra's run dir on the command line)."""
-    limit: int | None = None
+    """Where results go (Hydra's run dir on the command line). A directory that already holds a run is never
+    reused: the run writes to ``<dir>-2`` (``-3``...) instead; use ``resume`` to continue a run."""
+    limit: int | None = Field(None, ge=0)
     """Evaluate at most this many rows."""
     seed: int = 0
     """Seed for anything random in evaluators."""
-    concurrency: int = 16
+    concurrency: int = Field(16, ge=1)
     """Model calls in flight across the whole run."""
     shard: str | None = None
     """``i/n``: evaluate the i-th of n deterministic shards of the dataset."""
-    batch_size: int = 50_000
+    batch_size: int = Field(50_000, ge=1)
     """Rows per batch handed to an evaluator."""
     progress: bool | None = None
-    """Show a progress bar; ``None`` shows one when stderr is a terminal."""
+    """Report progress: ``None`` shows a live bar on a terminal and plain lines every
+    ``progress_interval_s`` otherwise (CI, SLURM logs, nohup); ``true`` the same; ``false`` nothing."""
+    progress_interval_s: float = Field(30.0, gt=0)
+    """Seconds between plain progress lines when stderr is not a terminal."""
     write_report: bool = True
     """Also write ``report.html`` when a report writer is available."""
     checkpoint: bool = True
-    """Save each finished batch under ``<output_dir>/checkpoint`` so an interrupted run can resume."""
+    """Save finished work under ``<output_dir>/checkpoint`` so an interrupted run can resume (removed when
+    the run completes)."""
     resume: str | None = None
-    """A run directory to resume: finished batches are reused, results are written there."""
+    """A run directory to resume: finished batches and finished model calls are reused, results are written
+    there. It must hold the checkpoint of a run with the same dataset, evaluators, judge and candidate."""
+    max_error_rate: float = Field(0.1, ge=0, le=1)
+    """Default of every evaluator's ``max_error_rate`` gate: a larger share of ``error`` rows among the rows
+    an evaluator applies to makes the run exit 3."""
+    junit: str | None = None
+    """Write JUnit XML here (one testsuite per evaluator, one testcase per sample) for CI systems; a relative
+    path is relative to the run directory."""
+    dry_run: bool = False
+    """Load the data and build every request, print the planned calls, tokens and estimated dollars per
+    evaluator and model, then stop: nothing is sent and nothing is written."""
+    max_cost_usd: float | None = Field(None, gt=0)
+    """Budget for the run's model calls: no call starts whose estimated cost would take spent plus in-flight
+    past it; the rows left are ``skipped`` ("budget exhausted") and the run exits 3. A resume with a larger
+    budget continues and never pays twice for a finished call."""
+    preflight: bool = False
+    """Before any row is evaluated, send one tiny request to every configured judge and candidate model (through
+    the cache) so a wrong key, URL or model fails the run at once (exit 2). On by default for ``vision-eval``
+    (``conf/config.yaml``); off by default for ``evaluate()`` from Python. Keys are always checked."""
 
     @field_validator("shard")
     @classmethod
@@ -190,6 +230,13 @@ class AppConfig(StrictModel):
     """Run settings."""
     candidate: CandidateConfig = CandidateConfig()
     """The model under test; when set, it produces ``output`` for every row before evaluation."""
+
+    @model_validator(mode="after")
+    def _candidate_prompt(self) -> AppConfig:
+        # A candidate without a prompt of its own asks as the dataset says (run.json then shows what was sent).
+        if self.candidate.prompt is None:
+            self.candidate.prompt = self.dataset.prompt or DEFAULT_CANDIDATE_PROMPT
+        return self
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -268,12 +315,12 @@ def _is_secret_key(key: str) -> bool:
     return any(s in lowered for s in SECRET_KEYS) and not lowered.endswith(("_env", "_tokens"))
 
 
-_SECRET_ASSIGNMENT = re.compile(r"([\w.+~]*(?:api_?key|secret|password|authorization)(?!_env)\w*)=([^,\s'\"]+)", re.I)
+SECRET_ASSIGNMENT = re.compile(r"([\w.+~]*(?:api_?key|secret|password|authorization)(?!_env)\w*)=([^,\s'\"]+)", re.I)
 
 
 def redact_override(override: str) -> str:
     """Override text (one ``key=value``, or several joined by commas) with secret values hidden."""
-    return _SECRET_ASSIGNMENT.sub(r"\1=***", override)
+    return SECRET_ASSIGNMENT.sub(r"\1=***", override)
 
 
 def redact(value: Any) -> Any:

@@ -3,16 +3,20 @@
 Guarantees, whatever an evaluator does: every selected sample gets exactly one result row
 per evaluator; rows the dataset marks bad, rows missing a required value and rows whose
 images are unusable are ``error`` rows with the reason, without reaching the evaluator; an
-evaluator that raises is retried on halves of the batch so only the failing rows error.
+evaluator that raises is retried on halves of the batch, down to single rows, so only the rows
+that make it raise are errors. Model-graded evaluators run in small batches, a few at a time
+in dataset order, so progress and checkpoints advance steadily; rows whose calls the budget
+refused are ``skipped`` and their batch is not checkpointed, so a resume finishes them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -21,6 +25,7 @@ from vision_eval.data import ROW_ERROR, check_columns
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalOutput, Evaluator
 from vision_eval.images.refs import image_error_expr
+from vision_eval.llm.budget import BUDGET
 from vision_eval.results import (
     DIMENSION_ROW_SCHEMA,
     ERROR,
@@ -30,11 +35,36 @@ from vision_eval.results import (
     SKIPPED,
     conform,
     empty,
-    error_rows,
+    to_json,
 )
 
-ISOLATION_BUDGET = 256
-"""Sub-batch calls allowed when isolating the rows that make an evaluator raise."""
+ROW_BY_ROW = 8
+"""A failing sub-batch this small is re-run one row at a time (halving further costs more calls)."""
+ASYNC_BATCH_ROWS = 64
+"""Most rows per batch of a model-graded evaluator (its calls are what progress and a resume count)."""
+ASYNC_STEPS = 50
+"""Fewest batches a model-graded evaluator's run is split into (when it has the rows), so progress moves."""
+ASYNC_WINDOW_CALLS = 4
+"""Batches of a model-graded evaluator in flight: enough rows for this many times the run's concurrency."""
+
+
+class Reporter(Protocol):
+    """What the engine tells about progress (see :class:`vision_eval.progress.Progress`)."""
+
+    def begin(self, name: str) -> None: ...
+    def advance_batch(self, name: str, results: pl.DataFrame) -> None: ...
+    def end(self, name: str) -> None: ...
+
+
+class _Silent:
+    def begin(self, name: str) -> None:
+        return None
+
+    def advance_batch(self, name: str, results: pl.DataFrame) -> None:
+        return None
+
+    def end(self, name: str) -> None:
+        return None
 
 
 def _where_expr(evaluator: Evaluator) -> pl.Expr | None:
@@ -99,51 +129,89 @@ def _pre_rows(pre: pl.DataFrame) -> pl.DataFrame:
     return conform(rows, RESULT_ROW_SCHEMA)
 
 
-@dataclass
-class _Isolation:
-    budget: int = ISOLATION_BUDGET
-    failures: list[str] = field(default_factory=list)
-
-
 def _concat(outputs: list[EvalOutput]) -> EvalOutput:
+    """One output from the outputs of several sub-batches (each may have its own columns), conformed once."""
     return EvalOutput(
-        results=pl.concat([o.results for o in outputs], how="vertical_relaxed"),
-        dimensions=pl.concat([o.dimensions for o in outputs if o.dimensions is not None], how="vertical_relaxed"),
-        fields=pl.concat([o.fields for o in outputs if o.fields is not None], how="vertical_relaxed"),
+        results=pl.concat([o.results for o in outputs], how="diagonal_relaxed"),
+        dimensions=pl.concat([o.dimensions for o in outputs if o.dimensions is not None], how="diagonal_relaxed")
+        if any(o.dimensions is not None for o in outputs)
+        else None,
+        fields=pl.concat([o.fields for o in outputs if o.fields is not None], how="diagonal_relaxed")
+        if any(o.fields is not None for o in outputs)
+        else None,
         tables={
             k: pl.concat([o.tables[k] for o in outputs if k in o.tables], how="diagonal_relaxed")
             for k in {k for o in outputs for k in o.tables}
         },
-    )
+    ).conformed()
 
 
-def _failure(batch: pl.DataFrame, exc: BaseException) -> EvalOutput:
-    return EvalOutput(error_rows(batch["id"], f"evaluator raised {type(exc).__name__}: {exc}")).conformed()
+@dataclass
+class _Isolation:
+    """What isolating the rows that make an evaluator raise collects: the sub-batches' outputs and, per row
+    that raises on its own, its id and exception (frames are built once, at the end)."""
+
+    outputs: list[EvalOutput]
+    ids: list[str]
+    errors: list[BaseException]
+
+    def output(self) -> EvalOutput:
+        if self.ids:
+            reasons = [f"evaluator raised {type(e).__name__}: {e}" for e in self.errors]
+            details = [to_json({"exception": type(e).__name__}) for e in self.errors]
+            frame = pl.DataFrame({"sample_id": self.ids, "error": reasons, "details": details})
+            self.outputs.append(EvalOutput(frame.with_columns(pl.lit(ERROR).alias("status"))))
+        return _concat(self.outputs)
 
 
-def _run_sync(evaluator: Evaluator, batch: pl.DataFrame, iso: _Isolation) -> EvalOutput:
+def _pieces(batch: pl.DataFrame) -> list[pl.DataFrame]:
+    """How a failing batch is split: halves, or single rows once it is small."""
+    if batch.height <= ROW_BY_ROW:
+        return [batch[i : i + 1] for i in range(batch.height)]
+    middle = batch.height // 2
+    return [batch[:middle], batch[middle:]]
+
+
+def _run_sync(evaluator: Evaluator, batch: pl.DataFrame) -> EvalOutput:
     try:
         return evaluator.evaluate(batch).conformed()
-    except Exception as exc:  # an evaluator bug or bad row must not stop the run
-        iso.budget -= 1
-        if batch.height <= 1 or iso.budget <= 0:
-            return _failure(batch, exc)
-        middle = batch.height // 2
-        return _concat([_run_sync(evaluator, batch[:middle], iso), _run_sync(evaluator, batch[middle:], iso)])
+    except Exception:  # an evaluator bug or bad row must not stop the run, nor cost a good row
+        found = _Isolation([], [], [])
+        for piece in _pieces(batch):
+            _isolate_sync(evaluator, piece, found)
+        return found.output()
 
 
-async def _run_async(evaluator: Evaluator, batch: pl.DataFrame, iso: _Isolation) -> EvalOutput:
+def _isolate_sync(evaluator: Evaluator, batch: pl.DataFrame, found: _Isolation) -> None:
+    try:
+        found.outputs.append(evaluator.evaluate(batch))
+    except Exception as exc:
+        if batch.height <= 1:
+            found.ids.append(str(batch["id"][0]))
+            found.errors.append(exc)
+            return
+        for piece in _pieces(batch):
+            _isolate_sync(evaluator, piece, found)
+
+
+async def _run_async(evaluator: Evaluator, batch: pl.DataFrame) -> EvalOutput:
     try:
         return (await evaluator.aevaluate(batch)).conformed()
+    except Exception:
+        found = _Isolation([], [], [])
+        await asyncio.gather(*(_isolate_async(evaluator, piece, found) for piece in _pieces(batch)))
+        return found.output()
+
+
+async def _isolate_async(evaluator: Evaluator, batch: pl.DataFrame, found: _Isolation) -> None:
+    try:
+        found.outputs.append(await evaluator.aevaluate(batch))
     except Exception as exc:
-        iso.budget -= 1
-        if batch.height <= 1 or iso.budget <= 0:
-            return _failure(batch, exc)
-        middle = batch.height // 2
-        parts = await asyncio.gather(
-            _run_async(evaluator, batch[:middle], iso), _run_async(evaluator, batch[middle:], iso)
-        )
-        return _concat(list(parts))
+        if batch.height <= 1:
+            found.ids.append(str(batch["id"][0]))
+            found.errors.append(exc)
+            return
+        await asyncio.gather(*(_isolate_async(evaluator, piece, found) for piece in _pieces(batch)))
 
 
 def _align(ids: pl.Series, results: pl.DataFrame) -> pl.DataFrame:
@@ -237,6 +305,25 @@ def _part(
     )
 
 
+def _refusals(results: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
+    """Rows whose calls were refused (``details.not_attempted``): budget refusals become ``skipped`` rows
+    saying so; returns the rows and whether any call was refused (such a batch is not checkpointed)."""
+    if results["details"].null_count() == results.height:
+        return results, False
+    kind = pl.col("details").str.json_path_match("$.not_attempted")
+    flags = results.select(kind.alias("kind"))["kind"]
+    if flags.null_count() == flags.len():
+        return results, False
+    budget = (pl.col("status") == ERROR) & (kind == BUDGET)
+    reason = pl.struct(pl.col("error").alias("reason"), kind.alias("not_attempted")).struct.json_encode()
+    results = results.with_columns(
+        pl.when(budget).then(pl.lit(SKIPPED)).otherwise(pl.col("status")).alias("status"),
+        pl.when(budget).then(reason).otherwise(pl.col("details")).alias("details"),
+        pl.when(budget).then(pl.lit(None, pl.Utf8)).otherwise(pl.col("error")).alias("error"),
+    )
+    return results, True
+
+
 def _empty_output() -> EvalOutput:
     return EvalOutput(empty(RESULT_ROW_SCHEMA)).conformed()
 
@@ -252,27 +339,37 @@ def _batches(frame: pl.DataFrame, size: int) -> list[pl.DataFrame]:
     return [frame[i : i + size] for i in range(0, max(frame.height, 1), max(size, 1))] if frame.height else [frame]
 
 
+def _identity(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame
+
+
 def run_sync(
     evaluator: Evaluator,
     frame: pl.DataFrame,
     batch_size: int,
-    tick: Callable[[int], None],
+    progress: Reporter | None = None,
     store: Checkpoints | None = None,
+    scrub: Callable[[pl.DataFrame], pl.DataFrame] = _identity,
 ) -> EvaluatorRun:
     """Run a vectorized evaluator over the frame in batches (each checkpointed when a store is given)."""
     start = time.perf_counter()
     store = store or Checkpoints(None)
+    progress = progress or _Silent()
+    progress.begin(evaluator.name)
     parts, resumed = [], 0
     for batch in _batches(frame, batch_size):
         part = store.load(evaluator, batch)
         if part is None:
             ready, positions, pre = _split(evaluator, batch)
-            out = _run_sync(evaluator, ready, _Isolation()) if ready.height else _empty_output()
-            part = store.save(evaluator, batch, _part(evaluator, batch, ready, positions, pre, out))
+            out = _run_sync(evaluator, ready) if ready.height else _empty_output()
+            part = _part(evaluator, batch, ready, positions, pre, out)
+            part.results = scrub(part.results)
+            store.save(evaluator, batch, part)
         else:
             resumed += 1
         parts.append(part)
-        tick(batch.height)
+        progress.advance_batch(evaluator.name, part.results)
+    progress.end(evaluator.name)
     return _collect(evaluator, parts, time.perf_counter() - start, resumed)
 
 
@@ -280,28 +377,41 @@ async def run_async(
     evaluator: Evaluator,
     frame: pl.DataFrame,
     batch_size: int,
-    tick: Callable[[int], None],
+    progress: Reporter | None = None,
     store: Checkpoints | None = None,
+    scrub: Callable[[pl.DataFrame], pl.DataFrame] = _identity,
 ) -> EvaluatorRun:
-    """Run a model-graded evaluator over the frame; its batches run concurrently, each checkpointed."""
+    """Run an async evaluator over the frame, a few batches in flight in dataset order, each checkpointed once
+    every row in it is final; an evaluator that calls models gets small batches."""
     start = time.perf_counter()
     store = store or Checkpoints(None)
+    progress = progress or _Silent()
+    progress.begin(evaluator.name)
     resumed = 0
+    size = batch_size
+    if evaluator.calls_models:
+        size = max(1, min(batch_size, ASYNC_BATCH_ROWS, math.ceil(frame.height / ASYNC_STEPS)))
+    concurrency = getattr(evaluator.context.run, "concurrency", 16) if evaluator.context.run is not None else 16
+    window = asyncio.Semaphore(max(3, math.ceil(ASYNC_WINDOW_CALLS * concurrency / size) + 1))
 
     async def one(batch: pl.DataFrame) -> Part:
         nonlocal resumed
-        part = store.load(evaluator, batch)
-        if part is None:
-            ready, positions, pre = _split(evaluator, batch)
-            out = await _run_async(evaluator, ready, _Isolation()) if ready.height else _empty_output()
-            part = store.save(evaluator, batch, _part(evaluator, batch, ready, positions, pre, out))
-        else:
-            resumed += 1
-        tick(batch.height)
+        async with window:
+            part = store.load(evaluator, batch)
+            if part is None:
+                ready, positions, pre = _split(evaluator, batch)
+                out = await _run_async(evaluator, ready) if ready.height else _empty_output()
+                part = _part(evaluator, batch, ready, positions, pre, out)
+                part.results, refused = _refusals(scrub(part.results))
+                if not refused:
+                    store.save(evaluator, batch, part)
+            else:
+                resumed += 1
+        progress.advance_batch(evaluator.name, part.results)
         return part
 
-    size = min(batch_size, store.async_batch_rows) if store.enabled else batch_size
     parts = await asyncio.gather(*(one(batch) for batch in _batches(frame, size)))
+    progress.end(evaluator.name)
     return _collect(evaluator, list(parts), time.perf_counter() - start, resumed)
 
 
@@ -321,22 +431,21 @@ def run_stack(
     evaluators: list[Evaluator],
     frame: pl.DataFrame,
     batch_size: int,
-    tick: Callable[[str, int], None],
+    progress: Reporter | None = None,
     store: Checkpoints | None = None,
+    scrub: Callable[[pl.DataFrame], pl.DataFrame] = _identity,
 ) -> list[EvaluatorRun]:
     """Every evaluator over the frame: vectorized ones first, then all async ones on one loop."""
     runs: dict[str, EvaluatorRun] = {}
     for evaluator in evaluators:
         if not evaluator.is_async:
-            runs[evaluator.name] = run_sync(evaluator, frame, batch_size, lambda n, e=evaluator: tick(e.name, n), store)
+            runs[evaluator.name] = run_sync(evaluator, frame, batch_size, progress, store, scrub)
     pending = [e for e in evaluators if e.is_async]
     if pending:
 
         async def all_async() -> list[EvaluatorRun]:
             return list(
-                await asyncio.gather(
-                    *(run_async(e, frame, batch_size, lambda n, e=e: tick(e.name, n), store) for e in pending)
-                )
+                await asyncio.gather(*(run_async(e, frame, batch_size, progress, store, scrub) for e in pending))
             )
 
         for run in run_coroutine(all_async):

@@ -25,3 +25,7 @@ class ConfigError(VisionEvalError):
 
 class DatasetError(VisionEvalError):
     """The dataset cannot be loaded or lacks a required column."""
+
+
+class PreflightError(VisionEvalError):
+    """A configured model cannot be used (missing key, wrong URL or model, refused request): nothing ran."""

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from vision_eval.results import DIMENSION_ROW_SCHEMA, FIELD_ROW_SCHEMA, RESULT_ROW_SCHEMA, conform, empty
 
@@ -27,7 +28,8 @@ class EvaluatorSettings(BaseModel):
     """Registered evaluator type name (set by the config; informational here)."""
 
     threshold: float | None = None
-    """Score at or above which a processed row passes. ``None`` uses the type's default."""
+    """Score at or above which a processed row passes (within the score range: 0..1, or the grader's ``scale``
+    where a type compares raw scores). ``None`` uses the type's default."""
 
     where: str | None = None
     """Polars SQL predicate selecting the rows this evaluator applies to (e.g. ``task = 'count'``).
@@ -35,6 +37,26 @@ class EvaluatorSettings(BaseModel):
 
     description: str = ""
     """Free text shown in reports."""
+
+    min_pass_rate: float | None = Field(None, ge=0, le=1)
+    """Quality gate: the share of processed rows that pass must be at least this, else the run exits 1."""
+
+    min_mean_score: float | None = Field(None, ge=0, le=1)
+    """Quality gate: the mean score of processed rows must be at least this, else the run exits 1."""
+
+    max_error_rate: float | None = Field(None, ge=0, le=1)
+    """Reliability gate: the share of ``error`` rows among the rows this evaluator applies to (not skipped)
+    may be at most this, else the run exits 3. Default: ``run.max_error_rate``."""
+
+    @model_validator(mode="after")
+    def _threshold_in_range(self) -> EvaluatorSettings:
+        low, high = getattr(self, "scale", None) or (0.0, 1.0)
+        if self.threshold is not None and not low <= self.threshold <= high:
+            message = f"{self.threshold:g} is outside the score range {low:g}..{high:g}"
+            error = PydanticCustomError("threshold_range", message)
+            details = InitErrorDetails(type=error, loc=("threshold",), input=self.threshold)
+            raise ValidationError.from_exception_data(type(self).__name__, [details])
+        return self
 
 
 @dataclass
@@ -75,6 +97,8 @@ class EvalContext:
     """The run's judge settings (``JudgeConfig``) or ``None`` when no judge is configured."""
     run: Any = None
     """The run settings (``RunConfig``)."""
+    dry_run: bool = False
+    """Plan only: model-graded evaluators return the requests they would send (``skipped`` rows), send nothing."""
     services: dict[str, Any] = field(default_factory=dict)
     """Shared services created lazily by evaluators (scheduler, cache, ...), keyed by name."""
 
@@ -98,6 +122,9 @@ class Evaluator:
     required_columns: ClassVar[tuple[str, ...]] = ("output",)
     default_threshold: ClassVar[float | None] = 1.0
     is_async: ClassVar[bool] = False
+    calls_models: ClassVar[bool] = False
+    """True for evaluators whose rows cost model calls: the engine gives them small batches (steady progress,
+    checkpoints and budget checks) instead of ``run.batch_size`` rows."""
 
     def __init__(self, name: str, settings: EvaluatorSettings, context: EvalContext | None = None) -> None:
         self.name = name
@@ -112,6 +139,10 @@ class Evaluator:
     def columns_needed(self) -> tuple[str, ...]:
         """Dataset columns this evaluator reads (checked before the run starts)."""
         return self.required_columns
+
+    def models(self) -> list[Any]:
+        """The model configs (``JudgeConfig``) this evaluator calls; checked before the run starts."""
+        return []
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         """Score a batch synchronously (vectorized). ``batch`` always has ``id``."""

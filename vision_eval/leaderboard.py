@@ -1,8 +1,10 @@
 """Leaderboards across runs: a run dir, a multirun folder, shard folders or a glob of results files.
 
 Rows are grouped by candidate x judge x variant (the sweep overrides of the job, shard settings
-left out so shards of one job merge) x evaluator; each gets a mean score with a bootstrap 95%
-interval, pass rate, error rate, tokens and cost.
+left out so shards of one job merge) x evaluator x protocol (a benchmark metric's scoring protocol, from
+run.json); each gets a mean score with a bootstrap 95% interval, pass rate, error rate, tokens and cost, and a
+rank within its evaluator. Scores of one evaluator under different protocols are not comparable: such an evaluator
+is listed unranked, with a note saying why.
 """
 
 from __future__ import annotations
@@ -14,20 +16,21 @@ import polars as pl
 
 BOOTSTRAP_RESAMPLES = 1000
 KEY = ["candidate", "judge", "variant", "evaluator"]
+PROTOCOL = "protocol"
 
 
 def _candidate_label(candidate: dict) -> str:
     return str(candidate.get("name") or candidate.get("model") or "dataset output")
 
 
-def _labels(runs: list[Path]) -> dict[Path, dict[str, str]]:
-    """Candidate, judge and variant of each run; the variant is what tells a run's config from the others
-    (shards of one job share it)."""
+def _labels(runs: list[Path]) -> tuple[dict[Path, dict[str, str]], dict[Path, dict[str, str]]]:
+    """Candidate, judge and variant of each run (the variant is what tells a run's config from the others;
+    shards of one job share it), and the protocol of each of its evaluators that has one."""
     from vision_eval.report.sources import read_json, run_labels
 
     infos = [read_json(run / "run.json") for run in runs]
     variants = run_labels(runs, infos)
-    labels = {}
+    labels, protocols = {}, {}
     for run, info, variant in zip(runs, infos, variants, strict=True):
         config = info.get("config", {})
         labels[run] = {
@@ -35,20 +38,26 @@ def _labels(runs: list[Path]) -> dict[Path, dict[str, str]]:
             "judge": str((config.get("judge") or {}).get("model") or "none"),
             "variant": variant,
         }
-    return labels
+        described = info.get("evaluators") or {}
+        protocols[run] = {
+            str(name): str(d[PROTOCOL]) for name, d in described.items() if isinstance(d, dict) and d.get(PROTOCOL)
+        }
+    return labels, protocols
 
 
 def _read(runs: list[Path], name: str) -> pl.DataFrame:
-    labels = _labels(runs)
+    labels, protocols = _labels(runs)
     frames = []
     for run in runs:
         path = run / name
         if path.exists():
-            frames.append(
-                pl.read_parquet(path).with_columns(
-                    *(pl.lit(v).alias(k) for k, v in labels[run].items()), pl.lit(str(run)).alias("run_dir")
-                )
+            frame = pl.read_parquet(path).with_columns(
+                *(pl.lit(v).alias(k) for k, v in labels[run].items()), pl.lit(str(run)).alias("run_dir")
             )
+            if "evaluator" in frame.columns:
+                protocol = pl.col("evaluator").replace_strict(protocols[run], default=None, return_dtype=pl.Utf8)
+                frame = frame.with_columns(protocol.alias(PROTOCOL))
+            frames.append(frame)
     return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
 
 
@@ -70,11 +79,14 @@ def bootstrap_interval(values: np.ndarray, seed: int = 0, resamples: int = BOOTS
 
 
 def leaderboard(results: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
-    """Per candidate x judge x variant x evaluator: score, interval, rates, tokens, cost."""
+    """Per candidate x judge x variant x evaluator x protocol: score, interval, rates, tokens, cost, and ``rank``
+    within the evaluator (null when its rows use different protocols: see :func:`unranked`)."""
     if results.is_empty():
         return pl.DataFrame()
+    if PROTOCOL not in results.columns:
+        results = results.with_columns(pl.lit(None, pl.Utf8).alias(PROTOCOL))
     processed = pl.col("status") == "processed"
-    board = results.group_by(KEY, maintain_order=True).agg(
+    board = results.group_by([*KEY, PROTOCOL], maintain_order=True).agg(
         pl.len().alias("rows"),
         pl.col("score").filter(processed).mean().alias("mean_score"),
         pl.col("score").filter(processed).alias("_scores"),
@@ -87,14 +99,30 @@ def leaderboard(results: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
         pl.col("run_dir").n_unique().alias("runs"),
     )
     intervals = [bootstrap_interval(np.asarray(s.to_numpy(), dtype=float), seed) for s in board["_scores"]]
+    protocols_of_evaluator = pl.col(PROTOCOL).n_unique().over("evaluator")
+    rank = pl.col("mean_score").rank(method="min", descending=True).over("evaluator").cast(pl.Int64)
     return (
         board.drop("_scores")
         .with_columns(
             pl.Series("ci_low", [i[0] for i in intervals]).fill_nan(None),
             pl.Series("ci_high", [i[1] for i in intervals]).fill_nan(None),
         )
-        .sort(["evaluator", "mean_score"], descending=[False, True], nulls_last=True)
+        .with_columns(pl.when(protocols_of_evaluator == 1).then(rank).alias("rank"))
+        .sort(["evaluator", PROTOCOL, "mean_score"], descending=[False, False, True], nulls_last=True)
     )
+
+
+def unranked(board: pl.DataFrame) -> dict[str, list[str]]:
+    """Evaluators the leaderboard does not rank, with the protocols their rows use: a benchmark score means
+    something different under each protocol, so runs scored under different ones are not compared."""
+    if board.is_empty() or PROTOCOL not in board.columns:
+        return {}
+    mixed = board.group_by("evaluator", maintain_order=True).agg(pl.col(PROTOCOL).unique().sort(nulls_last=True))
+    return {
+        row["evaluator"]: [p if p is not None else "not recorded" for p in row[PROTOCOL]]
+        for row in mixed.iter_rows(named=True)
+        if len(row[PROTOCOL]) > 1
+    }
 
 
 def dimension_board(dimensions: pl.DataFrame) -> pl.DataFrame:
@@ -107,8 +135,10 @@ def dimension_board(dimensions: pl.DataFrame) -> pl.DataFrame:
 
 
 def markdown(board: pl.DataFrame) -> str:
-    """The leaderboard as a Markdown table."""
-    headers = ["evaluator", "candidate", "judge", "variant", "rows", "mean score (95% CI)", "pass", "errors", "cost"]
+    """The leaderboard as a Markdown table (the protocol beside each benchmark score), then a line for each
+    evaluator left unranked because its runs use different protocols."""
+    headers = ["evaluator", "rank", "candidate", "judge", "variant", "rows", "mean score (95% CI)", "protocol"]
+    headers += ["pass", "errors", "cost"]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for row in board.iter_rows(named=True):
         score = "-" if row["mean_score"] is None else f"{row['mean_score']:.3f}"
@@ -116,16 +146,24 @@ def markdown(board: pl.DataFrame) -> str:
             score += f" ({row['ci_low']:.3f}–{row['ci_high']:.3f})"
         cells = [
             row["evaluator"],
+            "-" if row.get("rank") is None else str(row["rank"]),
             row["candidate"],
             row["judge"],
             row["variant"] or "-",
             str(row["rows"]),
             score,
+            row.get(PROTOCOL) or "-",
             "-" if row["pass_rate"] is None else f"{row['pass_rate']:.0%}",
             f"{row['error_rate']:.0%}",
             "-" if row["cost_usd"] is None else f"${row['cost_usd']:.4f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    for evaluator, protocols in unranked(board).items():
+        lines.append(
+            f"\nNot ranked: {evaluator} — its runs were scored under different protocols ({', '.join(protocols)}); "
+            "scores under different protocols are not comparable. Re-score them under one protocol "
+            f"(evaluators.{evaluator}.protocol=...) to rank them."
+        )
     return "\n".join(lines)
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -45,12 +47,31 @@ class EvalResult:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     """Extra tables written as ``<name>.parquet`` (rankings, feedback, calibration...)."""
     run_info: dict[str, Any] = field(default_factory=dict)
-    """What run.json holds: config (redacted), versions, counts, timings, totals, metrics."""
+    """What run.json holds: run id, exit code and problems, gates, config (redacted), versions, counts,
+    timings, totals, spending, metrics."""
+    output_dir: Path | None = None
+    """Where the run was written (``None`` for a run kept in memory or a dry run)."""
+
+    @property
+    def run_id(self) -> str | None:
+        """The run's id (also a column of the results, dimensions and fields tables)."""
+        return self.run_info.get("run_id")
+
+    @property
+    def exit_code(self) -> int:
+        """What ``vision-eval`` exits with for this run (see :mod:`vision_eval.gates`)."""
+        return int(self.run_info.get("exit_code", 0))
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the exit code is not 0: failed gates, a spent budget, a tripped circuit breaker."""
+        return list(self.run_info.get("problems", []))
 
     def __post_init__(self) -> None:
-        self.results = conform(self.results, RESULT_SCHEMA)
-        self.dimensions = conform(self.dimensions, DIMENSION_SCHEMA)
-        self.fields = conform(self.fields, FIELD_SCHEMA)
+        run_id = self.run_info.get("run_id")
+        self.results = _with_run_id(conform(self.results, RESULT_SCHEMA), run_id)
+        self.dimensions = _with_run_id(conform(self.dimensions, DIMENSION_SCHEMA), run_id)
+        self.fields = _with_run_id(conform(self.fields, FIELD_SCHEMA), run_id)
 
     @property
     def summary(self) -> pl.DataFrame:
@@ -63,20 +84,20 @@ class EvalResult:
         return self.run_info.get("metrics", {})
 
     def write(self, directory: str | Path) -> Path:
-        """Write the Parquet files and run.json into ``directory`` (created if needed)."""
+        """Write the Parquet files and run.json into ``directory`` (created if needed). Each file is written
+        under a temporary name and renamed into place, so a failure (a full disk) never leaves a truncated file
+        and never damages a file written before it; the ``OSError`` is raised."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        self.results.write_parquet(out / "results.parquet")
-        self.dimensions.write_parquet(out / "dimensions.parquet")
-        self.fields.write_parquet(out / "fields.parquet")
-        self.samples.write_parquet(out / "samples.parquet")
-        for name, table in self.tables.items():
-            table.write_parquet(out / f"{name}.parquet")
+        frames = {"results": self.results, "dimensions": self.dimensions, "fields": self.fields}
+        for name, frame in {**frames, "samples": self.samples, **self.tables}.items():
+            _atomic(out / f"{name}.parquet", frame.write_parquet)
         info = dict(self.run_info)
         info["summary"] = self.summary.to_dicts()
         info["config"] = redact(info.get("config", {}))
         info["overrides"] = [redact_override(o) for o in info.get("overrides", [])]
-        (out / "run.json").write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
+        text = json.dumps(info, indent=2, default=str) + "\n"
+        _atomic(out / "run.json", lambda path: path.write_text(text, encoding="utf-8"))
         if ((info["config"].get("run") or {}).get("write_report", True)) is not False:
             try:
                 from vision_eval.report import write_report
@@ -85,6 +106,24 @@ class EvalResult:
             except Exception as exc:  # the Parquet results are written; a report failure must not lose them
                 warnings.warn(f"report.html not written: {type(exc).__name__}: {exc}", stacklevel=2)
         return out
+
+
+def _atomic(path: Path, write: Callable[[Path], Any]) -> None:
+    """``write`` to a temporary file beside ``path``, then rename it into place."""
+    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(staging)
+        os.replace(staging, path)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
+
+
+def _with_run_id(frame: pl.DataFrame, run_id: str | None) -> pl.DataFrame:
+    """``frame`` with its ``run_id`` filled in (so several runs' files can be read as one table)."""
+    if run_id is None:
+        return frame
+    return frame.with_columns(pl.col("run_id").fill_null(pl.lit(run_id)))
 
 
 def status_counts(results: pl.DataFrame) -> dict[str, int]:

@@ -35,8 +35,9 @@ RESULT_ROW_SCHEMA: dict[str, pl.DataType] = {
     "score_std": pl.Float64(),
 }
 
-# What results.parquet holds: one row per sample x evaluator.
+# What results.parquet holds: one row per sample x evaluator (``run_id`` names the run that produced it).
 RESULT_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.Utf8(),
     "sample_id": pl.Utf8(),
     "evaluator": pl.Utf8(),
     "type": pl.Utf8(),
@@ -51,6 +52,7 @@ DIMENSION_ROW_SCHEMA: dict[str, pl.DataType] = {
     "weight": pl.Float64(),
 }
 DIMENSION_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.Utf8(),
     "sample_id": pl.Utf8(),
     "evaluator": pl.Utf8(),
     "dimension": pl.Utf8(),
@@ -69,6 +71,7 @@ FIELD_ROW_SCHEMA: dict[str, pl.DataType] = {
     "reason": pl.Utf8(),
 }
 FIELD_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.Utf8(),
     "sample_id": pl.Utf8(),
     "evaluator": pl.Utf8(),
     **{k: v for k, v in FIELD_ROW_SCHEMA.items() if k != "sample_id"},

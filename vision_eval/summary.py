@@ -39,8 +39,11 @@ def _fmt(value: Any, kind: str = "") -> str:
     return str(value)
 
 
-def print_summary(summary: pl.DataFrame, metrics: dict[str, dict[str, Any]] | None = None) -> None:
-    """Print the summary table (and dataset-level metrics) with rich."""
+def print_summary(
+    summary: pl.DataFrame, metrics: dict[str, dict[str, Any]] | None = None, run_info: dict[str, Any] | None = None
+) -> None:
+    """Print the summary table, dataset-level metrics and, with ``run_info``, what the run's exit code says:
+    the gates, the most common error reasons, spending and resumed batches."""
     from rich.console import Console
     from rich.table import Table
 
@@ -65,4 +68,38 @@ def print_summary(summary: pl.DataFrame, metrics: dict[str, dict[str, Any]] | No
     for name, values in (metrics or {}).items():
         if values:
             shown = ", ".join(f"{k}={_fmt(v)}" for k, v in values.items() if not isinstance(v, dict | list))
-            console.print(f"[bold]{name}[/bold]: {shown}")
+            console.print(f"[bold]{name}[/bold]: {shown}", markup=True, highlight=False)
+    if run_info is not None:
+        _print_outcome(console, run_info)
+
+
+def _print_outcome(console: Any, info: dict[str, Any]) -> None:
+    from rich.markup import escape
+
+    for name, reasons in (info.get("top_errors") or {}).items():
+        console.print(f"[bold]{escape(name)}[/bold] errors, most common:", highlight=False)
+        for item in reasons:
+            console.print(f"  {item['rows']:>6} x {escape(item['reason'][:300])}", highlight=False)
+    gates = info.get("gates") or []
+    for gate in gates:
+        if not gate["passed"]:
+            console.print(f"gate [red]FAIL[/red] {escape(gate['message'])}", highlight=False)
+    held = sum(1 for g in gates if g["passed"])
+    if held:
+        console.print(f"gates held: {held} of {len(gates)}", highlight=False)
+    spending = info.get("spending") or {}
+    if spending.get("spent_usd") or spending.get("budget_usd"):
+        budget = f" of ${spending['budget_usd']:.4f}" if spending.get("budget_usd") else ""
+        console.print(f"spent ${spending['spent_usd']:.4f}{budget}", highlight=False)
+    resumed = sum((info.get("resumed_batches") or {}).values())
+    if resumed:
+        console.print(f"resumed batches: {resumed}", highlight=False)
+    if info.get("moved_from"):
+        console.print(f"note: {escape(info['moved_from'])} already held a run; this one was written elsewhere")
+    code = info.get("exit_code", 0)
+    verdict = (
+        "[green]all gates hold[/green]"
+        if code == 0
+        else f"[red]exit {code}[/red]: " + escape("; ".join(info.get("problems") or []))
+    )
+    console.print(f"verdict: {verdict}", highlight=False)

@@ -287,6 +287,12 @@ def assemble(
             "latency_s": max([c["latency_s"] for c in calls if c.get("latency_s") is not None], default=None),
             "cached": all(c.get("cached") for c in calls) if calls and all("cached" in c for c in calls) else None,
         }
+        refused = [c["not_attempted"] for c in calls if c.get("not_attempted")]
+        if refused:  # a panel missing an agent's verdict is not scored; a resume finishes it
+            reasons = "; ".join(f"{o.agent}: {o.error}" for o in mine if o.call.get("not_attempted"))
+            details["not_attempted"] = "budget" if "budget" in refused else refused[0]
+            rows.append({**row, "status": ERROR, "error": reasons})
+            continue
         if agg is None or agg["score"] is None:
             failures = [f"{o.agent}: {o.error}" for o in mine if o.error]
             reason = "; ".join(failures) or "no agent produced a score (all scoring weights are 0?)"

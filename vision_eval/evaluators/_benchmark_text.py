@@ -1,13 +1,15 @@
-"""Shared pieces of the benchmark metrics: reference-answer lists, answer normalization, number words.
+"""Shared pieces of the benchmark metrics: reference-answer lists, Python's text rules on columns, number words.
 
-Everything here works on whole columns. Normalizations that are expensive (the VQA answer
-processing) run once per distinct string and are joined back, since benchmark answers repeat a lot.
+Everything here works on whole columns. A protocol's row-wise definition is plain Python; a vectorized path reads
+only the rows it reads exactly as that definition would (e.g. ASCII text, where Python's ``lower``/``split`` and
+Polars' agree) and :func:`with_fallback` hands the rest to the definition.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 import polars as pl
 
@@ -74,20 +76,54 @@ def reference_lists(batch: pl.DataFrame, column: str) -> pl.DataFrame:
     )
 
 
-def pairs_frame(batch: pl.DataFrame, column: str, **row_columns: pl.Expr) -> tuple[pl.DataFrame, pl.DataFrame]:
+def pairs_frame(
+    batch: pl.DataFrame, column: str, **row_columns: pl.Expr | pl.Series
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(``rows``: ``_row, sample_id, output, gold_error``; ``pairs``: ``_row, output, gold`` plus ``row_columns``
-    (expressions computed once per row, before the answers are exploded) for the rows with usable answers)."""
+    (expressions over the rows, or Series in row order, computed once per row before the answers are exploded)
+    for the rows with usable answers)."""
     refs = reference_lists(batch, column)
     rows = pl.DataFrame(
         {ROW: refs[ROW], "sample_id": batch["id"], "output": batch["output"].cast(pl.Utf8)}
     ).with_columns(refs["gold_error"])
     pairs = (
-        rows.with_columns(refs["golds"])
+        rows.with_columns(refs["golds"], *[value.alias(name) for name, value in row_columns.items()])
         .filter(pl.col("gold_error").is_null())
-        .select(ROW, "output", *[expr.alias(name) for name, expr in row_columns.items()], pl.col("golds").alias("gold"))
+        .select(ROW, "output", *row_columns, pl.col("golds").alias("gold"))
         .explode("gold")
     )
     return rows, pairs
+
+
+PY_ASCII_WHITESPACE = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "
+"""The ASCII characters Python's ``str.split()`` / ``str.strip()`` treat as whitespace (``\\x1c``-``\\x1f`` too)."""
+_PY_WS_RUN = r"[\t\n\x0B\x0C\r\x1C-\x1F ]+"
+
+
+def is_ascii(expr: pl.Expr) -> pl.Expr:
+    """True for text with only ASCII characters (null stays null)."""
+    return ~expr.str.contains(r"[^\x00-\x7F]")
+
+
+def py_words_joined(expr: pl.Expr) -> pl.Expr:
+    """``" ".join(text.split())`` for ASCII text, exactly as Python does it."""
+    return expr.str.replace_all(_PY_WS_RUN, " ").str.strip_chars(" ")
+
+
+def py_strip(expr: pl.Expr) -> pl.Expr:
+    """``text.strip()`` for ASCII text, exactly as Python does it."""
+    return expr.str.strip_chars(PY_ASCII_WHITESPACE)
+
+
+def with_fallback(
+    fast: pl.Series, exact: pl.Series, inputs: list[pl.Series], definition: Callable[..., Any]
+) -> pl.Series:
+    """``fast`` where ``exact`` is true; elsewhere ``definition`` (the row-wise definition) of the row's ``inputs``."""
+    slow = (~exact.fill_null(True)).arg_true()
+    if slow.len() == 0:
+        return fast
+    values = [definition(*args) for args in zip(*(s.gather(slow).to_list() for s in inputs), strict=True)]
+    return fast.clone().scatter(slow, pl.Series(values, dtype=fast.dtype))
 
 
 def collapse_ws(expr: pl.Expr) -> pl.Expr:
@@ -103,95 +139,6 @@ def map_unique(series: pl.Series, transform: Callable[[pl.DataFrame], pl.DataFra
     distinct = values.unique()
     mapped = transform(distinct)
     return values.join(mapped, on="v", how="left", maintain_order="left", nulls_equal=True)["n"].alias(series.name)
-
-
-# --- VQA answer normalization (the official VQA / TextVQA evaluation) ---------------------------------------
-
-_VQA_PUNCT = [";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">", "<", "@", "`", ",", "?", "!"]
-_VQA_NUMBERS = {
-    "none": "0",
-    "zero": "0",
-    "one": "1",
-    "two": "2",
-    "three": "3",
-    "four": "4",
-    "five": "5",
-    "six": "6",
-    "seven": "7",
-    "eight": "8",
-    "nine": "9",
-    "ten": "10",
-}
-_VQA_ARTICLES = ["a", "an", "the"]
-# The official table, lowercased: its "Im"/"Ive"/"Id've" keys never matched after the official lowercasing,
-# and its "somebody'd" -> "somebodyd" typo is corrected. Identity entries are dropped.
-_CONTRACTIONS_TEXT = """
-aint ain't|arent aren't|cant can't|couldve could've|couldnt couldn't|couldn'tve couldn't've|couldnt've couldn't've
-didnt didn't|doesnt doesn't|dont don't|hadnt hadn't|hadnt've hadn't've|hadn'tve hadn't've|hasnt hasn't
-havent haven't|hed he'd|hed've he'd've|he'dve he'd've|hes he's|howd how'd|howll how'll|hows how's|id've i'd've
-i'dve i'd've|im i'm|ive i've|isnt isn't|itd it'd|itd've it'd've|it'dve it'd've|itll it'll|maam ma'am
-mightnt mightn't|mightnt've mightn't've|mightn'tve mightn't've|mightve might've|mustnt mustn't|mustve must've
-neednt needn't|notve not've|oclock o'clock|oughtnt oughtn't|ow's'at 'ow's'at|'ows'at 'ow's'at|'ow'sat 'ow's'at
-shant shan't|shed've she'd've|she'dve she'd've|shouldve should've|shouldnt shouldn't|shouldnt've shouldn't've
-shouldn'tve shouldn't've|somebodyd somebody'd|somebodyd've somebody'd've|somebody'dve somebody'd've
-somebodyll somebody'll|somebodys somebody's|someoned someone'd|someoned've someone'd've|someone'dve someone'd've
-someonell someone'll|someones someone's|somethingd something'd|somethingd've something'd've
-something'dve something'd've|somethingll something'll|thats that's|thered there'd|thered've there'd've
-there'dve there'd've|therere there're|theres there's|theyd they'd|theyd've they'd've|they'dve they'd've
-theyll they'll|theyre they're|theyve they've|twas 'twas|wasnt wasn't|wed've we'd've|we'dve we'd've|weve we've
-werent weren't|whatll what'll|whatre what're|whats what's|whatve what've|whens when's|whered where'd
-wheres where's|whereve where've|whod who'd|whod've who'd've|who'dve who'd've|wholl who'll|whos who's
-whove who've|whyll why'll|whyre why're|whys why's|wont won't|wouldve would've|wouldnt wouldn't
-wouldnt've wouldn't've|wouldn'tve wouldn't've|yall y'all|yall'll y'all'll|y'allll y'all'll|yall'd've y'all'd've
-y'alld've y'all'd've|y'all'dve y'all'd've|youd you'd|youd've you'd've|you'dve you'd've|youll you'll
-youre you're|youve you've
-"""
-VQA_CONTRACTIONS: dict[str, str] = dict(
-    item.split(" ", 1) for item in _CONTRACTIONS_TEXT.replace("\n", "|").split("|") if item.strip()
-)
-VQA_WORD_MAP: dict[str, str] = {**_VQA_NUMBERS, **VQA_CONTRACTIONS}
-_ANY_PUNCT = "[" + "".join("\\" + p if p in "[]\\-^" else p for p in _VQA_PUNCT) + "]"
-
-
-def _vqa_transform(frame: pl.DataFrame) -> pl.DataFrame:
-    """Official processPunctuation + processDigitArticle over column ``v`` into ``n``."""
-    text = pl.col("v").str.replace_all(r"[\n\t]", " ").str.replace_all("[’‘]", "'").str.strip_chars()
-    frame = frame.with_columns(text.alias("t"))
-    has_punct = frame["t"].str.contains(_ANY_PUNCT).fill_null(False)
-    plain, punct = frame.filter(~has_punct), frame.filter(has_punct)
-    if punct.height:
-        digit_comma = pl.col("t").str.contains(r"\d,\d")
-        punct = punct.with_columns(pl.col("t").alias("o"))
-        for p in _VQA_PUNCT:
-            # The official rule: a mark next to a space (or any text with a digit,digit comma) is deleted,
-            # otherwise it becomes a space. It is decided on the original text, for each mark separately.
-            drop = pl.col("t").str.contains(p + " ", literal=True) | pl.col("t").str.contains(" " + p, literal=True)
-            punct = punct.with_columns(
-                pl.when(drop | digit_comma)
-                .then(pl.col("o").str.replace_all(p, "", literal=True))
-                .otherwise(pl.col("o").str.replace_all(p, " ", literal=True))
-                .alias("o")
-            )
-        punct = punct.with_columns(pl.col("o").alias("t")).drop("o")
-    frame = pl.concat([plain, punct])
-    # Official periodStrip: a period not followed by a digit is removed (runs of periods included).
-    words = (
-        pl.col("t")
-        .str.replace_all(r"\.+(\D|$)", "${1}")
-        .str.to_lowercase()
-        .str.replace_all(r"\s{2,}|[^\S ]", " ")
-        .str.strip_chars()
-        .str.split(" ")
-        .list.eval(pl.element().filter((pl.element().str.len_bytes() > 0) & ~pl.element().is_in(_VQA_ARTICLES)))
-        .list.eval(pl.element().replace(VQA_WORD_MAP))
-        .list.join(" ")
-    )
-    return frame.select("v", words.alias("n"))
-
-
-def vqa_normalize(series: pl.Series) -> pl.Series:
-    """The official VQA answer normalization of every string in ``series`` (nulls stay null)."""
-    return map_unique(series, _vqa_transform)
 
 
 # --- numbers written as words ---------------------------------------------------------------------------

@@ -1,6 +1,10 @@
-"""Benchmark metrics that extract a closed answer from free text, vectorized: ``pope`` (yes/no) and
-``exact_count`` (CountBench). A reply the answer cannot be extracted from is a row ``error`` with the raw
-text in ``details``, never a guess.
+"""Benchmark metrics that read a closed answer from the reply, vectorized: ``pope`` (yes/no) and ``exact_count``
+(CountBench).
+
+Each takes ``protocol`` (see ``docs/benchmarks.md``). A reply the protocol cannot read is counted the way the
+protocol counts it: ``official`` POPE reads it as "yes", ``lmms_eval`` scores it wrong (a ``processed`` row with
+score 0 and ``details.unparseable: true``), ``lenient`` makes it a row ``error`` with the raw text in ``details``.
+The summary always reports how many replies were unparseable.
 """
 
 from __future__ import annotations
@@ -8,48 +12,62 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import polars as pl
+from pydantic import field_validator, model_validator
 
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
-from vision_eval.evaluators._benchmark_text import NUMBER_PATTERN, details_json, number_token_value
+from vision_eval.evaluators import _yes_no
+from vision_eval.evaluators._benchmark_text import (
+    NUMBER_PATTERN,
+    details_json,
+    is_ascii,
+    number_token_value,
+    py_strip,
+    with_fallback,
+)
+from vision_eval.evaluators._protocols import Protocol, check_protocol, describe_protocol
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform
 
 RAW_CHARS = 500
 """How much of an unparseable reply is kept in ``details.raw``."""
-
-
-def yes_no(text: pl.Expr) -> pl.Expr:
-    """``yes`` / ``no`` from free text, or null: a leading yes/no word wins; otherwise the reply must contain
-    exactly one of the two words."""
-    t = text.str.to_lowercase()
-    leading = t.str.extract(r"^[^a-z0-9]*(yes|no)\b", 1)
-    has_yes = t.str.contains(r"\byes\b").fill_null(False)
-    has_no = t.str.contains(r"\bno\b").fill_null(False)
-    single = pl.when(has_yes & ~has_no).then(pl.lit("yes")).when(has_no & ~has_yes).then(pl.lit("no"))
-    return pl.coalesce(leading, single)
+UNPARSEABLE_REASON = "cannot extract"
 
 
 def _results(
-    batch: pl.DataFrame, error: pl.Expr, score: pl.Expr, details: pl.Expr, error_details: pl.Expr
+    batch: pl.DataFrame,
+    error: pl.Expr,
+    score: pl.Expr,
+    details: pl.Expr,
+    error_details: pl.Expr,
+    unread: tuple[pl.Expr, pl.Expr] | None = None,
 ) -> EvalOutput:
-    """Result rows in batch order; each kind of details is only built for the rows that carry it."""
+    """Result rows in batch order; each kind of details is only built for the rows that carry it. ``unread``:
+    (flag, details) of processed rows whose reply the protocol could not read."""
     batch = batch.with_row_index("_pos").with_columns(error.alias("_error"))
     failed = pl.col("_error").is_not_null()
-    processed = batch.filter(~failed).select(
-        "_pos",
-        pl.col("id").alias("sample_id"),
-        pl.lit(PROCESSED).alias("status"),
-        score.alias("score"),
-        details.alias("details"),
+    parts = [
+        batch.filter(failed).select(
+            "_pos",
+            pl.col("id").alias("sample_id"),
+            pl.lit(ERROR).alias("status"),
+            error_details.alias("details"),
+            pl.col("_error").alias("error"),
+        )
+    ]
+    kinds = (
+        [(~failed, details)] if unread is None else [(~failed & ~unread[0], details), (~failed & unread[0], unread[1])]
     )
-    errors = batch.filter(failed).select(
-        "_pos",
-        pl.col("id").alias("sample_id"),
-        pl.lit(ERROR).alias("status"),
-        error_details.alias("details"),
-        pl.col("_error").alias("error"),
-    )
-    frame = pl.concat([processed, errors], how="diagonal_relaxed").sort("_pos")
+    for selected, kind_details in kinds:
+        parts.append(
+            batch.filter(selected).select(
+                "_pos",
+                pl.col("id").alias("sample_id"),
+                pl.lit(PROCESSED).alias("status"),
+                score.alias("score"),
+                kind_details.alias("details"),
+            )
+        )
+    frame = pl.concat(parts, how="diagonal_relaxed").sort("_pos")
     return EvalOutput(conform(frame, RESULT_ROW_SCHEMA))
 
 
@@ -68,94 +86,214 @@ def _raw(column: str) -> pl.Expr:
     return pl.col(column).cast(pl.Utf8).str.slice(0, RAW_CHARS)
 
 
-@register
-class Pope(Evaluator):
-    """POPE: the yes/no answer extracted from ``output`` equals ``expected_output`` (``yes``/``no``).
+def _unparseable_details(protocol: str, **fields: pl.Expr) -> pl.Expr:
+    return details_json(protocol=pl.lit(protocol), **fields, unparseable=pl.lit(True), raw=_raw("output"))
 
-    The summary has accuracy, precision, recall and F1 (``yes`` is the positive class) and the share of
-    ``yes`` among the predictions; unparseable replies are errors and are counted, not guessed.
-    """
 
-    type_name: ClassVar[str] = "pope"
-    settings_model = EvaluatorSettings
+class ProtocolMetric(Evaluator):
+    """Base of the extracted-answer metrics: the protocol, its description and the unparseable count."""
+
     required_columns = ("output", "expected_output")
     default_threshold = 1.0
 
+    @property
+    def protocol(self) -> str:
+        """The scoring protocol in use."""
+        return self.settings.protocol  # type: ignore[attr-defined]
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), **describe_protocol(self.type_name, self.protocol)}
+
+    def unparseable(self, results: pl.DataFrame) -> int:
+        """Replies the protocol could not read: error rows (lenient) or rows flagged in ``details``."""
+        if self.protocol == "lenient":
+            reason = pl.col("error").str.starts_with(UNPARSEABLE_REASON).fill_null(False)
+            return results.filter((pl.col("status") == ERROR) & reason).height
+        processed = results.filter(pl.col("status") == PROCESSED)
+        if processed.height == 0:
+            return 0
+        flags = processed["details"].str.json_decode(pl.Struct({"unparseable": pl.Boolean}))
+        return int(flags.struct.field("unparseable").fill_null(False).sum())
+
+
+# --- pope ----------------------------------------------------------------------------------------------------
+
+
+class PopeSettings(EvaluatorSettings):
+    """Settings of ``pope``."""
+
+    protocol: Protocol = "official"
+    """Whose scoring to reproduce: ``official`` (POPE's evaluate.py), ``lmms_eval`` (lmms-eval's pope task) or
+    ``lenient`` (not comparable with published numbers); see docs/benchmarks.md."""
+
+    @field_validator("protocol")
+    @classmethod
+    def _offered(cls, value: str) -> str:
+        return check_protocol("pope", value)
+
+
+@register
+class Pope(ProtocolMetric):
+    """POPE: the yes/no read from ``output`` equals ``expected_output`` (``yes``/``no``).
+
+    The summary has accuracy, precision, recall and F1 (``yes`` is the positive class), the share of ``yes``
+    among the replies and the number of unparseable replies, each computed as the protocol's reference does.
+    """
+
+    type_name: ClassVar[str] = "pope"
+    settings_model = PopeSettings
+
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        protocol = self.protocol
+        if protocol == "lenient":
+            return self._lenient(batch)
+        gold = _yes_no.strict_answers(batch["expected_output"].cast(pl.Utf8))
+        if protocol == "official":
+            readings = _yes_no.official_readings(batch["output"])
+        else:
+            prediction = _yes_no.lmms_eval_readings(batch["output"])
+            readings = pl.DataFrame({"prediction": prediction, "unparseable": prediction.is_null()})
+        batch = batch.select("id", "output", "expected_output").with_columns(
+            readings["prediction"].alias("_pred"), readings["unparseable"].alias("_unparseable"), gold.alias("_gold")
+        )
+        read = pl.concat_str(
+            pl.lit(f'{{"protocol":"{protocol}","prediction":"'),
+            "_pred",
+            pl.lit('","expected":"'),
+            "_gold",
+            pl.lit('"}'),
+        )
+        unread = _unparseable_details(protocol, prediction=pl.col("_pred"), expected=pl.col("_gold"))
+        return _results(
+            batch,
+            pl.when(pl.col("_gold").is_null()).then(pl.lit("expected_output is not yes or no")),
+            (pl.col("_pred") == pl.col("_gold")).fill_null(False).cast(pl.Float64),
+            read,
+            details_json(protocol=pl.lit(protocol), raw=_raw("output"), expected=_raw("expected_output")),
+            (pl.col("_unparseable"), unread),
+        )
+
+    def _lenient(self, batch: pl.DataFrame) -> EvalOutput:
         batch = batch.select(
             "id",
             "output",
             "expected_output",
-            yes_no(pl.col("output")).alias("_pred"),
-            _fast_gold(batch["expected_output"], yes_no(pl.col("expected_output")), "yes_no"),
+            _yes_no.lenient_readings(pl.col("output")).alias("_pred"),
+            _fast_gold(batch["expected_output"], _yes_no.lenient_readings(pl.col("expected_output")), "yes_no"),
         )
         error = (
             pl.when(pl.col("_gold").is_null())
             .then(pl.lit("expected_output is not yes or no"))
             .when(pl.col("_pred").is_null())
-            .then(pl.lit("cannot extract yes or no from the output"))
+            .then(pl.lit(f"{UNPARSEABLE_REASON} yes or no from the output"))
         )
         return _results(
             batch,
             error,
             (pl.col("_pred") == pl.col("_gold")).cast(pl.Float64),
             # Both values are "yes" or "no": no escaping needed, and far cheaper than a struct encode.
-            pl.concat_str(pl.lit('{"prediction":"'), "_pred", pl.lit('","expected":"'), "_gold", pl.lit('"}')),
-            details_json(raw=_raw("output"), expected=_raw("expected_output")),
+            pl.concat_str(
+                pl.lit('{"protocol":"lenient","prediction":"'), "_pred", pl.lit('","expected":"'), "_gold", pl.lit('"}')
+            ),
+            details_json(protocol=pl.lit("lenient"), raw=_raw("output"), expected=_raw("expected_output")),
         )
 
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
         processed = results.filter(pl.col("status") == PROCESSED)
-        unparseable = results.filter(
-            (pl.col("status") == ERROR) & pl.col("error").str.starts_with("cannot extract").fill_null(False)
-        ).height
+        unparseable = self.unparseable(results)
         if processed.height == 0:
-            return {"n": 0, "unparseable": unparseable}
+            return {"protocol": self.protocol, "n": 0, "unparseable": unparseable}
         labels = processed["details"].str.json_decode(pl.Struct({"prediction": pl.Utf8, "expected": pl.Utf8}))
-        pred = labels.struct.field("prediction") == "yes"
-        gold = labels.struct.field("expected") == "yes"
-        tp = int((pred & gold).sum())
-        fp = int((pred & ~gold).sum())
-        fn = int((~pred & gold).sum())
-        tn = int((~pred & ~gold).sum())
-        n = processed.height
-        precision = tp / (tp + fp) if tp + fp else 0.0
-        recall = tp / (tp + fn) if tp + fn else 0.0
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        return {
-            "accuracy": (tp + tn) / n,
-            "precision": precision,
-            "recall": recall,
-            "f1": f1,
-            "yes_ratio": (tp + fp) / n,
-            "n": n,
-            "unparseable": unparseable,
-            "tp": tp,
-            "fp": fp,
-            "tn": tn,
-            "fn": fn,
-        }
+        prediction, expected = labels.struct.field("prediction"), labels.struct.field("expected")
+        return _yes_no.pope_metrics(self.protocol, prediction, expected, unparseable)
+
+
+# --- exact_count -----------------------------------------------------------------------------------------------
+
+COUNT_WORDS = {"none": "0", "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6"}
+COUNT_WORDS |= {"seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12"}
+COUNT_WORDS |= {"thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17"}
+COUNT_WORDS |= {"eighteen": "18", "nineteen": "19", "twenty": "20"}
+"""The number words lmms-eval's CountBench task turns into digits (a whole reply of that word only)."""
+
+
+def lmms_eval_count(text: str) -> str:
+    """lmms-eval's CountBench reading of a reply or of a count: stripped, lowercased, a number word as digits."""
+    normalized = str(text).strip().lower()
+    return COUNT_WORDS.get(normalized, normalized)
+
+
+def lmms_eval_counts(series: pl.Series) -> pl.Series:
+    """:func:`lmms_eval_count` of every string (Polars for ASCII text, Python for the rest)."""
+    frame = pl.DataFrame({"t": series.cast(pl.Utf8)})
+    frame = frame.select(
+        py_strip(pl.col("t").str.to_lowercase()).replace(COUNT_WORDS).alias("n"), is_ascii(pl.col("t")).alias("exact")
+    )
+    return with_fallback(frame["n"], frame["exact"], [series.cast(pl.Utf8)], lmms_eval_count)
 
 
 class ExactCountSettings(EvaluatorSettings):
     """Settings of ``exact_count``."""
 
+    protocol: Protocol = "lmms_eval"
+    """Whose scoring to reproduce: ``lmms_eval`` (lmms-eval's countbench task: the whole reply must be the count;
+    CountBench has no official scoring script) or ``lenient`` (the first/last/only number found in the reply; not
+    comparable with published numbers); see docs/benchmarks.md."""
     pick: Literal["first", "last", "only"] = "first"
-    """Which number of the reply is the answer: the ``first``, the ``last``, or ``only`` (a reply with
-    several different numbers is then an error)."""
+    """``lenient`` only: which number of the reply is the answer: the ``first``, the ``last``, or ``only`` (a reply
+    with several different numbers is then an error)."""
+
+    @field_validator("protocol")
+    @classmethod
+    def _offered(cls, value: str) -> str:
+        return check_protocol("exact_count", value)
+
+    @model_validator(mode="after")
+    def _pick_is_lenient(self) -> ExactCountSettings:
+        if "pick" in self.model_fields_set and self.protocol != "lenient":
+            raise ValueError(f"pick applies to protocol lenient only (protocol is {self.protocol})")
+        return self
 
 
 @register
-class ExactCount(Evaluator):
-    """CountBench: the count in ``output`` (digits or number words, e.g. ``seven`` = ``7``) equals the count
-    in ``expected_output``."""
+class ExactCount(ProtocolMetric):
+    """CountBench: the count read from ``output`` equals the count in ``expected_output``.
+
+    ``lmms_eval``: the whole reply, stripped and lowercased (a number word none..twenty as digits), must be the
+    count's digits; anything that is not a number is unparseable and wrong. ``lenient``: the first (``pick``)
+    number in the reply, digits or words up to a hundred (e.g. ``seven`` = ``7``).
+    """
 
     type_name: ClassVar[str] = "exact_count"
     settings_model = ExactCountSettings
-    required_columns = ("output", "expected_output")
-    default_threshold = 1.0
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        if self.protocol == "lenient":
+            return self._lenient(batch)
+        batch = batch.select("id", "output", "expected_output").with_columns(
+            lmms_eval_counts(batch["output"]).alias("_pred"), lmms_eval_counts(batch["expected_output"]).alias("_gold")
+        )
+        digits = r"^[0-9]+$"
+        fields = {"predicted": pl.col("_pred"), "expected": pl.col("_gold")}
+        return _results(
+            batch,
+            pl.when(~pl.col("_gold").str.contains(digits).fill_null(False)).then(
+                pl.lit("expected_output holds no count")
+            ),
+            (pl.col("_pred") == pl.col("_gold")).cast(pl.Float64),
+            # Both are digits here: no escaping needed, and far cheaper than a struct encode.
+            pl.concat_str(
+                pl.lit('{"protocol":"lmms_eval","predicted":"'),
+                "_pred",
+                pl.lit('","expected":"'),
+                "_gold",
+                pl.lit('"}'),
+            ),
+            details_json(protocol=pl.lit("lmms_eval"), raw=_raw("output"), expected=_raw("expected_output")),
+            (~pl.col("_pred").str.contains(digits), _unparseable_details("lmms_eval", **fields)),
+        )
+
+    def _lenient(self, batch: pl.DataFrame) -> EvalOutput:
         s: ExactCountSettings = self.settings  # type: ignore[assignment]
         found = pl.col("output").str.to_lowercase().str.extract_all(NUMBER_PATTERN)
         gold = pl.col("expected_output").str.to_lowercase().str.extract(f"({NUMBER_PATTERN})", 1)
@@ -179,7 +317,7 @@ class ExactCount(Evaluator):
             pl.when(pl.col("_gold").is_null())
             .then(pl.lit("expected_output holds no count"))
             .when(pl.col("_distinct") == 0)
-            .then(pl.lit("cannot extract a count from the output"))
+            .then(pl.lit(f"{UNPARSEABLE_REASON} a count from the output"))
             .when(pl.col("_pred").is_null())
             .then(pl.lit("the output gives several different counts"))
         )
@@ -187,18 +325,20 @@ class ExactCount(Evaluator):
             batch,
             error,
             (pl.col("_pred") == pl.col("_gold")).cast(pl.Float64),
-            details_json(predicted=pl.col("_pred"), expected=pl.col("_gold")),
-            details_json(raw=_raw("output"), expected=_raw("expected_output")),
+            details_json(protocol=pl.lit("lenient"), predicted=pl.col("_pred"), expected=pl.col("_gold")),
+            details_json(protocol=pl.lit("lenient"), raw=_raw("output"), expected=_raw("expected_output")),
         )
 
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
         processed = results.filter(pl.col("status") == PROCESSED)
+        summary: dict[str, Any] = {"protocol": self.protocol, "n": processed.height}
+        summary["unparseable"] = self.unparseable(results)
         if processed.height == 0:
-            return {"n": 0}
-        counts = processed["details"].str.json_decode(pl.Struct({"predicted": pl.Float64, "expected": pl.Float64}))
-        error = (counts.struct.field("predicted") - counts.struct.field("expected")).abs()
-        return {
-            "accuracy": float(processed["score"].mean()),  # type: ignore[arg-type]
-            "mae": float(error.mean()),  # type: ignore[arg-type]
-            "n": processed.height,
-        }
+            return summary
+        value_type = pl.Float64 if self.protocol == "lenient" else pl.Utf8
+        counts = processed["details"].str.json_decode(pl.Struct({"predicted": value_type, "expected": value_type}))
+        predicted = counts.struct.field("predicted").cast(pl.Float64, strict=False)
+        error = (predicted - counts.struct.field("expected").cast(pl.Float64, strict=False)).abs()
+        summary["accuracy"] = float(processed["score"].mean())  # type: ignore[arg-type]
+        summary["mae"] = error.mean()  # over the replies that give a number
+        return summary

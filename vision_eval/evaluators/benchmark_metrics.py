@@ -1,9 +1,11 @@
 """Benchmark metrics with reference answers, vectorized: ``relaxed_accuracy`` (ChartQA), ``anls`` (DocVQA),
 ``vqa_accuracy`` (TextVQA / VQAv2).
 
-Reference answers come from ``expected_output`` (one answer, or a JSON list of answers) or from a list column
-named by ``answers_column``. Answers are exploded to one row per (sample, answer), scored as columns, and
-grouped back (max over answers; VQA counts matching annotators).
+Each takes ``protocol``: ``official`` (the benchmark authors' script, the default), ``lmms_eval`` (lmms-eval's task
+code) or ``lenient`` (this project's forgiving reading, not comparable with published numbers); see
+``docs/benchmarks.md``. Reference answers come from ``expected_output`` (one answer, or a JSON list of answers) or
+from a list column named by ``answers_column``. Answers are exploded to one row per (sample, answer), scored as
+columns, and grouped back (best over answers; VQA counts matching annotators).
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import polars as pl
+from pydantic import field_validator
 
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
-from vision_eval.evaluators._benchmark_text import ROW, collapse_ws, details_json, pairs_frame, vqa_normalize
+from vision_eval.evaluators import _anls, _relaxed, _vqa_answers
+from vision_eval.evaluators._benchmark_text import ROW, collapse_ws, details_json, pairs_frame
+from vision_eval.evaluators._protocols import Protocol, check_protocol, describe_protocol
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform
 
@@ -21,6 +26,10 @@ from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform
 class ReferenceSettings(EvaluatorSettings):
     """Settings shared by metrics that compare ``output`` with reference answers."""
 
+    protocol: Protocol = "official"
+    """Whose scoring to reproduce: ``official`` (the benchmark authors' evaluation script), ``lmms_eval``
+    (lmms-eval's task code) or ``lenient`` (more forgiving, not comparable with published numbers). Recorded in
+    every row's ``details``, in run.json and in the leaderboard; see docs/benchmarks.md."""
     answers_column: str | None = None
     """Column holding the reference answers as a list (e.g. ``answers``); default: ``expected_output``,
     which holds one answer, or a JSON list of answers when it starts with ``[`` (one that then does not
@@ -37,9 +46,18 @@ class ReferenceMetric(Evaluator):
         return ("output", column) if column else self.required_columns
 
     @property
+    def protocol(self) -> str:
+        """The scoring protocol in use."""
+        return self.settings.protocol  # type: ignore[attr-defined]
+
+    @property
     def reference_column(self) -> str:
         """The column the reference answers are read from."""
         return self.settings.answers_column or "expected_output"  # type: ignore[attr-defined]
+
+    def details(self, **fields: pl.Expr) -> pl.Expr:
+        """A ``details`` JSON object naming the protocol, with ``fields``."""
+        return details_json(protocol=pl.lit(self.protocol), **fields)
 
     def finish(self, rows: pl.DataFrame, scored: pl.DataFrame) -> EvalOutput:
         """Result rows: ``rows`` (``_row, sample_id, gold_error``) joined with ``scored`` (``_row, score, details``)."""
@@ -57,35 +75,30 @@ class ReferenceMetric(Evaluator):
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
         processed = results.filter(pl.col("status") == PROCESSED)
         mean = processed["score"].mean() if processed.height else None
-        return {self.type_name: mean, "n": processed.height, "errors": int((results["status"] == ERROR).sum())}
+        # Every reply is compared as text by these metrics: none is left unread.
+        return {
+            "protocol": self.protocol,
+            self.type_name: mean,
+            "n": processed.height,
+            "errors": int((results["status"] == ERROR).sum()),
+            "unparseable": 0,
+        }
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), **describe_protocol(self.type_name, self.protocol)}
 
 
-def best_answer(pairs: pl.DataFrame, score: str = "score") -> pl.DataFrame:
-    """Per ``_row``: the highest ``score`` and the reference answer (``best``) that reached it."""
+def best_answer(pairs: pl.DataFrame, score: str = "score", *carried: str) -> pl.DataFrame:
+    """Per ``_row``: the highest ``score``, the reference answer (``best``) that reached it and ``carried``."""
+    at_best = pl.col(score).arg_max()
     return pairs.group_by(ROW).agg(
-        pl.col(score).max().alias(score), pl.col("gold").get(pl.col(score).arg_max()).alias("best")
+        pl.col(score).max().alias(score),
+        pl.col("gold").get(at_best).alias("best"),
+        *(pl.col(c).get(at_best) for c in carried),
     )
 
 
 # --- relaxed_accuracy (ChartQA) --------------------------------------------------------------------------
-
-_NUMBER = r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$"
-
-
-def parse_number(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """(value, is_percent) of an answer that is a number: currency signs, thousands commas, a trailing
-    ``%`` and a final period are tolerated; anything else gives a null value."""
-    t = text.str.strip_chars().str.strip_chars_start("$€£").str.strip_chars_end(".").str.strip_chars()
-    percent = t.str.ends_with("%").fill_null(False)
-    t = t.str.strip_chars_end("%").str.strip_chars().str.replace_all(r"(\d),(\d{3})", "${1}${2}")
-    t = t.str.replace_all(r"(\d),(\d{3})", "${1}${2}")  # "1,000,000": the first pass skips overlapping groups
-    value = pl.when(t.str.contains(_NUMBER)).then(t.cast(pl.Float64, strict=False))
-    return value, percent
-
-
-def _close(pred: pl.Expr, gold: pl.Expr, tolerance: float) -> pl.Expr:
-    relative = (pred - gold).abs() / gold.abs()
-    return pl.when(gold == 0).then(pred == 0).otherwise(relative <= tolerance + 1e-12).fill_null(False)
 
 
 class RelaxedAccuracySettings(ReferenceSettings):
@@ -94,14 +107,20 @@ class RelaxedAccuracySettings(ReferenceSettings):
     tolerance: float = 0.05
     """Largest relative difference |pred - gold| / |gold| at which a numeric answer counts as correct."""
 
+    @field_validator("protocol")
+    @classmethod
+    def _offered(cls, value: str) -> str:
+        return check_protocol("relaxed_accuracy", value)
+
 
 @register
 class RelaxedAccuracy(ReferenceMetric):
-    """ChartQA relaxed accuracy: numbers within ``tolerance`` relative difference (a gold of 0 needs 0),
-    otherwise case-insensitive exact match; the best over the reference answers.
+    """ChartQA relaxed accuracy, the best over the reference answers.
 
-    Unlike the reference implementation, ``12%`` matches both ``12`` and ``0.12``, thousands separators
-    (``1,000``) and currency signs are understood, and a gold of 0 does not fall back to string comparison.
+    ``official`` / ``lmms_eval``: both sides read by Python's ``float`` (a trailing ``%`` divides by 100); numbers
+    within ``tolerance`` relative difference of a non-zero gold are correct, anything else needs the same lowercased
+    text. ``lenient``: also ``12%`` = ``12`` = ``0.12``, ``1,000``, currency signs, a gold of 0 needs a reply of 0,
+    text compared trimmed and whitespace-collapsed.
     """
 
     type_name: ClassVar[str] = "relaxed_accuracy"
@@ -110,31 +129,31 @@ class RelaxedAccuracy(ReferenceMetric):
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s: RelaxedAccuracySettings = self.settings  # type: ignore[assignment]
-        pred, pred_pct = parse_number(pl.col("output"))
+        if s.protocol == "lenient":
+            rows, pairs = self._lenient_pairs(batch, s.tolerance)
+        else:
+            p = _relaxed.python_floats(batch["output"].cast(pl.Utf8))
+            rows, pairs = pairs_frame(batch, self.reference_column, p=p)
+            pairs = _relaxed.relaxed_pairs(pairs, s.tolerance)
+        best = best_answer(pairs, "score", "numeric")
+        details = self.details(matched=pl.when(pl.col("score") > 0).then("best"), numeric=pl.col("numeric"))
+        return self.finish(rows, best.select(ROW, "score", details.alias("details")))
+
+    def _lenient_pairs(self, batch: pl.DataFrame, tolerance: float) -> tuple[pl.DataFrame, pl.DataFrame]:
+        pred, pred_pct = _relaxed.lenient_number(pl.col("output"))
         rows, pairs = pairs_frame(batch, self.reference_column, p=pred, pp=pred_pct, a=collapse_ws(pl.col("output")))
-        gold, gold_pct = parse_number(pl.col("gold"))
+        gold, gold_pct = _relaxed.lenient_number(pl.col("gold"))
         pairs = pairs.with_columns(gold.alias("g"), gold_pct.alias("gp"))
-        p, g = pl.col("p"), pl.col("g")
+        p, g, close = pl.col("p"), pl.col("g"), _relaxed.lenient_close
         numeric = p.is_not_null() & g.is_not_null()
-        close = (
-            _close(p, g, s.tolerance)
-            | (pl.col("pp") & _close(p / 100, g, s.tolerance))
-            | (pl.col("gp") & _close(p, g / 100, s.tolerance))
+        near = (
+            close(p, g, tolerance)
+            | (pl.col("pp") & close(p / 100, g, tolerance))
+            | (pl.col("gp") & close(p, g / 100, tolerance))
         )
         text_equal = (pl.col("a") == collapse_ws(pl.col("gold"))).fill_null(False)
-        correct = pl.when(numeric).then(close).otherwise(text_equal)
-        pairs = pairs.with_columns(correct.cast(pl.Float64).alias("score"), numeric.alias("numeric"))
-        best = pairs.group_by(ROW).agg(
-            pl.col("score").max(),
-            pl.col("gold").get(pl.col("score").arg_max()).alias("best"),
-            pl.col("numeric").get(pl.col("score").arg_max()),
-        )
-        scored = best.select(
-            ROW,
-            "score",
-            details_json(matched=pl.when(pl.col("score") > 0).then("best"), numeric=pl.col("numeric")).alias("details"),
-        )
-        return self.finish(rows, scored)
+        correct = pl.when(numeric).then(near).otherwise(text_equal)
+        return rows, pairs.with_columns(correct.cast(pl.Float64).alias("score"), numeric.alias("numeric"))
 
 
 # --- anls (DocVQA) -----------------------------------------------------------------------------------------
@@ -148,69 +167,97 @@ class AnlsSettings(ReferenceSettings):
     workers: int = 1
     """Threads rapidfuzz uses for the distances (-1: all cores)."""
 
+    @field_validator("protocol")
+    @classmethod
+    def _offered(cls, value: str) -> str:
+        return check_protocol("anls", value)
+
 
 @register
 class Anls(ReferenceMetric):
-    """Average Normalized Levenshtein Similarity (DocVQA): 1 - distance / max(length) over answers that are
-    lowercased, trimmed and whitespace-collapsed (lengths taken after normalization), 0 below ``cutoff``,
-    the best over the reference answers."""
+    """Average Normalized Levenshtein Similarity (DocVQA): 1 - the smallest normalized edit distance over the
+    reference answers, 0 below ``cutoff``. Both texts are stripped, lowercased and whitespace-collapsed; the
+    distance is divided by the longer *raw* text (``official`` / ``lmms_eval``, as the RRC script does) or by the
+    longer normalized text (``lenient``)."""
 
     type_name: ClassVar[str] = "anls"
     settings_model = AnlsSettings
     default_threshold = 0.5
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        import numpy as np
-        from rapidfuzz.distance import Levenshtein
-        from rapidfuzz.process import cpdist
-
         s: AnlsSettings = self.settings  # type: ignore[assignment]
-        rows, pairs = pairs_frame(batch, self.reference_column, a=collapse_ws(pl.col("output")))
-        pairs = pairs.with_columns(collapse_ws(pl.col("gold")).alias("b"))
-        if pairs.height:
-            distance = cpdist(
-                pairs["a"].to_list(),
-                pairs["b"].to_list(),
-                scorer=Levenshtein.normalized_distance,
-                workers=s.workers,
-                dtype=np.float64,
-            )
-            pairs = pairs.with_columns(pl.Series("nl", distance, dtype=pl.Float64))
+        if s.protocol == "lenient":
+            rows, pairs = pairs_frame(batch, self.reference_column, a=collapse_ws(pl.col("output")))
+            pairs = pairs.with_columns(self._lenient_distances(pairs, s.workers))
         else:
-            pairs = pairs.with_columns(pl.lit(None, pl.Float64).alias("nl"))
+            rows, pairs = pairs_frame(batch, self.reference_column, **_anls.official_row_columns())
+            pairs = pairs.with_columns(_anls.official_distances(pairs, s.workers))
         # The cut-off is monotonic, so it can be applied after taking the most similar answer.
         best = best_answer(pairs.with_columns((1.0 - pl.col("nl")).alias("similarity")), "similarity")
         similarity = pl.col("similarity")
         scored = best.select(
             ROW,
             pl.when(similarity < s.cutoff).then(0.0).otherwise(similarity).alias("score"),
-            details_json(closest=pl.col("best"), similarity=similarity).alias("details"),
+            self.details(closest=pl.col("best"), similarity=similarity).alias("details"),
         )
         return self.finish(rows, scored)
+
+    @staticmethod
+    def _lenient_distances(pairs: pl.DataFrame, workers: int) -> pl.Series:
+        import numpy as np
+        from rapidfuzz.distance import Levenshtein
+        from rapidfuzz.process import cpdist
+
+        if pairs.height == 0:
+            return pl.Series("nl", [], dtype=pl.Float64)
+        golds = pairs.select(collapse_ws(pl.col("gold")))["gold"].to_list()
+        scorer = Levenshtein.normalized_distance
+        distance = cpdist(pairs["a"].to_list(), golds, scorer=scorer, workers=workers, dtype=np.float64)
+        return pl.Series("nl", distance, dtype=pl.Float64)
 
 
 # --- vqa_accuracy (TextVQA / VQAv2) -----------------------------------------------------------------------
 
 
+class VqaSettings(ReferenceSettings):
+    """Settings of ``vqa_accuracy``."""
+
+    @field_validator("protocol")
+    @classmethod
+    def _offered(cls, value: str) -> str:
+        return check_protocol("vqa_accuracy", value)
+
+
 @register
 class VqaAccuracy(ReferenceMetric):
-    """VQA accuracy: answers normalized as the official evaluation does (punctuation, articles, number words,
-    contractions); with N reference answers of which M equal the prediction, the mean over the N leave-one-out
-    subsets of min(1, matches / 3). With one reference answer it is exact match after normalization.
+    """VQA accuracy: with N reference answers of which M equal the processed reply, the mean over the N
+    leave-one-out subsets of min(1, matches / 3) (so one reference answer scores 0).
 
-    The normalization is applied to every reference answer (the official script only re-processes
-    punctuation when annotators disagree), and typographic apostrophes count as ``'``.
-    Default threshold 0.9: a prediction passes when at least 3 annotators gave it.
+    ``official``: the VQA script's processing of the reply; references compared raw, or after its punctuation step
+    when the annotators disagree. ``lmms_eval``: lmms-eval's (EvalAI's) processing of the reply and of every
+    reference. ``lenient``: both fully normalized, typographic apostrophes, ``im``/``ive``, and with one reference
+    answer an exact match. Default threshold 0.9: a prediction passes when at least 3 annotators gave it.
     """
 
     type_name: ClassVar[str] = "vqa_accuracy"
-    settings_model = ReferenceSettings
+    settings_model = VqaSettings
     default_threshold = 0.9
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         rows, pairs = pairs_frame(batch, self.reference_column)
-        predictions = rows.select(ROW, pl.Series("pred", vqa_normalize(rows["output"])))
-        pairs = pairs.with_columns(pl.Series("g", vqa_normalize(pairs["gold"]))).join(predictions, on=ROW)
+        if self.protocol == "official":
+            predicted = _vqa_answers.official_answers(rows["output"])
+            disagree = pl.col("gold").n_unique().over(ROW) > 1
+            punctuated = _vqa_answers.official_punctuations(pairs["gold"])
+            golds = pairs.select(pl.when(disagree).then(punctuated).otherwise(pl.col("gold")))["gold"]
+        elif self.protocol == "lmms_eval":
+            predicted = _vqa_answers.evalai_answers(rows["output"])
+            golds = _vqa_answers.evalai_answers(pairs["gold"])
+        else:
+            predicted = _vqa_answers.lenient_answers(rows["output"])
+            golds = _vqa_answers.lenient_answers(pairs["gold"])
+        predictions = rows.select(ROW, predicted.alias("pred"))
+        pairs = pairs.with_columns(golds.alias("g")).join(predictions, on=ROW)
         counts = pairs.group_by(ROW).agg(
             pl.len().cast(pl.Float64).alias("n"),
             (pl.col("g") == pl.col("pred")).fill_null(False).sum().cast(pl.Float64).alias("m"),
@@ -219,12 +266,6 @@ class VqaAccuracy(ReferenceMetric):
         n, m = pl.col("n"), pl.col("m")
         # A subset that leaves out a matching answer has m - 1 matches; the other n - m subsets have m.
         loo = (m * pl.min_horizontal(1.0, (m - 1) / 3) + (n - m) * pl.min_horizontal(1.0, m / 3)) / n
-        score = pl.when(n == 1).then(m).otherwise(loo)
-        scored = counts.select(
-            ROW,
-            score.alias("score"),
-            details_json(prediction=pl.col("pred"), matches=m.cast(pl.Int64), answers=n.cast(pl.Int64)).alias(
-                "details"
-            ),
-        )
-        return self.finish(rows, scored)
+        score = pl.when(n == 1).then(m).otherwise(loo) if self.protocol == "lenient" else loo
+        details = self.details(prediction=pl.col("pred"), matches=m.cast(pl.Int64), answers=n.cast(pl.Int64))
+        return self.finish(rows, counts.select(ROW, score.alias("score"), details.alias("details")))

@@ -31,6 +31,7 @@ from vision_eval.evaluator import EvalOutput, Evaluator
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
 from vision_eval.images.roots import roots_of
+from vision_eval.llm.budget import NotAttempted
 from vision_eval.llm.models import check_vision, resolve_judge
 from vision_eval.llm.requests import PreparedCall, build_call, row_images
 from vision_eval.llm.scheduler import SERVICE, get_scheduler
@@ -42,6 +43,7 @@ from vision_eval.results import ERROR, SKIPPED, rows_frame
 TEMPLATE = "{{ agent_prompt }}"
 """The agent's prompt goes in as a value, so braces in a brief are never template syntax."""
 NO_JUDGE_REASON = "no judge configured (judge.model is null): these are the requests a judge run would send"
+DRY_RUN_REASON = "dry run (run.dry_run): these are the requests the run would send"
 PANEL_SERVICE = "judge_agents_panel"
 
 
@@ -54,6 +56,7 @@ class JudgeAgents(Evaluator):
     required_columns = ("brief",)
     default_threshold = 0.7
     is_async = True
+    calls_models = True
 
     def __init__(self, name: str, settings: JudgeAgentsSettings, context: Any = None) -> None:
         super().__init__(name, settings, context)
@@ -82,6 +85,9 @@ class JudgeAgents(Evaluator):
 
     def columns_needed(self) -> tuple[str, ...]:
         return ("brief", *self.settings_.images)
+
+    def models(self) -> list[Any]:
+        return [judge for judge in self.judges.values() if judge is not None]
 
     def describe(self) -> dict[str, Any]:
         agents = [
@@ -144,7 +150,7 @@ class JudgeAgents(Evaluator):
     async def aevaluate(self, batch: pl.DataFrame) -> EvalOutput:
         panel = await self._panel()
         rows = batch.to_dicts()
-        if self.planning:
+        if self.planning or self.context.dry_run:
             policy = (self.context.judge or JudgeConfig()).image
             planned = await asyncio.gather(*(self._plan_row(panel, row, policy) for row in rows))
             return EvalOutput(rows_frame(planned))
@@ -193,7 +199,10 @@ class JudgeAgents(Evaluator):
                 call.messages,
                 params={"temperature": request.temperature},
                 estimated_tokens=call.estimated_tokens,
+                owner=self.name,
             )
+        except NotAttempted as exc:
+            return request.failed(str(exc), {"model": judge.model, "attempts": 0, "not_attempted": exc.kind})
         except CallError as exc:
             attempts = getattr(exc, "attempts", 1)
             meta = {"model": judge.model, "attempts": attempts, "failures": getattr(exc, "failures", [str(exc)])}
@@ -219,14 +228,16 @@ class JudgeAgents(Evaluator):
         except ImageError as exc:
             return {"sample_id": sample, "status": ERROR, "error": str(exc), "details": self._row_panel(row)}
         agents: dict[str, Any] = {}
+        by_model: dict[str, dict[str, int]] = {}
         failures = []
         for item in items:
             if isinstance(item, AgentOutcome):
                 agents[item.agent] = {"error": item.error}
                 failures.append(f"{item.agent}: {item.error}")
                 continue
+            judge = self.judges.get(item.agent.name)
             try:
-                call = self._call(item, images, None)
+                call = self._call(item, images, judge)
             except TemplateError as exc:
                 agents[item.agent.name] = {"error": str(exc)}
                 failures.append(f"{item.agent.name}: {exc}")
@@ -235,9 +246,23 @@ class JudgeAgents(Evaluator):
                 "system": item.system,
                 "temperature": item.temperature,
                 "chunks": [c.record() for c in item.chunks],
-                "request": call.plan(None),
+                "request": call.plan(judge.model if judge else None),
             }
-        details = {"reason": NO_JUDGE_REASON, "agents": agents, **self._row_panel(row)}
+            if judge is not None:
+                planned = by_model.setdefault(str(judge.model), {"calls": 0, "estimated_input_tokens": 0})
+                planned["calls"] += 1
+                planned["estimated_input_tokens"] += call.estimated_tokens
+        reason = DRY_RUN_REASON if not self.planning else NO_JUDGE_REASON
+        details = {
+            "reason": reason,
+            "agents": agents,
+            "calls": sum(1 for a in agents.values() if "request" in a),
+            "estimated_input_tokens": sum(
+                a["request"]["estimated_input_tokens"] for a in agents.values() if "request" in a
+            ),
+            "by_model": by_model,
+            **self._row_panel(row),
+        }
         if failures:
             return {"sample_id": sample, "status": ERROR, "error": "; ".join(failures), "details": details}
         return {"sample_id": sample, "status": SKIPPED, "details": details}
@@ -245,17 +270,18 @@ class JudgeAgents(Evaluator):
     # run-wide tables and metrics -------------------------------------------
     def finalize(self, results: pl.DataFrame, dimensions: pl.DataFrame) -> dict[str, pl.DataFrame]:
         """``rankings``, ``plateaus`` (datasets with ``iteration``) and ``feedback`` over every row."""
-        self._tables = {} if self.planning else tables_from_results(results, self.agents, self.settings_)
+        planning = self.planning or self.context.dry_run
+        self._tables = {} if planning else tables_from_results(results, self.agents, self.settings_)
         return self._tables
 
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
         metrics: dict[str, Any] = {"cache_hits": int(results["cached"].fill_null(False).sum())}
         scheduler = self.context.services.get(SERVICE)
         if scheduler is not None:
-            metrics["scheduler"] = scheduler.stats.as_dict()
+            metrics["scheduler"] = scheduler.stats_for(self.name)
         details = [json.loads(d) for d in results["details"].drop_nulls().to_list()]
         metrics["parse_failed"] = sum(1 for d in details if d.get("parse_failed"))
-        if self.planning:
+        if self.planning or self.context.dry_run:
             plans = [a["request"] for d in details for a in (d.get("agents") or {}).values() if "request" in a]
             metrics["planned_calls"] = len(plans)
             metrics["estimated_input_tokens"] = sum(p["estimated_input_tokens"] for p in plans)

@@ -22,8 +22,10 @@ from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
 from vision_eval.images.roots import roots_of
 from vision_eval.llm import reliability as rel
+from vision_eval.llm.budget import BUDGET, NotAttempted
 from vision_eval.llm.graders import GraderError
 from vision_eval.llm.grading import (
+    DRY_RUN_REASON,
     NO_JUDGE_REASON,
     PROMPTFOO_ALIASES,
     TEXT_VARIABLES,
@@ -52,6 +54,7 @@ class GradedEvaluator(Evaluator):
     required_columns = ("output",)
     default_threshold: ClassVar[float | None] = None
     is_async = True
+    calls_models = True
     pass_from_score: ClassVar[bool] = False
     """True when ``passed`` is ``score >= threshold`` (else the grader's verdict decides)."""
 
@@ -98,6 +101,9 @@ class GradedEvaluator(Evaluator):
         """Adjust a row's template variables in place (e.g. a context column); ``ValueError`` -> row error."""
 
     # --- columns and description ----------------------------------------------------------------------
+    def models(self) -> list[Any]:
+        return [judge for _, judge in self.judges]
+
     def columns_needed(self) -> tuple[str, ...]:
         s: GradedSettings = self.settings  # type: ignore[assignment]
         used: set[str] = set()
@@ -132,8 +138,8 @@ class GradedEvaluator(Evaluator):
 
     async def aevaluate(self, batch: pl.DataFrame) -> EvalOutput:
         rows = batch.to_dicts()
-        if not self.judges:
-            policy = (self.context.judge or JudgeConfig()).image
+        if not self.judges or self.context.dry_run:
+            policy = self.judges[0][1].image if self.judges else (self.context.judge or JudgeConfig()).image
             return EvalOutput(
                 rows_frame(await asyncio.gather(*(asyncio.to_thread(self._plan_row, r, policy) for r in rows)))
             )
@@ -147,21 +153,26 @@ class GradedEvaluator(Evaluator):
 
     def _plan_row(self, row: dict[str, Any], policy: Any) -> dict[str, Any]:
         s: GradedSettings = self.settings  # type: ignore[assignment]
+        model = self.judges[0][0] if self.judges else None
         try:
             variables, images = self._variables(row, policy)
             calls = [
-                build_call(t, {**variables, **extra}, images if with_images else [], None, policy.detail, s.system)
+                build_call(t, {**variables, **extra}, images if with_images else [], model, policy.detail, s.system)
                 for t, extra, with_images in self.plan(variables)
             ]
         except (ImageError, TemplateError, ValueError) as exc:
             return {"sample_id": row["id"], "status": ERROR, "error": str(exc)}
-        per_row = s.samples * max(1, len(s.panel or []))
+        tokens = sum(c.estimated_tokens for c in calls)
         details = {
-            "reason": NO_JUDGE_REASON,
+            "reason": DRY_RUN_REASON if self.judges else NO_JUDGE_REASON,
             "type": self.type_name,
-            "request": calls[0].plan(None),
-            "calls": len(calls) * per_row,
-            "estimated_input_tokens": sum(c.estimated_tokens for c in calls) * per_row,
+            "request": calls[0].plan(model),
+            "calls": len(calls) * s.samples * max(1, len(s.panel or [])),
+            "estimated_input_tokens": tokens * s.samples * max(1, len(s.panel or [])),
+            "by_model": {
+                label: {"calls": len(calls) * s.samples, "estimated_input_tokens": tokens * s.samples}
+                for label, _ in self.judges
+            },
         }
         return {"sample_id": row["id"], "status": SKIPPED, "details": details}
 
@@ -216,6 +227,8 @@ class GradedEvaluator(Evaluator):
             return await self.grade(asker)
         except GraderError as exc:
             return {"error": f"unusable grader reply: {exc}", "reply": asker.replies[-1] if asker.replies else None}
+        except NotAttempted as exc:
+            return {"error": str(exc), "not_attempted": exc.kind}
         except CallError as exc:
             attempts = getattr(exc, "attempts", 1)
             return {
@@ -257,6 +270,9 @@ class GradedEvaluator(Evaluator):
             details = {**base, **{k: v for k, v in failed.items() if k in ("errors",)}}
             if s.samples == 1 and failed["errors"]:
                 details.update({k: v for k, v in failed["errors"][0].items() if k != "error"})
+            refused = [e["not_attempted"] for j in judged for e in j.get("errors", []) if e.get("not_attempted")]
+            if refused:
+                details["not_attempted"] = BUDGET if BUDGET in refused else refused[0]
             return {
                 "sample_id": sample_id,
                 "status": ERROR,
@@ -352,7 +368,7 @@ class GradedEvaluator(Evaluator):
         metrics: dict[str, Any] = {"cache_hits": int(results["cached"].fill_null(False).sum())}
         scheduler = self.context.services.get(SERVICE)
         if scheduler is not None:
-            metrics["scheduler"] = scheduler.stats.as_dict()
+            metrics["scheduler"] = scheduler.stats_for(self.name)
         skipped = results.filter(pl.col("status") == SKIPPED)
         if not self.judges and skipped.height:
             estimated = skipped["details"].str.json_path_match("$.estimated_input_tokens").cast(pl.Int64)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 TEXT_VARIABLES = ("input", "output", "expected_output")
 NO_JUDGE_REASON = "no judge configured (judge.model is null): this is the request a judge run would send"
+DRY_RUN_REASON = "dry run (run.dry_run): this is the request the run would send"
 PROMPTFOO_ALIASES = {"completion": "output", "ideal": "expected_output", "question": "input", "answer": "output"}
 """promptfoo's grading-prompt variable names, so a promptfoo ``rubricPrompt`` renders unchanged."""
 
@@ -158,7 +159,9 @@ class Asker:
             self.evaluator.settings.system,
         )
         salt = self.sample if sample is None else sample
-        result = await complete(self.evaluator.context, self.judge, call.messages, params, call.estimated_tokens, salt)
+        result = await complete(
+            self.evaluator.context, self.judge, call.messages, params, call.estimated_tokens, salt, self.evaluator.name
+        )
         self.usage.add(result)
         self.replies.append(result.text)
         return result
@@ -171,13 +174,17 @@ async def complete(
     params: dict[str, Any] | None,
     estimated: int,
     salt: int,
+    owner: str | None = None,
 ) -> CallResult:
-    """A scheduler call; sample ``salt`` > 0 gets its own cache entry so k samples are k distinct judgements."""
-    scheduler = get_scheduler(context)
-    if salt == 0 or not judge.cache:
-        return await scheduler.complete(judge, messages, params=params, estimated_tokens=estimated)
-    return await scheduler.complete(
-        judge, messages, params=params, estimated_tokens=estimated, key_extra={"sample": salt}
+    """A scheduler call; sample ``salt`` > 0 gets its own cache and journal entry, so k samples are k
+    distinct judgements."""
+    return await get_scheduler(context).complete(
+        judge,
+        messages,
+        params=params,
+        estimated_tokens=estimated,
+        key_extra={"sample": salt} if salt else None,
+        owner=owner,
     )
 
 

@@ -1,9 +1,12 @@
 """The engine-wide scheduler every model call goes through.
 
 Global and per-model concurrency limits, an RPM/TPM limiter, retries with exponential backoff and
-jitter that honour ``Retry-After`` (429, 5xx, timeouts, connection resets), the persistent cache,
-and counters for run.json. Get the run's instance with :func:`get_scheduler` (an ``EvalContext``
-service) and call :meth:`Scheduler.complete` inside ``async with scheduler.session():``.
+jitter that honour ``Retry-After`` up to ``judge.max_retry_after_s`` (429, 5xx, timeouts, connection
+resets), the run's budget (:mod:`vision_eval.llm.budget`), a circuit breaker per model, the run's call
+journal (every finished call of this run, so a resumed run never sends it again, cache or not), the
+persistent cache, and counters for run.json (run-wide and per caller). Get the run's instance with
+:func:`get_scheduler` (an ``EvalContext`` service) and call :meth:`Scheduler.complete` inside
+``async with scheduler.session():``.
 """
 
 from __future__ import annotations
@@ -15,14 +18,18 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from vision_eval.llm.budget import CIRCUIT_BREAKER, Budget, NotAttempted, estimate_cost
 from vision_eval.llm.cache import CallCache, cache_key
 from vision_eval.llm.transport import CallError, CallResult, DirectOpenAI, LiteLLMTransport, uses_direct
 
 SERVICE = "llm_scheduler"
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 30.0
+HOPELESS_STATUS = {400, 401, 403, 404, 422}
+"""Final failures that say the model cannot be used as configured (they trip the circuit breaker)."""
 
 
 class RateLimiter:
@@ -69,21 +76,35 @@ class RateLimiter:
 class _ModelState:
     semaphore: asyncio.Semaphore
     limiter: RateLimiter
+    consecutive_failures: int = 0
+    tripped: str | None = None
+    """Why the circuit breaker stopped calling this model (``None`` while it is closed)."""
 
 
 @dataclass
 class SchedulerStats:
-    """Counters reported in run.json (per evaluator ``metrics``)."""
+    """Counters reported in run.json (run-wide once, and per caller: an evaluator or the candidate)."""
 
     calls: int = 0
+    """HTTP requests sent (every attempt)."""
     cache_hits: int = 0
+    journal_hits: int = 0
+    """Calls answered by this run's journal (finished before a resume)."""
     retries: int = 0
     failures: int = 0
+    """Calls that failed after their retries (or at once, when not retryable)."""
+    not_attempted: int = 0
+    """Calls refused by the budget or a circuit breaker."""
     rate_limited_s: float = 0.0
     by_transport: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "rate_limited_s": round(self.rate_limited_s, 3)}
+
+
+def _hopeless(error: CallError) -> bool:
+    """A final failure that says the model cannot be used as configured (not a passing fault)."""
+    return bool(getattr(error, "hopeless", False)) or error.status in HOPELESS_STATUS or error.status is None
 
 
 def backoff_delay(attempt: int, retry_after: float | None, rng: random.Random) -> float:
@@ -100,14 +121,29 @@ class Scheduler:
     def __init__(self, concurrency: int = 16, seed: int = 0) -> None:
         self.concurrency = max(1, concurrency)
         self.stats = SchedulerStats()
+        self.by_owner: dict[str, SchedulerStats] = {}
         self.rng = random.Random(seed)
         self.direct = DirectOpenAI()
         self.litellm = LiteLLMTransport()
+        self.budget = Budget(None)
+        self.journal: CallCache | None = None
         self._caches: dict[str, CallCache] = {}
         self._loop: Any = None
         self._global: asyncio.Semaphore | None = None
         self._models: dict[tuple[str, str | None], _ModelState] = {}
+        self._tripped: dict[str, str] = {}
         self._sessions = 0
+
+    def use_journal(self, path: str | Path, budget: float | None = None) -> None:
+        """Record every finished call in ``path`` (answered from there on a resume) and cap spending at
+        ``budget`` dollars, counting what earlier attempts of this run already spent."""
+        self.journal = CallCache(path)
+        self.budget = Budget(budget, spent=self.journal.total_cost())
+
+    @property
+    def tripped(self) -> dict[str, str]:
+        """Models the circuit breaker stopped calling, with the failure that tripped it."""
+        return dict(self._tripped)
 
     def _bind_loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -115,6 +151,7 @@ class Scheduler:
             self._loop = loop
             self._global = asyncio.Semaphore(self.concurrency)
             self._models = {}
+            self.budget.bind()
 
     def _model_state(self, judge: Any) -> _ModelState:
         key = (str(judge.model), judge.api_base)
@@ -122,7 +159,18 @@ class Scheduler:
             self._models[key] = _ModelState(
                 asyncio.Semaphore(max(1, judge.max_concurrency)), RateLimiter(judge.rpm, judge.tpm)
             )
+            tripped = self._tripped.get(str(judge.model))
+            self._models[key].tripped = tripped
         return self._models[key]
+
+    def _counters(self, owner: str | None) -> tuple[SchedulerStats, ...]:
+        if owner is None:
+            return (self.stats,)
+        return (self.stats, self.by_owner.setdefault(owner, SchedulerStats()))
+
+    def stats_for(self, owner: str) -> dict[str, Any]:
+        """The counters of one caller (an evaluator's name, or ``candidate``)."""
+        return self.by_owner.get(owner, SchedulerStats()).as_dict()
 
     def cache_for(self, judge: Any) -> CallCache | None:
         """The persistent cache for a judge (``None`` when ``cache: false``)."""
@@ -165,69 +213,130 @@ class Scheduler:
         estimated_tokens: int = 0,
         cache: bool | None = None,
         key_extra: dict[str, Any] | None = None,
+        owner: str | None = None,
     ) -> CallResult:
-        """One call with limits, retries and cache. Raises ``CallError`` when every attempt failed.
+        """One call with limits, retries, budget, journal and cache. Raises ``CallError`` when every attempt
+        failed, ``NotAttempted`` (a ``CallError``) when the budget or the model's circuit breaker refused it.
 
         ``params`` are extra completion parameters (e.g. ``{"logprobs": True, "top_logprobs": 5}``);
         ``key_extra`` goes into the cache key only (e.g. ``{"sample": k}`` so k samples of the same
-        request at temperature > 0 are k distinct cache entries); ``cache=False`` bypasses the cache.
+        request at temperature > 0 are k distinct entries); ``cache=False`` bypasses the persistent cache
+        (never the run's journal); ``owner`` names the caller in the per-caller counters.
         """
         self._bind_loop()
+        counters = self._counters(owner)
         sent = self.params_of(judge, params)
         store = self.cache_for(judge) if cache is not False else None
         key = None
-        if store is not None:
+        if store is not None or self.journal is not None:
             hashed = {**sent, "_key_extra": key_extra} if key_extra else sent
             key = cache_key(str(judge.model), judge.api_base, hashed, messages)
+        if self.journal is not None and key is not None:
+            done = self.journal.get(key)
+            if done is not None:
+                for c in counters:
+                    c.journal_hits += 1
+                return CallResult.from_record(done, str(judge.model), cached=False, transport="journal")
         if store is not None and key is not None:
             hit = store.get(key)
             if hit is not None:
-                self.stats.cache_hits += 1
-                return CallResult(
-                    text=hit["text"],
-                    input_tokens=hit.get("input_tokens"),
-                    output_tokens=hit.get("output_tokens"),
-                    cost_usd=0.0 if hit.get("cost_usd") is not None else None,
-                    latency_s=0.0,
-                    cached=True,
-                    attempts=0,
-                    model=hit.get("model", str(judge.model)),
-                    transport="cache",
-                    logprobs=hit.get("logprobs"),
-                )
-        transport = self.direct if uses_direct(judge) else self.litellm
+                for c in counters:
+                    c.cache_hits += 1
+                return CallResult.from_record(hit, str(judge.model), cached=True, transport="cache")
         state = self._model_state(judge)
+        estimate = estimate_cost(judge, estimated_tokens, sent) if self.budget.limit is not None else None
+        try:
+            result = await self._attempts(judge, messages, sent, state, counters, estimated_tokens, estimate or 0.0)
+        except NotAttempted:
+            for c in counters:
+                c.not_attempted += 1
+            raise
+        except CallError as error:
+            for c in counters:
+                c.failures += 1
+            self._record_failure(judge, state, error)
+            raise
+        state.consecutive_failures = 0
+        if key is not None:
+            if self.journal is not None:
+                self.journal.put(key, str(judge.model), result.to_record())
+            if store is not None:
+                store.put(key, str(judge.model), result.to_cache())
+        return result
+
+    def _record_failure(self, judge: Any, state: _ModelState, error: CallError) -> None:
+        if not _hopeless(error):
+            return
+        state.consecutive_failures += 1
+        limit = getattr(judge, "circuit_breaker", None)
+        if limit is not None and state.consecutive_failures >= limit and state.tripped is None:
+            state.tripped = f"{limit} consecutive calls failed; last: {error}"
+            self._tripped[str(judge.model)] = state.tripped
+
+    async def _attempts(
+        self,
+        judge: Any,
+        messages: list[dict[str, Any]],
+        sent: dict[str, Any],
+        state: _ModelState,
+        counters: tuple[SchedulerStats, ...],
+        estimated_tokens: int,
+        estimate: float,
+    ) -> CallResult:
+        """Send with retries. The breaker and the budget are checked once the call holds its concurrency slot,
+        right before it is sent (not while it queues), and its budget reservation lasts until it ends."""
+        transport = self.direct if uses_direct(judge) else self.litellm
         failures: list[str] = []
         attempt = 0
-        while True:
-            attempt += 1
-            assert self._global is not None
-            async with self._global, state.semaphore:
-                self.stats.rate_limited_s += await state.limiter.acquire(estimated_tokens)
-                self.stats.calls += 1
-                self.stats.by_transport[transport.name] = self.stats.by_transport.get(transport.name, 0) + 1
-                try:
-                    result = await asyncio.wait_for(
-                        transport.complete(judge, messages, sent), timeout=judge.timeout_s + 5
+        reserved: float | None = None
+        cost: float | None = 0.0
+        cap = getattr(judge, "max_retry_after_s", None)
+        try:
+            while True:
+                attempt += 1
+                assert self._global is not None
+                async with self._global, state.semaphore:
+                    if state.tripped is not None:
+                        raise NotAttempted(f"not attempted: {judge.model} is failing: {state.tripped}", CIRCUIT_BREAKER)
+                    if reserved is None:
+                        reserved = await self.budget.reserve(estimate)
+                    waited = await state.limiter.acquire(estimated_tokens)
+                    for c in counters:
+                        c.rate_limited_s += waited
+                        c.calls += 1
+                        c.by_transport[transport.name] = c.by_transport.get(transport.name, 0) + 1
+                    try:
+                        result = await asyncio.wait_for(
+                            transport.complete(judge, messages, sent), timeout=judge.timeout_s + 5
+                        )
+                        error = None
+                    except CallError as exc:
+                        error = exc
+                    except TimeoutError:
+                        error = CallError(f"timeout after {judge.timeout_s:g}s", 408)
+                if error is None:
+                    result.attempts, result.failures = attempt, failures
+                    cost = result.cost_usd
+                    return result
+                failures.append(str(error))
+                if error.retryable and cap is not None and error.retry_after is not None and error.retry_after > cap:
+                    error = CallError(
+                        f"{error} (the provider asked to retry after {error.retry_after:g}s, longer than "
+                        f"judge.max_retry_after_s={cap:g})",
+                        error.status,
                     )
-                    error = None
-                except CallError as exc:
-                    error = exc
-                except TimeoutError:
-                    error = CallError(f"timeout after {judge.timeout_s:g}s", 408)
-            if error is None:
-                result.attempts, result.failures = attempt, failures
-                if store is not None and key is not None:
-                    store.put(key, str(judge.model), result.to_cache())
-                return result
-            failures.append(str(error))
-            if not error.retryable or attempt > judge.max_retries:
-                self.stats.failures += 1
-                error.attempts = attempt  # type: ignore[attr-defined]
-                error.failures = failures  # type: ignore[attr-defined]
-                raise error
-            self.stats.retries += 1
-            await asyncio.sleep(backoff_delay(attempt, error.retry_after, self.rng))
+                    error.retryable = False
+                    error.hopeless = True  # type: ignore[attr-defined]
+                if not error.retryable or attempt > judge.max_retries:
+                    error.attempts = attempt  # type: ignore[attr-defined]
+                    error.failures = failures  # type: ignore[attr-defined]
+                    raise error
+                for c in counters:
+                    c.retries += 1
+                await asyncio.sleep(backoff_delay(attempt, error.retry_after, self.rng))
+        finally:
+            if reserved is not None:
+                await self.budget.settle(reserved, cost)
 
 
 def get_scheduler(context: Any) -> Scheduler:

@@ -38,6 +38,7 @@ class CallResult:
     """Transient failures that were retried before success."""
 
     def to_cache(self) -> dict[str, Any]:
+        """What the persistent cache keeps of a call."""
         return {
             "text": self.text,
             "input_tokens": self.input_tokens,
@@ -47,6 +48,29 @@ class CallResult:
             "model": self.model,
             "logprobs": self.logprobs,
         }
+
+    def to_record(self) -> dict[str, Any]:
+        """What the run's journal keeps: the cache's fields plus the attempts it took."""
+        return {**self.to_cache(), "attempts": self.attempts, "failures": self.failures}
+
+    @staticmethod
+    def from_record(record: dict[str, Any], model: str, *, cached: bool, transport: str) -> CallResult:
+        """A call answered from the cache (free: cost 0 when the price was known) or from the run's journal
+        (paid once, earlier in this run: its real cost, latency and attempts)."""
+        cost = record.get("cost_usd")
+        return CallResult(
+            text=record["text"],
+            input_tokens=record.get("input_tokens"),
+            output_tokens=record.get("output_tokens"),
+            cost_usd=(0.0 if cost is not None else None) if cached else cost,
+            latency_s=0.0 if cached else record.get("latency_s"),
+            cached=cached,
+            attempts=0 if cached else int(record.get("attempts") or 1),
+            model=record.get("model", model),
+            transport=transport,
+            logprobs=record.get("logprobs"),
+            failures=[] if cached else list(record.get("failures") or []),
+        )
 
 
 class CallError(Exception):

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import polars as pl
 
 from vision_eval.report.sources import LEADERBOARD, RUN_COLUMN, ReportInput
-from vision_eval.report.thumbs import build_thumbnails, image_entries
+from vision_eval.report.thumbs import PathDisplay, build_thumbnails, image_entries
 from vision_eval.results import PROCESSED
 from vision_eval.summary import summarize
 
@@ -48,12 +49,12 @@ def _meta_text(value: Any) -> str | None:
 
 
 def _samples(
-    data: ReportInput, max_side: int
+    data: ReportInput, max_side: int, display: PathDisplay
 ) -> tuple[list[dict[str, Any]], dict[str, str], dict[tuple[str, str], int]]:
-    samples = data.samples
+    samples = display.frame(data.samples, ["row_error", "_row_error"])
     if "id" not in samples.columns:
         samples = pl.DataFrame({"id": [], RUN_COLUMN: []}, schema={"id": pl.Utf8, RUN_COLUMN: pl.Utf8})
-    thumbs = build_thumbnails(samples["images"], max_side) if "images" in samples.columns else {}
+    thumbs = build_thumbnails(samples["images"], max_side, display=display) if "images" in samples.columns else {}
     meta_columns = [c for c in samples.columns if c not in _SAMPLE_TEXT and not c.startswith("_")]
     rows: list[dict[str, Any]] = []
     index: dict[tuple[str, str], int] = {}
@@ -70,7 +71,7 @@ def _samples(
                 "output": _meta_text(row.get("output")),
                 "expected": _meta_text(row.get("expected_output")),
                 "row_error": row.get("row_error") or row.get("_row_error"),
-                "images": image_entries(row.get("images"), thumbs),
+                "images": image_entries(row.get("images"), thumbs, display),
                 "meta": {c: _meta_text(row[c]) for c in meta_columns if row[c] is not None},
                 "results": [],
             }
@@ -168,7 +169,7 @@ def _run_entry(source: Any) -> dict[str, Any]:
         "timings": _clean(info.get("timings")),
         "totals": _clean(info.get("totals")),
         "versions": _clean(info.get("versions")),
-        "dataset": _clean({k: v for k, v in (info.get("dataset") or {}).items() if k != "columns"}),
+        "dataset": _clean({k: v for k, v in (info.get("dataset") or {}).items() if k not in ("columns", "root")}),
         "metrics": {k: v for k, v in metrics.items() if v},
     }
 
@@ -207,7 +208,10 @@ def build_payload(
 ) -> dict[str, Any]:
     """The report's data as a JSON-able dict (overview over every row; at most ``max_samples`` sample cards)."""
     shown, total = _limited(data, max_samples)
-    rows, thumbs, index = _samples(shown, thumb_size)
+    roots = [str((source.info.get("dataset") or {}).get("root") or "") for source in data.runs]
+    display = PathDisplay(roots, shown.samples["images"] if "images" in shown.samples.columns else None)
+    shown = replace(shown, results=display.frame(shown.results, ["error", "details"]))
+    rows, thumbs, index = _samples(shown, thumb_size, display)
     _attach_results(shown, rows, index)
     leaderboard = data.tables.get(LEADERBOARD)
     return {

@@ -23,8 +23,55 @@ class Thumb:
     height: int = 0
 
 
-def thumbnail(path: str, max_side: int = 256, quality: int = 75) -> Thumb:
-    """A JPEG (PNG when the image has transparency) data URI of the image at ``path``, at most ``max_side``."""
+class PathDisplay:
+    """How the report names local image files: relative to the dataset root, never as absolute local paths
+    (a shared report must not carry the machine's folders). Files outside every root show their name only."""
+
+    def __init__(self, roots: list[str], images: pl.Series | None) -> None:
+        self.roots = sorted({str(Path(r)) for r in roots if r}, key=len, reverse=True)
+        folders: set[str] = set()
+        for cell in images.to_list() if images is not None else []:
+            for ref in cell or []:
+                path = (ref or {}).get("path")
+                if path and (ref or {}).get("source") != "url" and os.path.isabs(path):
+                    folders.add(os.path.dirname(path))
+        prefixes = {folder.rstrip(os.sep) + os.sep: self._folder(folder) for folder in folders}
+        for root in self.roots:
+            prefixes.setdefault(root.rstrip(os.sep) + os.sep, "")
+        self.prefixes = dict(sorted(prefixes.items(), key=lambda item: len(item[0]), reverse=True))
+
+    def _folder(self, folder: str) -> str:
+        for root in self.roots:
+            if folder == root or folder.startswith(root.rstrip(os.sep) + os.sep):
+                relative = os.path.relpath(folder, root)
+                return "" if relative == "." else relative + "/"
+        return ""
+
+    def name(self, path: str) -> str:
+        """The displayed name of an image file."""
+        folder, base = os.path.split(path)
+        return self.prefixes.get(folder.rstrip(os.sep) + os.sep, "") + base if os.path.isabs(path) else path
+
+    def text(self, value: str) -> str:
+        """``value`` with every local image folder shown relative to its root."""
+        for prefix, shown in self.prefixes.items():
+            if prefix in value:
+                value = value.replace(prefix, shown)
+        return value
+
+    def frame(self, frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+        """The same replacement over text columns (vectorized)."""
+        present = [c for c in columns if c in frame.columns and frame.schema[c] == pl.Utf8]
+        if not self.prefixes or not present:
+            return frame
+        patterns, shown = list(self.prefixes), list(self.prefixes.values())
+        return frame.with_columns(pl.col(c).str.replace_many(patterns, shown, leftmost=True) for c in present)
+
+
+def thumbnail(path: str, max_side: int = 256, quality: int = 75, shown: str | None = None) -> Thumb:
+    """A JPEG (PNG when the image has transparency) data URI of the image at ``path``, at most ``max_side``;
+    errors name the file as ``shown``."""
+    shown = shown or os.path.basename(path)
     from PIL import Image, ImageOps
 
     try:
@@ -43,9 +90,9 @@ def thumbnail(path: str, max_side: int = 256, quality: int = 75) -> Thumb:
                 mime = "image/jpeg"
             width, height = small.size
     except FileNotFoundError:
-        return Thumb(None, f"image file not found: {path}")
+        return Thumb(None, f"image file not found: {shown}")
     except Exception as exc:  # any undecodable file becomes a placeholder with the reason
-        return Thumb(None, f"cannot read image {path}: {type(exc).__name__}: {exc}")
+        return Thumb(None, f"cannot read image {shown}: {type(exc).__name__}")
     return Thumb(f"data:{mime};base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}", None, width, height)
 
 
@@ -67,7 +114,7 @@ def image_key(ref: dict[str, Any]) -> str:
 
 
 def build_thumbnails(
-    images: pl.Series | list[Any], max_side: int = 256, workers: int | None = None
+    images: pl.Series | list[Any], max_side: int = 256, workers: int | None = None, display: PathDisplay | None = None
 ) -> dict[str, Thumb]:
     """Thumbnails for every distinct readable image in an ``images`` column (lists of references)."""
     wanted: dict[str, str] = {}
@@ -79,19 +126,27 @@ def build_thumbnails(
         return {}
     workers = workers or min(4, os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:  # Pillow releases the GIL while decoding
-        made = pool.map(lambda path: thumbnail(path, max_side), wanted.values())
+        made = pool.map(
+            lambda path: thumbnail(path, max_side, shown=display.name(path) if display else None), wanted.values()
+        )
         return dict(zip(wanted, made))
 
 
-def image_entries(cell: list[dict[str, Any]] | None, thumbs: dict[str, Thumb]) -> list[dict[str, Any]]:
-    """What the page shows for one row's images: a thumbnail key or an error, and the file name."""
+def image_entries(
+    cell: list[dict[str, Any]] | None, thumbs: dict[str, Thumb], display: PathDisplay | None = None
+) -> list[dict[str, Any]]:
+    """What the page shows for one row's images: a thumbnail key or an error, and the file's dataset-relative
+    name."""
     entries = []
     for ref in cell or []:
         if not ref:
             continue
         path = ref.get("path")
-        entry: dict[str, Any] = {"name": Path(path).name if path and ref.get("source") != "url" else path}
+        local = path and ref.get("source") != "url"
+        entry: dict[str, Any] = {"name": (display.name(path) if display else Path(path).name) if local else path}
         reason = _unavailable(ref)
+        if reason is not None and display is not None:
+            reason = display.text(reason)
         thumb = thumbs.get(image_key(ref)) if reason is None else None
         if thumb is not None and thumb.uri is not None:
             entry["key"] = image_key(ref)

@@ -76,6 +76,12 @@ class Action:
     malformed: bool = False
     top_logprobs: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    echo_key: bool = False
+    """An error body that quotes the key the request carried (as some providers' 401s do)."""
+    reset: bool = False
+    """Drop the connection without answering (a connection reset)."""
+    body: Any = None
+    """A raw JSON body sent as is with ``status`` (e.g. a 200 whose body is an error object)."""
 
 
 def colour_name(rgb: tuple[int, int, int]) -> str:
@@ -251,6 +257,19 @@ class FakeProviders:
             self.calls_by_provider.clear()
             self.peak_in_flight = 0
 
+    def wait_idle(self, quiet_s: float = 0.3, timeout_s: float = 10.0) -> int:
+        """Wait until no request is in flight and none arrived for ``quiet_s`` (requests a killed client had
+        already sent can still arrive); returns the call count then."""
+        deadline = time.monotonic() + timeout_s
+        seen, since = self.calls, time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+            if self.calls != seen or self.in_flight:
+                seen, since = self.calls, time.monotonic()
+            elif time.monotonic() - since >= quiet_s:
+                break
+        return self.calls
+
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
@@ -336,9 +355,18 @@ class FakeProviders:
         model = request.match_info.get("model", "").split(":")[0] or body.get("model", "")
         if action.delay or self.latency:
             await asyncio.sleep(action.delay or self.latency)
+        if action.reset:
+            request.transport.abort() if request.transport else None
+            raise ConnectionResetError("fake reset")
+        if action.body is not None:
+            return web.json_response(action.body, status=action.status)
         if action.status != 200:
             headers = {"Retry-After": f"{action.retry_after:g}"} if action.retry_after is not None else {}
-            error = {"error": {"message": f"fake error {action.status}", "type": "fake", "code": action.status}}
+            message = f"fake error {action.status}"
+            if action.echo_key:
+                sent = request.headers.get("Authorization") or request.headers.get("x-api-key") or ""
+                message = f"Incorrect API key provided: {sent.removeprefix('Bearer ')}"
+            error = {"error": {"message": message, "type": "fake", "code": action.status}}
             return web.json_response(error, status=action.status, headers=headers)
         if action.malformed:
             return web.Response(text="this is not json {", content_type="application/json")
@@ -442,6 +470,8 @@ def main() -> None:
     fake.port = args.port
     fake.start()
     print(f"PORT {fake.port}", flush=True)
+    print(f"openai/ and hosted_vllm/ models: judge.api_base={fake.openai_base}", flush=True)
+    print(f"anthropic/, gemini/ and bedrock/ models: judge.api_base={fake.base}", flush=True)
     try:
         while True:
             time.sleep(3600)

@@ -1,0 +1,98 @@
+"""``run.dry_run``: load the data, build every request, and say what the run would send and cost.
+
+Nothing is sent and nothing is written. Per evaluator (and the candidate) and model: planned calls, estimated
+prompt tokens (text at 4 characters a token, images by the provider's own formula), output tokens at most
+``max_tokens`` per call, and dollars from litellm's price map: the prompt's cost, and the most the run could
+cost with every reply at ``max_tokens``. Unknown prices are said so.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import polars as pl
+
+from vision_eval.llm.budget import DEFAULT_OUTPUT_TOKENS
+from vision_eval.llm.transport import token_prices
+
+
+@dataclass
+class PlanLine:
+    """The planned calls of one evaluator (or the candidate) to one model."""
+
+    evaluator: str
+    model: str
+    calls: int
+    input_tokens: int
+    max_output_tokens: int
+    input_usd: float | None
+    max_usd: float | None
+
+
+def _line(evaluator: str, config: Any, calls: int, tokens: int) -> PlanLine:
+    output = calls * int(config.max_tokens or DEFAULT_OUTPUT_TOKENS)
+    prices = token_prices(str(config.model))
+    if prices is None:
+        return PlanLine(evaluator, str(config.model), calls, tokens, output, None, None)
+    return PlanLine(evaluator, str(config.model), calls, tokens, output, tokens * prices[0],
+                    tokens * prices[0] + output * prices[1])  # fmt: skip
+
+
+def evaluator_lines(evaluator: Any, results: pl.DataFrame) -> list[PlanLine]:
+    """An evaluator's planned calls per model, from its plan rows' ``details.by_model``."""
+    configs = {str(m.model): m for m in evaluator.models()}
+    planned: dict[str, list[int]] = {}
+    for text in results.filter(pl.col("status") == "skipped")["details"].drop_nulls().to_list():
+        for model, numbers in (json.loads(text).get("by_model") or {}).items():
+            sums = planned.setdefault(model, [0, 0])
+            sums[0] += int(numbers.get("calls") or 0)
+            sums[1] += int(numbers.get("estimated_input_tokens") or 0)
+    return [_line(evaluator.name, configs[m], c, t) for m, (c, t) in planned.items() if m in configs]
+
+
+def plan_table(lines: list[PlanLine]) -> dict[str, Any]:
+    """The plan as run.json keeps it: lines and totals (dollars ``None`` when any price is unknown)."""
+    known = all(line.input_usd is not None for line in lines)
+    return {
+        "lines": [asdict(line) for line in lines],
+        "calls": sum(line.calls for line in lines),
+        "input_tokens": sum(line.input_tokens for line in lines),
+        "max_output_tokens": sum(line.max_output_tokens for line in lines),
+        "input_usd": sum(line.input_usd or 0.0 for line in lines) if known else None,
+        "max_usd": sum(line.max_usd or 0.0 for line in lines) if known else None,
+        "unknown_prices": sorted({line.model for line in lines if line.input_usd is None}),
+    }
+
+
+def print_plan(plan: dict[str, Any], warnings: list[str]) -> None:
+    """The dry run's table on stdout."""
+    from rich.console import Console
+    from rich.table import Table
+
+    def usd(value: float | None) -> str:
+        return "unknown price" if value is None else f"${value:.4f}"
+
+    table = Table(title="vision-eval dry run: nothing was sent")
+    for header in ("evaluator", "model", "calls", "input tokens (est.)", "output tokens (max)", "input $", "max $"):
+        table.add_column(header, justify="left" if header in ("evaluator", "model") else "right")
+    for line in plan["lines"]:
+        table.add_row(
+            line["evaluator"],
+            line["model"],
+            str(line["calls"]),
+            f"{line['input_tokens']:,}",
+            f"{line['max_output_tokens']:,}",
+            usd(line["input_usd"]),
+            usd(line["max_usd"]),
+        )
+    table.add_row("total", "", str(plan["calls"]), f"{plan['input_tokens']:,}", f"{plan['max_output_tokens']:,}",
+                  usd(plan["input_usd"]), usd(plan["max_usd"]), style="bold")  # fmt: skip
+    console = Console(width=160)
+    console.print(table)
+    console.print("max $ assumes every reply is max_tokens long; the real cost is usually far lower.")
+    for model in plan["unknown_prices"]:
+        console.print(f"[yellow]price unknown for {model}: its dollars are not estimated[/yellow]")
+    for warning in warnings:
+        console.print(f"[yellow]warning: {warning}[/yellow]")

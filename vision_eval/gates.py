@@ -1,0 +1,180 @@
+"""What a run's exit code says: the gates every evaluator accepts, and the run-level stops.
+
+Exit codes, the same for ``vision-eval`` and ``vision_eval.evaluate(...)`` (``EvalResult.exit_code``):
+
+* ``0`` the run finished and every gate holds;
+* ``1`` it finished, but a quality gate failed (``min_pass_rate``, ``min_mean_score``);
+* ``2`` config or preflight error: nothing was evaluated (raised as ``ConfigError`` / ``PreflightError`` in Python);
+* ``3`` it finished, but an evaluator's share of ``error`` rows exceeded its ``max_error_rate`` (an evaluator
+  whose every applicable row is ``error`` always fails), the candidate failed as often, or the run was stopped
+  by its budget or by a circuit breaker;
+* ``130`` interrupted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import polars as pl
+
+from vision_eval.results import ERROR, PROCESSED, SKIPPED
+
+EXIT_OK = 0
+EXIT_GATE = 1
+EXIT_CONFIG = 2
+EXIT_INCOMPLETE = 3
+EXIT_INTERRUPTED = 130
+SEVERITY = (EXIT_OK, EXIT_GATE, EXIT_INCOMPLETE, EXIT_CONFIG, EXIT_INTERRUPTED)
+"""Exit codes from least to most severe (a sweep exits with the most severe of its jobs)."""
+TOP_REASONS = 3
+SWEEP_EXIT_CODES: list[int] = []
+"""Filled when a multirun ends (by ``vision_eval.cli.SweepExitCode``): the most severe exit code of its jobs.
+Kept here, not in the CLI module, because ``python -m vision_eval.cli`` runs that module as ``__main__``."""
+
+
+def worst(codes: list[int]) -> int:
+    """The most severe of several exit codes (unknown codes count as incomplete)."""
+    ranked = [SEVERITY.index(c) if c in SEVERITY else SEVERITY.index(EXIT_INCOMPLETE) for c in codes]
+    return SEVERITY[max(ranked)] if ranked else EXIT_OK
+
+
+@dataclass
+class Gate:
+    """One checked gate of one evaluator (or of the run)."""
+
+    evaluator: str
+    gate: str
+    """``max_error_rate``, ``min_pass_rate``, ``min_mean_score``, ``budget``, ``circuit_breaker``..."""
+    value: float | None
+    limit: float | None
+    passed: bool
+    exit_code: int
+    """What a failure of this gate makes the run exit with."""
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Outcome:
+    """The verdict on a finished run."""
+
+    gates: list[Gate] = field(default_factory=list)
+    top_errors: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    """Per evaluator with errors: its most common error reasons with their counts."""
+
+    @property
+    def failed(self) -> list[Gate]:
+        return [g for g in self.gates if not g.passed]
+
+    @property
+    def exit_code(self) -> int:
+        return worst([g.exit_code for g in self.failed])
+
+    @property
+    def problems(self) -> list[str]:
+        return [g.message for g in self.failed]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "exit_code": self.exit_code,
+            "problems": self.problems,
+            "gates": [g.as_dict() for g in self.gates],
+            "top_errors": {k: [{"reason": r, "rows": n} for r, n in v] for k, v in self.top_errors.items()},
+        }
+
+
+def _stats(results: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    processed = pl.col("status") == PROCESSED
+    table = results.group_by("evaluator", maintain_order=True).agg(
+        pl.len().alias("rows"),
+        processed.sum().alias("processed"),
+        (pl.col("status") == ERROR).sum().alias("errors"),
+        (pl.col("status") == SKIPPED).sum().alias("skipped"),
+        pl.col("score").filter(processed).mean().alias("mean_score"),
+        pl.col("passed").filter(processed).cast(pl.Float64).mean().alias("pass_rate"),
+    )
+    return {row["evaluator"]: row for row in table.iter_rows(named=True)}
+
+
+def top_errors(results: pl.DataFrame, limit: int = TOP_REASONS) -> dict[str, list[tuple[str, int]]]:
+    """The most common error reasons of each evaluator that has errors."""
+    errors = results.filter(pl.col("status") == ERROR)
+    out: dict[str, list[tuple[str, int]]] = {}
+    if not errors.height:
+        return out
+    counted = (
+        errors.group_by("evaluator", "error").len().sort(["evaluator", "len", "error"], descending=[False, True, False])
+    )
+    for (name,), group in counted.group_by("evaluator", maintain_order=True):
+        out[str(name)] = [(str(r), int(n)) for r, n in group.select("error", "len").head(limit).iter_rows()]
+    return out
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def evaluator_gates(name: str, settings: Any, stats: dict[str, Any] | None, default_error_rate: float) -> list[Gate]:
+    """The gates of one evaluator over its result rows."""
+    if stats is None:
+        return []
+    gates: list[Gate] = []
+    applicable = stats["rows"] - stats["skipped"]
+    limit = settings.max_error_rate if settings.max_error_rate is not None else default_error_rate
+    if applicable:
+        rate = stats["errors"] / applicable
+        all_error = stats["errors"] == applicable
+        held = not all_error and rate <= limit
+        what = "every applicable row is an error" if all_error else f"error rate {_pct(rate)} > {_pct(limit)}"
+        gates.append(
+            Gate(
+                name,
+                "max_error_rate",
+                rate,
+                limit,
+                held,
+                EXIT_INCOMPLETE,
+                f"{name}: {what} ({stats['errors']} of {applicable} rows)",
+            )
+        )
+    for gate, key in (("min_pass_rate", "pass_rate"), ("min_mean_score", "mean_score")):
+        wanted = getattr(settings, gate)
+        if wanted is None:
+            continue
+        value = stats[key]
+        held = value is not None and value >= wanted
+        shown = f"{value:.3f}" if value is not None else "none (no processed rows)"
+        gates.append(
+            Gate(name, gate, value, wanted, held, EXIT_GATE, f"{name}: {key.replace('_', ' ')} {shown} < {wanted:g}")
+        )
+    return gates
+
+
+def judge_outcome(
+    results: pl.DataFrame,
+    evaluators: list[Any],
+    default_error_rate: float,
+    run_gates: list[Gate] | None = None,
+) -> Outcome:
+    """Every evaluator's gates, plus the run-level ones (budget, circuit breakers, candidate)."""
+    stats = _stats(results)
+    gates: list[Gate] = list(run_gates or [])
+    for evaluator in evaluators:
+        gates += evaluator_gates(evaluator.name, evaluator.settings, stats.get(evaluator.name), default_error_rate)
+    return Outcome(gates=gates, top_errors=top_errors(results))
+
+
+def candidate_gate(frame: pl.DataFrame, limit: float) -> Gate | None:
+    """The model under test's failure rate (its failed rows are ``skipped`` by every evaluator)."""
+    if "candidate_error" not in frame.columns or not frame.height:
+        return None
+    failed = frame["candidate_error"].is_not_null().sum()
+    rate = failed / frame.height
+    held = rate <= limit and failed < frame.height
+    reasons = frame.filter(pl.col("candidate_error").is_not_null())["candidate_error"].value_counts(sort=True)
+    first = f": most often {reasons.row(0)[0]!r}" if reasons.height else ""
+    message = f"candidate: {failed} of {frame.height} generations failed ({_pct(rate)} > {_pct(limit)}){first}"
+    return Gate("candidate", "max_error_rate", rate, limit, held, EXIT_INCOMPLETE, message)
