@@ -5,9 +5,10 @@ subprocess) and asserts: the bad row's exact status and reason; every input row 
 row lost, none attributed to another id); the good rows processed with their correct scores; and for judge cases
 the number of requests the fake provider received (a refused or unusable image is never sent).
 
-The tables: ``BAD_INPUTS`` (this module's cases), ``PROVIDER_FAULTS`` (scripted replies of the fake provider) and
-``PROCESS_FAULTS`` (kills, interrupts, shared caches, full disks): each kind is a list of cases and one parametrized
-test, so a new fault is one more entry.
+Each kind of fault is one table of cases and one parametrized test, so a new fault is one more entry:
+``BAD_INPUTS`` here; the provider faults (scripted replies of the fake provider) and the process faults (kills,
+interrupts, shared caches, full disks) are the ``PROVIDER_FAULTS`` and process tests of ``tests/test_fault_runs.py``,
+built the same way (they can sit beside ``BAD_INPUTS`` in this module).
 """
 
 from __future__ import annotations
@@ -457,15 +458,6 @@ EVALUATORS = {
     "json": {"type": "json_validator"},
     "output_only": {"type": "count_validator"},
 }
-
-PROVIDER_FAULTS: list[Any] = []
-"""Scripted faults of the fake provider (429 with short and huge Retry-After, 500, 503, resets, hangs past
-``timeout_s``, malformed bodies, empty content, out-of-range scores, prose, a 200 with an error body, a 401 echoing
-the key): each case scripts ``fake.push(...)`` and asserts status, reason and request count like ``BAD_INPUTS``."""
-PROCESS_FAULTS: list[Any] = []
-"""Process faults (SIGKILL mid-judge-run then resume with the cache off, SIGINT, two runs sharing a cache, a full
-disk while writing outputs), each run as a subprocess."""
-
 
 # --- running a case ------------------------------------------------------------------------------------------------
 
