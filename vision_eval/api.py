@@ -129,7 +129,7 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
             raise ConfigError(
                 "candidate.prompt", str(exc), sources.file_for("candidate") if sources else None
             ) from None
-    frame, root = load_dataset(config.dataset, data, limit=config.run.limit, shard=config.run.shard)
+    frame, root = load_dataset(config.dataset, data, limit=config.run.limit, shard=config.run.shard, context=context)
     context.dataset_root = root
     if candidate is not None and "output" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, pl.Utf8).alias("output"))
