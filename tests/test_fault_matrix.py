@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -872,3 +873,75 @@ def test_run_wide_counters_are_recorded_once(fresh_fake: Any, tmp_path: Path) ->
     per = [info["metrics"][name]["scheduler"]["calls"] for name in ("a", "b")]
     assert per == [4, 4] and info["scheduler"]["calls"] == 8 == fresh_fake.calls
     assert result.exit_code == 0
+
+
+JUDGE_SCRIPT = """
+import sys, json
+import vision_eval as ve
+rows = json.loads(open(sys.argv[1]).read())
+judge = {"model": "openai/gpt-4o-mini", "api_base": sys.argv[2], "api_key": "k", "cache": False,
+         "max_concurrency": 2}
+ve.evaluate(rows, evaluators={"desc": {"type": "llm_judge", "prompt": "image-description"}}, judge=judge,
+            run={"batch_size": 2}, output_dir=sys.argv[3])
+"""
+
+
+def test_sigkill_mid_judge_run_with_the_cache_off_then_resume_resends_no_finished_call(
+    tmp_path: Path, subprocess_env: dict[str, str], image_dir: Path
+) -> None:
+    """With the call cache off, a SIGKILL mid-run loses at most the calls in flight: every call that finished
+    was journaled and the resume sends only the rest (counted at the fake)."""
+    from vision_eval.llm.cache import CallCache
+    from vision_eval.testing.fake_providers import FakeProviders
+
+    data = [
+        {
+            "id": f"s{i}",
+            "output": f"{'red' if i % 2 else 'blue'} shapes, row {i}",
+            "images": [str(image_dir / "red.png")],
+        }
+        for i in range(12)
+    ]
+    rows_file = tmp_path / "rows.json"
+    rows_file.write_text(json.dumps(data))
+    run_dir = tmp_path / "run"
+    journal = run_dir / "checkpoint"
+    with FakeProviders(latency=0.4) as fake:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", JUDGE_SCRIPT, str(rows_file), fake.openai_base, str(run_dir)],
+            env=subprocess_env,
+        )
+        deadline = time.time() + 60
+        while time.time() < deadline and fake.calls < 5:  # mid-batch: batches hold 2 rows, 2 calls run at once
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        calls_before = fake.wait_idle()
+        journaled = len(CallCache(journal))
+        assert calls_before - 2 <= journaled < 12 and not (run_dir / "results.parquet").exists()
+
+        judge = {"model": "openai/gpt-4o-mini", "api_base": fake.openai_base, "api_key": "k", "cache": False,
+                 "max_concurrency": 2}  # fmt: skip
+        resumed = ve.evaluate(
+            data,
+            evaluators={"desc": {"type": "llm_judge", "prompt": "image-description"}},
+            judge=judge,
+            run={"batch_size": 2, "resume": str(run_dir)},
+        )
+        assert fake.calls - calls_before == 12 - journaled  # no finished call was sent twice
+        clean = ve.evaluate(
+            data,
+            evaluators={"desc": {"type": "llm_judge", "prompt": "image-description"}},
+            judge=judge,
+            run={"batch_size": 2},
+        )
+
+    def stable(frame: pl.DataFrame) -> pl.DataFrame:
+        """Results without what describes how a value was obtained this time (timing, cache, attempts)."""
+        frame = frame.sort("sample_id")
+        details = [json.dumps({k: v for k, v in json.loads(d).items() if k != "attempts"}) for d in frame["details"]]
+        return frame.drop("latency_s", "cached", "cost_usd", "run_id").with_columns(pl.Series("details", details))
+
+    assert stable(resumed.results).equals(stable(clean.results))
+    assert pl.read_parquet(run_dir / "results.parquet").height == 12
+    assert not journal.exists()  # the resumed run completed and removed its checkpoint
