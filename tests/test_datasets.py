@@ -79,11 +79,14 @@ def test_hf_dataset_object_save_to_disk_and_builder(image_dir: Path) -> None:
     ds = datasets.Dataset.from_dict(rows, features=features)
     mapping = {"question": "input", "answer": "output", "gold": "expected_output"}
 
-    in_memory = ve.evaluate(ds, evaluators=EXACT, dataset={"columns": mapping})
+    # An HF Dataset object is treated like a hub dataset: its absolute paths need dataset.image_roots.
+    in_memory = ve.evaluate(ds, evaluators=EXACT, dataset={"columns": mapping, "image_roots": [str(image_dir)]})
     assert scores(in_memory) == {"r1": 1.0, "r2": 0.0}
     refs = in_memory.samples["images"].to_list()
     assert len(refs[0]) == 1
     assert refs[0][0]["sha256"] == hashlib.sha256((image_dir / "red.png").read_bytes()).hexdigest()
+    refused = ve.evaluate(ds, evaluators=EXACT, dataset={"columns": mapping}).samples["images"].to_list()
+    assert "not allowed" in refused[0][0]["error"] and refused[0][0]["sha256"] is None
 
     saved = image_dir / "saved"
     ds.save_to_disk(str(saved))
@@ -224,3 +227,19 @@ def test_object_outputs_become_json_text() -> None:
     assert json.loads(frame["output"][0]) == {"total": 1, "note": None}
     assert frame["output"][1] == "plain text"
     assert json.loads(frame["expected_output"][1]) == {"total": 2}
+
+
+def test_a_column_mixing_bytes_and_paths_keeps_each_value_as_it_is(image_dir: Path) -> None:
+    raw = png_bytes((9, 9, 9))
+    rows = [
+        {"id": "bytes", "output": "x", "images": [raw]},
+        {"id": "path", "output": "x", "images": [str(image_dir / "red.png")]},
+        {"id": "scalar_bytes", "output": "x", "images": raw},
+        {"id": "scalar_path", "output": "x", "images": "red.png"},
+    ]
+    frame, _ = load_dataset(DatasetConfig(image_root=str(image_dir)), rows)
+    refs = {i: cell[0] for i, cell in zip(frame["id"], frame["images"].to_list(), strict=True)}
+    assert refs["bytes"]["source"] == refs["scalar_bytes"]["source"] == "bytes"
+    assert refs["bytes"]["sha256"] == hashlib.sha256(raw).hexdigest()
+    assert refs["path"]["path"] == refs["scalar_path"]["path"] == str(image_dir / "red.png")
+    assert refs["path"]["error"] is None and refs["scalar_path"]["error"] is None

@@ -134,6 +134,25 @@ def test_bad_rows_are_errors_with_reasons(images: dict[str, str], tmp_path: Path
     assert all(res[k]["score"] is None for k in ("corrupt", "bad_ref", "missing_ref", "null_ref"))
 
 
+def test_reasons_name_the_type_and_are_the_same_in_every_run(images: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "noise.png").write_bytes(bytes(range(256)) * 4)
+    (tmp_path / "drawing.png").write_bytes(b'<svg xmlns="http://www.w3.org/2000/svg"/>')
+    (tmp_path / "passwd.png").write_bytes(b"root:x:0:0:secret")
+    rows = [
+        {"id": "noise", "images": [str(tmp_path / "noise.png")], "reference_image": images["red"]},
+        {"id": "svg", "images": [str(tmp_path / "drawing.png")], "reference_image": images["red"]},
+        {"id": "text", "images": [images["red"]], "reference_image": str(tmp_path / "passwd.png")},
+    ]
+    first, second = by_id(run(rows).results), by_id(run(rows).results)
+    assert first["noise"]["error"] == "cannot decode image 1: not an image Pillow can read (detected: unknown)"
+    assert first["svg"]["error"] == "cannot decode image 1: not an image Pillow can read (detected: SVG)"
+    assert first["text"]["error"] == (
+        "cannot decode reference image (reference_image): not an image Pillow can read (detected: unknown)"
+    )
+    assert {k: r["error"] for k, r in first.items()} == {k: r["error"] for k, r in second.items()}
+    assert not any("0x" in r["error"] or "root:" in r["error"] for r in first.values())
+
+
 def test_relative_reference_resolves_against_the_dataset_root(tmp_path: Path, images: dict[str, str]) -> None:
     rows = [
         {"id": "a", "images": ["red.png"], "ref": "half.png"},

@@ -100,6 +100,18 @@ def test_every_judge_call_failing_is_exit_3_with_the_reason(project, subprocess_
     assert info["exit_code"] == 3 and info["gates"][0]["gate"] == "max_error_rate" and not info["gates"][0]["passed"]
 
 
+def test_a_candidate_failing_on_every_row_is_exit_3_not_a_quiet_skip(project, fresh_fake, subprocess_env) -> None:
+    fresh_fake.push(*[Action(status=400)] * 12)
+    candidate = ["candidate=openai", f"candidate.api_base={fresh_fake.openai_base}", "candidate.cache=false"]
+    proc = vision_eval(project, "evaluators=exact", *candidate, "run.preflight=false", "hydra.run.dir=r",
+                       env=subprocess_env)  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    assert "candidate: 12 of 12 generations failed" in proc.stderr and "HTTP 400" in proc.stderr
+    results = pl.read_parquet(project / "r" / "results.parquet")
+    assert results["status"].unique().to_list() == ["skipped"]
+    assert results["details"].str.contains("candidate generation failed").all()
+
+
 def test_quality_gates_exit_1_and_are_recorded(project, subprocess_env) -> None:
     proc = vision_eval(project, "evaluators=exact", "evaluators.exact.min_pass_rate=0.9",
                        "evaluators.exact.min_mean_score=0.5", "hydra.run.dir=r", env=subprocess_env)  # fmt: skip

@@ -113,3 +113,16 @@ def test_pep723_header_and_clear_message_without_the_package() -> None:
     )
     assert proc.returncode == 2
     assert "needs the vision-eval package" in proc.stderr
+
+
+def test_a_lone_surrogate_is_a_plain_error_exit_2() -> None:
+    code, result, stderr = script("count", raw='{"output": "x \\ud800 5 circles", "expected_output": "5 circles"}')
+    assert code == 2 and result["error"] == "'output' is not valid text (a lone surrogate)"
+    assert "Traceback" not in stderr and "UnicodeEncodeError" not in json.dumps(result)
+
+
+def test_long_and_foreign_digits_get_verdicts() -> None:
+    code, result, _ = script("count", {"output": "9" * 30 + " circles", "expected_output": "5 circles"})
+    assert code == 1 and result["status"] == "processed" and result["details"]["found"] == {"circle": int("9" * 30)}
+    code, result, _ = script("count", {"output": "٥ circles", "expected_output": "5 circles"})
+    assert code == 0 and result["score"] == 1.0

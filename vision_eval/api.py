@@ -34,6 +34,7 @@ from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, c
 from vision_eval.rundir import CHECKPOINT, RunDir, claim, claim_resume, new_run_id
 from vision_eval.secrets import Secrets
 from vision_eval.stack import build_stack
+from vision_eval.summary import summarize
 
 
 def _concat(frames: list[pl.DataFrame], schema: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -128,7 +129,7 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
             raise ConfigError(
                 "candidate.prompt", str(exc), sources.file_for("candidate") if sources else None
             ) from None
-    frame, root = load_dataset(config.dataset, data, limit=config.run.limit, shard=config.run.shard)
+    frame, root = load_dataset(config.dataset, data, limit=config.run.limit, shard=config.run.shard, context=context)
     context.dataset_root = root
     if candidate is not None and "output" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, pl.Utf8).alias("output"))
@@ -190,8 +191,9 @@ def _run(
         raise
 
     results = _concat([r.results for r in runs], RESULT_SCHEMA)
+    summary = pl.concat([r.summary for r in runs if r.summary is not None]) if runs else summarize(results)
     run_gates = _run_gates(scheduler, frame, config.run.max_error_rate, results)
-    outcome = judge_outcome(results, evaluators, config.run.max_error_rate, run_gates)
+    outcome = judge_outcome(summary, results, evaluators, config.run.max_error_rate, run_gates)
     finished = time.perf_counter()
     complete = not scheduler.budget.exhausted and not scheduler.tripped
     run_info = {
@@ -207,7 +209,7 @@ def _run(
         "versions": package_versions(),
         "dataset": {**describe(frame), "root": str(context.dataset_root) if context.dataset_root else None},
         "evaluators": {r.evaluator.name: r.evaluator.describe() for r in runs},
-        "counts": {"samples": frame.height, "result_rows": results.height, "status": status_counts(results)},
+        "counts": {"samples": frame.height, "result_rows": results.height, "status": status_counts(summary)},
         "timings": {
             "load_s": round(loaded - started, 4),
             "evaluate_s": round(finished - loaded, 4),
@@ -215,7 +217,7 @@ def _run(
             "per_evaluator_s": {r.evaluator.name: round(r.seconds, 4) for r in runs},
         },
         "resumed_batches": {r.evaluator.name: r.resumed_batches for r in runs},
-        "totals": totals(results),
+        "totals": totals(summary, results),
         "spending": {"spent_usd": round(scheduler.budget.spent, 6), "budget_usd": config.run.max_cost_usd},
         "scheduler": scheduler.stats.as_dict(),
         "metrics": _metrics(runs),
@@ -228,6 +230,7 @@ def _run(
         tables=_tables(runs),
         run_info=run_info,
         output_dir=output_dir,
+        summary_table=summary,
     )
     try:
         if output_dir is not None:

@@ -129,7 +129,12 @@ class DatasetConfig(StrictModel):
     columns: dict[str, str] = {}
     """Source column -> canonical column (``id``, ``input``, ``output``, ``expected_output``, ``images``...)."""
     image_root: str | None = None
-    """Folder relative image paths resolve against; default: the dataset file's folder."""
+    """Folder relative image paths resolve against (the dataset root); default: the dataset file's folder, or
+    for rows from Python the working directory. Relative paths must stay inside it after symlinks are resolved."""
+    image_roots: list[str] = []
+    """Folders, besides the dataset root, that absolute image paths and ``file://`` URIs may point into (checked
+    after symlinks are resolved, before anything is opened). Default: none, so only the dataset root (for hub
+    datasets: nothing)."""
     allow_urls: bool = False
     """Allow http(s) image URLs (fetched only when an evaluator needs the pixels)."""
     required_columns: list[str] = []

@@ -37,6 +37,7 @@ from vision_eval.results import (
     empty,
     to_json,
 )
+from vision_eval.summary import summarize_one
 
 ROW_BY_ROW = 8
 """A failing sub-batch this small is re-run one row at a time (halving further costs more calls)."""
@@ -84,47 +85,64 @@ def check_stack(frame: pl.DataFrame, evaluators: list[Evaluator], dataset_cfg: A
             raise ConfigError(f"evaluators.{evaluator.name}.where", f"invalid filter: {exc}") from None
 
 
-def _precheck(evaluator: Evaluator, batch: pl.DataFrame) -> pl.DataFrame:
-    """``batch`` with ``_pre_status`` / ``_pre_reason`` set for rows that must not reach the evaluator."""
-    checks: list[tuple[pl.Expr, str, pl.Expr]] = []
+@dataclass
+class _Check:
+    """A reason a row must not reach the evaluator: its condition, the status it gives, and the reason (a shared
+    text, or an expression when it differs per row)."""
+
+    condition: pl.Expr
+    status: str
+    reason: str | pl.Expr
+
+
+def _checks(evaluator: Evaluator, batch: pl.DataFrame) -> list[_Check]:
+    checks = []
     if "candidate_error" in batch.columns:
         failed = pl.format("candidate generation failed: {}", pl.col("candidate_error"))
-        checks.append((pl.col("candidate_error").is_not_null(), SKIPPED, failed))
+        checks.append(_Check(pl.col("candidate_error").is_not_null(), SKIPPED, failed))
     where = _where_expr(evaluator)
     if where is not None:
         reason = f"row not selected by where: {evaluator.settings.where}"
-        checks.append((~where.fill_null(False), SKIPPED, pl.lit(reason)))
+        checks.append(_Check(~where.fill_null(False), SKIPPED, reason))
     if ROW_ERROR in batch.columns:
-        checks.append((pl.col(ROW_ERROR).is_not_null(), ERROR, pl.col(ROW_ERROR)))
+        checks.append(_Check(pl.col(ROW_ERROR).is_not_null(), ERROR, pl.col(ROW_ERROR)))
     for column in evaluator.columns_needed():
         if column == "images":
-            checks.append((pl.col("images").list.len().fill_null(0) == 0, ERROR, pl.lit("row has no images")))
-            checks.append((image_error_expr().is_not_null(), ERROR, image_error_expr()))
+            checks.append(_Check(pl.col("images").list.len().fill_null(0) == 0, ERROR, "row has no images"))
+            checks.append(_Check(image_error_expr().is_not_null(), ERROR, image_error_expr()))
         else:
-            checks.append((pl.col(column).is_null(), ERROR, pl.lit(f"{column} is missing")))
-    if not checks:
-        return batch.with_columns(
-            pl.lit(None, pl.Utf8).alias("_pre_status"), pl.lit(None, pl.Utf8).alias("_pre_reason")
-        )
-    status: Any = pl
-    reason: Any = pl
-    for condition, label, why in checks:
-        status = status.when(condition).then(pl.lit(label))
-        reason = reason.when(condition).then(why)
-    return batch.with_columns(
-        status.otherwise(pl.lit(None, pl.Utf8)).alias("_pre_status"),
-        reason.otherwise(pl.lit(None, pl.Utf8)).cast(pl.Utf8).alias("_pre_reason"),
-    )
+            checks.append(_Check(pl.col(column).is_null(), ERROR, f"{column} is missing"))
+    return checks
 
 
-def _pre_rows(pre: pl.DataFrame) -> pl.DataFrame:
-    rows = pre.select(
+def _precheck(batch: pl.DataFrame, checks: list[_Check]) -> pl.DataFrame:
+    """``batch`` with ``_pre``: the index of the first check a row fails (null for rows the evaluator gets)."""
+    code: Any = pl
+    for index, check in enumerate(checks):
+        code = code.when(check.condition).then(pl.lit(index, pl.UInt8))
+    return batch.with_columns((code.otherwise(None) if checks else pl.lit(None, pl.UInt8)).alias("_pre"))
+
+
+def _pre_rows(held: pl.DataFrame, checks: list[_Check]) -> pl.DataFrame:
+    """The finished rows of the held-back rows. A shared reason is one literal (cheap however many rows a ``where``
+    filter skips); only per-row reasons are built row by row."""
+    code = pl.col("_pre")
+    status = code.replace_strict({i: c.status for i, c in enumerate(checks)}, return_dtype=pl.Utf8)
+    error: Any = pl
+    details: Any = pl
+    for index, check in enumerate(checks):
+        if check.status == ERROR:
+            reason = pl.lit(check.reason) if isinstance(check.reason, str) else check.reason
+            error = error.when(code == index).then(reason)
+        elif isinstance(check.reason, str):
+            details = details.when(code == index).then(pl.lit(to_json({"reason": check.reason})))
+        else:
+            details = details.when(code == index).then(pl.struct(check.reason.alias("reason")).struct.json_encode())
+    rows = held.select(
         pl.col("id").alias("sample_id"),
-        pl.col("_pre_status").alias("status"),
-        pl.when(pl.col("_pre_status") == ERROR).then(pl.col("_pre_reason")).alias("error"),
-        pl.when(pl.col("_pre_status") == SKIPPED)
-        .then(pl.struct(pl.col("_pre_reason").alias("reason")).struct.json_encode())
-        .alias("details"),
+        status.alias("status"),
+        (error.otherwise(None) if error is not pl else pl.lit(None, pl.Utf8)).cast(pl.Utf8).alias("error"),
+        (details.otherwise(None) if details is not pl else pl.lit(None, pl.Utf8)).alias("details"),
     )
     return conform(rows, RESULT_ROW_SCHEMA)
 
@@ -268,16 +286,38 @@ class EvaluatorRun:
     tables: dict[str, pl.DataFrame]
     seconds: float
     resumed_batches: int = 0
+    summary: pl.DataFrame | None = None
+    """Its summary row (counts by status, mean score, pass rate, tokens, cost)."""
 
 
 def _split(evaluator: Evaluator, batch: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series, pl.DataFrame]:
     """Rows for the evaluator, their positions in the batch, and the finished rows of the others."""
-    checked = _precheck(evaluator, batch).with_row_index("_pos")
-    held = pl.col("_pre_status").is_not_null()
-    ready = checked.filter(~held).drop("_pre_status", "_pre_reason")
-    held_rows = checked.filter(held)
-    pre = _pre_rows(held_rows).with_columns(held_rows["_pos"])
+    checks = _checks(evaluator, batch)
+    checked = _precheck(batch, checks).with_row_index("_pos")
+    held = checked["_pre"].is_not_null()
+    ready = checked.filter(~held).drop("_pre")
+    reasons = [c for c in ("candidate_error", ROW_ERROR, "images") if c in checked.columns]
+    held_rows = checked.select("id", "_pre", "_pos", *reasons).filter(held)
+    pre = _pre_rows(held_rows, checks).with_columns(held_rows["_pos"])
     return ready.drop("_pos"), ready["_pos"], pre
+
+
+def _in_batch_order(batch: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
+    """``parts`` (rows with ``_pos``) in batch order. Only columns that hold values are gathered: ``sample_id``
+    is the batch's own ``id`` and an all-null column stays a null column (skipped rows are cheap)."""
+    order = parts["_pos"].arg_sort()
+    columns = []
+    for name in parts.columns:
+        if name == "_pos":
+            continue
+        column = parts[name]
+        if name == "sample_id":
+            columns.append(batch["id"].cast(pl.Utf8).alias("sample_id"))
+        elif column.null_count() == column.len():
+            columns.append(pl.repeat(None, column.len(), dtype=column.dtype, eager=True).alias(name))
+        else:
+            columns.append(column.gather(order))
+    return pl.DataFrame(columns)
 
 
 def _part(
@@ -291,14 +331,16 @@ def _part(
     """The finished, labelled output of one batch, in batch order."""
     rows = conform(out.results, RESULT_ROW_SCHEMA)
     if rows.height == ready.height and rows["sample_id"].equals(ready["id"], check_names=False):
-        # The usual case: one row per ready sample, in order. Merge by position, no join needed.
-        combined = pl.concat([pre, rows.with_columns(positions)], how="vertical_relaxed").sort("_pos").drop("_pos")
+        # The usual case: one row per ready sample, in order. The held-back rows are final already; a gather
+        # by position restores batch order (no join).
+        finished = _finish(evaluator, rows).with_columns(positions)
+        combined = _in_batch_order(batch, pl.concat([pre, finished], how="vertical_relaxed"))
     else:
-        combined = _align(batch["id"], pl.concat([pre.drop("_pos"), rows], how="vertical_relaxed"))
+        combined = _finish(evaluator, _align(batch["id"], pl.concat([pre.drop("_pos"), rows], how="vertical_relaxed")))
     dims = out.dimensions if out.dimensions is not None else empty(DIMENSION_ROW_SCHEMA)
     fields = out.fields if out.fields is not None else empty(FIELD_ROW_SCHEMA)
     return Part(
-        results=_label(_finish(evaluator, combined), evaluator, with_type=True),
+        results=_label(combined, evaluator, with_type=True),
         dimensions=_label(dims, evaluator, with_type=False),
         fields=_label(fields, evaluator, with_type=False),
         tables=dict(out.tables),
@@ -332,7 +374,8 @@ def _collect(evaluator: Evaluator, parts: list[Part], seconds: float, resumed: i
     merged = Part.concat(parts)
     tables = dict(merged.tables)
     tables.update(evaluator.finalize(merged.results, merged.dimensions))
-    return EvaluatorRun(evaluator, merged.results, merged.dimensions, merged.fields, tables, seconds, resumed)
+    summary = summarize_one(merged.results, evaluator.name, evaluator.type_name)
+    return EvaluatorRun(evaluator, merged.results, merged.dimensions, merged.fields, tables, seconds, resumed, summary)
 
 
 def _batches(frame: pl.DataFrame, size: int) -> list[pl.DataFrame]:

@@ -90,6 +90,9 @@ class EvalContext:
 
     dataset_root: Path | None = None
     """Directory that relative image paths resolve against."""
+    image_roots: Any = None
+    """Where image files may be read from (``vision_eval.images.roots.ImageRoots``, set with the dataset);
+    ``None``: the dataset root only."""
     judge: Any = None
     """The run's judge settings (``JudgeConfig``) or ``None`` when no judge is configured."""
     run: Any = None

@@ -51,6 +51,8 @@ class EvalResult:
     timings, totals, spending, metrics."""
     output_dir: Path | None = None
     """Where the run was written (``None`` for a run kept in memory or a dry run)."""
+    summary_table: pl.DataFrame | None = field(default=None, repr=False)
+    """The per-evaluator summary when the engine already computed it (else computed from ``results``)."""
 
     @property
     def run_id(self) -> str | None:
@@ -76,7 +78,9 @@ class EvalResult:
     @property
     def summary(self) -> pl.DataFrame:
         """Per evaluator: counts by status, mean score, pass rate, tokens, cost."""
-        return summarize(self.results)
+        if self.summary_table is None:
+            self.summary_table = summarize(self.results)
+        return self.summary_table
 
     @property
     def metrics(self) -> dict[str, dict[str, Any]]:
@@ -126,17 +130,19 @@ def _with_run_id(frame: pl.DataFrame, run_id: str | None) -> pl.DataFrame:
     return frame.with_columns(pl.col("run_id").fill_null(pl.lit(run_id)))
 
 
-def status_counts(results: pl.DataFrame) -> dict[str, int]:
-    """How many result rows have each status."""
-    return {row["status"]: row["len"] for row in results.group_by("status").len().iter_rows(named=True)}
+def status_counts(summary: pl.DataFrame) -> dict[str, int]:
+    """How many result rows have each status (from the per-evaluator summary)."""
+    counts = {"processed": int(summary["processed"].sum()), "error": int(summary["errors"].sum()),
+              "skipped": int(summary["skipped"].sum())}  # fmt: skip
+    return {status: n for status, n in counts.items() if n}
 
 
-def totals(results: pl.DataFrame) -> dict[str, Any]:
-    """Token and cost totals over all result rows (cost null when no row knows its price)."""
-    cost = results["cost_usd"]
+def totals(summary: pl.DataFrame, results: pl.DataFrame) -> dict[str, Any]:
+    """Token and cost totals over all result rows (cost null when no evaluator knows its price)."""
+    cost = summary["cost_usd"]
     return {
-        "input_tokens": int(results["input_tokens"].sum() or 0),
-        "output_tokens": int(results["output_tokens"].sum() or 0),
+        "input_tokens": int(summary["input_tokens"].sum() or 0),
+        "output_tokens": int(summary["output_tokens"].sum() or 0),
         "cost_usd": float(cost.sum()) if cost.is_not_null().any() else None,
         "cache_hits": int(results["cached"].sum() or 0),
     }

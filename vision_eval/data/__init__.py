@@ -8,16 +8,34 @@ from typing import Any
 import polars as pl
 
 from vision_eval.config import DatasetConfig
-from vision_eval.data.canonical import canonicalize, check_columns, samples_frame
+from vision_eval.data.canonical import canonicalize, check_columns, image_roots, samples_frame
 from vision_eval.data.loading import ROW_ERROR, RawDataset, load_raw
 
 
 def load_dataset(
-    cfg: DatasetConfig, data: Any = None, limit: int | None = None, shard: str | None = None
+    cfg: DatasetConfig,
+    data: Any = None,
+    limit: int | None = None,
+    shard: str | None = None,
+    context: Any = None,
 ) -> tuple[pl.DataFrame, Path | None]:
-    """The canonical frame for a dataset config (or Python ``data``) and its image root."""
+    """The canonical frame for a dataset config (or Python ``data``) and its image root; ``context`` (an
+    ``EvalContext``) gets the dataset's image roots, so evaluators resolve image columns under the same rules."""
     raw = load_raw(cfg, data, limit)
-    return canonicalize(raw, cfg, limit, shard), raw.root
+    frame = canonicalize(raw, cfg, limit, shard)
+    if context is not None:
+        context.dataset_root = raw.root
+        context.image_roots = image_roots(raw, cfg)
+    return frame, raw.root
 
 
-__all__ = ["ROW_ERROR", "RawDataset", "canonicalize", "check_columns", "load_dataset", "load_raw", "samples_frame"]
+__all__ = [
+    "ROW_ERROR",
+    "RawDataset",
+    "canonicalize",
+    "check_columns",
+    "image_roots",
+    "load_dataset",
+    "load_raw",
+    "samples_frame",
+]

@@ -15,6 +15,7 @@ from vision_eval.config import DatasetConfig, parse_shard
 from vision_eval.data.loading import ROW_ERROR, RawDataset
 from vision_eval.errors import ConfigError, DatasetError
 from vision_eval.images.refs import IMAGES_DTYPE, images_series
+from vision_eval.images.roots import ImageRoots
 
 TEXT_COLUMNS = ("input", "output", "expected_output")
 CANONICAL = ("id", *TEXT_COLUMNS, "images")
@@ -60,6 +61,11 @@ def select_rows(frame: pl.DataFrame, cfg: DatasetConfig, limit: int | None, shar
     return frame
 
 
+def image_roots(raw: RawDataset, cfg: DatasetConfig) -> ImageRoots:
+    """Where the dataset's image paths may point (see :mod:`vision_eval.images.roots`)."""
+    return ImageRoots.for_dataset(raw.root, cfg.image_roots, local=raw.local, confined=raw.confined)
+
+
 def canonicalize(
     raw: RawDataset, cfg: DatasetConfig, limit: int | None = None, shard: str | None = None
 ) -> pl.DataFrame:
@@ -85,9 +91,7 @@ def canonicalize(
 
     frame = frame.with_columns([_as_text(c, frame) for c in TEXT_COLUMNS if c in frame.columns])
     if "images" in frame.columns and frame.schema["images"] != IMAGES_DTYPE:
-        frame = frame.with_columns(
-            images_series(frame["images"], raw.root, allow_absolute=raw.local, allow_urls=cfg.allow_urls)
-        )
+        frame = frame.with_columns(images_series(frame["images"], image_roots(raw, cfg), allow_urls=cfg.allow_urls))
     if ROW_ERROR not in frame.columns:
         frame = frame.with_columns(pl.lit(None, dtype=pl.Utf8).alias(ROW_ERROR))
     ordered = [c for c in CANONICAL if c in frame.columns]

@@ -3,12 +3,14 @@
 Sources: a Polars frame, a list of dicts, an HF ``Dataset`` / ``IterableDataset``, local
 Parquet / JSONL / JSON / CSV files, an HF ``imagefolder`` folder, a ``save_to_disk``
 folder, or a Hugging Face hub id. ``datasets`` is imported only for the sources that need it.
-A JSONL line that does not parse becomes a row with a ``_row_error``, never a crash.
+A JSONL line that does not parse becomes a row with a ``_row_error``, never a crash; so does a row whose
+text is not valid Unicode (:mod:`vision_eval.data.text`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from vision_eval.config import DatasetConfig
+from vision_eval.data.text import mark_replaced, sanitize_rows
 from vision_eval.errors import ConfigError, DatasetError
 
 ROW_ERROR = "_row_error"
@@ -32,7 +35,11 @@ class RawDataset:
     kind: str
     """What it was loaded from (``python``, ``parquet``, ``jsonl``, ``csv``, ``hf``, ``disk``, ``imagefolder``)."""
     local: bool = True
-    """False for hub datasets: absolute image paths are then refused."""
+    """False for hub datasets (a hub id or an HF ``Dataset`` object): absolute image paths need
+    ``dataset.image_roots``."""
+    confined: bool = True
+    """False for rows built in Python: their absolute image paths are read as given unless
+    ``dataset.image_roots`` is set (see :mod:`vision_eval.images.roots`)."""
 
 
 def _from_hf(ds: Any, limit: int | None) -> pl.DataFrame:
@@ -61,31 +68,77 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _from_dicts(rows: list[dict[str, Any]]) -> pl.DataFrame:
-    """A frame from dicts: objects kept as JSON text; a column of mixed scalar types becomes text."""
+def _from_dicts(rows: list[dict[str, Any]], where: Callable[[int], str] | None = None) -> pl.DataFrame:
+    """A frame from dicts: objects kept as JSON text; a column of mixed scalar types becomes text. A row with
+    invalid text (a lone surrogate) becomes a row error naming the column and ``where(i)``, its place in the
+    source (default: ``row i``)."""
     if not rows:
         return pl.DataFrame()
     rows = [{k: _cell(v) for k, v in row.items()} for row in rows]
     columns: dict[str, None] = {}
     for row in rows:
         columns.update(dict.fromkeys(row))
+    mixed_bytes = []
     for column in columns:
         kinds = {type(row.get(column)) for row in rows if row.get(column) is not None}
-        if len(kinds) > 1 and not kinds <= {int, float, bool} and str in kinds:
+        if (len(kinds) > 1 and kinds & {bytes, bytearray, memoryview}) or (
+            list in kinds and _mixes_bytes(rows, column)
+        ):
+            mixed_bytes.append(column)
+        elif len(kinds) > 1 and not kinds <= {int, float, bool} and str in kinds:
             for row in rows:
                 value = row.get(column)
                 if value is not None and not isinstance(value, str):
                     row[column] = json.dumps(value) if isinstance(value, list) else str(value)
+    if mixed_bytes:  # Polars would read the text as bytes (or the bytes as text): keep both as Python values
+        plain = _from_dicts([{k: v for k, v in row.items() if k not in mixed_bytes} for row in rows], where)
+        objects = [pl.Series(c, [row.get(c) for row in rows], dtype=pl.Object) for c in mixed_bytes]
+        return plain.with_columns(objects) if plain.width else pl.DataFrame(objects)
     try:
         return pl.DataFrame(rows, infer_schema_length=None)
     except (TypeError, ValueError, pl.exceptions.PolarsError):
-        # Values Polars cannot type (e.g. PIL images) stay Python objects.
-        return pl.DataFrame({c: pl.Series(c, [r.get(c) for r in rows], dtype=pl.Object) for c in columns})
+        pass
+    # Only now (clean data never gets here) look for invalid text; then values Polars cannot type (e.g. PIL
+    # images) stay Python objects.
+    if sanitize_rows(rows, where, ROW_ERROR):
+        columns = {}
+        for row in rows:
+            columns.update(dict.fromkeys(row))
+        try:
+            return pl.DataFrame(rows, infer_schema_length=None)
+        except (TypeError, ValueError, pl.exceptions.PolarsError):
+            pass
+    return pl.DataFrame({c: pl.Series(c, [r.get(c) for r in rows], dtype=pl.Object) for c in columns})
+
+
+def _mixes_bytes(rows: list[dict[str, Any]], column: str) -> bool:
+    """True when the column holds bytes in some rows (or list items) and other values in others."""
+    binary = other = False
+    for row in rows:
+        value = row.get(column)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, bytes | bytearray | memoryview):
+                binary = True
+            elif item is not None:
+                other = True
+        if binary and other:
+            return True
+    return False
+
+
+def _loads(data: bytes) -> Any:
+    """``json.loads``; bytes that are not UTF-8 are read as lone surrogates, which :func:`_from_dicts` reports."""
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError:
+        return json.loads(data.decode("utf-8", "surrogateescape"))
 
 
 def _read_jsonl(path: Path) -> pl.DataFrame:
     rows: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as handle:
+    lines: list[int] = []
+    # Bytes that are not UTF-8 are read as lone surrogates, which _from_dicts reports with their column.
+    with path.open(encoding="utf-8", errors="surrogateescape") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -99,16 +152,28 @@ def _read_jsonl(path: Path) -> pl.DataFrame:
                     ROW_ERROR: f"line {number} of {path.name} is not valid JSON: {exc}",
                 }
             rows.append(row)
-    return _from_dicts(rows)
+            lines.append(number)
+    return _from_dicts(rows, lambda i: f"line {lines[i]} of {path.name}")
 
 
 def _read_json(path: Path) -> pl.DataFrame:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = _loads(path.read_bytes())
     if isinstance(data, dict):
         data = next((v for v in data.values() if isinstance(v, list)), [data])
     if not isinstance(data, list):
         raise DatasetError(f"{path}: expected a JSON list of objects")
-    return _from_dicts(data)
+    return _from_dicts(data, lambda i: f"item {i + 1} of {path.name}")
+
+
+def _read_csv(path: Path, limit: int | None) -> pl.DataFrame:
+    try:
+        return pl.read_csv(path, n_rows=limit, infer_schema_length=10_000)
+    except pl.exceptions.ComputeError as exc:
+        if "utf-8" not in str(exc).lower():
+            raise
+    # Bytes that are not UTF-8: read them as U+FFFD and make their rows errors.
+    frame = pl.read_csv(path, n_rows=limit, infer_schema_length=10_000, encoding="utf8-lossy")
+    return mark_replaced(frame, lambda n: pl.format("row {} of {}", n, pl.lit(path.name)), ROW_ERROR)
 
 
 def _load_local(path: Path, cfg: DatasetConfig, limit: int | None) -> RawDataset:
@@ -133,7 +198,7 @@ def _load_local(path: Path, cfg: DatasetConfig, limit: int | None) -> RawDataset
     elif kind == "json":
         frame = _read_json(path)
     elif kind == "csv":
-        frame = pl.read_csv(path, n_rows=limit, infer_schema_length=10_000)
+        frame = _read_csv(path, limit)
     elif kind == "disk":
         import datasets
 
@@ -185,16 +250,20 @@ def load_raw(cfg: DatasetConfig, data: Any = None, limit: int | None = None) -> 
             return _load_hub(cfg.model_copy(update={"path": str(data)}), read_limit)
         return _load_local(path.resolve(), cfg, read_limit)
     if isinstance(data, pl.DataFrame):
-        return RawDataset(data, root, "python")
+        return RawDataset(data, root, "python", confined=False)
     if isinstance(data, pl.LazyFrame):
-        return RawDataset(data.collect(), root, "python")
+        return RawDataset(data.collect(), root, "python", confined=False)
     if isinstance(data, list):
         if data and not all(isinstance(row, dict) for row in data):
             raise DatasetError("a list dataset must hold dicts (one per sample)")
-        return RawDataset(_from_dicts(data), root, "python")
+        return RawDataset(_from_dicts(data), root, "python", confined=False)
     module = type(data).__module__
-    if module.startswith("datasets"):
-        return RawDataset(_from_hf(data, read_limit), root, "python")
+    if module.startswith("datasets"):  # most often from the hub: its paths are not the caller's
+        return RawDataset(_from_hf(data, read_limit), root, "hf", local=False)
     if module.startswith("pandas"):
-        return RawDataset(pl.from_pandas(data), root, "python")
+        try:
+            frame = pl.from_pandas(data)
+        except (TypeError, ValueError, pl.exceptions.PolarsError):  # e.g. a lone surrogate in an object column
+            frame = _from_dicts(data.to_dict("records"))
+        return RawDataset(frame, root, "python", confined=False)
     raise DatasetError(f"unsupported dataset object of type {type(data).__name__}")

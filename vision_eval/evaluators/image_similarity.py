@@ -8,7 +8,6 @@ colour histograms). The row score is their weighted mean.
 
 from __future__ import annotations
 
-import io
 from typing import Any, ClassVar
 
 import polars as pl
@@ -16,6 +15,7 @@ from pydantic import Field, field_validator
 
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.images.refs import image_ref, load_bytes
+from vision_eval.images.roots import roots_of
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, rows_frame
 
@@ -54,17 +54,19 @@ class ImageDecodeError(ValueError):
 
 
 def decode_rgb(data: bytes, label: str) -> Any:
-    """A fully loaded RGB PIL image, or ``ImageDecodeError`` naming ``label``."""
-    from PIL import Image, UnidentifiedImageError
+    """A fully loaded, upright (EXIF orientation applied) RGB PIL image, or ``ImageDecodeError`` naming
+    ``label``; decompression bombs are refused like everywhere else."""
+    from PIL import Image
+
+    from vision_eval.images.media import ImageError, decode
 
     if not data:
         raise ImageDecodeError(f"{label} is empty")
     try:
-        image = Image.open(io.BytesIO(data))
-        image.load()
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        image = decode(data, any_format=True).image
+    except ImageError as exc:
         raise ImageDecodeError(f"cannot decode {label}: {exc}") from None
-    if image.mode in ("RGBA", "LA", "P"):
+    if image.mode in ("RGBA", "LA", "P", "PA"):
         background = Image.new("RGB", image.size, (255, 255, 255))
         rgba = image.convert("RGBA")
         background.paste(rgba, mask=rgba.getchannel("A"))
@@ -148,7 +150,7 @@ class ImageSimilarity(Evaluator):
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s: ImageSimilaritySettings = self.settings  # type: ignore[assignment]
-        root = self.context.dataset_root
+        root = roots_of(self.context)
         references: dict[str, Any] = {}  # a reference shared by many rows is decoded once
         rows, dims = [], []
         for sample_id, images, reference in zip(
@@ -168,6 +170,17 @@ class ImageSimilarity(Evaluator):
                 found = compare(candidate, references[key], s)
             except (ImageDecodeError, ValueError) as exc:
                 rows.append({"sample_id": sample_id, "status": ERROR, "error": str(exc)})
+                continue
+            except Exception as exc:  # anything else about this row's pixels: a plain reason, the type in details
+                error = "the images could not be compared (e.g. an unusual pixel format)"
+                rows.append(
+                    {
+                        "sample_id": sample_id,
+                        "status": ERROR,
+                        "error": error,
+                        "details": {"exception": type(exc).__name__},
+                    }
+                )
                 continue
             total = sum(s.weights.get(m, 0.0) for m in found["similarities"])
             score = sum(v * s.weights[m] for m, v in found["similarities"].items()) / total

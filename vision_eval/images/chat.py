@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from vision_eval.images.refs import image_ref
+from vision_eval.images.roots import ImageRoots
 
 
 @dataclass
@@ -72,7 +73,7 @@ def _image_of(part: dict[str, Any]) -> tuple[Any, str | None] | None:
 
 
 def extract_chat(
-    value: Any, root: Path | None = None, *, allow_absolute: bool = True, allow_urls: bool = False, start: int = 1
+    value: Any, root: ImageRoots | Path | None = None, *, allow_urls: bool = False, start: int = 1
 ) -> ChatImages:
     """Text and images of a chat-format value; image labels are numbered from ``start``."""
     if isinstance(value, str):
@@ -98,7 +99,7 @@ def extract_chat(
                 raw, declared = image
                 if isinstance(raw, str) and declared and not raw.startswith(("data:", "http", "file:")):
                     raw = f"data:{declared};base64,{raw}"
-                ref = image_ref(raw, root, allow_absolute=allow_absolute, allow_urls=allow_urls)
+                ref = image_ref(raw, root, allow_urls=allow_urls)
                 if ref is None:
                     ref = image_ref(b"")
                 found.images.append(ref)

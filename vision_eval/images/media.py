@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
+
+from vision_eval.reasons import plain_reason
 
 MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
@@ -26,17 +29,48 @@ def detect_media_type(data: bytes) -> str | None:
     return None
 
 
+# Formats a model is never sent, named in errors (an error names a file's type, never quotes its bytes).
+_OTHER_TYPES = (
+    (b"%PDF-", "PDF"),
+    (b"BM", "BMP"),
+    (b"II*\x00", "TIFF"),
+    (b"MM\x00*", "TIFF"),
+    (b"\x00\x00\x01\x00", "ICO"),
+    (b"8BPS", "PSD"),
+    (b"\xff\x0a", "JPEG XL"),
+    (b"\x00\x00\x00\x0cJXL ", "JPEG XL"),
+    (b"PK\x03\x04", "ZIP"),
+    (b"\x1f\x8b", "gzip"),
+)
+_SVG = re.compile(rb"^\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*(?:<!DOCTYPE svg[^>]*>\s*)?<svg[\s>]", re.I | re.S)
+
+
+def sniff(data: bytes) -> str:
+    """A name for the type of ``data`` (``image/png``..., ``SVG``, ``PDF``, ``HEIF/AVIF``...) or ``unknown``."""
+    media_type = detect_media_type(data)
+    if media_type:
+        return media_type
+    if data[4:8] == b"ftyp" and data[8:12] in (b"heic", b"heix", b"mif1", b"msf1", b"avif", b"avis", b"hevc"):
+        return "HEIF/AVIF"
+    for magic, name in _OTHER_TYPES:
+        if data.startswith(magic):
+            return name
+    if _SVG.match(data[:4096]):
+        return "SVG"
+    return "unknown"
+
+
 def resolve_media_type(data: bytes, declared: str | None = None) -> str:
     """The media type to send: detected from bytes; a declared (data URI) type wins when it agrees.
 
     A declared type that contradicts the bytes is ignored in favour of the bytes; bytes that are
-    no known image format raise ``ImageError``.
+    no known image format raise ``ImageError`` naming the detected type (never quoting the bytes).
     """
     if not data:
         raise ImageError("image is empty (0 bytes)")
     detected = detect_media_type(data)
     if detected is None:
-        raise ImageError(f"not a PNG/JPEG/GIF/WEBP image (starts with {data[:8]!r})")
+        raise ImageError(f"not a PNG/JPEG/GIF/WEBP image (detected: {sniff(data)})")
     if declared:
         normal = declared.lower().replace("image/jpg", "image/jpeg")
         if normal == detected:
@@ -49,37 +83,67 @@ class Decoded:
     """A decoded image and what was learnt about it."""
 
     image: Any
-    """The PIL image (fully loaded)."""
+    """The PIL image (fully loaded, turned upright by its EXIF orientation)."""
     media_type: str
     """Detected media type of the source bytes."""
     width: int
+    """Width after the EXIF orientation is applied."""
     height: int
+    """Height after the EXIF orientation is applied."""
+    orientation: int = 1
+    """The EXIF orientation tag (1: upright; 2-8: the image was flipped or rotated to apply it)."""
 
 
-def decode(data: bytes, max_pixels: int = 100_000_000, declared: str | None = None) -> Decoded:
-    """Decode ``data`` fully with Pillow, refusing empty, unknown, corrupt, truncated and oversized images."""
+def decode(
+    data: bytes, max_pixels: int = 100_000_000, declared: str | None = None, *, any_format: bool = False
+) -> Decoded:
+    """Decode ``data`` fully with Pillow, refusing empty, unknown, corrupt, truncated and oversized images; the
+    EXIF orientation is applied, so the image is upright as a viewer shows it. ``any_format``: any format Pillow
+    reads (BMP, TIFF...), not only the four a model is sent."""
     import io
     import warnings
 
-    from PIL import Image
+    from PIL import Image, ImageOps, UnidentifiedImageError
 
-    media_type = resolve_media_type(data, declared)
+    if any_format and data and detect_media_type(data) is None:
+        media_type = sniff(data)
+    else:
+        media_type = resolve_media_type(data, declared)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data))
             width, height = image.size
             if width * height > max_pixels:
-                raise ImageError(f"image of {width}x{height} pixels exceeds the limit of {max_pixels} (bomb?)")
+                raise ImageError(
+                    f"image of {width}x{height} pixels refused as a decompression bomb (more than {max_pixels} pixels)"
+                )
             image.load()
+            orientation = _orientation(image)
+            if orientation != 1:
+                image = ImageOps.exif_transpose(image)
+                width, height = image.size
     except ImageError:
         raise
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-        raise ImageError(f"image refused as a decompression bomb: {exc}") from None
-    except (OSError, SyntaxError, ValueError) as exc:
-        text = str(exc)
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):  # Pillow's own limit, met on opening
+        raise ImageError(f"image refused as a decompression bomb (more than {max_pixels} pixels)") from None
+    except UnidentifiedImageError:
+        if media_type in MEDIA_TYPES:
+            raise ImageError(f"corrupt image ({media_type}): Pillow cannot identify it") from None
+        raise ImageError(f"not an image Pillow can read (detected: {media_type})") from None
+    except Exception as exc:  # Pillow raises many kinds on malformed files; every one is this row's reason
+        text = plain_reason(exc)
         kind = "truncated" if "truncated" in text.lower() else "corrupt"
-        raise ImageError(f"{kind} image ({media_type}): {text}") from None
+        raise ImageError(f"{kind} image ({media_type}): {text}" if text else f"{kind} image ({media_type})") from None
     if width <= 0 or height <= 0:
         raise ImageError("image has no pixels")
-    return Decoded(image, media_type, width, height)
+    return Decoded(image, media_type, width, height, orientation)
+
+
+def _orientation(image: Any) -> int:
+    """The EXIF orientation tag of a loaded image (1 when absent or unreadable)."""
+    try:
+        value = image.getexif().get(0x0112, 1)
+    except Exception:  # a broken EXIF block does not make the pixels unusable
+        return 1
+    return value if isinstance(value, int) and 1 <= value <= 8 else 1

@@ -80,27 +80,15 @@ def prepare_image(data: bytes, policy: ImagePolicy, declared: str | None = None,
     width, height = target_size(decoded.width, decoded.height, policy.max_side, policy.max_pixels)
     resized = (width, height) != (decoded.width, decoded.height)
     fmt = policy.format
-    if fmt == "keep" and not resized and decoded.media_type != "image/gif":
+    # The source bytes go as they are only when nothing would change them (an EXIF rotation must be applied,
+    # since providers differ on whether they honour the tag).
+    if fmt == "keep" and not resized and decoded.media_type != "image/gif" and decoded.orientation == 1:
         out, media_type = data, decoded.media_type
     else:
-        from PIL import Image
-
-        if resized:
-            image = image.resize((width, height), Image.Resampling.LANCZOS)
-        if fmt == "keep":
-            fmt = "png" if decoded.media_type in ("image/png", "image/gif") else "jpeg"
-        buffer = io.BytesIO()
-        if fmt == "jpeg":
-            if image.mode not in ("RGB", "L"):
-                image = _flatten(image)
-            image.save(buffer, format="JPEG", quality=policy.quality, optimize=False)
-            media_type = "image/jpeg"
-        else:
-            if image.mode not in ("RGB", "RGBA", "L", "LA", "P"):
-                image = image.convert("RGBA")
-            image.save(buffer, format="PNG", compress_level=6)
-            media_type = "image/png"
-        out = buffer.getvalue()
+        try:
+            out, media_type = _encode(_eight_bit(image), (width, height), resized, fmt, decoded.media_type, policy)
+        except (OSError, ValueError) as exc:  # a pixel format Pillow cannot convert or encode
+            raise ImageError(f"cannot re-encode the image ({decoded.media_type}, mode {image.mode})") from exc
     if not out:
         raise ImageError("image encoded to 0 bytes")
     return PreparedImage(
@@ -113,8 +101,46 @@ def prepare_image(data: bytes, policy: ImagePolicy, declared: str | None = None,
         source_width=decoded.width,
         source_height=decoded.height,
         label=label,
-        meta={"policy": policy_record(policy)},
+        meta={
+            "policy": policy_record(policy),
+            **({"exif_orientation": decoded.orientation} if decoded.orientation != 1 else {}),
+        },
     )
+
+
+def _encode(
+    image: Any, size: tuple[int, int], resized: bool, fmt: str, source_type: str, policy: ImagePolicy
+) -> tuple[bytes, str]:
+    from PIL import Image
+
+    if resized:
+        image = image.resize(size, Image.Resampling.LANCZOS)
+    if fmt == "keep":
+        fmt = "png" if source_type in ("image/png", "image/gif") else "jpeg"
+    buffer = io.BytesIO()
+    if fmt == "jpeg":
+        if image.mode not in ("RGB", "L"):
+            image = _flatten(image)
+        image.save(buffer, format="JPEG", quality=policy.quality, optimize=False)
+        return buffer.getvalue(), "image/jpeg"
+    if image.mode not in ("RGB", "RGBA", "L", "LA", "P"):
+        image = image.convert("RGBA")
+    image.save(buffer, format="PNG", compress_level=6)
+    return buffer.getvalue(), "image/png"
+
+
+def _eight_bit(image: Any) -> Any:
+    """``image`` with 8 bits per channel: 16-bit and 32-bit greyscale are scaled down (not clipped to white)."""
+    if image.mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
+        import numpy as np
+        from PIL import Image
+
+        pixels = np.asarray(image, dtype=np.float64)
+        top = (
+            255.0 if image.mode == "F" else (65535.0 if image.mode.startswith("I;16") or pixels.max() > 255 else 255.0)
+        )
+        return Image.fromarray(np.clip(pixels * (255.0 / top), 0, 255).astype(np.uint8), "L")
+    return image
 
 
 def _flatten(image: Any) -> Any:

@@ -3,7 +3,8 @@
 Every image value a dataset can hold (a path, a ``file://`` URI, a data URI, raw base64,
 bytes, an HF Image struct, a PIL image, an http(s) URL) becomes one ``IMAGE_REF`` struct.
 Pixels are not decoded here; a reference that cannot be resolved carries an ``error``
-so the rows that need it fail alone, with that reason.
+so the rows that need it fail alone, with that reason. Which local files a row may name is decided by
+:class:`~vision_eval.images.roots.ImageRoots` (after symlinks are resolved, before anything is opened).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import polars as pl
+
+from vision_eval.images.roots import ImageRoots, as_roots, open_checked, read_checked
 
 IMAGE_REF = pl.Struct(
     {
@@ -50,27 +53,29 @@ def _ref(
     return {"path": path, "bytes": data, "sha256": sha256, "source": source, "error": error}
 
 
-def _file_ref(raw: str, root: Path | None, allow_absolute: bool, source: str) -> dict[str, Any]:
-    candidate = Path(raw).expanduser()
-    if candidate.is_absolute():
-        if not allow_absolute:
-            return _ref(raw, source=source, error=f"absolute image path {raw!r} is not allowed for this dataset")
-        resolved = candidate.resolve()
-    else:
-        base = (root or Path.cwd()).resolve()
-        resolved = (base / candidate).resolve()
-        if not resolved.is_relative_to(base):
-            return _ref(raw, source=source, error=f"image path {raw!r} escapes the dataset root {str(base)!r}")
+def _file_ref(raw: str, roots: ImageRoots, source: str) -> dict[str, Any]:
+    resolved, refused = roots.resolve(raw)
+    if resolved is None:
+        return _ref(raw, source=source, error=refused)
     if not resolved.is_file():
-        return _ref(str(resolved), source=source, error=f"image file not found: {raw}")
+        missing = f"image file not found: {raw}" if not resolved.exists() else f"image path {raw!r} is not a file"
+        return _ref(str(resolved), source=source, error=missing)
     try:
-        with resolved.open("rb") as handle:
+        with open(open_checked(str(resolved)), "rb") as handle:
             digest = hashlib.file_digest(handle, "sha256").hexdigest()
+            size = handle.tell()
     except OSError as exc:
-        return _ref(str(resolved), source=source, error=f"cannot read image {raw!r}: {exc}")
-    if resolved.stat().st_size == 0:
+        return _ref(str(resolved), source=source, error=f"cannot read image {raw!r}: {exc.strerror or exc}")
+    if size == 0:
         return _ref(str(resolved), source=source, error=f"image file is empty: {raw}")
     return _ref(str(resolved), source=source, sha256=digest)
+
+
+def _file_uri_ref(text: str, roots: ImageRoots) -> dict[str, Any]:
+    parsed = urlparse(text)
+    if parsed.netloc not in ("", "localhost"):
+        return _ref(text, source="file_uri", error=f"file URI {text!r} names another host: not a local file")
+    return _file_ref(unquote(parsed.path), roots, "file_uri")
 
 
 def _decode_base64(text: str) -> bytes | None:
@@ -82,12 +87,13 @@ def _decode_base64(text: str) -> bytes | None:
 
 def image_ref(
     value: Any,
-    root: Path | None = None,
+    root: ImageRoots | Path | None = None,
     *,
-    allow_absolute: bool = True,
     allow_urls: bool = False,
 ) -> dict[str, Any] | None:
-    """Normalize one image value to an ``IMAGE_REF`` dict (``None`` for a null value)."""
+    """Normalize one image value to an ``IMAGE_REF`` dict (``None`` for a null value); local files only within
+    ``root`` (:class:`ImageRoots`, or a folder: the default roots of a local dataset there)."""
+    roots = as_roots(root)
     if value is None:
         return None
     if isinstance(value, bytes | bytearray | memoryview):
@@ -100,14 +106,14 @@ def image_ref(
         if data:
             return _ref(value.get("path"), bytes(data), source="hf")
         if value.get("path"):
-            return image_ref(value["path"], root, allow_absolute=allow_absolute, allow_urls=allow_urls)
+            return image_ref(value["path"], roots, allow_urls=allow_urls)
         return _ref(source="hf", error="image struct has neither bytes nor path")
     if hasattr(value, "save") and hasattr(value, "size"):  # a PIL image
         buffer = io.BytesIO()
         value.save(buffer, format="PNG")
         return _ref(data=buffer.getvalue(), source="pil")
     if isinstance(value, Path):
-        return _file_ref(str(value), root, allow_absolute, "path")
+        return _file_ref(str(value), roots, "path")
     if not isinstance(value, str):
         return _ref(source="unknown", error=f"unsupported image value of type {type(value).__name__}")
     text = value.strip()
@@ -123,7 +129,7 @@ def image_ref(
         return _ref(None, data, source="data_uri")
     scheme = urlparse(text).scheme.lower() if "://" in text[:16] else ""
     if scheme == "file":
-        return _file_ref(unquote(urlparse(text).path), root, True, "file_uri")
+        return _file_uri_ref(text, roots)
     if scheme in ("http", "https"):
         if not allow_urls:
             return _ref(
@@ -134,34 +140,34 @@ def image_ref(
         data = _decode_base64(text)
         if data and data.startswith(_IMAGE_MAGIC):
             return _ref(None, data, source="base64")
-    return _file_ref(text, root, allow_absolute, "path")
+    return _file_ref(text, roots, "path")
 
 
 def image_refs(
     value: Any,
-    root: Path | None = None,
+    root: ImageRoots | Path | None = None,
     *,
-    allow_absolute: bool = True,
     allow_urls: bool = False,
 ) -> list[dict[str, Any]]:
     """Normalize one cell of the images column (a single image or a list) to a list of refs."""
     if value is None:
         return []
+    roots = as_roots(root)
     items = value if isinstance(value, list | tuple) else [value]
-    refs = (image_ref(item, root, allow_absolute=allow_absolute, allow_urls=allow_urls) for item in items)
+    refs = (image_ref(item, roots, allow_urls=allow_urls) for item in items)
     return [ref for ref in refs if ref is not None]
 
 
 def images_series(
     values: pl.Series | list[Any],
-    root: Path | None = None,
+    root: ImageRoots | Path | None = None,
     *,
-    allow_absolute: bool = True,
     allow_urls: bool = False,
 ) -> pl.Series:
     """The canonical ``images`` column built from any column of image values."""
     cells = values.to_list() if isinstance(values, pl.Series) else list(values)
-    normalized = [image_refs(v, root, allow_absolute=allow_absolute, allow_urls=allow_urls) for v in cells]
+    roots = as_roots(root)
+    normalized = [image_refs(v, roots, allow_urls=allow_urls) for v in cells]
     return pl.Series("images", normalized, dtype=IMAGES_DTYPE)
 
 
@@ -182,6 +188,6 @@ def load_bytes(ref: dict[str, Any]) -> bytes:
     if ref.get("source") == "url":
         raise ValueError("URL images must be fetched by the caller")
     try:
-        return Path(path).read_bytes()
+        return read_checked(path)
     except OSError as exc:
-        raise ValueError(f"cannot read image {path!r}: {exc}") from None
+        raise ValueError(f"cannot read image {path!r}: {exc.strerror or exc}") from None

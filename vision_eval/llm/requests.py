@@ -3,7 +3,7 @@ OpenAI-shaped messages, and the plan (what would be sent, and its estimated toke
 
 Shared by every model-graded evaluator::
 
-    images = row_images(row, ["images"], context.dataset_root, judge.image)      # ImageError -> row error
+    images = row_images(row, ["images"], roots_of(context), judge.image)          # ImageError -> row error
     call = build_call(template, row_variables(row), images, judge, system=None)  # TemplateError -> row error
     result = await get_scheduler(context).complete(judge, call.messages, estimated_tokens=call.estimated_tokens)
 """
@@ -21,6 +21,7 @@ from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage, check_call_caps, estimate_image_tokens, prepare_image
 from vision_eval.images.providers import openai_message
 from vision_eval.images.refs import image_refs, load_bytes
+from vision_eval.images.roots import ImageRoots
 from vision_eval.llm.templates import ImageLabel, parts_text, render_parts
 
 RESERVED = ("id", "images", "_row_error")
@@ -64,7 +65,7 @@ def row_variables(row: dict[str, Any]) -> dict[str, Any]:
 def row_images(
     row: dict[str, Any],
     columns: list[str],
-    root: Path | None,
+    root: ImageRoots | Path | None,
     policy: Any,
     *,
     chat_input: bool = True,

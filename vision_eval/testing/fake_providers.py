@@ -353,6 +353,16 @@ class FakeProviders:
 
         body = await request.json()
         model = request.match_info.get("model", "").split(":")[0] or body.get("model", "")
+        answered = action.status == 200 and not (action.reset or action.malformed or action.body is not None)
+        if answered:  # decoded and recorded on arrival: a delayed request never lands in a later test's record
+            try:
+                seen = understand(provider, model, body, dict(request.headers), self.inspect_images)
+            except Exception as exc:  # an undecodable image is the client's fault: answer 400 like a provider
+                return web.json_response({"error": {"message": f"bad image: {exc}"}}, status=400)
+            if _LONG_BASE64.search(seen.text):
+                return web.json_response({"error": {"message": "base64 data found in a text part"}}, status=400)
+            with self._lock:
+                self.requests.append(seen)
         if action.delay or self.latency:
             await asyncio.sleep(action.delay or self.latency)
         if action.reset:
@@ -370,14 +380,6 @@ class FakeProviders:
             return web.json_response(error, status=action.status, headers=headers)
         if action.malformed:
             return web.Response(text="this is not json {", content_type="application/json")
-        try:
-            seen = understand(provider, model, body, dict(request.headers), self.inspect_images)
-        except Exception as exc:  # an undecodable image is the client's fault: answer 400 like a provider
-            return web.json_response({"error": {"message": f"bad image: {exc}"}}, status=400)
-        if _LONG_BASE64.search(seen.text):
-            return web.json_response({"error": {"message": "base64 data found in a text part"}}, status=400)
-        with self._lock:
-            self.requests.append(seen)
         if action.reply is not None:
             reply = action.reply
         elif self.responder is not None:

@@ -61,7 +61,7 @@ def _dense(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct non-negative integers among ``values`` (sorted) and each value's index among them."""
     if not len(values):
         return values, np.zeros(0, dtype=np.int64)
-    if values.max() < 1 << 22:  # a table beats sorting
+    if values.dtype != object and values.max() < 1 << 22:  # a table beats sorting
         present = np.zeros(int(values.max()) + 1, dtype=bool)
         present[values] = True
         return np.flatnonzero(present), (np.cumsum(present) - 1)[values]
@@ -140,7 +140,9 @@ def _details(
         [
             pl.Series(_FIXED),
             *(names[str(i)] for i in range(4)),
-            pl.Series(numbers).cast(pl.Utf8),
+            pl.Series([str(v) for v in numbers], dtype=pl.Utf8)
+            if numbers.dtype == object
+            else pl.Series(numbers).cast(pl.Utf8),
             reasonings.to_series(),
             bare_parts["open"],
             bare_parts["close"],

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from vision_eval.validators._distinct import codes
+from vision_eval.validators.digits import ascii_digits
 
 _UNITS = [
     "zero",
@@ -142,7 +143,8 @@ _WORDS_THEN_STOPS = (_WORD_PATTERNS + _STOP_PATTERNS, _WORD_DIGITS + [" , "] * l
 
 
 def normalized(texts: pl.Series) -> pl.Series:
-    """Lowercase text with number words as digits, ``noun: N`` as ``N noun`` and stop words as commas.
+    """Lowercase text with number words as digits (and digits of any script as ASCII digits), ``noun: N`` as
+    ``N noun`` and stop words as commas.
 
     Literal multi-pattern replacements (Aho-Corasick) over space-padded words instead of one regex
     per word: every word is surrounded by at least two spaces, so " five " never matches "fivefold".
@@ -150,7 +152,7 @@ def normalized(texts: pl.Series) -> pl.Series:
     equals sign there is nothing to reorder and one pass replaces both (no stop word is, starts or ends a
     number phrase, so the earliest listed pattern still wins at each position).
     """
-    lower = texts.cast(pl.Utf8).fill_null("").str.to_lowercase().str.replace_all(" ", "  ", literal=True)
+    lower = ascii_digits(texts.cast(pl.Utf8).fill_null("").str.to_lowercase()).str.replace_all(" ", "  ", literal=True)
     padded = pl.select(pl.concat_str(pl.lit("  "), pl.lit(lower).str.replace_many(_PAD, leftmost=True), pl.lit("  ")))
     padded = padded.to_series()
     out = padded.str.replace_many(*_WORDS_THEN_STOPS, leftmost=True)
@@ -177,8 +179,6 @@ def singular(word: pl.Expr) -> pl.Expr:
 
 
 _WORDS = r"[a-z][a-z'-]*"
-# A number run Int64 cannot hold (19+ ASCII digits, or a non-ASCII digit).
-_BAD_NUMBER = r"[0-9]{19}|[\d&&[^0-9]]"
 
 
 @dataclass(frozen=True)
@@ -194,13 +194,15 @@ class Mentions:
     vocabulary: pl.Series
 
 
-def mentions(normal: pl.Series) -> Mentions:
-    """The mentions of normalized texts (see :class:`Mentions`)."""
+def mentions(normal: pl.Series, exact: bool = False) -> Mentions:
+    """The mentions of normalized texts (see :class:`Mentions`); ``exact``: counts as Python integers of any
+    length (an object array), else Int64."""
     phrases = normal.str.extract_all(_PAIR)
     text = np.repeat(np.arange(len(normal), dtype=np.int64), phrases.list.len().to_numpy())
     distinct, phrase = codes(phrases.explode(), repeats_ok=True)
+    number = pl.col("p").str.extract(r"^(\d+)")
     parsed = distinct.to_frame("p").select(
-        pl.col("p").str.extract(r"^(\d+)").cast(pl.Int64).alias("n"),
+        (number if exact else number.cast(pl.Int64)).alias("n"),
         pl.col("p").str.extract_all(_WORDS).alias("w"),
     )
     raw = parsed.select(pl.col("w").list.get(i, null_on_oob=True).alias(str(i)) for i in range(3))
@@ -209,17 +211,23 @@ def mentions(normal: pl.Series) -> Mentions:
     words = np.append(singular_code, -1)[raw_code].reshape(3, -1).T  # per distinct phrase
     # A phrase has one to three words: the last is the third, else the second, else the first.
     last = np.where(words[:, 2] >= 0, words[:, 2], np.where(words[:, 1] >= 0, words[:, 1], words[:, 0]))
-    n = parsed["n"].to_numpy()
+    n = integers(parsed["n"]) if exact else parsed["n"].to_numpy()
     return Mentions(text=text, n=n[phrase], words=words[phrase], last=last[phrase], vocabulary=vocabulary)
 
 
-def check_numbers(normal: pl.Series) -> None:
-    """Raise, as reading every number of the texts as Int64 would, when one does not fit."""
-    suspect = normal.filter(normal.str.contains(_BAD_NUMBER))
-    if len(suspect):
-        suspect.str.extract_all(r"\d+").list.eval(pl.element().cast(pl.Int64))
+def integers(digits: pl.Series) -> np.ndarray:
+    """Digit strings as Python integers of any length (an object array; null -> None)."""
+    return np.array([None if d is None else int(d) for d in digits.to_list()], dtype=object)
 
 
-def first_numbers(normal: pl.Series) -> pl.Series:
-    """The first number of each normalized text (null: none)."""
-    return normal.str.extract(r"(\d+)", 1).cast(pl.Int64)
+def first_numbers(normal: pl.Series, exact: bool = False) -> pl.Series:
+    """The first number of each normalized text (null: none): Int64, or with ``exact`` its canonical digits
+    (text, no leading zeros)."""
+    digits = normal.str.extract(r"(\d+)", 1)
+    return canonical(digits) if exact else digits.cast(pl.Int64)
+
+
+def canonical(digits: pl.Series) -> pl.Series:
+    """Digit strings without leading zeros ("007" -> "7", "000" -> "0")."""
+    stripped = digits.str.strip_chars_start("0")
+    return pl.select(pl.when(stripped == "").then(pl.lit("0")).otherwise(stripped).alias(digits.name)).to_series()

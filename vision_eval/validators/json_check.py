@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -17,7 +18,9 @@ from typing import Any
 import polars as pl
 
 from vision_eval.halves import in_halves
+from vision_eval.reasons import plain_reason
 from vision_eval.validators.json_columns import score_columns
+from vision_eval.validators.json_tree import MAX_DEPTH, nesting_depth
 
 _FENCE = r"```(?:json|JSON)?\s*([\s\S]*?)```"
 HALF_MIN_ROWS = 10_000
@@ -25,6 +28,7 @@ HALF_MIN_ROWS = 10_000
 _UNPARSED: Any = object()
 """Marks a text not decoded yet."""
 _TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+_TOO_LONG = f"a number of more than {sys.int_info.default_max_str_digits} digits (too long to read)"
 
 
 @dataclass(frozen=True)
@@ -148,8 +152,11 @@ def _leaves(value: Any) -> int:
 class _Compare:
     """Recursive comparison of an expected and an actual JSON value, collecting what differs."""
 
-    def __init__(self, opts: JsonOptions) -> None:
+    def __init__(self, opts: JsonOptions, memo: dict[tuple[int, int], int] | None = None) -> None:
         self.opts = opts
+        self.memo: dict[tuple[int, int], int] = {} if memo is None else memo
+        """Matching leaves of (expected, actual) value pairs already compared (by identity, within one row): array
+        items are paired by trial comparisons, which nested arrays would otherwise repeat exponentially."""
         self.missing: list[str] = []
         self.extra: list[str] = []
         self.type_errors: list[dict[str, Any]] = []
@@ -203,11 +210,17 @@ class _Compare:
                 self.missing.append(child)
                 self.total += _leaves(item)
                 continue
-            best = max(unused, key=lambda j: _Compare(self.opts).run(item, got[j], ""))
+            best = max(unused, key=lambda j: self._hits(item, got[j]))
             unused.remove(best)
             hits += self.run(item, got[best], child)
         self.extra += [f"{path}[{j}]" for j in unused]
         return hits
+
+    def _hits(self, want: Any, got: Any) -> int:
+        key = (id(want), id(got))
+        if key not in self.memo:
+            self.memo[key] = _Compare(self.opts, self.memo).run(want, got, "")
+        return self.memo[key]
 
 
 def _only_top_missing(want: dict[str, Any], got: dict[str, Any], cmp: _Compare) -> bool:
@@ -229,19 +242,27 @@ def check_one(
     want: Any = None
     has_expected = expected is not None and bool(expected.strip())
     if has_expected:
+        if nesting_depth(expected) > MAX_DEPTH:
+            return {"status": "error", "error": f"expected_output: JSON nested deeper than {MAX_DEPTH} levels"}
         try:
             want = _expected_value(expected) if expected_decoded is _UNPARSED else expected_decoded
         except json.JSONDecodeError as exc:
             return {"status": "error", "error": f"expected_output is not valid JSON: {exc}"}
+        except ValueError:  # an integer of more digits than Python reads
+            return {"status": "error", "error": f"expected_output holds {_TOO_LONG}"}
     elif opts.schema is None:
         return {"status": "error", "error": "no schema configured and no expected_output to infer one from"}
     base: dict[str, Any] = {"missing_keys": [], "extra_keys": [], "type_errors": [], "value_mismatches": []}
     if candidate is None or not candidate.strip():
         reason = "the response holds no JSON"
         return {"status": "processed", "score": 0.0, "details": {**base, "valid_json": False, "reason": reason}}
+    if nesting_depth(candidate) > MAX_DEPTH:
+        return {"status": "error", "error": f"output: JSON nested deeper than {MAX_DEPTH} levels"}
     try:
         got = json.loads(candidate) if decoded is _UNPARSED else decoded
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:
+        if not isinstance(exc, json.JSONDecodeError):  # an integer of more digits than Python reads
+            return {"status": "error", "error": f"output holds {_TOO_LONG}"}
         found = "{" in candidate or "[" in candidate
         reason = f"invalid JSON: {exc}" if found else "no JSON object or array found in the response"
         details = {**base, "valid_json": False, "reason": reason, "raw": (raw or "")[:500]}
@@ -295,7 +316,7 @@ def _decode_all(candidates: list[str | None]) -> list[Any]:
     for text in candidates:
         try:
             out.append(decode(text) if text else _UNPARSED)
-        except (msgspec.DecodeError, UnicodeEncodeError):
+        except (msgspec.DecodeError, UnicodeEncodeError, RecursionError):
             out.append(_UNPARSED)
     return out
 
@@ -345,8 +366,13 @@ def json_rows(prepared: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
     for (raw, candidate, expected), got, want in zip(distinct.iter_rows(), decoded, wanted):
         try:
             result = check_one(raw, candidate, expected, opts, got, want)
-        except Exception as exc:  # e.g. an invalid configured schema: this row's error
-            result = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+        except Exception as exc:  # e.g. a configured schema that fails on this row: a plain reason, the type in details
+            reason = plain_reason(exc)[:300]
+            result = {
+                "status": "error",
+                "error": f"the row could not be checked{': ' + reason if reason else ''}",
+                "details": {"exception": type(exc).__name__},
+            }
         if "details" in result:
             # Values msgspec decoded are finite numbers, strings, lists and dicts, which it encodes as json.dumps
             # would (compactly); NaN or infinity (only json.loads yields them) keep json.dumps' spelling.

@@ -31,7 +31,16 @@ import polars as pl
 
 from vision_eval.validators import json_compare as jc
 from vision_eval.validators.json_extras import extra_keys
-from vision_eval.validators.json_tree import Node, build, encode, pointer_step, shape_regex
+from vision_eval.validators.json_tree import (
+    MAX_DEPTH,
+    Node,
+    build,
+    encode,
+    nesting_depth,
+    pointer_step,
+    shape_regex,
+    too_deep,
+)
 
 MIN_GROUP_ROWS = 1000
 """Below this many rows of one shape, the row-wise path is cheaper than a group's fixed cost (~12 ms: the row-wise
@@ -69,15 +78,13 @@ def score_columns(prepared: pl.DataFrame, opts: Any, min_rows: int | None = None
         & ~pl.any_horizontal(c.str.contains(p, literal=not p.startswith(",[")) for p in TRAILING_COMMAS)
         & ~pl.any_horizontal(c.str.contains(p) for p in HUGE_NUMBERS)
         & ~(c.str.contains("(?i)nan|inf") & c.str.contains(NAN_INF))
-        & ~pl.when(c.str.len_bytes() > 2 * MAX_OPENERS)
-        .then(c.str.count_matches(r"[\[\{]") > MAX_OPENERS)
-        .otherwise(False)
+        & ~(pl.col("openers") > MAX_OPENERS)
     )
     frame = (
         prepared.lazy()
         .select(pl.col("candidate").alias("c"), pl.col("expected_output").alias("e"))
         .with_row_index("row")
-        .with_columns((c.is_null() | (c == "")).alias("empty"))
+        .with_columns((c.is_null() | (c == "")).alias("empty"), c.str.count_matches(r"[\[\{]").alias("openers"))
         .filter(
             (pl.col("empty") | plain.fill_null(False))
             & e.str.contains(r"^[ \t\n\r]*[\{\[]").fill_null(False)
@@ -85,6 +92,8 @@ def score_columns(prepared: pl.DataFrame, opts: Any, min_rows: int | None = None
         )
         .collect()
     )
+    if (frame["openers"] > MAX_DEPTH).any():  # the row-wise path reports JSON nested too deeply
+        frame = frame.filter(~too_deep(frame["c"], frame["openers"]))
     parts = [_score_group(frame[members], tree, opts) for tree, members in _shapes(frame["e"], min_rows)]
     return pl.concat([pl.DataFrame(schema=_RESULT_SCHEMA), *parts]).sort("row")
 
@@ -98,6 +107,8 @@ def _shapes(expected: pl.Series, min_rows: int) -> list[tuple[Node, pl.Series]]:
             break
         texts = expected.gather(remaining)
         try:
+            if nesting_depth(texts[0]) > MAX_DEPTH:  # the row-wise path reports it (the whole shape nests as deep)
+                raise RecursionError
             value = json.loads(texts[0])
             match = texts.str.contains(shape_regex(value)).fill_null(False)
             tree = build(value)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
+
 _REGEX_META = set("\\.+*?()|[]{}^$#&-~")
 _WS = r"[ \t\n\r]*"
 _STRING = r'"(?:[^"\\\x00-\x1f]|\\.)*"'
@@ -125,3 +127,44 @@ def _shape(value: Any) -> str:
     if isinstance(value, list):
         return rf"\[{_WS}{sep.join(_shape(v) for v in value)}{_WS}\]"
     return _SCALAR
+
+
+MAX_DEPTH = 64
+"""JSON nested deeper than this is not read (a plain row error): deeper documents would exhaust Python's recursion
+in parsing, comparison or JSON Schema validation, differently from run to run."""
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+
+
+def nesting_depth(text: str) -> int:
+    """How deeply ``text`` (JSON) nests arrays and objects (brackets inside strings do not count); a text with at most
+    ``MAX_DEPTH`` brackets is not scanned (its depth is at most that, and this returns its bracket count)."""
+    openers = text.count("[") + text.count("{")
+    if openers <= MAX_DEPTH:
+        return openers
+    import re
+
+    import numpy as np
+
+    brackets = re.sub(r"[^\[\]{}]", "", re.sub(_QUOTED, "", text)).encode()
+    steps = np.where(np.isin(np.frombuffer(brackets, dtype=np.uint8), (ord("["), ord("{"))), 1, -1)
+    return int(np.cumsum(steps).max(initial=0))
+
+
+def too_deep(texts: pl.Series, openers: pl.Series | None = None) -> pl.Series:
+    """Per text: nested deeper than ``MAX_DEPTH`` (or unbalanced), by the same reading as :func:`nesting_depth`;
+    only texts with more brackets (``openers``: their count of ``[`` and ``{``, when known) than that are looked at,
+    by removing innermost pairs ``MAX_DEPTH`` times."""
+    if openers is None:
+        openers = texts.str.count_matches(r"[\[{]")
+    suspect = (openers > MAX_DEPTH).fill_null(False)
+    deep = pl.repeat(False, len(texts), dtype=pl.Boolean, eager=True)
+    rows = suspect.arg_true()
+    if not len(rows):
+        return deep
+    brackets = texts.gather(rows).str.replace_all(_QUOTED, "").str.replace_all(r"[^\[\]{}]", "")
+    for _ in range(MAX_DEPTH):
+        left = brackets != ""
+        if not left.any():
+            break
+        rows, brackets = rows.filter(left), brackets.filter(left).str.replace_all(r"\[\]|\{\}", "")
+    return deep.scatter(rows.filter(brackets != ""), True) if len(rows) else deep

@@ -20,9 +20,14 @@ def validate_one(kind: str, record: dict[str, Any]) -> dict[str, Any]:
     """Run validator ``kind`` (count, ocr, json, chart) on one record through the built-in evaluator."""
     from pydantic import ValidationError
 
+    from vision_eval.data.text import invalid_column
     from vision_eval.evaluators.code_validators import VALIDATOR_TYPES
 
     cls = VALIDATOR_TYPES[kind]
+    column = invalid_column(record)
+    if column is not None:  # a lone surrogate (a \ud800 escape in the JSON)
+        error = f"{column!r} is not valid text (a lone surrogate)"
+        return {"status": "error", "score": None, "passed": False, "details": {}, "error": error}
     config = {k: v for k, v in record.items() if k not in ROW_KEYS}
     nested = config.pop("config", None)
     if isinstance(nested, dict):  # a code_judge-style record carries its settings under "config"
@@ -70,13 +75,16 @@ def main(kind: str, argv: list[str] | None = None) -> int:
         return 2
     try:
         result = validate_one(kind, record)
-    except Exception as exc:  # the protocol promises exit code 2, never a traceback
+    except Exception as exc:  # the protocol promises exit code 2, never a traceback (the type goes in details)
+        from vision_eval.reasons import plain_reason
+
+        reason = plain_reason(exc)[:300]
         result = {
             "status": "error",
             "score": None,
             "passed": False,
-            "details": {},
-            "error": f"{type(exc).__name__}: {exc}",
+            "details": {"exception": type(exc).__name__},
+            "error": f"the record could not be checked{': ' + reason if reason else ''}",
         }
     print(json.dumps(result, ensure_ascii=False, default=str))
     if result["status"] == "error":
