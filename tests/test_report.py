@@ -12,6 +12,7 @@ import re
 import select
 import shutil
 import subprocess
+import sys
 import time
 from html.parser import HTMLParser
 from pathlib import Path
@@ -562,3 +563,36 @@ def test_thumbnails_formats_and_failures(tmp_path: Path) -> None:
     assert "not stored with the results (source: bytes)" in entries[0]["error"]
     assert "no network requests" in entries[1]["error"]
     assert entries[2]["error"] == broken.error and entries[2]["name"] == "broken.jpg"
+
+
+def test_a_crafted_run_directory_cannot_make_the_report_embed_another_local_file(tmp_path: Path) -> None:
+    """samples.parquet is data: a run directory from someone else may name any local path. The report embeds an
+    image only when its bytes hash to what the run recorded, so a private image elsewhere is never embedded."""
+    import hashlib
+
+    from conftest import RED, shape_png
+
+    from vision_eval.report.thumbs import thumbnail
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "red.png").write_bytes(shape_png(RED, 2))
+    rows = [{"id": "a", "output": "x", "expected_output": "x", "images": ["red.png"]}]
+    (tmp_path / "data" / "rows.jsonl").write_text(json.dumps(rows[0]) + "\n")
+    ve.evaluate(str(tmp_path / "data" / "rows.jsonl"), evaluators={"e": {"type": "exact_match"}},
+                output_dir=tmp_path / "run")  # fmt: skip
+    private = tmp_path / "private.png"
+    private.write_bytes(shape_png((10, 200, 10), 5, size=(64, 64)))
+    samples = pl.read_parquet(tmp_path / "run" / "samples.parquet")
+    crafted = samples.with_columns(
+        pl.col("images").list.eval(pl.element().struct.with_fields(pl.lit(str(private)).alias("path")))
+    )
+    crafted.write_parquet(tmp_path / "run" / "samples.parquet")
+    proc = subprocess.run([sys.executable, "-m", "vision_eval.report.cli", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    html = (tmp_path / "run" / "report.html").read_text()
+    assert "is not the image the run recorded" in html
+    private_thumb = thumbnail(str(private))  # what embedding it would have put in the page
+    assert private_thumb.uri is not None and private_thumb.uri not in html
+    red = tmp_path / "data" / "red.png"
+    assert thumbnail(str(red), sha256=hashlib.sha256(red.read_bytes()).hexdigest()).uri is not None

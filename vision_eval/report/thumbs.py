@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from vision_eval.images.roots import read_checked
 
 THUMB_BYTES = 12_000
 """About the size of a 256 px JPEG thumbnail of a photo, as a data URI."""
@@ -72,14 +75,21 @@ class PathDisplay:
         return frame.with_columns(pl.col(c).str.replace_many(patterns, shown, leftmost=True) for c in present)
 
 
-def thumbnail(path: str, max_side: int = 256, quality: int = 75, shown: str | None = None) -> Thumb:
+def thumbnail(
+    path: str, max_side: int = 256, quality: int = 75, shown: str | None = None, sha256: str | None = None
+) -> Thumb:
     """A JPEG (PNG when the image has transparency) data URI of the image at ``path``, at most ``max_side``;
-    errors name the file as ``shown``."""
+    errors name the file as ``shown``. With ``sha256`` (what the run recorded of the image), a file whose bytes
+    hash to anything else is not embedded: a run directory (``samples.parquet`` is data, and may come from
+    someone else) never makes the report embed some other local file."""
     shown = shown or os.path.basename(path)
     from PIL import Image, ImageOps
 
     try:
-        with Image.open(path) as image:
+        data = read_checked(os.path.realpath(path))
+        if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+            return Thumb(None, f"image {shown} is not the image the run recorded (its content differs): not embedded")
+        with Image.open(io.BytesIO(data)) as image:
             image.draft("RGB", (max_side, max_side))  # JPEG decodes at a reduced scale: much faster
             image.seek(0)
             small = ImageOps.exif_transpose(image)
@@ -115,6 +125,11 @@ def _unavailable(ref: dict[str, Any]) -> str | None:
 def image_key(ref: dict[str, Any]) -> str:
     """The key under which a reference's thumbnail is stored (content hash, else path)."""
     return str(ref.get("sha256") or ref.get("path") or "")
+
+
+def _recorded(key: str) -> str | None:
+    """The recorded sha256 when the key is one (keys are the content hash, else the path)."""
+    return key if len(key) == 64 and all(c in "0123456789abcdef" for c in key) else None
 
 
 def wanted_images(cells: pl.Series | list[Any]) -> dict[str, str]:
@@ -167,8 +182,10 @@ def build_thumbnails(
                 made.update((key, left) for key, _ in chunk)
                 continue
             thumbs = pool.map(
-                lambda path: thumbnail(path, side, shown=display.name(path) if display else None),
-                [path for _, path in chunk],
+                lambda item: thumbnail(
+                    item[1], side, shown=display.name(item[1]) if display else None, sha256=_recorded(item[0])
+                ),
+                chunk,
             )
             for (key, _), thumb in zip(chunk, thumbs):
                 size = len(thumb.uri or "")
