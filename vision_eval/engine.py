@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from vision_eval.checkpoint import Checkpoints, Part
+from vision_eval.columns import check_mapped, column_map, needed, view
 from vision_eval.data import ROW_ERROR, check_columns
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalOutput, Evaluator
@@ -72,9 +73,10 @@ def _where_expr(evaluator: Evaluator) -> pl.Expr | None:
     return pl.sql_expr(where) if where else None
 
 
-def check_stack(frame: pl.DataFrame, evaluators: list[Evaluator], dataset_cfg: Any) -> None:
+def check_stack(frame: pl.DataFrame, evaluators: list[Evaluator], dataset_cfg: Any, sources: Any = None) -> None:
     """Fail before any work when a column is missing or a ``where`` filter is invalid."""
-    check_columns(frame, {e.name: e.columns_needed() for e in evaluators}, dataset_cfg)
+    check_mapped(frame, evaluators, sources)
+    check_columns(frame, {e.name: needed(e) for e in evaluators}, dataset_cfg)
     for evaluator in evaluators:
         if not evaluator.settings.where:
             continue
@@ -91,17 +93,20 @@ def _precheck(evaluator: Evaluator, batch: pl.DataFrame) -> pl.DataFrame:
         failed = pl.format("candidate generation failed: {}", pl.col("candidate_error"))
         checks.append((pl.col("candidate_error").is_not_null(), SKIPPED, failed))
     where = _where_expr(evaluator)
-    if where is not None:
+    if where is not None:  # on the dataset's own columns, before the evaluator's column mapping
+        batch = batch.with_columns(where.fill_null(False).alias("_where"))
         reason = f"row not selected by where: {evaluator.settings.where}"
-        checks.append((~where.fill_null(False), SKIPPED, pl.lit(reason)))
+        checks.append((~pl.col("_where"), SKIPPED, pl.lit(reason)))
+    batch, mapped = view(evaluator, batch), column_map(evaluator)
     if ROW_ERROR in batch.columns:
         checks.append((pl.col(ROW_ERROR).is_not_null(), ERROR, pl.col(ROW_ERROR)))
     for column in evaluator.columns_needed():
+        named = f"{', '.join(mapped[column])} (read as {column})" if column in mapped else column
         if column == "images":
-            checks.append((pl.col("images").list.len().fill_null(0) == 0, ERROR, pl.lit("row has no images")))
+            checks.append((pl.col("images").list.len().fill_null(0) == 0, ERROR, pl.lit(f"row has no {named}")))
             checks.append((image_error_expr().is_not_null(), ERROR, image_error_expr()))
         else:
-            checks.append((pl.col(column).is_null(), ERROR, pl.lit(f"{column} is missing")))
+            checks.append((pl.col(column).is_null(), ERROR, pl.lit(f"{named} is missing")))
     if not checks:
         return batch.with_columns(
             pl.lit(None, pl.Utf8).alias("_pre_status"), pl.lit(None, pl.Utf8).alias("_pre_reason")
@@ -114,7 +119,7 @@ def _precheck(evaluator: Evaluator, batch: pl.DataFrame) -> pl.DataFrame:
     return batch.with_columns(
         status.otherwise(pl.lit(None, pl.Utf8)).alias("_pre_status"),
         reason.otherwise(pl.lit(None, pl.Utf8)).cast(pl.Utf8).alias("_pre_reason"),
-    )
+    ).drop("_where", strict=False)
 
 
 def _pre_rows(pre: pl.DataFrame) -> pl.DataFrame:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 from collections.abc import Mapping
@@ -53,10 +54,14 @@ def _resolve_class(name: str, spec: Mapping[str, Any], sources: ConfigSources | 
     try:
         return registry.get(str(type_name)), settings
     except KeyError:
-        known = ", ".join(registry.names())
-        raise ConfigError(
-            key, f"unknown evaluator type {type_name!r}; known types: {known}", _file(key, sources)
-        ) from None
+        names = registry.names()
+        close = difflib.get_close_matches(str(type_name), names, n=3, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        message = (
+            f"unknown evaluator type {type_name!r}{hint} (known types: {', '.join(names)}; "
+            "`vision-eval list` describes each)"
+        )
+        raise ConfigError(key, message, _file(key, sources)) from None
 
 
 def _file(key: str, sources: ConfigSources | None) -> str | None:
@@ -73,7 +78,7 @@ def build_evaluator(
     try:
         model = cls.settings_model.model_validate(settings)
     except ValidationError as exc:
-        raise config_error_from(exc, prefix=f"evaluators.{name}", sources=sources) from None
+        raise config_error_from(exc, prefix=f"evaluators.{name}", sources=sources, model=cls.settings_model) from None
     try:
         return cls(name, model, context)
     except (ValueError, TypeError, FileNotFoundError) as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,16 @@ from vision_eval.data.loading import ROW_ERROR, RawDataset, load_raw
 
 
 def load_dataset(
-    cfg: DatasetConfig, data: Any = None, limit: int | None = None, shard: str | None = None
+    cfg: DatasetConfig,
+    data: Any = None,
+    limit: int | None = None,
+    shard: str | None = None,
+    image_columns: Sequence[str] = (),
 ) -> tuple[pl.DataFrame, Path | None]:
-    """The canonical frame for a dataset config (or Python ``data``) and its image root."""
+    """The canonical frame for a dataset config (or Python ``data``) and its image root; ``image_columns``
+    (columns other than ``images`` that evaluators read images from) become image references too."""
     raw = load_raw(cfg, data, limit)
-    return canonicalize(raw, cfg, limit, shard), raw.root
+    return canonicalize(raw, cfg, limit, shard, image_columns), raw.root
 
 
 __all__ = ["ROW_ERROR", "RawDataset", "canonicalize", "check_columns", "load_dataset", "load_raw", "samples_frame"]
