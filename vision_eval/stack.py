@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,14 +19,22 @@ from vision_eval.evaluator import EvalContext, Evaluator
 
 
 def import_object(path: str) -> Any:
-    """Import ``module:attr`` or ``module.attr``."""
+    """Import ``module:attr`` or ``module.attr`` (a module on the path, or in the current directory)."""
     if ":" in path:
         module_name, _, attr = path.partition(":")
     else:
         module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
         raise ImportError(f"{path!r} is not 'module:attribute' or 'module.attribute'")
-    obj: Any = importlib.import_module(module_name)
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        # A module next to where the user runs vision-eval (a console script does not put that folder on the path).
+        here = os.getcwd()
+        if exc.name != module_name.split(".")[0] or here in sys.path:
+            raise
+        sys.path.append(here)
+        obj = importlib.import_module(module_name)
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
