@@ -9,6 +9,7 @@ A JSONL line that does not parse becomes a row with a ``_row_error``, never a cr
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,30 @@ def _load_local(path: Path, cfg: DatasetConfig, limit: int | None) -> RawDataset
     return RawDataset(frame, root, kind)
 
 
+LOCAL_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet", ".arrow", ".txt", ".zip", ".gz", ".tar")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def looks_local(text: str) -> bool:
+    """True for a dataset path that names a local file or folder: it starts with ``./``, ``../``, ``/`` or
+    ``~``, ends in a file extension, or its first part is an existing folder."""
+    if text.startswith(("./", "../", "/", "~", ".\\")) or Path(text).suffix.lower() in LOCAL_SUFFIXES:
+        return True
+    first = text.split("/", 1)[0]
+    return "/" in text and Path(first).is_dir()
+
+
+def _check_hub_id(text: str, source: str) -> None:
+    """A missing path is tried on the Hub only when it has a Hub id's shape (``owner/name``); else, at once, a
+    config error saying it was not found locally."""
+    hub_shaped = bool(_HUB_ID.match(text)) and not looks_local(text)
+    if source in ("auto", "hf") and hub_shaped:
+        return
+    where = Path.cwd()
+    hint = "" if source not in ("auto", "hf") else "; a Hugging Face dataset id looks like owner/name"
+    raise ConfigError("dataset.path", f"{text!r} not found locally (no such file or folder; relative to {where}){hint}")
+
+
 def _load_hub(cfg: DatasetConfig, limit: int | None) -> RawDataset:
     import datasets
 
@@ -161,7 +186,10 @@ def _load_hub(cfg: DatasetConfig, limit: int | None) -> RawDataset:
             data_files=cfg.data_files,
         )
     except Exception as exc:  # the hub raises many kinds; all mean the same to the user
-        raise DatasetError(f"cannot load Hugging Face dataset {cfg.path!r}: {exc}") from exc
+        raise DatasetError(
+            f"{cfg.path!r} is not a local file or folder (relative to {Path.cwd()}), and loading it as a Hugging Face "
+            f"dataset failed: {exc}"
+        ) from exc
     root = Path(cfg.image_root).expanduser().resolve() if cfg.image_root else None
     return RawDataset(_from_hf(ds, limit), root, "hf", local=False)
 
@@ -175,13 +203,13 @@ def load_raw(cfg: DatasetConfig, data: Any = None, limit: int | None = None) -> 
         path = Path(cfg.path).expanduser()  # type: ignore[arg-type]
         if path.exists():
             return _load_local(path.resolve(), cfg, read_limit)
-        if cfg.source not in ("auto", "hf") or path.suffix.lower() in (".parquet", ".jsonl", ".json", ".csv"):
-            raise ConfigError("dataset.path", f"file not found: {cfg.path}")
+        _check_hub_id(str(cfg.path), cfg.source)
         return _load_hub(cfg, read_limit)
     root = Path(cfg.image_root).expanduser().resolve() if cfg.image_root else None
     if isinstance(data, str | Path):
         path = Path(data).expanduser()
         if not path.exists():
+            _check_hub_id(str(data), cfg.source)
             return _load_hub(cfg.model_copy(update={"path": str(data)}), read_limit)
         return _load_local(path.resolve(), cfg, read_limit)
     if isinstance(data, pl.DataFrame):
