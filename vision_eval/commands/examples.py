@@ -161,20 +161,20 @@ EXAMPLES: dict[str, Example] = {
         {"type": "relaxed_accuracy"},
         [
             {"id": "a", "output": "12.3", "expected_output": "12"},
-            {"id": "b", "output": "Yes", "expected_output": '["yes", "true"]'},
+            {"id": "b", "output": "15", "expected_output": '["12", "twelve"]'},
         ],
     ),
     "anls": Example(
         {"type": "anls"},
         [
             {"id": "a", "output": "ACME Corp", "expected_output": "Acme Corp."},
-            {"id": "b", "output": "June 5", "expected_output": '["5 June", "June 5th"]'},
+            {"id": "b", "output": "May 3", "expected_output": '["5 June", "June 5th"]'},
         ],
     ),
     "vqa_accuracy": Example(
         {"type": "vqa_accuracy"},
         [
-            {"id": "a", "output": "Red", "expected_output": '["red", "red", "red", "dark red"]'},
+            {"id": "a", "output": "Red", "expected_output": '["red", "red", "red", "red", "dark red"]'},
             {"id": "b", "output": "two", "expected_output": '["2", "2", "two", "3"]'},
         ],
     ),
@@ -264,7 +264,7 @@ EXAMPLES: dict[str, Example] = {
         note=_GRADED_NOTE,
     ),
     "image_similarity": Example(
-        {"type": "image_similarity", "reference_column": "reference_image"},
+        {"type": "image_similarity", "reference_column": "reference_image", "threshold": 0.9},
         [
             {"id": "a", "images": ["images/cat.png"], "reference_image": "images/cat.png"},
             {"id": "b", "images": ["images/dog.png"], "reference_image": "images/cat.png"},
