@@ -71,3 +71,27 @@ def test_frame_of_results_is_what_describe_promises() -> None:
     for example in EXAMPLES.values():
         frame = pl.DataFrame(example.rows)
         assert frame.height == 2 and "id" in frame.columns
+
+
+def test_describe_your_own_evaluator_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "my_metrics.py").write_text(
+        "from typing import Literal\n"
+        "from pydantic import Field\n"
+        "from vision_eval import Evaluator, EvaluatorSettings\n\n"
+        "class SharpSettings(EvaluatorSettings):\n"
+        "    radius: int = Field(3, ge=1)\n"
+        "    '''Pixels around each edge.'''\n"
+        "    mode: Literal['sobel', 'laplace'] = 'sobel'\n"
+        "    '''Edge operator.'''\n\n"
+        "class Sharpness(Evaluator):\n"
+        "    '''Edge energy of the image, normalized.'''\n"
+        "    type_name = 'sharpness'\n"
+        "    settings_model = SharpSettings\n"
+        "    required_columns = ('images',)\n"
+    )
+    monkeypatch.chdir(tmp_path)  # found in the working directory, as a `_target_` would be
+    text = describe("my_metrics:Sharpness")
+    assert text.startswith("sharpness (family: my_metrics)")
+    assert "radius: int = 3  (>= 1)" in text and "Pixels around each edge." in text
+    assert 'mode: one of: sobel, laplace = "sobel"' in text
+    assert "Reads columns: images" in text and "Example:" not in text  # no shipped example for a user class

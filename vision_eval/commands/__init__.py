@@ -124,10 +124,12 @@ def dispatch(argv: list[str]) -> int | None:
     if not argv:
         return None
     first = argv[0]
-    if "--help" in argv or (first == "-h"):
-        print_help_header()
-        return None
     commands = {"list": _list, "describe": _describe, "init": _init}
     if first in commands:
-        return commands[first](argv[1:])
+        try:
+            return commands[first](argv[1:])
+        except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+            return int(exc.code or 0)
+    if "--help" in argv or first == "-h":
+        print_help_header()
     return None
