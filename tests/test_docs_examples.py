@@ -4,6 +4,7 @@ offline is marked right before its fence with ``<!-- not run: <reason> -->`` (or
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -106,10 +107,8 @@ def _run(block: Block, work: Path, env: dict[str, str], number: int) -> subproce
     try:
         stdout, stderr = process.communicate(timeout=600)
     finally:
-        try:  # a block may start a server in the background: stop everything it started
+        with contextlib.suppress(ProcessLookupError):  # a block may start a background server: stop it
             os.killpg(process.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 

@@ -162,15 +162,20 @@ def looks_local(text: str) -> bool:
     return "/" in text and Path(first).is_dir()
 
 
-def _check_hub_id(text: str, source: str) -> None:
-    """A missing path is tried on the Hub only when it has a Hub id's shape (``owner/name``); else, at once, a
-    config error saying it was not found locally."""
+HF_BUILDERS = ("parquet", "json", "csv", "text", "arrow", "imagefolder", "audiofolder", "videofolder", "webdataset")
+"""``datasets`` builders that read ``data_files``: ``path: parquet`` with ``data_files`` is not a local path."""
+
+
+def _check_hub_id(text: str, cfg: DatasetConfig) -> None:
+    """A missing path goes to ``datasets.load_dataset`` only when it has a Hub id's shape (``owner/name``), names a
+    builder with ``data_files``, or ``source: hf`` says so; else, at once, a config error: not found locally."""
     hub_shaped = bool(_HUB_ID.match(text)) and not looks_local(text)
-    if source in ("auto", "hf") and hub_shaped:
+    builder = text in HF_BUILDERS and cfg.data_files is not None
+    if cfg.source == "hf" or (cfg.source == "auto" and (hub_shaped or builder)):
         return
-    where = Path.cwd()
-    hint = "" if source not in ("auto", "hf") else "; a Hugging Face dataset id looks like owner/name"
-    raise ConfigError("dataset.path", f"{text!r} not found locally (no such file or folder; relative to {where}){hint}")
+    hint = "; a Hugging Face dataset id looks like owner/name" if cfg.source == "auto" else ""
+    message = f"{text!r} not found locally (no such file or folder; relative to {Path.cwd()}){hint}"
+    raise ConfigError("dataset.path", message)
 
 
 def _load_hub(cfg: DatasetConfig, limit: int | None) -> RawDataset:
@@ -203,13 +208,13 @@ def load_raw(cfg: DatasetConfig, data: Any = None, limit: int | None = None) -> 
         path = Path(cfg.path).expanduser()  # type: ignore[arg-type]
         if path.exists():
             return _load_local(path.resolve(), cfg, read_limit)
-        _check_hub_id(str(cfg.path), cfg.source)
+        _check_hub_id(str(cfg.path), cfg)
         return _load_hub(cfg, read_limit)
     root = Path(cfg.image_root).expanduser().resolve() if cfg.image_root else None
     if isinstance(data, str | Path):
         path = Path(data).expanduser()
         if not path.exists():
-            _check_hub_id(str(data), cfg.source)
+            _check_hub_id(str(data), cfg)
             return _load_hub(cfg.model_copy(update={"path": str(data)}), read_limit)
         return _load_local(path.resolve(), cfg, read_limit)
     if isinstance(data, pl.DataFrame):
