@@ -253,17 +253,24 @@ def test_init_without_outputs_says_what_to_add(tmp_path: Path) -> None:
 # --- checks before Hydra runs --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("launcher", "extra"), [("slurm", "slurm"), ("ray", "ray")])
-def test_a_launcher_without_its_plugin_names_the_extra(
-    launcher: str, extra: str, tmp_path: Path, subprocess_env: dict[str, str]
-) -> None:
+def test_a_launcher_without_its_plugin_names_the_extra(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
     from vision_eval.launchers import PLUGINS, _installed
 
-    if _installed(PLUGINS[launcher][0]):
-        pytest.skip(f"the {launcher} plugin is installed here")
-    proc = cli(["-m", f"hydra/launcher={launcher}", "run.limit=1"], tmp_path, subprocess_env)
+    if _installed(PLUGINS["slurm"][0]):
+        pytest.skip("the slurm plugin is installed here (test_missing_plugin_message covers the message)")
+    proc = cli(["-m", "hydra/launcher=slurm", "run.limit=1"], tmp_path, subprocess_env)
     assert proc.returncode == 2
-    assert f'pip install "vision-eval[{extra}]"' in proc.stderr and "Traceback" not in proc.stderr
+    assert 'pip install "vision-eval[slurm]"' in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_missing_plugin_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vision_eval import launchers
+
+    # The plugin's module as it would be looked up on a machine without the extra.
+    monkeypatch.setitem(launchers.PLUGINS, "slurm", ("hydra_plugins.not_installed_here", "slurm"))
+    problem = launchers.missing_launcher(["-m", "hydra/launcher=slurm", "run.shard=0/2,1/2"])
+    assert problem is not None and 'pip install "vision-eval[slurm]"' in problem
+    assert launchers.missing_launcher(["-m", "hydra/launcher=local_parallel"]) is None  # joblib: installed
 
 
 @pytest.mark.parametrize("path", ["./my_data", "my_data.jsonl", "/no/such/data.parquet", "mydata"])

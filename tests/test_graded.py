@@ -205,7 +205,7 @@ def test_context_recall_and_faithfulness(scripted, images, tmp_path) -> None:
     assert "answer: two red circles" in fake.requests[0].text
     fake.reset()
     faith = table(run(rows, {"type": "context_faithfulness"}, fake, tmp_path))["a"]
-    assert (faith["score"], faith["passed"]) == (pytest.approx(2 / 3), False)  # default threshold 0.7
+    assert (faith["score"], faith["passed"], faith["threshold"]) == (pytest.approx(2 / 3), True, 0.5)  # promptfoo's
     assert faith["details"]["statements"] == ["There are two circles.", "They are red.", "The sky is green."]
     assert fake.requests[0].images == [] and fake.requests[1].images[0].colour == "red"
     assert "3. The sky is green." in fake.requests[1].text

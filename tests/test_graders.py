@@ -19,6 +19,7 @@ from vision_eval.llm.graders import (
     parse_statements,
     parse_steps,
     weighted_score,
+    yaml_objects,
 )
 
 
@@ -49,7 +50,7 @@ def test_rubric_without_json_is_a_grader_error() -> None:
 
 
 def test_geval_contract() -> None:
-    assert parse_steps('{"steps": ["a", " ", "b"]}') == ["a", "b"]
+    assert parse_steps('{"steps": ["a", " b "]}') == ["a", "b"]
     assert parse_geval('```json\n{"score": 7, "reason": "fine"}\n```') == (7.0, "fine")
     for bad, message in [('{"score": 11, "reason": "x"}', "outside"), ('{"score": -1, "reason": "x"}', "outside"),
                          ('{"score": 5, "reason": "  "}', "blank"), ('{"score": 5}', "blank"),
@@ -78,7 +79,7 @@ def test_logprob_weighting_at_the_score_token() -> None:
 
 @pytest.mark.parametrize(
     ("reply", "category"),
-    [('{"category": "D", "reason": "conflict"}', "D"), ('{"category": "(b)", "reason": "x"}', "B"),
+    [('{"category": "D", "reason": "conflict"}', "D"), ('{"category": " b ", "reason": "x"}', "B"),
      ("(A) The submitted answer is a subset", "A"), ("My answer: (E) because", "E"), ("c) same", "C")],
 )  # fmt: skip
 def test_factuality_contract(reply: str, category: str) -> None:
@@ -160,3 +161,83 @@ def test_correlations_hand_checked() -> None:
     assert rel.correlations([0.5, 0.5], [1, 2])["spearman"] is None
     assert [rel.label(v) for v in (True, "PASS", "no", 1, 0.0, "maybe", 3)] == [True, True, False, True, False,
                                                                                   None, None]  # fmt: skip
+
+
+# ---------------------------------------------------------------- promptfoo 0.123.1, case for case (issue 19)
+
+
+@pytest.mark.parametrize(
+    ("reply", "passed", "score"),
+    [
+        ('{"pass": null, "score": 0.8}', True, 0.8),  # pass ?? true
+        ('{"pass": " yes"}', False, 0.0),  # /^(true|yes|pass|y)$/i on the unstripped text
+        ("{'reason': 'looks right', 'pass': True, 'score': 0.75}", True, 0.75),  # a Python dict, read as YAML
+        ("{'pass': None, 'score': 0.4}", False, 0.4),  # YAML reads None as the string "None"
+        ("Verdict: {'pass': False, 'reason': \"it's wrong\"}", False, 0.0),
+        ({"pass": True, "score": 0.9, "reason": "an object, not text"}, True, 0.9),
+    ],
+)
+def test_rubric_replies_read_as_promptfoo_reads_them(reply: object, passed: bool, score: float) -> None:
+    verdict = parse_rubric(reply)
+    assert (verdict.passed, verdict.score) == (passed, pytest.approx(score))
+
+
+@pytest.mark.parametrize(
+    ("reply", "objects"),
+    [  # what promptfoo 0.123.1's extractJsonObjects returned for these replies (js-yaml 5.4.1)
+        ("{'pass': True, 'x': None, 'y': 1e5, 'z': 017}", [{"pass": True, "x": "None", "y": 100000, "z": 17}]),
+        ('{"reason": "see http://x.y/z", "pass": true}', [{"reason": "see http://x.y/z", "pass": True}]),
+        ("{'x': 'a // b', 'y': 1} // trailing", [{"x": "a // b", "y": 1}]),
+        ('{\n  // my verdict\n  "pass": true,\n  "score": 0.7,\n}', [{"pass": True, "score": 0.7}]),
+        ("{pass: true, score: 0.9}", [{"pass": True, "score": 0.9}]),
+        ('{"pass": yes}', [{"pass": "yes"}]),
+        ('{"a": "unclosed {", "pass": true}', []),
+        ('{"a": 1', [{"a": 1}]),  # closing braces are added when the reply ends first
+        ('text { not yaml: [ } more {"ok": 1}', [{"ok": 1}]),
+        ("{'s': 'don''t'}", [{"s": "don't"}]),
+        ('prefix {"a": {"b": [1, 2, {"c": 3}]}} and {"d": 4}', [{"a": {"b": [1, 2, {"c": 3}]}}, {"d": 4}]),
+    ],
+)
+def test_brace_spans_read_as_promptfoo_reads_them(reply: str, objects: list[dict]) -> None:
+    assert yaml_objects(reply) == objects
+
+
+def test_a_reply_that_is_not_text_is_a_grader_error_except_for_the_rubric() -> None:
+    for parse in (parse_factuality, parse_closed_qa, parse_recall, parse_statements, parse_steps, parse_geval):
+        with pytest.raises(GraderError, match="replied with an object, not text"):
+            parse({"category": "A", "steps": ["x"], "score": 5, "reason": "r"})  # type: ignore[operator]
+    with pytest.raises(GraderError, match="an array"):
+        parse_rubric([{"pass": True}])
+    with pytest.raises(GraderError, match="a number"):
+        parse_select_best(1, 2)
+
+
+def test_factuality_category_must_be_one_letter() -> None:
+    for reply in ('{"category": "(B)", "reason": "x"}', '{"category": "B)"}', '{"category": "AB"}'):
+        with pytest.raises(GraderError, match="is not one of A-E"):
+            parse_factuality(reply)
+    assert parse_factuality("{'category': 'b', 'reason': 'a superset'}") == ("B", "a superset")
+    assert parse_factuality('{"category": 2, "reason": "x"} (D) they disagree')[0] == "D"  # not a string: legacy
+
+
+def test_geval_steps_must_be_non_blank_strings() -> None:
+    for reply in ('{"steps": ["a", 1]}', '{"steps": ["a", {"b": 2}]}', '{"steps": ["a", " "]}', '{"steps": [null]}'):
+        with pytest.raises(GraderError, match="non-blank strings"):
+            parse_steps(reply)
+
+
+def test_recall_counts_lines_that_carry_a_mark() -> None:
+    reply = (
+        "1. Two circles [Attributed] [Attributed]\n2. Red. [NOT ATTRIBUTED]\nnotes\n3. x [Attributed] [Not Attributed]"
+    )
+    assert parse_recall(reply) == (1, 3)
+    with pytest.raises(GraderError):
+        parse_recall("1. Two circles. So [ Attributed ]")  # promptfoo's tokens, spelt exactly (any case)
+
+
+def test_faithfulness_statements_without_a_verdict_are_unsupported() -> None:
+    assert parse_faithfulness("Final verdict for each statement in order: Yes.", 3) == (2, 1)
+    assert parse_faithfulness("1. Verdict: Yes\n2. Verdict: No", 4) == (3, 2)
+    assert parse_faithfulness("Final verdict for each statement in order: Yes. Yes. No. No.", 3) == (2, 4)
+    with pytest.raises(GraderError, match="neither yes nor no"):
+        parse_faithfulness("Final verdict for each statement in order: Yes. Maybe.", 2)

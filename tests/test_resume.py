@@ -147,7 +147,7 @@ def test_judge_run_killed_and_resumed_repeats_no_finished_call(
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        calls_before = fake.calls
+        calls_before = fake.wait_idle()
         journaled = len(CallCache(journal))
         assert calls_before - 2 <= journaled < 12 and not (run_dir / "results.parquet").exists()
 

@@ -213,6 +213,16 @@ def test_runs_never_share_a_directory_and_globs_count_each_result_once(project, 
     assert not list((project / "out").glob("**/checkpoint"))
 
 
+def test_two_runs_started_together_never_share_a_directory(project, subprocess_env) -> None:
+    command = [sys.executable, "-m", "vision_eval.cli", "--config-dir", str(project / "conf"), "evaluators=exact",
+               "hydra.run.dir=same", "dataset=mine"]  # fmt: skip
+    procs = [subprocess.Popen(command, cwd=project, env=subprocess_env, stdout=subprocess.DEVNULL) for _ in range(3)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    runs = sorted(p.parent.name for p in project.glob("*/results.parquet"))
+    assert runs == ["same", "same-2", "same-3"]
+    assert len({run_json(project / r)["run_id"] for r in runs}) == 3
+
+
 def test_junit_xml_for_ci(project, subprocess_env) -> None:
     proc = vision_eval(project, "evaluators=exact", "run.junit=reports/junit.xml", "evaluators.exact.min_pass_rate=1",
                        "hydra.run.dir=r", env=subprocess_env)  # fmt: skip
@@ -250,3 +260,32 @@ def test_report_shows_dataset_relative_image_paths(project, subprocess_env) -> N
     html = (project / "r" / "report.html").read_text()
     assert "images/red.png" in html and "images/missing.png" in html
     assert str(data) not in html
+
+
+def test_terminal_bar_shows_counts_rate_errors_and_cost(project, subprocess_env) -> None:
+    """On a terminal (a pseudo-terminal here) the live bar carries n/N, %, rows/s, errors, tokens and dollars,
+    and it moves during the run."""
+    import os
+    import pty
+
+    with FakeProviders(latency=0.25) as slow:
+        env = {**subprocess_env, "OPENAI_API_KEY": KEY, "COLUMNS": "160"}
+        command = [sys.executable, "-m", "vision_eval.cli", "--config-dir", str(project / "conf"),
+                   *judged(slow, project, "judge.max_concurrency=2"), "hydra.run.dir=r", "dataset=mine"]  # fmt: skip
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: the CLI with the pseudo-terminal as its stdout and stderr
+            os.chdir(project)
+            os.execvpe(sys.executable, command, env)
+        chunks = []
+        try:
+            while data := os.read(fd, 65536):
+                chunks.append(data)
+        except OSError:  # the child closed the terminal
+            pass
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    text = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", b"".join(chunks).decode(errors="replace"))
+    frames = [m.groups() for f in text.split("\r") if (m := re.match(r"desc [━╺╸ ]+ *(\d+)/12 +\d+% \S+ ?(.*)", f))]
+    done = [int(n) for n, _ in frames]
+    assert 0 < min(n for n in done if n) < 12 and max(done) == 12  # seen part-way, then finished
+    assert re.search(r"[\d.]+ rows/s errors 0 tokens \S+ \$[\d.]+", frames[-1][1])

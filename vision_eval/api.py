@@ -25,7 +25,7 @@ from vision_eval.dryrun import evaluator_lines, plan_table
 from vision_eval.engine import EvaluatorRun, check_stack, run_stack
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalContext
-from vision_eval.gates import Gate, candidate_gate, judge_outcome
+from vision_eval.gates import EXIT_INCOMPLETE, Gate, candidate_gate, judge_outcome, worst
 from vision_eval.llm.budget import Budget
 from vision_eval.llm.preflight import key_problems, model_uses, preflight
 from vision_eval.llm.scheduler import get_scheduler
@@ -35,6 +35,7 @@ from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, c
 from vision_eval.rundir import CHECKPOINT, RunDir, claim, claim_resume, new_run_id
 from vision_eval.secrets import Secrets
 from vision_eval.stack import build_stack
+from vision_eval.summary import summarize
 
 
 def _concat(frames: list[pl.DataFrame], schema: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -163,7 +164,9 @@ def _run(
     started: float,
 ) -> EvalResult:
     scheduler = get_scheduler(context)
-    preflight(uses, scheduler, budget=config.run.max_cost_usd is not None, send=config.run.preflight)
+    preflight(
+        uses, scheduler, budget=config.run.max_cost_usd is not None, send=config.run.preflight, scrub=secrets.scrub
+    )
     output_dir = rundir.path if rundir is not None else None
     store = Checkpoints(output_dir / CHECKPOINT if output_dir is not None and config.run.checkpoint else None)
     if store.enabled:
@@ -190,8 +193,9 @@ def _run(
         raise
 
     results = _concat([r.results for r in runs], RESULT_SCHEMA)
+    summary = pl.concat([r.summary for r in runs if r.summary is not None]) if runs else summarize(results)
     run_gates = _run_gates(scheduler, frame, config.run.max_error_rate, results)
-    outcome = judge_outcome(results, evaluators, config.run.max_error_rate, run_gates)
+    outcome = judge_outcome(summary, results, evaluators, config.run.max_error_rate, run_gates)
     finished = time.perf_counter()
     complete = not scheduler.budget.exhausted and not scheduler.tripped
     run_info = {
@@ -207,7 +211,7 @@ def _run(
         "versions": package_versions(),
         "dataset": {**describe(frame), "root": str(context.dataset_root) if context.dataset_root else None},
         "evaluators": {r.evaluator.name: r.evaluator.describe() for r in runs},
-        "counts": {"samples": frame.height, "result_rows": results.height, "status": status_counts(results)},
+        "counts": {"samples": frame.height, "result_rows": results.height, "status": status_counts(summary)},
         "timings": {
             "load_s": round(loaded - started, 4),
             "evaluate_s": round(finished - loaded, 4),
@@ -215,7 +219,7 @@ def _run(
             "per_evaluator_s": {r.evaluator.name: round(r.seconds, 4) for r in runs},
         },
         "resumed_batches": {r.evaluator.name: r.resumed_batches for r in runs},
-        "totals": totals(results),
+        "totals": totals(summary, results),
         "spending": {"spent_usd": round(scheduler.budget.spent, 6), "budget_usd": config.run.max_cost_usd},
         "scheduler": scheduler.stats.as_dict(),
         "metrics": _metrics(runs),
@@ -228,19 +232,26 @@ def _run(
         tables=_tables(runs),
         run_info=run_info,
         output_dir=output_dir,
+        summary_table=summary,
     )
-    if output_dir is not None:
-        result.write(output_dir)
+    try:
+        if output_dir is not None:
+            result.write(output_dir)
         if config.run.junit:
             from vision_eval.junit import write_junit
 
-            write_junit(result.results, run_info["gates"], output_dir / config.run.junit)
-        if complete:
-            store.remove()
-    elif config.run.junit:
-        from vision_eval.junit import write_junit
-
-        write_junit(result.results, run_info["gates"], config.run.junit)
+            junit = Path(config.run.junit)
+            write_junit(result.results, run_info["gates"], output_dir / junit if output_dir else junit)
+    except OSError as exc:  # a full disk, a read-only folder: say so, keep what resumes the run
+        where = output_dir or config.run.junit
+        problem = f"run: could not write the outputs to {where}: {exc}"
+        if store.enabled:
+            problem += f"; finished work is kept: free the space and resume with run.resume={output_dir}"
+        run_info["problems"].append(problem)
+        run_info["exit_code"] = worst([run_info["exit_code"], EXIT_INCOMPLETE])
+        return result
+    if complete and output_dir is not None:
+        store.remove()
     return result
 
 

@@ -227,6 +227,27 @@ def forgiving_overrides(argv: list[str]) -> list[str]:
     return out
 
 
+def expand_shards(argv: list[str]) -> list[str]:
+    """``run.shards=N`` (a command-line shortcut) becomes the sweep ``run.shard=0/N,...,N-1/N`` in multirun mode:
+    N jobs, each evaluating its own deterministic shard; ``vision-eval-report <sweep dir>`` merges them."""
+    out: list[str] = []
+    shards = None
+    for arg in argv:
+        key, sep, value = arg.lstrip("+").partition("=")
+        if sep and key == "run.shards":
+            if not value.isdigit() or int(value) < 1:
+                _fail(
+                    f"run.shards: must be a whole number of shards >= 1, got {value!r} (command-line override '{arg}')"
+                )
+            shards = int(value)
+            out.append("run.shard=" + ",".join(f"{i}/{shards}" for i in range(shards)))
+        else:
+            out.append(arg)
+    if shards is not None and not {"-m", "--multirun"} & set(out):
+        out.insert(0, "--multirun")
+    return out
+
+
 def main() -> None:
     """Console-script entry point: a subcommand (``list``, ``describe``, ``init``), else a Hydra run."""
     import hydra
@@ -237,6 +258,7 @@ def main() -> None:
     code = dispatch(sys.argv[1:])
     if code is not None:
         sys.exit(code)
+    sys.argv[1:] = expand_shards(sys.argv[1:])
     problem = check_group_choices(sys.argv[1:]) or missing_launcher(sys.argv[1:])
     if problem:
         _fail(problem)

@@ -36,8 +36,9 @@ from vision_eval.results import (
     SKIPPED,
     conform,
     empty,
-    error_rows,
+    to_json,
 )
+from vision_eval.summary import summarize_one
 
 ROW_BY_ROW = 8
 """A failing sub-batch this small is re-run one row at a time (halving further costs more calls)."""
@@ -86,69 +87,107 @@ def check_stack(frame: pl.DataFrame, evaluators: list[Evaluator], dataset_cfg: A
             raise ConfigError(f"evaluators.{evaluator.name}.where", f"invalid filter: {exc}") from None
 
 
-def _precheck(evaluator: Evaluator, batch: pl.DataFrame) -> pl.DataFrame:
-    """``batch`` with ``_pre_status`` / ``_pre_reason`` set for rows that must not reach the evaluator."""
-    checks: list[tuple[pl.Expr, str, pl.Expr]] = []
+@dataclass
+class _Check:
+    """A reason a row must not reach the evaluator: its condition, the status it gives, and the reason (a shared
+    text, or an expression when it differs per row)."""
+
+    condition: pl.Expr
+    status: str
+    reason: str | pl.Expr
+
+
+WHERE = "_where"
+"""Column holding the ``where`` filter's verdict, computed on the dataset's own columns (before the mapping)."""
+
+
+def _checks(evaluator: Evaluator, batch: pl.DataFrame) -> list[_Check]:
+    """The checks of a batch as the evaluator reads it (after its ``columns`` mapping, with ``_where``)."""
+    checks = []
     if "candidate_error" in batch.columns:
         failed = pl.format("candidate generation failed: {}", pl.col("candidate_error"))
-        checks.append((pl.col("candidate_error").is_not_null(), SKIPPED, failed))
-    where = _where_expr(evaluator)
-    if where is not None:  # on the dataset's own columns, before the evaluator's column mapping
-        batch = batch.with_columns(where.fill_null(False).alias("_where"))
+        checks.append(_Check(pl.col("candidate_error").is_not_null(), SKIPPED, failed))
+    if WHERE in batch.columns:
         reason = f"row not selected by where: {evaluator.settings.where}"
-        checks.append((~pl.col("_where"), SKIPPED, pl.lit(reason)))
-    batch, mapped = view(evaluator, batch), column_map(evaluator)
+        checks.append(_Check(~pl.col(WHERE), SKIPPED, reason))
     if ROW_ERROR in batch.columns:
-        checks.append((pl.col(ROW_ERROR).is_not_null(), ERROR, pl.col(ROW_ERROR)))
+        checks.append(_Check(pl.col(ROW_ERROR).is_not_null(), ERROR, pl.col(ROW_ERROR)))
+    mapped = column_map(evaluator)
     for column in evaluator.columns_needed():
         named = f"{', '.join(mapped[column])} (read as {column})" if column in mapped else column
         if column == "images":
-            checks.append((pl.col("images").list.len().fill_null(0) == 0, ERROR, pl.lit(f"row has no {named}")))
-            checks.append((image_error_expr().is_not_null(), ERROR, image_error_expr()))
+            checks.append(_Check(pl.col("images").list.len().fill_null(0) == 0, ERROR, f"row has no {named}"))
+            checks.append(_Check(image_error_expr().is_not_null(), ERROR, image_error_expr()))
         else:
-            checks.append((pl.col(column).is_null(), ERROR, pl.lit(f"{named} is missing")))
-    if not checks:
-        return batch.with_columns(
-            pl.lit(None, pl.Utf8).alias("_pre_status"), pl.lit(None, pl.Utf8).alias("_pre_reason")
-        )
-    status: Any = pl
-    reason: Any = pl
-    for condition, label, why in checks:
-        status = status.when(condition).then(pl.lit(label))
-        reason = reason.when(condition).then(why)
-    return batch.with_columns(
-        status.otherwise(pl.lit(None, pl.Utf8)).alias("_pre_status"),
-        reason.otherwise(pl.lit(None, pl.Utf8)).cast(pl.Utf8).alias("_pre_reason"),
-    ).drop("_where", strict=False)
+            checks.append(_Check(pl.col(column).is_null(), ERROR, f"{named} is missing"))
+    return checks
 
 
-def _pre_rows(pre: pl.DataFrame) -> pl.DataFrame:
-    rows = pre.select(
+def _precheck(batch: pl.DataFrame, checks: list[_Check]) -> pl.DataFrame:
+    """``batch`` with ``_pre``: the index of the first check a row fails (null for rows the evaluator gets)."""
+    code: Any = pl
+    for index, check in enumerate(checks):
+        code = code.when(check.condition).then(pl.lit(index, pl.UInt8))
+    return batch.with_columns((code.otherwise(None) if checks else pl.lit(None, pl.UInt8)).alias("_pre"))
+
+
+def _pre_rows(held: pl.DataFrame, checks: list[_Check]) -> pl.DataFrame:
+    """The finished rows of the held-back rows. A shared reason is one literal (cheap however many rows a ``where``
+    filter skips); only per-row reasons are built row by row."""
+    code = pl.col("_pre")
+    status = code.replace_strict({i: c.status for i, c in enumerate(checks)}, return_dtype=pl.Utf8)
+    error: Any = pl
+    details: Any = pl
+    for index, check in enumerate(checks):
+        if check.status == ERROR:
+            reason = pl.lit(check.reason) if isinstance(check.reason, str) else check.reason
+            error = error.when(code == index).then(reason)
+        elif isinstance(check.reason, str):
+            details = details.when(code == index).then(pl.lit(to_json({"reason": check.reason})))
+        else:
+            details = details.when(code == index).then(pl.struct(check.reason.alias("reason")).struct.json_encode())
+    rows = held.select(
         pl.col("id").alias("sample_id"),
-        pl.col("_pre_status").alias("status"),
-        pl.when(pl.col("_pre_status") == ERROR).then(pl.col("_pre_reason")).alias("error"),
-        pl.when(pl.col("_pre_status") == SKIPPED)
-        .then(pl.struct(pl.col("_pre_reason").alias("reason")).struct.json_encode())
-        .alias("details"),
+        status.alias("status"),
+        (error.otherwise(None) if error is not pl else pl.lit(None, pl.Utf8)).cast(pl.Utf8).alias("error"),
+        (details.otherwise(None) if details is not pl else pl.lit(None, pl.Utf8)).alias("details"),
     )
     return conform(rows, RESULT_ROW_SCHEMA)
 
 
 def _concat(outputs: list[EvalOutput]) -> EvalOutput:
+    """One output from the outputs of several sub-batches (each may have its own columns), conformed once."""
     return EvalOutput(
-        results=pl.concat([o.results for o in outputs], how="vertical_relaxed"),
-        dimensions=pl.concat([o.dimensions for o in outputs if o.dimensions is not None], how="vertical_relaxed"),
-        fields=pl.concat([o.fields for o in outputs if o.fields is not None], how="vertical_relaxed"),
+        results=pl.concat([o.results for o in outputs], how="diagonal_relaxed"),
+        dimensions=pl.concat([o.dimensions for o in outputs if o.dimensions is not None], how="diagonal_relaxed")
+        if any(o.dimensions is not None for o in outputs)
+        else None,
+        fields=pl.concat([o.fields for o in outputs if o.fields is not None], how="diagonal_relaxed")
+        if any(o.fields is not None for o in outputs)
+        else None,
         tables={
             k: pl.concat([o.tables[k] for o in outputs if k in o.tables], how="diagonal_relaxed")
             for k in {k for o in outputs for k in o.tables}
         },
-    )
+    ).conformed()
 
 
-def _failure(batch: pl.DataFrame, exc: BaseException) -> EvalOutput:
-    reason = f"evaluator raised {type(exc).__name__}: {exc}"
-    return EvalOutput(error_rows(batch["id"], reason, exception=type(exc).__name__)).conformed()
+@dataclass
+class _Isolation:
+    """What isolating the rows that make an evaluator raise collects: the sub-batches' outputs and, per row
+    that raises on its own, its id and exception (frames are built once, at the end)."""
+
+    outputs: list[EvalOutput]
+    ids: list[str]
+    errors: list[BaseException]
+
+    def output(self) -> EvalOutput:
+        if self.ids:
+            reasons = [f"evaluator raised {type(e).__name__}: {e}" for e in self.errors]
+            details = [to_json({"exception": type(e).__name__}) for e in self.errors]
+            frame = pl.DataFrame({"sample_id": self.ids, "error": reasons, "details": details})
+            self.outputs.append(EvalOutput(frame.with_columns(pl.lit(ERROR).alias("status"))))
+        return _concat(self.outputs)
 
 
 def _pieces(batch: pl.DataFrame) -> list[pl.DataFrame]:
@@ -162,20 +201,43 @@ def _pieces(batch: pl.DataFrame) -> list[pl.DataFrame]:
 def _run_sync(evaluator: Evaluator, batch: pl.DataFrame) -> EvalOutput:
     try:
         return evaluator.evaluate(batch).conformed()
-    except Exception as exc:  # an evaluator bug or bad row must not stop the run, nor cost a good row
+    except Exception:  # an evaluator bug or bad row must not stop the run, nor cost a good row
+        found = _Isolation([], [], [])
+        for piece in _pieces(batch):
+            _isolate_sync(evaluator, piece, found)
+        return found.output()
+
+
+def _isolate_sync(evaluator: Evaluator, batch: pl.DataFrame, found: _Isolation) -> None:
+    try:
+        found.outputs.append(evaluator.evaluate(batch))
+    except Exception as exc:
         if batch.height <= 1:
-            return _failure(batch, exc)
-        return _concat([_run_sync(evaluator, piece) for piece in _pieces(batch)])
+            found.ids.append(str(batch["id"][0]))
+            found.errors.append(exc)
+            return
+        for piece in _pieces(batch):
+            _isolate_sync(evaluator, piece, found)
 
 
 async def _run_async(evaluator: Evaluator, batch: pl.DataFrame) -> EvalOutput:
     try:
         return (await evaluator.aevaluate(batch)).conformed()
+    except Exception:
+        found = _Isolation([], [], [])
+        await asyncio.gather(*(_isolate_async(evaluator, piece, found) for piece in _pieces(batch)))
+        return found.output()
+
+
+async def _isolate_async(evaluator: Evaluator, batch: pl.DataFrame, found: _Isolation) -> None:
+    try:
+        found.outputs.append(await evaluator.aevaluate(batch))
     except Exception as exc:
         if batch.height <= 1:
-            return _failure(batch, exc)
-        parts = await asyncio.gather(*(_run_async(evaluator, piece) for piece in _pieces(batch)))
-        return _concat(list(parts))
+            found.ids.append(str(batch["id"][0]))
+            found.errors.append(exc)
+            return
+        await asyncio.gather(*(_isolate_async(evaluator, piece, found) for piece in _pieces(batch)))
 
 
 def _align(ids: pl.Series, results: pl.DataFrame) -> pl.DataFrame:
@@ -232,16 +294,43 @@ class EvaluatorRun:
     tables: dict[str, pl.DataFrame]
     seconds: float
     resumed_batches: int = 0
+    summary: pl.DataFrame | None = None
+    """Its summary row (counts by status, mean score, pass rate, tokens, cost)."""
 
 
 def _split(evaluator: Evaluator, batch: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series, pl.DataFrame]:
-    """Rows for the evaluator, their positions in the batch, and the finished rows of the others."""
-    checked = _precheck(evaluator, batch).with_row_index("_pos")
-    held = pl.col("_pre_status").is_not_null()
-    ready = checked.filter(~held).drop("_pre_status", "_pre_reason")
-    held_rows = checked.filter(held)
-    pre = _pre_rows(held_rows).with_columns(held_rows["_pos"])
+    """Rows for the evaluator (as it reads them: its ``columns`` mapping applied), their positions in the batch,
+    and the finished rows of the others."""
+    where = _where_expr(evaluator)
+    if where is not None:  # the filter sees the dataset's own columns, not the evaluator's mapping
+        batch = batch.with_columns(where.fill_null(False).alias(WHERE))
+    batch = view(evaluator, batch)
+    checks = _checks(evaluator, batch)
+    checked = _precheck(batch, checks).with_row_index("_pos")
+    held = checked["_pre"].is_not_null()
+    ready = checked.filter(~held).drop("_pre", WHERE, strict=False)
+    reasons = [c for c in ("candidate_error", ROW_ERROR, "images") if c in checked.columns]
+    held_rows = checked.select("id", "_pre", "_pos", *reasons).filter(held)
+    pre = _pre_rows(held_rows, checks).with_columns(held_rows["_pos"])
     return ready.drop("_pos"), ready["_pos"], pre
+
+
+def _in_batch_order(batch: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
+    """``parts`` (rows with ``_pos``) in batch order. Only columns that hold values are gathered: ``sample_id``
+    is the batch's own ``id`` and an all-null column stays a null column (skipped rows are cheap)."""
+    order = parts["_pos"].arg_sort()
+    columns = []
+    for name in parts.columns:
+        if name == "_pos":
+            continue
+        column = parts[name]
+        if name == "sample_id":
+            columns.append(batch["id"].cast(pl.Utf8).alias("sample_id"))
+        elif column.null_count() == column.len():
+            columns.append(pl.repeat(None, column.len(), dtype=column.dtype, eager=True).alias(name))
+        else:
+            columns.append(column.gather(order))
+    return pl.DataFrame(columns)
 
 
 def _part(
@@ -255,14 +344,16 @@ def _part(
     """The finished, labelled output of one batch, in batch order."""
     rows = conform(out.results, RESULT_ROW_SCHEMA)
     if rows.height == ready.height and rows["sample_id"].equals(ready["id"], check_names=False):
-        # The usual case: one row per ready sample, in order. Merge by position, no join needed.
-        combined = pl.concat([pre, rows.with_columns(positions)], how="vertical_relaxed").sort("_pos").drop("_pos")
+        # The usual case: one row per ready sample, in order. The held-back rows are final already; a gather
+        # by position restores batch order (no join).
+        finished = _finish(evaluator, rows).with_columns(positions)
+        combined = _in_batch_order(batch, pl.concat([pre, finished], how="vertical_relaxed"))
     else:
-        combined = _align(batch["id"], pl.concat([pre.drop("_pos"), rows], how="vertical_relaxed"))
+        combined = _finish(evaluator, _align(batch["id"], pl.concat([pre.drop("_pos"), rows], how="vertical_relaxed")))
     dims = out.dimensions if out.dimensions is not None else empty(DIMENSION_ROW_SCHEMA)
     fields = out.fields if out.fields is not None else empty(FIELD_ROW_SCHEMA)
     return Part(
-        results=_label(_finish(evaluator, combined), evaluator, with_type=True),
+        results=_label(combined, evaluator, with_type=True),
         dimensions=_label(dims, evaluator, with_type=False),
         fields=_label(fields, evaluator, with_type=False),
         tables=dict(out.tables),
@@ -296,7 +387,8 @@ def _collect(evaluator: Evaluator, parts: list[Part], seconds: float, resumed: i
     merged = Part.concat(parts)
     tables = dict(merged.tables)
     tables.update(evaluator.finalize(merged.results, merged.dimensions))
-    return EvaluatorRun(evaluator, merged.results, merged.dimensions, merged.fields, tables, seconds, resumed)
+    summary = summarize_one(merged.results, evaluator.name, evaluator.type_name)
+    return EvaluatorRun(evaluator, merged.results, merged.dimensions, merged.fields, tables, seconds, resumed, summary)
 
 
 def _batches(frame: pl.DataFrame, size: int) -> list[pl.DataFrame]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.results import ERROR, PROCESSED, SKIPPED
+from vision_eval.results import ERROR
 
 EXIT_OK = 0
 EXIT_GATE = 1
@@ -86,19 +86,6 @@ class Outcome:
         }
 
 
-def _stats(results: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    processed = pl.col("status") == PROCESSED
-    table = results.group_by("evaluator", maintain_order=True).agg(
-        pl.len().alias("rows"),
-        processed.sum().alias("processed"),
-        (pl.col("status") == ERROR).sum().alias("errors"),
-        (pl.col("status") == SKIPPED).sum().alias("skipped"),
-        pl.col("score").filter(processed).mean().alias("mean_score"),
-        pl.col("passed").filter(processed).cast(pl.Float64).mean().alias("pass_rate"),
-    )
-    return {row["evaluator"]: row for row in table.iter_rows(named=True)}
-
-
 def top_errors(results: pl.DataFrame, limit: int = TOP_REASONS) -> dict[str, list[tuple[str, int]]]:
     """The most common error reasons of each evaluator that has errors."""
     errors = results.filter(pl.col("status") == ERROR)
@@ -154,17 +141,20 @@ def evaluator_gates(name: str, settings: Any, stats: dict[str, Any] | None, defa
 
 
 def judge_outcome(
+    summary: pl.DataFrame,
     results: pl.DataFrame,
     evaluators: list[Any],
     default_error_rate: float,
     run_gates: list[Gate] | None = None,
 ) -> Outcome:
-    """Every evaluator's gates, plus the run-level ones (budget, circuit breakers, candidate)."""
-    stats = _stats(results)
+    """Every evaluator's gates (from the per-evaluator ``summary``), plus the run-level ones (budget, circuit
+    breakers, candidate), and the most common error reasons (from ``results``)."""
+    stats = {row["evaluator"]: row for row in summary.iter_rows(named=True)}
+    errors = results if any(row["errors"] for row in stats.values()) else results.head(0)
     gates: list[Gate] = list(run_gates or [])
     for evaluator in evaluators:
         gates += evaluator_gates(evaluator.name, evaluator.settings, stats.get(evaluator.name), default_error_rate)
-    return Outcome(gates=gates, top_errors=top_errors(results))
+    return Outcome(gates=gates, top_errors=top_errors(errors))
 
 
 def candidate_gate(frame: pl.DataFrame, limit: float) -> Gate | None:

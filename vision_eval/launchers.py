@@ -9,8 +9,7 @@ PLUGINS = {
     "slurm": ("hydra_plugins.hydra_submitit_launcher", "slurm"),
     "submitit_slurm": ("hydra_plugins.hydra_submitit_launcher", "slurm"),
     "submitit_local": ("hydra_plugins.hydra_submitit_launcher", "slurm"),
-    "ray": ("hydra_plugins.hydra_ray_launcher", "ray"),
-    "ray_aws": ("hydra_plugins.hydra_ray_launcher", "ray"),
+    "local_submitit": ("hydra_plugins.hydra_submitit_launcher", "slurm"),
     "local_parallel": ("hydra_plugins.hydra_joblib_launcher", None),
     "joblib": ("hydra_plugins.hydra_joblib_launcher", None),
 }

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -49,6 +51,8 @@ class EvalResult:
     timings, totals, spending, metrics."""
     output_dir: Path | None = None
     """Where the run was written (``None`` for a run kept in memory or a dry run)."""
+    summary_table: pl.DataFrame | None = field(default=None, repr=False)
+    """The per-evaluator summary when the engine already computed it (else computed from ``results``)."""
 
     @property
     def run_id(self) -> str | None:
@@ -74,7 +78,9 @@ class EvalResult:
     @property
     def summary(self) -> pl.DataFrame:
         """Per evaluator: counts by status, mean score, pass rate, tokens, cost."""
-        return summarize(self.results)
+        if self.summary_table is None:
+            self.summary_table = summarize(self.results)
+        return self.summary_table
 
     @property
     def metrics(self) -> dict[str, dict[str, Any]]:
@@ -82,20 +88,20 @@ class EvalResult:
         return self.run_info.get("metrics", {})
 
     def write(self, directory: str | Path) -> Path:
-        """Write the Parquet files and run.json into ``directory`` (created if needed)."""
+        """Write the Parquet files and run.json into ``directory`` (created if needed). Each file is written
+        under a temporary name and renamed into place, so a failure (a full disk) never leaves a truncated file
+        and never damages a file written before it; the ``OSError`` is raised."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        self.results.write_parquet(out / "results.parquet")
-        self.dimensions.write_parquet(out / "dimensions.parquet")
-        self.fields.write_parquet(out / "fields.parquet")
-        self.samples.write_parquet(out / "samples.parquet")
-        for name, table in self.tables.items():
-            table.write_parquet(out / f"{name}.parquet")
+        frames = {"results": self.results, "dimensions": self.dimensions, "fields": self.fields}
+        for name, frame in {**frames, "samples": self.samples, **self.tables}.items():
+            _atomic(out / f"{name}.parquet", frame.write_parquet)
         info = dict(self.run_info)
         info["summary"] = self.summary.to_dicts()
         info["config"] = redact(info.get("config", {}))
         info["overrides"] = [redact_override(o) for o in info.get("overrides", [])]
-        (out / "run.json").write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
+        text = json.dumps(info, indent=2, default=str) + "\n"
+        _atomic(out / "run.json", lambda path: path.write_text(text, encoding="utf-8"))
         if ((info["config"].get("run") or {}).get("write_report", True)) is not False:
             try:
                 from vision_eval.report import write_report
@@ -106,6 +112,17 @@ class EvalResult:
         return out
 
 
+def _atomic(path: Path, write: Callable[[Path], Any]) -> None:
+    """``write`` to a temporary file beside ``path``, then rename it into place."""
+    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(staging)
+        os.replace(staging, path)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
+
+
 def _with_run_id(frame: pl.DataFrame, run_id: str | None) -> pl.DataFrame:
     """``frame`` with its ``run_id`` filled in (so several runs' files can be read as one table)."""
     if run_id is None:
@@ -113,17 +130,19 @@ def _with_run_id(frame: pl.DataFrame, run_id: str | None) -> pl.DataFrame:
     return frame.with_columns(pl.col("run_id").fill_null(pl.lit(run_id)))
 
 
-def status_counts(results: pl.DataFrame) -> dict[str, int]:
-    """How many result rows have each status."""
-    return {row["status"]: row["len"] for row in results.group_by("status").len().iter_rows(named=True)}
+def status_counts(summary: pl.DataFrame) -> dict[str, int]:
+    """How many result rows have each status (from the per-evaluator summary)."""
+    counts = {"processed": int(summary["processed"].sum()), "error": int(summary["errors"].sum()),
+              "skipped": int(summary["skipped"].sum())}  # fmt: skip
+    return {status: n for status, n in counts.items() if n}
 
 
-def totals(results: pl.DataFrame) -> dict[str, Any]:
-    """Token and cost totals over all result rows (cost null when no row knows its price)."""
-    cost = results["cost_usd"]
+def totals(summary: pl.DataFrame, results: pl.DataFrame) -> dict[str, Any]:
+    """Token and cost totals over all result rows (cost null when no evaluator knows its price)."""
+    cost = summary["cost_usd"]
     return {
-        "input_tokens": int(results["input_tokens"].sum() or 0),
-        "output_tokens": int(results["output_tokens"].sum() or 0),
+        "input_tokens": int(summary["input_tokens"].sum() or 0),
+        "output_tokens": int(summary["output_tokens"].sum() or 0),
         "cost_usd": float(cost.sum()) if cost.is_not_null().any() else None,
         "cache_hits": int(results["cached"].sum() or 0),
     }

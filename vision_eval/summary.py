@@ -10,10 +10,9 @@ import polars as pl
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 
 
-def summarize(results: pl.DataFrame) -> pl.DataFrame:
-    """One row per evaluator: counts by status, mean score, pass rate, tokens and cost."""
+def _aggregates() -> list[pl.Expr]:
     processed = pl.col("status") == PROCESSED
-    return results.group_by("evaluator", "type", maintain_order=True).agg(
+    return [
         pl.len().alias("rows"),
         processed.sum().alias("processed"),
         (pl.col("status") == ERROR).sum().alias("errors"),
@@ -24,7 +23,18 @@ def summarize(results: pl.DataFrame) -> pl.DataFrame:
         pl.col("output_tokens").sum().alias("output_tokens"),
         # Unknown prices stay unknown: a sum over only-null costs is null, not 0.
         pl.when(pl.col("cost_usd").is_not_null().any()).then(pl.col("cost_usd").sum()).alias("cost_usd"),
-    )
+    ]
+
+
+def summarize(results: pl.DataFrame) -> pl.DataFrame:
+    """One row per evaluator: counts by status, mean score, pass rate, tokens and cost."""
+    return results.group_by("evaluator", "type", maintain_order=True).agg(_aggregates())
+
+
+def summarize_one(results: pl.DataFrame, evaluator: str, type_name: str) -> pl.DataFrame:
+    """The summary row of one evaluator's results (the same columns as :func:`summarize`, no grouping)."""
+    head = pl.DataFrame({"evaluator": [evaluator], "type": [type_name]})
+    return pl.concat([head, results.select(_aggregates())], how="horizontal")
 
 
 def _fmt(value: Any, kind: str = "") -> str:

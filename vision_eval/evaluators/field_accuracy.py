@@ -14,29 +14,51 @@ from typing import ClassVar, Literal
 import polars as pl
 from pydantic import Field
 
-from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.halves import in_halves
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 from vision_eval.structured import duckpath, fastpath
-from vision_eval.structured.matching import NOT_JSON, FieldSpec
+from vision_eval.structured.matching import NOT_AN_OBJECT, NOT_JSON, TOO_DEEP, FieldSpec
 
 RAW_LIMIT = 2000
 HALF_MIN_ROWS = 20_000
 """Batches of at least twice this many rows are evaluated as two halves at once."""
 
 
-def score_expr(specs: list[FieldSpec], aggregation: str) -> pl.Expr:
-    """Row score from the field score columns ``s0..sN`` (null = left out); null when every field is left out."""
+def score_parts(specs: list[FieldSpec]) -> list[pl.Expr]:
+    """The columns a row score is made of, from the field score columns ``s0..sN`` (null = left out): ``_any``
+    (some field counted), ``_all_hit``, ``_total`` (weighted sum of scores) and ``_weight`` (counted weight)."""
     scores = [pl.col(f"s{i}") for i in range(len(specs))]
     counted = [sc.is_not_null() for sc in scores]
-    any_counted = pl.any_horizontal(counted)
     all_hit = pl.all_horizontal([(~c) | (sc == 1.0) for c, sc in zip(counted, scores)]).cast(pl.Float64)
-    if aggregation == "all_or_nothing":
-        return pl.when(any_counted).then(all_hit)
     weight = pl.sum_horizontal([pl.when(c).then(pl.lit(spec.weight)).otherwise(0.0) for c, spec in zip(counted, specs)])
     total = pl.sum_horizontal([sc.fill_null(0.0) * spec.weight for sc, spec in zip(scores, specs)])
-    return pl.when(~any_counted).then(None).when(weight > 0).then(total / weight).otherwise(all_hit)
+    return [
+        pl.any_horizontal(counted).alias("_any"),
+        all_hit.alias("_all_hit"),
+        total.alias("_total"),
+        weight.alias("_weight"),
+    ]
+
+
+def scores(frame: pl.DataFrame, specs: list[FieldSpec], aggregation: str) -> pl.Series:
+    """Row scores from the field score columns (:func:`score_parts`); null where every field is left out. The
+    division runs on Series: a Polars expression divides by a column holding one broadcast value as a
+    multiplication by its reciprocal (3 / 5 = 0.6000000000000001), which the row-wise reference does not."""
+    parts = frame.select(score_parts(specs))
+    ratio = parts["_total"] / parts["_weight"]
+    if aggregation == "all_or_nothing":
+        expr = pl.when(pl.col("_any")).then(pl.col("_all_hit"))
+    else:
+        expr = (
+            pl.when(~pl.col("_any"))
+            .then(None)
+            .when(pl.col("_weight") > 0)
+            .then(pl.col("_ratio"))
+            .otherwise(pl.col("_all_hit"))
+        )
+    return parts.with_columns(ratio.alias("_ratio")).select(expr.alias("score")).to_series()
 
 
 def _quoted(text: pl.Expr) -> pl.Expr:
@@ -87,6 +109,10 @@ class FieldAccuracy(Evaluator):
     required_columns = ("output", "expected_output")
     default_threshold = 0.8
 
+    def __init__(self, name: str, settings: FieldAccuracySettings, context: EvalContext | None = None) -> None:
+        super().__init__(name, settings, context)
+        duckpath.warm()
+
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         return in_halves(self._evaluate, batch, HALF_MIN_ROWS, _joined)
 
@@ -94,9 +120,18 @@ class FieldAccuracy(Evaluator):
         s: FieldAccuracySettings = self.settings  # type: ignore[assignment]
         specs = s.fields
         sides = duckpath.extract_sides(batch, ("output", "expected_output"), specs)
-        (got_ok, got), (want_ok, want) = sides["output"], sides["expected_output"]
+        (got_ok, got_deep, got), (want_ok, want_deep, want) = sides["output"], sides["expected_output"]
         compared = fastpath.compare(specs, got, want)
+        error = (
+            pl.when(pl.lit(want_deep))
+            .then(pl.lit(f"expected_output: {TOO_DEEP}"))
+            .when(~pl.lit(want_ok))
+            .then(pl.lit(NOT_AN_OBJECT))
+            .when(pl.lit(got_deep))
+            .then(pl.lit(f"output: {TOO_DEEP}"))
+        )
         frame = pl.DataFrame({"sample_id": batch["id"], "g_ok": got_ok, "w_ok": want_ok, "raw": batch["output"]})
+        frame = frame.with_columns(error.alias("error"))
         frame = frame.hstack(compared.get_columns())
         if not got_ok.all():  # a response that is not JSON misses every field
             not_json = ~pl.col("g_ok")
@@ -112,25 +147,26 @@ class FieldAccuracy(Evaluator):
             )
         labels = quote_labels([(spec.path + ": ", frame[f"r{i}"], frame[f"p{i}"]) for i, spec in enumerate(specs)])
         frame = frame.hstack([label.alias(f"q{i}") for i, label in enumerate(labels)])
-        frame = frame.with_columns(score_expr(specs, s.aggregation).alias("score"))
+        frame = frame.with_columns(scores(frame, specs, s.aggregation))
+        failed = pl.col("error").is_not_null()
         results = frame.select(
             pl.col("sample_id"),
-            pl.when(~pl.col("w_ok"))
+            pl.when(failed)
             .then(pl.lit(ERROR))
             .when(pl.col("g_ok") & pl.col("score").is_null())
             .then(pl.lit(SKIPPED))
             .otherwise(pl.lit(PROCESSED))
             .alias("status"),
-            pl.when(pl.col("w_ok")).then(pl.col("score")).alias("score"),
-            pl.when(~pl.col("w_ok")).then(pl.lit("expected_output is not a JSON object")).alias("error"),
-            _details(frame, len(specs)).alias("details"),
+            pl.when(~failed).then(pl.col("score")).alias("score"),
+            pl.col("error"),
+            pl.when(~failed).then(_details(frame, len(specs))).alias("details"),
         )
         if not want_ok.all():
             rows = (~want_ok).arg_true()
             raw = batch["expected_output"].cast(pl.Utf8).gather(rows).str.head(RAW_LIMIT).alias("raw_expected")
             shown = raw.to_frame().select(pl.struct("raw_expected").struct.json_encode()).to_series()
             results = results.with_columns(results["details"].scatter(rows, shown))
-        keep = frame.filter(pl.col("w_ok")) if not want_ok.all() else frame
+        keep = frame.filter(~failed) if results["error"].null_count() < frame.height else frame
         fields = pl.concat(
             [
                 keep.select(

@@ -11,12 +11,12 @@ Default thresholds (``threshold:`` overrides):
 ==========================  =========  ==================================================================
 type                        default    passed when
 ==========================  =========  ==================================================================
-llm_rubric                  none       grader's ``pass`` (and, with a threshold, raw score >= threshold)
+llm_rubric                  none       grader's ``pass`` (missing or null: true; with a threshold, raw score >= it)
 g_eval                      0.7        mean over criteria of score/10 >= threshold
 factuality                  none       the category's score > 0 (and >= threshold when one is set)
 closed_qa                   none       the reply ends with Y
-context_recall              0.7        attributed / classified sentences >= threshold
-context_faithfulness        0.7        1 - unsupported / statements >= threshold
+context_recall              0.5        attributed / classified sentences >= threshold
+context_faithfulness        0.5        1 - unsupported / statements >= threshold
 select_best                 none       the row's first candidate wins in every order
 ==========================  =========  ==================================================================
 """

@@ -37,7 +37,7 @@ class ContextSettings(GradedSettings):
 
 
 class _ContextEvaluator(GradedEvaluator):
-    default_threshold = 0.7
+    default_threshold = 0.5
     pass_from_score = True
     reads: ClassVar[tuple[str, ...]] = ("output",)
 

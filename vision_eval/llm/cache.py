@@ -1,9 +1,12 @@
 """A persistent, content-addressed cache of model calls, safe when several processes share it.
 
 SQLite in WAL mode: readers never block, concurrent writers (Hydra multirun jobs, shards) wait on
-the database lock (``busy_timeout``) instead of failing. The key is the sha256 of the canonical
-JSON of the model, its parameters and the rendered messages, with every inline image replaced by
-the sha256 of its data, so a re-run with identical requests costs no calls.
+the database lock (``busy_timeout``) instead of failing. WAL needs memory shared between processes, which a
+network filesystem (NFS, Lustre, GPFS, CIFS...) cannot provide, so a cache there uses SQLite's rollback
+journal, whose safety then rests on the filesystem's POSIX locks (see README, "In CI and on clusters").
+
+The key is the sha256 of the canonical JSON of the model, its parameters and the rendered messages, with
+every inline image replaced by the sha256 of its data, so a re-run with identical requests costs no calls.
 """
 
 from __future__ import annotations
@@ -25,6 +28,32 @@ CREATE TABLE IF NOT EXISTS calls (
     value TEXT NOT NULL
 )
 """
+
+
+NETWORK_FILESYSTEMS = frozenset(
+    {"nfs", "nfs4", "cifs", "smbfs", "smb3", "lustre", "gpfs", "beegfs", "glusterfs", "fuse.glusterfs", "ceph",
+     "fuse.sshfs", "9p", "afs", "panfs", "wekafs"}
+)  # fmt: skip
+
+
+def filesystem_type(path: Path, mounts: str | None = None) -> str | None:
+    """The type of the filesystem holding ``path`` (from ``/proc/mounts``; ``None`` when unknown)."""
+    if mounts is None:
+        try:
+            mounts = Path("/proc/mounts").read_text(encoding="utf-8")
+        except OSError:
+            return None
+    target = str(path.resolve())
+    best, kind = "", None
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = fields[1].replace("\\040", " ")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) > len(best):
+            best, kind = point, fields[2]
+    return kind
 
 
 def default_cache_dir() -> Path:
@@ -63,7 +92,9 @@ class CallCache:
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
         self._conn.execute("PRAGMA busy_timeout=60000")
-        self._retry(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
+        self.filesystem = filesystem_type(folder)
+        mode = "DELETE" if self.filesystem in NETWORK_FILESYSTEMS else "WAL"
+        self._retry(lambda: self._conn.execute(f"PRAGMA journal_mode={mode}"))
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._retry(lambda: self._conn.execute(SCHEMA))
         self.hits = 0

@@ -46,6 +46,27 @@ from vision_eval.llm.transport import CallError
 from vision_eval.results import DIMENSION_ROW_SCHEMA, ERROR, PROCESSED, SKIPPED, empty, rows_frame
 
 
+def shows_images(template: str) -> bool:
+    """Whether a template renders an image label (``image_reference(s)``) other than under an
+    ``{% if image_reference(s) %}`` guard or as the list a ``{% for %}`` loop walks (both render nothing without
+    images)."""
+    from jinja2 import Environment, nodes
+
+    def image_names(node: nodes.Node) -> bool:
+        return any(n.name in IMAGE_VARIABLES for n in [node, *node.find_all(nodes.Name)] if isinstance(n, nodes.Name))
+
+    def visit(node: nodes.Node) -> bool:
+        if isinstance(node, nodes.If) and image_names(node.test):
+            return any(visit(child) for child in [*node.elif_, *node.else_])
+        if isinstance(node, nodes.For) and image_names(node.iter):
+            return any(visit(child) for child in [*node.body, *node.else_])
+        if isinstance(node, nodes.Name) and node.name in IMAGE_VARIABLES:
+            return True
+        return any(visit(child) for child in node.iter_child_nodes())
+
+    return visit(Environment().parse(template))
+
+
 class GradedEvaluator(Evaluator):
     """Base class of the model-graded assertions (see the module docstring)."""
 
@@ -77,6 +98,9 @@ class GradedEvaluator(Evaluator):
                 compile_template(template)
             except TemplateError as exc:
                 raise ValueError(f"prompt template error: {exc}") from None
+        self.images_required = "images" in settings.model_fields_set or any(map(shows_images, self.templates()))
+        """The image columns must exist (set explicitly, or a prompt shows image labels); otherwise the images of
+        the columns the dataset has are attached and a dataset without them is graded on text."""
         self._calibration: dict[str, Any] | None = None
 
     # --- what a subclass provides -------------------------------------------------------------------
@@ -109,7 +133,8 @@ class GradedEvaluator(Evaluator):
         for template in self.templates():
             used |= template_variables(template)
         used -= set(IMAGE_VARIABLES) | set(TEXT_VARIABLES) | set(PROMPTFOO_ALIASES) | self.extra_variables()
-        return tuple(dict.fromkeys((*self.required_columns, *s.images, *sorted(used))))
+        images = s.images if self.images_required else []
+        return tuple(dict.fromkeys((*self.required_columns, *images, *sorted(used))))
 
     def describe(self) -> dict[str, Any]:
         s: GradedSettings = self.settings  # type: ignore[assignment]
@@ -124,8 +149,9 @@ class GradedEvaluator(Evaluator):
     def _variables(self, row: dict[str, Any], judge_policy: Any) -> tuple[dict[str, Any], list[PreparedImage]]:
         s: GradedSettings = self.settings  # type: ignore[assignment]
         variables = row_variables(row)
+        columns = s.images if self.images_required else [c for c in s.images if c in row]
         images = row_images(
-            row, s.images, self.context.dataset_root, judge_policy, chat_input=s.chat_input_images, variables=variables
+            row, columns, self.context.dataset_root, judge_policy, chat_input=s.chat_input_images, variables=variables
         )
         for name in TEXT_VARIABLES:
             if variables[name] is None:

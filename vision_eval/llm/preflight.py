@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,15 +50,20 @@ def model_uses(evaluators: list[Any], candidate: Any | None) -> list[ModelUse]:
 
 
 def key_problems(uses: list[ModelUse]) -> list[str]:
-    """Models whose key variable is not set."""
-    problems = []
+    """One problem per key variable that is not set, naming the models and evaluators that need it."""
+    missing: dict[str, list[ModelUse]] = {}
     for use in uses:
         config = use.config
         if config.api_key is None and config.api_key_env and not os.environ.get(config.api_key_env):
-            problems.append(
-                f"{use.label}: the API key variable {config.api_key_env} is not set "
-                f"(export it, or set api_key_env: null for a server that needs no key)"
-            )
+            missing.setdefault(config.api_key_env, []).append(use)
+    problems = []
+    for variable, needing in missing.items():
+        models = sorted({str(u.config.model) for u in needing})
+        users = list(dict.fromkeys(user for u in needing for user in u.users))
+        problems.append(
+            f"the API key variable {variable} is not set, needed by {', '.join(models)} (used by {', '.join(users)}): "
+            "export it, or set api_key_env: null for a server that needs no key"
+        )
     return problems
 
 
@@ -99,8 +105,11 @@ async def ping_all(scheduler: Any, uses: list[ModelUse]) -> list[str]:
     return [p for p in found if p]
 
 
-def preflight(uses: list[ModelUse], scheduler: Any, *, budget: bool, send: bool) -> None:
-    """Raise ``PreflightError`` listing every problem (keys first: no request is sent when one is missing)."""
+def preflight(
+    uses: list[ModelUse], scheduler: Any, *, budget: bool, send: bool, scrub: Callable[[str], str] = str
+) -> None:
+    """Raise ``PreflightError`` listing every problem (keys first: no request is sent when one is missing);
+    ``scrub`` masks secret values in the message (a provider's 401 body may quote the key)."""
     from vision_eval.engine import run_coroutine
 
     if not uses:
@@ -111,4 +120,4 @@ def preflight(uses: list[ModelUse], scheduler: Any, *, budget: bool, send: bool)
     if not problems and send:
         problems = run_coroutine(lambda: ping_all(scheduler, uses))
     if problems:
-        raise PreflightError("; ".join(problems))
+        raise PreflightError(scrub("; ".join(problems)))

@@ -1,9 +1,10 @@
 """``field_accuracy`` extraction: DuckDB's JSON functions pull every configured path out of a whole column at once.
 
-Each side's candidate JSON object text (fence stripped, first ``{`` to last ``}``, see :func:`fastpath.doc_text`) is
-handed to DuckDB, which parses it in C++ on every core and returns per path the JSON token text (``"x"``, ``1.5``,
-``null``; SQL NULL when the path does not resolve). Paths are JSON pointers, which resolve an index step as an array
-index or as an object key, exactly as :func:`matching.resolve` does.
+Each side's candidate JSON object text (the bare object, a fenced block's object, or the first ``{`` to the last
+``}`` of prose, see :func:`fastpath.doc_texts`) is handed to DuckDB, which checks it (``json_valid``) and parses it in
+C++ on every core and returns per path the JSON token text (``"x"``, ``1.5``, ``null``; SQL NULL when the path does not
+resolve). Paths are JSON pointers, which resolve an index step as an array index or as an object key, exactly as
+:func:`matching.resolve` does. Text that may nest deeper than ``MAX_DEPTH`` is left to the reference.
 
 DuckDB's parser differs from ``json.loads`` (the reference) in a few places, so a row is decided by DuckDB only when
 none can apply; every other row is resolved by :mod:`matching`, row by row:
@@ -20,21 +21,21 @@ objects/arrays are re-read with ``json.loads``.
 
 from __future__ import annotations
 
-import json
 import re
+import threading
 from typing import Any
 
 import polars as pl
 
 from vision_eval import duck
 from vision_eval.structured import matching as m
-from vision_eval.structured.fastpath import CANONICAL_NUMBER, KIND, Side, doc_text, python_value
+from vision_eval.structured.fastpath import CANONICAL_NUMBER, JSON_START, KIND, Side, doc_texts, python_value
 
-FENCE = "```"
-"""A fence: the reference reads its content, not the text around it."""
 TRAILING_COMMA = r",\s*[\]}]"
 ESCAPED_KEY = r'\\.(?:[^"\\]|\\.)*"\s*:'
 """A key written with an escape (``"\\u0061"`` is ``"a"``): repeated keys could hide behind it."""
+UNLIKE_PYTHON = f"{TRAILING_COMMA}|{ESCAPED_KEY}"
+"""Text DuckDB may read other than ``json.loads``: a trailing comma (DuckDB accepts it), an escaped key."""
 NAN_INF = r"[:\[,]\s*[-+]?(?i:nan|inf)"
 """``nan``, ``inf``, ``Infinity`` spelt any way (DuckDB reads them all; ``json.loads`` only three spellings)."""
 
@@ -70,14 +71,87 @@ def _duckdb_tokens(texts: pl.DataFrame, trusted: dict[str, pl.Series], paths: Pa
     """Per text column ``c``: ``c_ok`` (DuckDB parsed it) and ``c_t{i}``, the token of path ``i``; rows not
     ``trusted`` are not read (null)."""
     ptrs = _sql_list([pointer(p) for p in paths])
-    inner = ", ".join(f"CASE WHEN {c}_trusted THEN try(json_extract({c}, {ptrs})) END AS {c}_e" for c in texts.columns)
-    outer = [f"{c}_e IS NOT NULL AS {c}_ok" for c in texts.columns]
-    outer += [f"{c}_e[{i + 1}] AS {c}_t{i}" for c in texts.columns for i in range(len(paths))]
+    # json_valid first: try() falls back to row-at-a-time evaluation for a whole vector as soon as one row in it
+    # fails, which made every batch with some invalid responses ~3x slower.
+    inner = ", ".join(
+        f"CASE WHEN {c}_trusted AND json_valid({c}) THEN try(json_extract({c}, {ptrs})) END AS {c}_e"
+        for c in texts.columns
+    )
+    # A row's tokens come back joined into one text (a JSON token never holds a raw \x1f, nor is it empty: an empty
+    # piece is a path that does not resolve): one value per row and side instead of one per token.
+    outer = [
+        f"array_to_string(list_transform({c}_e, lambda x: coalesce(x::VARCHAR, '')), chr(31)) AS {c}_j"
+        for c in texts.columns
+    ]
     table = texts.hstack([trusted[c].alias(f"{c}_trusted") for c in texts.columns])
+    joined = query(table, f"SELECT {', '.join(outer)} FROM (SELECT {inner} FROM texts)")
+    n = len(paths)
+    parts = joined.select(
+        pl.col(f"{c}_j").str.split_exact(TOKEN_SEPARATOR, n - 1).struct.rename_fields([f"{c}_t{i}" for i in range(n)])
+        for c in texts.columns
+    ).unnest(*(f"{c}_j" for c in texts.columns))
+    return parts.select(
+        *(pl.col(f"{c}_t0").is_not_null().alias(f"{c}_ok") for c in texts.columns),
+        *(
+            pl.when(pl.col(f"{c}_t{i}") != "").then(pl.col(f"{c}_t{i}")).alias(f"{c}_t{i}")
+            for c in texts.columns
+            for i in range(n)
+        ),
+    )
+
+
+TOKEN_SEPARATOR = "\x1f"
+
+
+class _Stream:
+    """A Polars frame as an Arrow C stream: DuckDB scans it without a pyarrow copy, string views uncopied."""
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self.frame = frame
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        return self.frame.__arrow_c_stream__(requested_schema)
+
+
+SMALL_RESULT = 20_000
+"""Up to this many rows a result comes back as Python rows; larger ones through pyarrow, which costs half as much
+per row but 0.1-0.2 s to import, more than a small batch costs (and importing it in the background would hold the
+interpreter lock while the first batch runs). DuckDB 2.0's own Arrow stream export is not used: it leaks objects that
+nanobind reports at exit."""
+_DTYPES = {"BOOLEAN": pl.Boolean, "VARCHAR": pl.Utf8, "JSON": pl.Utf8, "BIGINT": pl.Int64, "INTEGER": pl.Int32}
+
+
+def query(table: pl.DataFrame, sql: str) -> pl.DataFrame:
+    """``sql`` over ``table`` (named ``texts``) on the shared DuckDB database, as a Polars frame."""
     with duck.cursor() as con:
-        # String views cross into DuckDB without copying the texts.
-        con.register("texts", table.to_arrow(compat_level=pl.CompatLevel.newest()))
-        return con.sql(f"SELECT {', '.join(outer)} FROM (SELECT {inner} FROM texts)").pl()
+        con.register("texts", _Stream(table))
+        if table.height > SMALL_RESULT:
+            return con.sql(sql).pl()
+        result = con.execute(sql)
+        names = [(d[0], _DTYPES.get(str(d[1]).upper())) for d in result.description]
+        rows = result.fetchall()
+    columns = list(zip(*rows)) if rows else [()] * len(names)
+    return pl.DataFrame([pl.Series(name, values, dtype=dtype) for (name, dtype), values in zip(names, columns)])
+
+
+_WARM: list[bool] = []
+
+
+def warm() -> None:
+    """Start what the first batch would otherwise wait for, in a background thread, once per process: DuckDB (its
+    import and start, ~0.05 s), python-dateutil and ``_strptime``. They overlap the dataset's loading (evaluators
+    are built before the data are read) instead of delaying the first batch."""
+    if _WARM:
+        return
+    _WARM.append(True)
+
+    def start() -> None:
+        query(pl.DataFrame({"t": ["{}"]}), "SELECT json_valid(t) AS ok FROM texts")
+        import _strptime  # noqa: F401 - datetime.strptime imports it on first use
+
+        import dateutil.parser  # noqa: F401
+
+    threading.Thread(target=start, name="field-accuracy-warm", daemon=True).start()
 
 
 def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:
@@ -93,44 +167,63 @@ def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:
         for j, parent in enumerate(parents)
         for key in sorted(steps_by_parent[parent])
     ]
-    query = f"SELECT {' OR '.join(tests)} AS repeated FROM (SELECT json_keys(t, {_sql_list(parents)}) AS k FROM texts)"
-    with duck.cursor() as con:
-        con.register("texts", texts.alias("t").to_frame().to_arrow())
-        return con.sql(query).pl().to_series()
+    sql = f"SELECT {' OR '.join(tests)} AS repeated FROM (SELECT json_keys(t, {_sql_list(parents)}) AS k FROM texts)"
+    return query(texts.alias("t").to_frame(), sql).to_series()
 
 
-def _decide(texts: pl.DataFrame, paths: Paths) -> pl.DataFrame:
-    """``{c}_ok`` and ``{c}_t{i}`` per candidate column ``c``: ok where DuckDB's tokens are the reference's values
-    (the text is a JSON object DuckDB reads as ``json.loads`` does and no key on a path repeats)."""
-    names = texts.columns
+def _candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
+    """Per text column ``c`` (one Polars pass): ``c`` the candidate JSON object text (:func:`fastpath.doc_texts`),
+    ``c_trusted`` (DuckDB's reading of it is the reference's, unless a key repeats), ``c_keys`` (quoted path keys in
+    it), ``c_shallow`` (the text cannot nest deeper than MAX_DEPTH), ``c_esc`` (the text holds a backslash, so a
+    string token may hold an escape) and ``c_none`` (the text holds no JSON the reference could find)."""
+    names = raw.columns
     keys = sorted({str(step) for steps in paths for step in steps})
     # `key"` rather than `"key"`: every quoted key still counts once, and the search runs faster (a name that merely
     # ends with a key counts too; that only sends the row to the exact test).
     quoted_keys = "|".join(_literal(k) + '"' for k in sorted(keys, key=len, reverse=True))
-    checks = texts.select(
-        *(pl.col(n).str.count_matches(quoted_keys).alias(f"{n}_keys") for n in names),
+    first = raw.lazy().with_columns(
         *(
-            (
-                pl.col(n).str.starts_with("{")
-                & ~pl.col(n).str.contains(FENCE, literal=True)
-                & ~pl.col(n).str.contains(TRAILING_COMMA)
-                & ~pl.col(n).str.contains(ESCAPED_KEY)
-            )
-            .fill_null(False)
-            .alias(f"{n}_plain")
+            # Rows that may nest deeper than MAX_DEPTH (more brackets than that) are left to the reference.
+            ((pl.col(n).str.len_bytes() <= m.MAX_DEPTH) | (pl.col(n).str.count_matches(r"[\[{]") <= m.MAX_DEPTH))
+            .fill_null(True)
+            .alias(f"{n}_shallow")
             for n in names
         ),
-        *(pl.col(n).str.contains("(?i)nan|inf").fill_null(False).alias(f"{n}_nan") for n in names),
+        *(pl.col(n).str.contains("\\", literal=True).fill_null(False).alias(f"{n}_esc") for n in names),
+        # No object, no fence, not a JSON document: the reference would find no JSON ("I could not read it.").
+        *(
+            (
+                ~pl.col(n).str.contains("{", literal=True)
+                & ~pl.col(n).str.contains("```", literal=True)
+                & ~pl.col(n).str.contains(JSON_START)
+            )
+            .fill_null(False)
+            .alias(f"{n}_none")
+            for n in names
+        ),
     )
-    trusted = {}
-    for n in names:
-        plain = checks[f"{n}_plain"]
-        maybe = (plain & checks[f"{n}_nan"]).arg_true()  # the literal test is cheap, the exact one runs on few rows
-        if maybe.len():
-            odd = texts[n].gather(maybe).str.contains(NAN_INF)
-            plain = plain.scatter(maybe, ~odd)
-        trusted[n] = plain
-    tokens = _duckdb_tokens(texts, trusted, paths)
+    checked = doc_texts(first, names).with_columns(
+        *(pl.col(n).str.count_matches(quoted_keys).alias(f"{n}_keys") for n in names),
+        *(
+            (pl.col(n).str.starts_with("{") & ~pl.col(n).str.contains(UNLIKE_PYTHON) & pl.col(f"{n}_shallow"))
+            .fill_null(False)
+            .alias(f"{n}_trusted")
+            for n in names
+        ),
+    )
+    # The literal test is cheap; the exact one runs only on the rows it flags (a masked row is skipped).
+    nan = [pl.when(pl.col(f"{n}_trusted") & pl.col(n).str.contains("(?i)nan|inf")).then(pl.col(n)) for n in names]
+    return checked.with_columns(
+        (pl.col(f"{n}_trusted") & ~expr.str.contains(NAN_INF).fill_null(False)).alias(f"{n}_trusted")
+        for n, expr in zip(names, nan)
+    ).collect()
+
+
+def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame:
+    """``{c}_ok`` and ``{c}_t{i}`` per text column ``c`` (of :func:`_candidates`): ok where DuckDB's tokens are the
+    reference's values (the text is a JSON object DuckDB reads as ``json.loads`` does and no key on a path
+    repeats); tokens of the other rows are null."""
+    tokens = _duckdb_tokens(cands.select(names), {n: cands[f"{n}_trusted"] for n in names}, paths)
     nodes = _nodes(paths)
     counted = []
     for n in names:
@@ -139,50 +232,41 @@ def _decide(texts: pl.DataFrame, paths: Paths) -> pl.DataFrame:
         # Each path node found holds one quoted key; a further occurrence may be a repeated key, or the same name
         # elsewhere (another level, a value): those rows get the exact test.
         counted.append((pl.col(f"{n}_keys") == known).alias(f"{n}_once"))
-    tokens = tokens.with_columns(tokens.hstack(checks.select(f"{n}_keys" for n in names)).select(counted))
+    tokens = tokens.hstack(cands.select(f"{n}_keys" for n in names)).with_columns(counted)
     for n in names:
         unsure = (tokens[f"{n}_ok"] & ~tokens[f"{n}_once"]).arg_true()
         if unsure.len():
-            repeated = _repeated_keys(texts[n].gather(unsure), paths)
+            repeated = _repeated_keys(cands[n].gather(unsure), paths)
             tokens = tokens.with_columns(tokens[f"{n}_once"].scatter(unsure, ~repeated))
+    ok = {n: pl.col(f"{n}_ok") & pl.col(f"{n}_once") for n in names}
     return tokens.select(
-        *((pl.col(f"{n}_ok") & pl.col(f"{n}_once")).alias(f"{n}_ok") for n in names),
-        *(pl.col(f"{n}_t{i}") for n in names for i in range(len(paths))),
+        *(expr.alias(f"{n}_ok") for n, expr in ok.items()),
+        # Tokens of rows DuckDB may misread are dropped before they are read (json.loads would refuse "-inf").
+        *(pl.when(ok[n]).then(pl.col(f"{n}_t{i}")).alias(f"{n}_t{i}") for n in names for i in range(len(paths))),
     )
 
 
 def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.FieldSpec]) -> dict[str, Any]:
-    """Per column ``(ok, sides)``: whether each row holds JSON (a JSON object for ``expected_output``) and per field
-    its values (:class:`Side`)."""
+    """Per column ``(ok, deep, sides)``: whether each row holds JSON (a JSON object for ``expected_output``), whether
+    it nests deeper than :data:`values.MAX_DEPTH` (never read), and per field its values (:class:`Side`)."""
     paths = tuple(m.parse_path(spec.path) for spec in specs)
     names = [f"c{j}" for j in range(len(columns))]
     raw = batch.select(pl.col(col).cast(pl.Utf8).alias(n) for col, n in zip(columns, names))
-    decided = _decide(raw, paths)
+    cands = _candidates(raw, paths)
+    decided = _decide(cands, names, paths)
     texts = [spec.match != "exact" for spec in specs]  # exact compares JSON texts, the others read the value
-    oks, token_frames, escaped = [], [], []
-    for n in names:
-        ok = decided[f"{n}_ok"]
-        tokens = decided.select(pl.col(f"{n}_t{i}") for i in range(len(paths)))
-        again = (~ok).arg_true()
-        if again.len():  # fenced, wrapped in prose, not JSON, ...: doc_text's candidate gets a second reading
-            second = _decide(raw.select(pl.col(n).gather(again)).select(doc_text(n)), paths)
-            ok = ok.scatter(again, second[f"{n}_ok"])
-            tokens = tokens.with_columns(
-                tokens.to_series(i).scatter(again, second[f"{n}_t{i}"]) for i in range(len(paths))
-            )
-        # Tokens of rows DuckDB may misread are dropped before they are read (json.loads would refuse "-inf").
-        oks.append(ok)
-        token_frames.append(tokens.select(pl.when(ok).then(pl.all()).name.keep()))
-        escaped += [raw[n].str.contains("\\", literal=True).fill_null(False)] * len(paths)
+    escaped = [cands[f"{n}_esc"] for n in names for _ in paths]
     # Both sides in one call: fewer, wider Polars operations.
-    every_side = _sides(pl.concat(token_frames, how="horizontal"), texts * len(names), escaped)
-    out: dict[str, tuple[pl.Series, list[Side]]] = {}
-    for j, (col, ok) in enumerate(zip(columns, oks)):
+    every_side = _sides(decided.select(pl.exclude("^.*_ok$")), texts * len(names), escaped)
+    out: dict[str, tuple[pl.Series, pl.Series, list[Side]]] = {}
+    for j, (col, n) in enumerate(zip(columns, names)):
+        ok = decided[f"{n}_ok"]
         sides = every_side[j * len(paths) : (j + 1) * len(paths)]
-        rows = (~ok).arg_true()
+        rows = (~ok & ~(cands[f"{n}_none"] & cands[f"{n}_shallow"])).arg_true()
+        deep = pl.Series("deep", [False] * len(ok), dtype=pl.Boolean)
         if rows.len():
-            ok, sides = _resolve_rows(batch[col], col, rows, paths, ok, sides)
-        out[col] = (ok.alias("ok"), sides)
+            ok, deep, sides = _resolve_rows(batch[col], col, rows, paths, ok, sides)
+        out[col] = (ok.alias("ok"), deep.alias("deep"), sides)
     return out
 
 
@@ -233,7 +317,7 @@ def _sides(tokens: pl.DataFrame, with_text: list[bool], escaped: list[pl.Series]
         side = Side(frame[f"{c}_k"], frame[f"{c}_x"] if wanted else None, frame[c])
         rows = frame[f"{c}_r"].arg_true()
         if rows.len():
-            values = [json.loads(v) for v in frame[c].gather(rows).to_list()]
+            values = [m.loads(v) for v in frame[c].gather(rows).to_list()]
             pairs = [python_value(v) for v in values]
             side = Side(
                 side.kind.scatter(rows, pl.Series([k for k, _ in pairs], dtype=KIND)),
@@ -264,14 +348,22 @@ def _resolve_rows(
     paths: Paths,
     fast: pl.Series,
     sides: list[Side],
-) -> tuple[pl.Series, list[Side]]:
-    """The rows DuckDB did not decide, resolved by the reference (``extract_json`` + ``resolve``)."""
-    parsed = [m.extract_json(t) for t in texts.gather(rows).to_list()]
-    good = [ok if column == "output" else ok and isinstance(v, dict) for ok, v in parsed]
+) -> tuple[pl.Series, pl.Series, list[Side]]:
+    """The rows DuckDB did not decide, resolved by the reference (``read_json`` + ``resolve``)."""
+    parsed = [m.read_json(t) for t in texts.gather(rows).to_list()]
+    good = [ok if column == "output" else ok and isinstance(v, dict) for ok, v, _ in parsed]
     ok = fast.clone().scatter(rows, pl.Series(good, dtype=pl.Boolean))
+    deep = pl.Series([False] * len(fast), dtype=pl.Boolean)
+    deep = deep.scatter(rows, pl.Series([problem == m.TOO_DEEP for _, _, problem in parsed], dtype=pl.Boolean))
+    # The sides of undecided rows already read "missing" (their tokens are null): only documents the reference
+    # reads need their values.
+    docs = [v for g, (_, v, _) in zip(good, parsed) if g]
+    if not docs:
+        return ok, deep, sides
+    rows = rows.filter(pl.Series(good, dtype=pl.Boolean))
     out = []
     for steps, side in zip(paths, sides):
-        values = [m.resolve(v, steps) if g else m.MISSING for g, (_, v) in zip(good, parsed)]
+        values = [m.resolve(v, steps) for v in docs]
         pairs = [python_value(v) for v in values]
         shown = [_json(v) if v is not m.MISSING else None for v in values]
         out.append(
@@ -281,4 +373,4 @@ def _resolve_rows(
                 side.json.clone().scatter(rows, pl.Series(shown, dtype=pl.Utf8)),
             )
         )
-    return ok, out
+    return ok, deep, out

@@ -7,15 +7,15 @@ distinct string with the reference parser, fuzzy similarity once per distinct pa
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import polars as pl
 
 from vision_eval.structured import matching as m
+from vision_eval.structured.datepass import shown_dates
+from vision_eval.structured.values import SAFE_MARGIN, SLACK
 
 # Numbers whose text is what Python's json.dumps prints for them (≤ 15 significant digits, no exponent; Python
 # switches to an exponent below 1e-4).
@@ -24,14 +24,54 @@ CANONICAL_NUMBER = (
 )
 
 
-def doc_text(column: str) -> pl.Expr:
-    """The candidate JSON object text of a column: fence stripped, first ``{`` to last ``}``."""
-    text = pl.col(column)
-    bare = text.str.strip_chars(" \t\r\n")
-    plain = bare.str.starts_with("{") & bare.str.ends_with("}") & ~bare.str.contains("```", literal=True)
-    other = pl.when(~plain).then(text)  # null for plain rows, so the regexes below skip them
-    body = pl.coalesce(other.str.extract(m.FENCE, 1), other)
-    return pl.coalesce(pl.when(plain).then(bare), body.str.extract(r"(?s)(\{.*\})", 1))
+JSON_START = r"^[\s\x1c-\x1f]*(?:[\[{\"0-9-]|true|false|null|NaN|Infinity)"
+"""Text starting like a JSON document once Python's ``str.strip`` has run (its whitespace is Unicode's plus
+``\x1c-\x1f``): the reference reads the whole text first, so only it decides such a row when the first reading
+failed."""
+
+
+def doc_texts(frame: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
+    """``frame`` with each text column of ``names`` replaced by its candidate JSON object text, where DuckDB's
+    reading of it is the reference's (see :func:`values.read_json`): the whole text (spaces stripped) when it is a
+    plain object; the content of the first fenced block when that is an object; else, in text with no fence, the
+    first ``{`` to the last ``}``. Null where only the reference can decide (text that may be a whole JSON document
+    of another shape, a fenced block that is not an object, ...). Each step is a column of its own (Polars does not
+    share a sub-expression between the branches of a ``when``), and most rows, a bare object already, skip the
+    later steps (their value is null there)."""
+
+    def col(name: str, step: str) -> pl.Expr:
+        return pl.col(f"{name}__{step}")
+
+    stages: list[list[pl.Expr]] = [[], [], [], [], []]
+    for n in names:
+        text = pl.col(n)
+        fence = text.str.contains("```", literal=True)
+        tight = text.str.starts_with("{") & text.str.ends_with("}") & ~fence
+        stages[0] += [fence.alias(f"{n}__fence"), pl.when(~tight).then(text).alias(f"{n}__rest")]
+        stages[1].append(col(n, "rest").str.strip_chars(" \t\r\n").alias(f"{n}__bare"))
+        bare = col(n, "bare")
+        plain = bare.str.starts_with("{") & bare.str.ends_with("}") & ~col(n, "fence")
+        other = pl.when(~plain & ~col(n, "rest").str.contains(JSON_START)).then(col(n, "rest"))
+        stages[2] += [plain.alias(f"{n}__plain"), other.alias(f"{n}__other")]
+        fenced = col(n, "other").str.extract(m.FENCE, 1).str.strip_chars(" \t\r\n")
+        prose = pl.when(~col(n, "fence")).then(col(n, "other")).str.extract(r"(?s)(\{.*\})", 1)
+        stages[3] += [fenced.alias(f"{n}__fenced"), prose.alias(f"{n}__prose")]
+        fenced = col(n, "fenced")
+        block = pl.when(fenced.str.starts_with("{") & fenced.str.ends_with("}")).then(fenced)
+        stages[4].append(
+            pl.when(col(n, "rest").is_null())
+            .then(text)
+            .when(col(n, "plain"))
+            .then(bare)
+            .when(fenced.is_not_null())
+            .then(block)
+            .otherwise(col(n, "prose"))
+            .alias(n)
+        )
+    for stage in stages:
+        frame = frame.with_columns(stage)
+    return frame.drop(f"{n}__{step}" for n in names for step in ("fence", "rest", "bare", "plain", "other",
+                                                                  "fenced", "prose"))  # fmt: skip
 
 
 KIND = pl.Enum(["missing", "string", "number", "bool", "null", "object", "array"])
@@ -79,7 +119,7 @@ def clean_numbers(texts: pl.Series) -> pl.Series:
 
 def numbers(frame: pl.DataFrame, kind: str, text: str) -> pl.Series:
     """A number or numeric string as Float64 (null otherwise); the cleaning chain runs only on strings that are not
-    plain numbers already."""
+    plain numbers already. Exact as long as :func:`inexact_numbers` is false."""
     k, t = pl.col(kind), pl.col(text)
     plain = pl.when(k == "string").then(t).str.contains(m.NUMBER)  # null for the others: they skip the regex
     out = frame.select(
@@ -92,15 +132,32 @@ def numbers(frame: pl.DataFrame, kind: str, text: str) -> pl.Series:
     return out["n"].scatter(rows, clean_numbers(frame[text].gather(rows)))
 
 
+def inexact_numbers(kind: pl.Expr, text: pl.Expr) -> pl.Expr:
+    """Where a number (or numeric string) may not be read exactly as Float64 by :func:`numbers`: 16 digits or more
+    (an integer beyond 2**53 is compared exactly by the reference), letters in a JSON number (``Infinity``), and
+    non-ASCII strings (digits of other scripts)."""
+    number = pl.when(kind == "number").then(text)  # masked rows are skipped by the string tests
+    string = pl.when(kind == "string").then(text)
+    return (
+        (number.str.count_matches("[0-9]") >= 16)
+        | number.str.contains("[A-Za-z]")
+        | (string.str.count_matches("[0-9]") >= 16)
+        | string.str.contains(r"[^\x00-\x7f]")
+    ).fill_null(False)
+
+
+def inexact_json_numbers(got: tuple[pl.Expr, pl.Expr], want: tuple[pl.Expr, pl.Expr]) -> pl.Expr:
+    """Where two JSON numbers (kind, JSON text) may not compare exactly as Float64 (see :func:`inexact_numbers`);
+    false unless both are numbers."""
+    both = (got[0] == "number") & (want[0] == "number")
+    texts = [pl.when(both).then(text) for _, text in (got, want)]
+    return pl.any_horizontal(
+        [(t.str.count_matches("[0-9]") >= 16) | t.str.contains("[A-Za-z]") for t in texts]
+    ).fill_null(False)
+
+
 def _fmt(expr: pl.Expr) -> pl.Expr:
     return expr.round(6).cast(pl.Utf8)
-
-
-@lru_cache(maxsize=65536)
-def _shown_date(text: str, formats: tuple[str, ...], compare_time: bool) -> str | None:
-    """The compared form of a date string (cached: the same dates recur batch after batch)."""
-    parsed = m.parse_date(text, formats)
-    return m.date_text(parsed, compare_time) if parsed is not None else None
 
 
 def _dates(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.DataFrame:
@@ -109,11 +166,14 @@ def _dates(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.DataFrame:
         .unique()
         .to_list()
     )
-    formats = tuple(spec.formats or ())
-    shown = [_shown_date(s, formats, spec.compare_time) for s in strings]
+    shown = shown_dates(strings, tuple(spec.formats or ()), spec.compare_time)
     table = pl.DataFrame({"key": strings, "val": shown}, schema={"key": pl.Utf8, "val": pl.Utf8})
     frame = frame.join(table.rename({"key": "gt", "val": "gd"}), on="gt", how="left", maintain_order="left")
     return frame.join(table.rename({"key": "wt", "val": "wd"}), on="wt", how="left", maintain_order="left")
+
+
+FEW_PAIRS = 2000
+"""Up to this many distinct pairs, similarities are computed in a Python loop rather than by ``cpdist``."""
 
 
 def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
@@ -134,7 +194,11 @@ def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
         w = w.str.to_lowercase().str.replace_all(r"\s+", " ").str.strip_chars()
     normed = work.select(g.alias("ng"), w.alias("nw"))
     fn, scale = m.scorer(spec.algorithm)
-    sims = process.cpdist(normed["ng"].to_list(), normed["nw"].to_list(), scorer=fn, workers=-1, dtype=None)
+    got, want = normed["ng"].to_list(), normed["nw"].to_list()
+    if len(got) <= FEW_PAIRS:  # a plain loop: no numpy to import, no threads to start
+        sims = [fn(a, b) for a, b in zip(got, want)]
+    else:
+        sims = process.cpdist(got, want, scorer=fn, workers=-1, dtype=None)
     work = work.with_columns((pl.Series("sim", sims, dtype=pl.Float64) / scale).alias("sim"))
     if dedup:
         return pair.join(work, on=["g", "w"], how="left", maintain_order="left")["sim"]
@@ -146,15 +210,35 @@ def _inputs(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
     ``gn, wn``, compared dates ``gd, wd``, similarity ``sim``)."""
     columns = {"gk": got.kind, "gj": got.json, "wk": want.kind, "wj": want.json}
     if spec.match == "exact":  # exact compares JSON texts (one spelling per value); the other rules read values
-        return pl.DataFrame(columns)
+        inexact = inexact_json_numbers((pl.col("gk"), pl.col("gj")), (pl.col("wk"), pl.col("wj")))
+        return pl.DataFrame(columns).with_columns(inexact.alias("py"))
     f = pl.DataFrame(columns | {"gt": got.text, "wt": want.text})
     if spec.match == "numeric_tolerance":
-        f = f.with_columns(numbers(f, "gk", "gt").alias("gn"), numbers(f, "wk", "wt").alias("wn"))
+        f = f.with_columns(
+            numbers(f, "gk", "gt").alias("gn"),
+            numbers(f, "wk", "wt").alias("wn"),
+            (inexact_numbers(pl.col("gk"), pl.col("gt")) | inexact_numbers(pl.col("wk"), pl.col("wt"))).alias("py"),
+        )
     elif spec.match == "date":
-        f = _dates(f, spec)
+        f = _dates(f, spec).with_columns(pl.lit(False).alias("py"))
     else:
-        f = f.with_columns(_fuzzy(f, spec))
+        f = f.with_columns(_fuzzy(f, spec), pl.lit(False).alias("py"))
     return f.drop("gt", "wt")
+
+
+def _bound(tol: pl.Expr) -> pl.Expr:
+    return tol + SLACK * pl.max_horizontal(pl.lit(1.0), tol)
+
+
+def _near_bound(spec: m.FieldSpec, gn: pl.Expr, wn: pl.Expr) -> pl.Expr:
+    """Where float64 rounding might decide ``diff <= bound`` differently from exact arithmetic (the reference
+    decides those rows; see :func:`values.tolerance_compare`)."""
+    diff = (gn - wn).abs()
+    tol = (wn.abs() * spec.tolerance) if spec.relative else pl.lit(spec.tolerance)
+    if spec.relative:
+        tol = pl.when(wn == 0).then(pl.lit(spec.tolerance)).otherwise(tol)
+    bound = _bound(tol)
+    return ((diff - bound).abs() <= SAFE_MARGIN * pl.max_horizontal(diff, bound)).fill_null(False)
 
 
 def _outcome(spec: m.FieldSpec, col: Callable[[str], pl.Expr]) -> pl.Expr:
@@ -184,7 +268,7 @@ def _outcome(spec: m.FieldSpec, col: Callable[[str], pl.Expr]) -> pl.Expr:
         tol = (wn.abs() * spec.tolerance) if spec.relative else pl.lit(spec.tolerance)
         if spec.relative:
             tol = pl.when(wn == 0).then(pl.lit(spec.tolerance)).otherwise(tol)
-        hit = diff <= tol + 1e-9 * pl.max_horizontal(pl.lit(1.0), tol)
+        hit = diff <= _bound(tol)
         sign = pl.when(hit).then(pl.lit("<=")).otherwise(pl.lit(">"))
         rule = (
             pl.when(wn.is_null())
@@ -238,19 +322,22 @@ def _outcome(spec: m.FieldSpec, col: Callable[[str], pl.Expr]) -> pl.Expr:
 
 def compare(specs: list[m.FieldSpec], got: list[Side], want: list[Side]) -> pl.DataFrame:
     """Per field ``i``: ``s{i}`` (score), ``h{i}`` (hit), ``r{i}`` (reason), ``a{i}``/``e{i}`` (actual/expected JSON
-    texts) and ``p{i}`` (the row was compared by the reference, so its reason may hold any character). Every field's
-    rule is one expression of one ``select``, so Polars evaluates the fields in parallel."""
+    texts) and ``p{i}`` (the row was compared by the reference: composite values, numbers float64 may not read
+    exactly, differences at the tolerance bound; its reason may hold any character). Every field's rule is one
+    expression of one ``select``, so Polars evaluates the fields in parallel."""
     inputs = [_inputs(spec, g, w) for spec, g, w in zip(specs, got, want)]
     wide = pl.concat([f.rename(lambda c, i=i: f"{c}{i}") for i, f in enumerate(inputs)], how="horizontal")
     exprs = []
     for i, spec in enumerate(specs):
         gk, wk = pl.col(f"gk{i}"), pl.col(f"wk{i}")
-        composite = gk.is_in(["object", "array"]) | wk.is_in(["object", "array"])
+        reference = gk.is_in(["object", "array"]) | wk.is_in(["object", "array"]) | pl.col(f"py{i}")
+        if spec.match == "numeric_tolerance":
+            reference = reference | _near_bound(spec, pl.col(f"gn{i}"), pl.col(f"wn{i}"))
         exprs += [
             _outcome(spec, lambda name, i=i: pl.col(f"{name}{i}")).alias(f"o{i}"),
             pl.col(f"gj{i}").alias(f"a{i}"),  # null when missing
             pl.col(f"wj{i}").alias(f"e{i}"),
-            (composite & (gk != "missing") & (wk != "missing")).alias(f"p{i}"),
+            (reference & (gk != "missing") & (wk != "missing")).alias(f"p{i}"),
         ]
     out = wide.select(exprs)
     out = out.with_columns(
@@ -275,4 +362,4 @@ def compare(specs: list[m.FieldSpec], got: list[Side], want: list[Side]) -> pl.D
 
 
 def _value(kind: str, json_text: str | None) -> Any:
-    return json.loads(json_text) if json_text is not None and kind != "missing" else None
+    return m.loads(json_text) if json_text is not None and kind != "missing" else None

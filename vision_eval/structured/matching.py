@@ -13,29 +13,34 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from vision_eval.structured.dates import check_format, date_text, parse_date, strftime_format  # noqa: F401
 from vision_eval.structured.values import (  # noqa: F401 - re-exported: the one place to import from
     CURRENCY,
     FENCE,
+    INTEGER,
     ISO_PREFIX,
     ISO_SUFFIX,
+    MAX_DEPTH,
     MISSING,
     NUMBER,
     PARENS,
+    TOO_DEEP,
+    as_float,
     as_number,
     clean_number,
-    date_text,
     extract_json,
     fmt,
     kind,
+    loads,
     normalize_text,
     numeric_check,
-    parse_date,
     parse_path,
+    read_json,
     resolve,
     scorer,
     similarity,
-    strftime_format,
     to_json,
+    tolerance_compare,
 )
 
 MatchType = Literal["exact", "numeric_tolerance", "date", "fuzzy"]
@@ -71,7 +76,8 @@ class FieldSpec(BaseModel):
     """``numeric_tolerance``: tolerance is a fraction of |expected| (absolute when expected is 0)."""
     formats: list[str] | None = None
     """``date``: formats tried in order (``DD-MMM-YYYY``, ``YYYY-MM-DD``, ``MM/DD/YYYY``, ``DD/MM/YYYY``, or
-    strftime with ``%``); then ISO 8601, then python-dateutil reading ambiguous dates month-first."""
+    strftime with ``%``); then ISO 8601, then python-dateutil reading ambiguous dates month-first, except dotted
+    ones (``05.01.2025`` is 5 January) — list a format to decide otherwise."""
     compare_time: bool = False
     """``date``: compare the time of day too (as written; offsets are not converted)."""
     algorithm: Algorithm = "levenshtein"
@@ -84,6 +90,8 @@ class FieldSpec(BaseModel):
     @model_validator(mode="after")
     def _check(self) -> FieldSpec:
         parse_path(self.path)
+        for date_format in self.formats or ():
+            check_format(date_format)
         foreign = set()
         for match, keys in _MATCH_KEYS.items():
             if match != self.match:
@@ -133,10 +141,8 @@ def compare_scalar(spec: FieldSpec, got: Any, want: Any) -> Outcome:
             return Outcome(0.0, False, f"expected value is not a number: {wj}")
         if g is None:
             return Outcome(0.0, False, f"not a number: got {gj}")
-        diff = abs(g - w)
-        tol = spec.tolerance * abs(w) if spec.relative and w != 0 else spec.tolerance
-        hit = numeric_check(diff, tol)
-        sim = 1.0 if hit else 0.5 / (1.0 + diff / max(abs(w), 1e-9))
+        hit, diff, tol = tolerance_compare(g, w, spec.tolerance, spec.relative)
+        sim = 1.0 if hit else 0.5 / (1.0 + as_float(diff) / max(abs(as_float(w)), 1e-9))
         sign = "<=" if hit else ">"
         return Outcome(sim, hit, f"diff={fmt(diff)} {sign} tolerance {fmt(tol)}")
     if spec.match == "date":
@@ -258,14 +264,19 @@ def aggregate(specs: list[FieldSpec], results: list[FieldResult], aggregation: s
 
 
 NOT_JSON = "response is not JSON"
+NOT_AN_OBJECT = "expected_output is not a JSON object"
 
 
 def evaluate_row(specs: list[FieldSpec], output: str | None, expected: str | None, aggregation: str) -> dict[str, Any]:
     """The whole row-wise reference: ``{status, score, details, fields: [(path, FieldResult, got, want)]}``."""
-    ok_w, want_doc = extract_json(expected)
+    ok_w, want_doc, problem = read_json(expected)
+    if problem == TOO_DEEP:
+        return {"status": "error", "error": f"expected_output: {TOO_DEEP}", "fields": []}
     if not ok_w or not isinstance(want_doc, dict):
-        return {"status": "error", "error": "expected_output is not a JSON object", "fields": []}
-    ok_g, got_doc = extract_json(output)
+        return {"status": "error", "error": NOT_AN_OBJECT, "fields": []}
+    ok_g, got_doc, problem = read_json(output)
+    if problem == TOO_DEEP:
+        return {"status": "error", "error": f"output: {TOO_DEEP}", "fields": []}
     rows = []
     for spec in specs:
         steps = parse_path(spec.path)

@@ -1,6 +1,7 @@
 """Values of structured outputs: dot paths, JSON extraction, numbers, dates and fuzzy similarity.
 
-The parsing rules :mod:`matching` compares with (and :mod:`fastpath` reproduces in Polars).
+The parsing rules :mod:`matching` compares with (and :mod:`fastpath` reproduces in Polars); dates live in
+:mod:`dates`.
 """
 
 from __future__ import annotations
@@ -8,7 +9,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from datetime import datetime
+import unicodedata
+from decimal import Decimal
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
@@ -67,39 +70,112 @@ def resolve(value: Any, steps: tuple[str | int, ...]) -> Any:
 
 
 FENCE = r"```[A-Za-z]*[ \t]*\n?(?s:(.*?))```"
-_FENCE_RE = re.compile(FENCE)
+_FENCE_OPEN = re.compile(r"```[A-Za-z]*[ \t]*\n?")
+
+MAX_DEPTH = 100
+"""Deepest nesting of a JSON document that is read (deeper documents are refused with :data:`TOO_DEEP`)."""
+TOO_DEEP = f"JSON nested deeper than {MAX_DEPTH} levels"
+NOT_JSON_TEXT = "not JSON"
+_LONG_INT = 4000
+"""Integers with more digits are built through ``Decimal`` (``int()`` refuses more than 4300 digits)."""
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
-def extract_json(text: str | None) -> tuple[bool, Any]:
-    """``(True, value)`` for the JSON in ``text`` (code fences stripped; an object wrapped in prose taken from its
-    first ``{`` to its last ``}``, else the first decodable object), else ``(False, None)``. A JSON string that
-    itself holds a JSON object or array (double-encoded) is decoded once more."""
-    if text is None:
-        return False, None
-    fenced = _FENCE_RE.search(text)
-    body = fenced.group(1) if fenced else text
-    start, end = body.find("{"), body.rfind("}")
-    if start >= 0 and end > start:
-        try:
-            return True, json.loads(body[start : end + 1])
-        except ValueError:
-            pass
+def _int(text: str) -> int:
+    return int(text) if len(text) <= _LONG_INT else int(Decimal(text))
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` that reads integers of any length exactly."""
     try:
-        value = json.loads(body)
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer beyond int()'s digit limit
+        return json.loads(text, parse_int=_int)
+
+
+def _raw_decode(text: str, start: int) -> Any:
+    try:
+        return json.JSONDecoder().raw_decode(text, start)[0]
+    except json.JSONDecodeError:
+        raise
     except ValueError:
-        decoder = json.JSONDecoder()
-        for pos in [i for i, ch in enumerate(body) if ch == "{"][:50]:
-            try:
-                return True, decoder.raw_decode(body, pos)[0]
-            except ValueError:
-                continue
+        return json.JSONDecoder(parse_int=_int).raw_decode(text, start)[0]
+
+
+def nesting_depth(text: str) -> int:
+    """The deepest ``[``/``{`` nesting in ``text``, brackets inside JSON strings not counted."""
+    depth = deepest = 0
+    for match in _STRUCTURE.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def too_deep(text: str) -> bool:
+    """Whether ``text`` nests brackets deeper than :data:`MAX_DEPTH` (counted only when it has that many)."""
+    return text.count("{") + text.count("[") > MAX_DEPTH and nesting_depth(text) > MAX_DEPTH
+
+
+def _whole(text: str) -> tuple[bool, Any]:
+    """``text`` as one JSON document; a JSON string holding an object or array (double-encoded) is decoded once
+    more."""
+    try:
+        value = loads(text)
+    except ValueError:
         return False, None
     if isinstance(value, str) and value.strip()[:1] in ("{", "["):
         try:
-            return True, json.loads(value)
+            return True, loads(value)
         except ValueError:
             pass
     return True, value
+
+
+def read_json(text: str | None) -> tuple[bool, Any, str | None]:
+    """``(ok, value, problem)`` for the JSON in ``text``, by the first rule that applies:
+
+    1. the whole text (spaces stripped) is a JSON document;
+    2. a fenced block (```` ```json ... ``` ````): its content up to the first closing fence that leaves a JSON
+       document (a ```` ``` ```` inside a string value does not end the block);
+    3. an object wrapped in prose: the JSON object that starts at the first ``{`` (text after it ignored).
+
+    A JSON string that holds an object or array (double-encoded) is decoded once more. Otherwise ``problem`` is
+    ``"not JSON"``, or :data:`TOO_DEEP` for text nested deeper than :data:`MAX_DEPTH` levels. An invalid object
+    never yields one of its inner objects."""
+    if text is None:
+        return False, None, NOT_JSON_TEXT
+    if too_deep(text):
+        return False, None, TOO_DEEP
+    ok, value = _whole(text.strip())
+    if ok:
+        return True, value, None
+    opening = _FENCE_OPEN.search(text)
+    if opening is not None:
+        close = text.find("```", opening.end())
+        while close >= 0:
+            ok, value = _whole(text[opening.end() : close].strip())
+            if ok:
+                return True, value, None
+            close = text.find("```", close + 3)
+    start = text.find("{")
+    if start >= 0:
+        try:
+            return True, _raw_decode(text, start), None
+        except ValueError:
+            pass
+    return False, None, NOT_JSON_TEXT
+
+
+def extract_json(text: str | None) -> tuple[bool, Any]:
+    """``(True, value)`` for the JSON in ``text`` (the rules of :func:`read_json`), else ``(False, None)``."""
+    ok, value, _ = read_json(text)
+    return ok, value
 
 
 def kind(value: Any) -> str:
@@ -118,15 +194,41 @@ def kind(value: Any) -> str:
 
 
 def to_json(value: Any) -> str | None:
-    """Compact JSON text of a value (``None`` for :data:`MISSING`)."""
+    """Compact JSON text of a value (``None`` for :data:`MISSING`); integers of any length are written in full."""
     if value is MISSING:
         return None
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except ValueError:  # an integer beyond str()'s digit limit
+        text = json.dumps(_long_ints_marked(value), ensure_ascii=False, separators=(",", ":"))
+        return text.replace(f'"{_MARK}', "").replace(f'{_MARK}"', "")
 
 
-def fmt(x: float) -> str:
-    """A number as reasons print it (same text as Polars' ``round(6).cast(String)``)."""
-    r = round(float(x), 6)
+_MARK = "\\u0000long-int\\u0000"
+"""How ``json.dumps`` writes the marker around a long integer's digits."""
+_LONG_INT_MIN = 10**_LONG_INT
+
+
+def _long_ints_marked(value: Any) -> Any:
+    """``value`` with long integers replaced by marked digit strings (the marks and quotes are removed after
+    encoding)."""
+    if isinstance(value, dict):
+        return {k: _long_ints_marked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_long_ints_marked(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _LONG_INT_MIN:
+        return f"\x00long-int\x00{Decimal(value)}\x00long-int\x00"
+    return value
+
+
+def fmt(x: float | Fraction) -> str:
+    """A number as reasons print it (same text as Polars' ``round(6).cast(String)``); an exact value beyond the
+    float range in scientific notation with 7 significant digits."""
+    try:
+        r = round(float(x), 6)
+    except OverflowError:
+        exact = Fraction(x)
+        return f"{Decimal(exact.numerator) / Decimal(exact.denominator):.6e}"
     if math.isnan(r):
         return "NaN"
     if r == 0:
@@ -148,8 +250,27 @@ PARENS = r"^\((.*)\)$"
 _NUMBER_RE = re.compile(NUMBER)
 
 
+INTEGER = r"^[+-]?[0-9]+$"
+_INTEGER_RE = re.compile(INTEGER)
+
+
+class _AsciiDigits(dict):
+    """``str.translate`` table: every Unicode decimal digit to its ASCII digit (filled on first use)."""
+
+    def __missing__(self, code: int) -> int:
+        digit = unicodedata.decimal(chr(code), None)
+        self[code] = out = code if digit is None else ord("0") + digit
+        return out
+
+
+_ASCII_DIGITS = _AsciiDigits()
+
+
 def clean_number(text: str) -> str | None:
-    """A numeric string without currency signs, ISO codes, thousands separators and spaces, or ``None``."""
+    """A numeric string without currency signs, ISO codes, thousands separators and spaces, or ``None``. Digits
+    of any script (``"١٢٣"``) read as digits."""
+    if not text.isascii():
+        text = text.translate(_ASCII_DIGITS)
     text = text.strip()
     negative = re.match(PARENS, text)
     if negative:
@@ -160,84 +281,64 @@ def clean_number(text: str) -> str | None:
     return text if _NUMBER_RE.match(text) else None
 
 
-def as_number(value: Any) -> float | None:
-    """A JSON number or numeric string ("$1,500.00", "(20)", "1 500 EUR") as float; else ``None``."""
+Number = int | float
+"""A number as compared: JSON integers (and integer strings) exactly as ``int``, everything else as ``float``."""
+
+
+def as_number(value: Any) -> Number | None:
+    """A JSON number or numeric string ("$1,500.00", "(20)", "1 500 EUR") as a number; else ``None``. Integers stay
+    exact (``int``) whatever their length."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        return float(value)
+        return value
     if isinstance(value, str):
         cleaned = clean_number(value)
-        return float(cleaned) if cleaned is not None else None
+        if cleaned is None:
+            return None
+        return _int(cleaned) if _INTEGER_RE.match(cleaned) else float(cleaned)
     return None
+
+
+SLACK = 1e-9
+"""Tolerance bounds are inclusive and forgive float rounding: ``diff <= tol + SLACK * max(1, tol)``."""
+EXACT_FLOAT = 2**53
+"""Integers up to this magnitude are exact as float64."""
+SAFE_MARGIN = 1e-12
+"""A float comparison of ``diff`` and the bound is trusted when they differ by more than this share; float rounding
+(< 1e-15 relative) cannot flip it. Closer ones are decided with exact fractions."""
 
 
 def numeric_check(diff: float, tol: float) -> bool:
     """Inclusive bound, forgiving float rounding (100.01 vs 100 with tolerance 0.01 is a hit)."""
-    return diff <= tol + 1e-9 * max(1.0, tol)
+    return diff <= tol + SLACK * max(1.0, tol)
 
 
-# ---------------------------------------------------------------- dates
-
-_DATE_TOKENS = [
-    ("YYYY", "%Y"),
-    ("YY", "%y"),
-    ("MMMM", "%B"),
-    ("MMM", "%b"),
-    ("MM", "%m"),
-    ("DD", "%d"),
-    ("HH", "%H"),
-    ("mm", "%M"),
-    ("ss", "%S"),
-]
-
-
-@lru_cache(maxsize=256)
-def strftime_format(fmt_text: str) -> str:
-    """``DD-MMM-YYYY`` style to strftime (``%d-%b-%Y``); a format containing ``%`` is used as is."""
-    if "%" in fmt_text:
-        return fmt_text
-    out, i = "", 0
-    while i < len(fmt_text):
-        for token, code in _DATE_TOKENS:
-            if fmt_text.startswith(token, i):
-                out += code
-                i += len(token)
-                break
-        else:
-            out += fmt_text[i]
-            i += 1
-    return out
+def tolerance_compare(got: Number, want: Number, tolerance: float, relative: bool) -> tuple[bool, Any, Any]:
+    """``(hit, diff, tol)`` for ``|got - want| <= tol + SLACK * max(1, tol)``, ``tol`` being ``tolerance`` or (with
+    ``relative``) ``tolerance * |want|`` (``tolerance`` when ``want`` is 0). Decided exactly: in float64 when that
+    cannot differ from exact arithmetic, otherwise with fractions (integers beyond 2**53, values at the bound).
+    Infinite and NaN values compare as floats."""
+    finite = all(not isinstance(v, float) or math.isfinite(v) for v in (got, want))
+    if not finite or all(isinstance(v, float) or abs(v) <= EXACT_FLOAT for v in (got, want)):
+        g, w = as_float(got), as_float(want)
+        diff = abs(g - w)
+        tol = tolerance * abs(w) if relative and w != 0 else tolerance
+        bound = tol + SLACK * max(1.0, tol)
+        if not finite or abs(diff - bound) > SAFE_MARGIN * max(diff, bound):
+            return diff <= bound, diff, tol
+    exact_g, exact_w = Fraction(got), Fraction(want)
+    exact_diff = abs(exact_g - exact_w)
+    exact_tol = Fraction(tolerance) * abs(exact_w) if relative and exact_w != 0 else Fraction(tolerance)
+    return exact_diff <= exact_tol + Fraction(SLACK) * max(1, exact_tol), exact_diff, exact_tol
 
 
-@lru_cache(maxsize=65536)
-def parse_date(text: str, formats: tuple[str, ...] = ()) -> datetime | None:
-    """A naive datetime for ``text``: ``formats`` in order, then ISO 8601, then python-dateutil (ambiguous
-    dates month-first). A written offset is dropped, never converted: the machine's time zone never matters."""
-    text = text.strip()
-    if not text:
-        return None
-    for f in formats:
-        try:
-            return datetime.strptime(text, strftime_format(f)).replace(tzinfo=None)
-        except ValueError:
-            continue
+def as_float(value: Any) -> float:
+    """A float for a number of any size (beyond the float range: infinite, with its sign)."""
     try:
-        return datetime.fromisoformat(text).replace(tzinfo=None)
-    except ValueError:
-        pass
-    from dateutil import parser
-
-    try:
-        parsed = parser.parse(text, dayfirst=False, yearfirst=False, default=datetime(2000, 1, 1))
-    except (ValueError, OverflowError, parser.ParserError):
-        return None
-    return parsed.replace(tzinfo=None)
-
-
-def date_text(value: datetime, compare_time: bool) -> str:
-    """How a parsed date is shown and compared."""
-    return value.strftime("%Y-%m-%d %H:%M:%S" if compare_time else "%Y-%m-%d")
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 # ---------------------------------------------------------------- fuzzy

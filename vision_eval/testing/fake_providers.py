@@ -78,6 +78,10 @@ class Action:
     extra: dict[str, Any] = field(default_factory=dict)
     echo_key: bool = False
     """An error body that quotes the key the request carried (as some providers' 401s do)."""
+    reset: bool = False
+    """Drop the connection without answering (a connection reset)."""
+    body: Any = None
+    """A raw JSON body sent as is with ``status`` (e.g. a 200 whose body is an error object)."""
 
 
 def colour_name(rgb: tuple[int, int, int]) -> str:
@@ -253,6 +257,19 @@ class FakeProviders:
             self.calls_by_provider.clear()
             self.peak_in_flight = 0
 
+    def wait_idle(self, quiet_s: float = 0.3, timeout_s: float = 10.0) -> int:
+        """Wait until no request is in flight and none arrived for ``quiet_s`` (requests a killed client had
+        already sent can still arrive); returns the call count then."""
+        deadline = time.monotonic() + timeout_s
+        seen, since = self.calls, time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+            if self.calls != seen or self.in_flight:
+                seen, since = self.calls, time.monotonic()
+            elif time.monotonic() - since >= quiet_s:
+                break
+        return self.calls
+
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
@@ -338,6 +355,11 @@ class FakeProviders:
         model = request.match_info.get("model", "").split(":")[0] or body.get("model", "")
         if action.delay or self.latency:
             await asyncio.sleep(action.delay or self.latency)
+        if action.reset:
+            request.transport.abort() if request.transport else None
+            raise ConnectionResetError("fake reset")
+        if action.body is not None:
+            return web.json_response(action.body, status=action.status)
         if action.status != 200:
             headers = {"Retry-After": f"{action.retry_after:g}"} if action.retry_after is not None else {}
             message = f"fake error {action.status}"

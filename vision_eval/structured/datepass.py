@@ -1,0 +1,248 @@
+"""The rules of :mod:`dates` over a whole column of date strings, for the common forms, with Python's own regexes.
+
+``datetime.strptime`` compiles a format into a regular expression (``_strptime._TimeRE_cache``), matches it from
+the start of the text, requires it to reach the end, then builds the date (a day beyond the month's last is a
+``ValueError``: the next format is tried). This module hands those very expressions to Polars (Rust's regex engine
+picks the same match as Python's for them: leftmost-first alternation, no look-around) and builds the date with the
+same rules, for printable-ASCII text and formats made of ``%Y %y %m %d %b %B %H %M %S`` and literals. ISO dates
+(``2025-01-05``, ``2025-01-05T10:20[:30]``) are read as ``datetime.fromisoformat`` reads them. Every string these
+rules cannot decide exactly (other formats or characters, years before 1000, invalid ISO dates, leap seconds,
+anything left for python-dateutil) is read by :func:`dates.parse_date` itself, so the column equals the row-wise
+rules by construction; ``tests/test_field_dates.py`` checks it on generated strings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import polars as pl
+
+from vision_eval.structured.dates import MAX_DATE_LENGTH, date_text, parse_date_from, strftime_format
+
+_SUPPORTED = set("YymdbBHMS")
+_PRINTABLE = r"^[\x20-\x7e]*$"
+_ISO = r"^(?P<Y>[0-9]{4})-(?P<m>[0-9]{2})-(?P<d>[0-9]{2})(?:[T ](?P<H>[0-9]{2}):(?P<M>[0-9]{2})(?::(?P<S>[0-9]{2}))?)?$"
+
+
+@lru_cache(maxsize=65536)
+def shown_date(text: str, formats: tuple[str, ...], compare_time: bool, first: int = 0) -> str | None:
+    """The compared form of one date string by the row-wise rules, ``formats[:first]`` known not to read it
+    (cached: the same dates recur batch after batch)."""
+    parsed = parse_date_from(text, formats, first)
+    return date_text(parsed, compare_time) if parsed is not None else None
+
+
+@lru_cache(maxsize=256)
+def _plan(fmt_text: str) -> tuple[str, tuple[str, ...]] | None:
+    """Python's strptime expression for a format and its directives, or ``None`` when this module cannot build
+    its dates exactly (an unsupported directive, no year, or two directives for one part)."""
+    import _strptime
+
+    code = strftime_format(fmt_text)
+    directives = tuple(re.findall(r"%(.)", code.replace("%%", "")))
+    parts = ["".join(sorted({"Y", "y"} & set(directives))), "".join(sorted({"m", "b", "B"} & set(directives)))]
+    if not set(directives) <= _SUPPORTED or len(set(directives)) != len(directives) or "" in parts[:1]:
+        return None
+    if any(len(p) > 1 for p in parts) or not parts[1] or "d" not in directives:
+        return None
+    return _strptime._TimeRE_cache.pattern(code), directives
+
+
+def _months() -> dict[str, int]:
+    import _strptime
+
+    locale = _strptime._TimeRE_cache.locale_time
+    names = {name.lower(): i for i, name in enumerate(locale.a_month) if name}
+    return names | {name.lower(): i for i, name in enumerate(locale.f_month) if name}
+
+
+def _days_in_month(year: pl.Expr, month: pl.Expr) -> pl.Expr:
+    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
+    return (
+        pl.when(month == 2)
+        .then(pl.when(leap).then(29).otherwise(28))
+        .when(month.is_in([4, 6, 9, 11]))
+        .then(30)
+        .otherwise(31)
+    )
+
+
+def _shown(year: pl.Expr, month: pl.Expr, day: pl.Expr, time: list[pl.Expr], compare_time: bool) -> pl.Expr:
+    parts = [year.cast(pl.Utf8).str.zfill(4), month.cast(pl.Utf8).str.zfill(2), day.cast(pl.Utf8).str.zfill(2)]
+    if not compare_time:
+        return pl.format("{}-{}-{}", *parts)
+    clock = [t.cast(pl.Utf8).str.zfill(2) for t in time]
+    return pl.format("{}-{}-{} {}:{}:{}", *parts, *clock)
+
+
+Parts = list[pl.Expr]
+"""Year, month, day, hour, minute, second (Int32 expressions)."""
+
+
+def _by_format(fmt_text: str, column: str) -> tuple[pl.Expr, Parts] | None:
+    """``(matched, parts)`` of ``strptime(text, fmt)`` over the column ``t``, from the groups of :func:`_groups` in
+    ``column``: ``matched`` true where it gives a date, false where it raises ``ValueError``, null where the
+    row-wise parser must decide. ``None``: an unsupported format."""
+    plan = _plan(fmt_text)
+    if plan is None:
+        return None
+    _, directives = plan
+    groups = pl.col(column)
+
+    def number(name: str) -> pl.Expr:
+        return groups.struct.field(name).str.strip_chars(" ").cast(pl.Int32, strict=False)
+
+    if "Y" in directives:
+        year = number("Y")
+    else:
+        short = number("y")
+        year = pl.when(short < 69).then(short + 2000).otherwise(short + 1900)
+    if "m" in directives:
+        month = number("m")
+    else:
+        name = groups.struct.field("b" if "b" in directives else "B").str.to_lowercase()
+        month = name.replace_strict(_months(), default=None, return_dtype=pl.Int32)
+    day = number("d")
+    time = [number(d) if d in directives else pl.lit(0, pl.Int32) for d in "HMS"]
+    whole = groups.struct.field("all_")
+    full = whole.str.len_bytes() == pl.col("t").str.len_bytes()
+    valid = day <= _days_in_month(year, month)
+    exact = (year >= 1000) & (time[2] < 60)
+    matched = pl.when(full & valid & exact).then(True).when(~full | ~valid | whole.is_null()).then(False)
+    return matched, [year, month, day, *time]
+
+
+def _groups(fmt_text: str) -> pl.Expr:
+    """The named groups of Python's strptime expression for a (supported) format, matched from the start of
+    ``t``."""
+    plan = _plan(fmt_text)
+    assert plan is not None
+    return pl.col("t").str.extract_groups(f"(?i)^(?P<all_>{plan[0]})")
+
+
+def _iso(column: str) -> tuple[pl.Expr, Parts]:
+    """``datetime.fromisoformat`` for ``YYYY-MM-DD[(T| )HH:MM[:SS]]`` over the column ``t`` (groups of ``_ISO`` in
+    ``column``): true where it gives a date, null for every other text (valid ISO dates before 1000 and invalid
+    ones included: the row-wise parser decides)."""
+    groups = pl.col(column)
+
+    def number(name: str) -> pl.Expr:
+        return groups.struct.field(name).cast(pl.Int32, strict=False)
+
+    year, month, day = number("Y"), number("m"), number("d")
+    time = [number("H").fill_null(0), number("M").fill_null(0), number("S").fill_null(0)]
+    ok = (
+        (year >= 1000)
+        & month.is_between(1, 12)
+        & (day >= 1)
+        & (day <= _days_in_month(year, month))
+        & (time[0] < 24)
+        & (time[1] < 60)
+        & (time[2] < 60)
+    )
+    return pl.when(ok).then(True), [year, month, day, *time]
+
+
+def _dateutil_months() -> dict[str, int]:
+    from dateutil.parser import parserinfo
+
+    return {name.lower(): i for i, names in enumerate(parserinfo.MONTHS, start=1) for name in names}
+
+
+_MONTH_NAME = r"(?P<b>[A-Za-z]{3,9})"
+DATEUTIL_SHAPES = [
+    rf"^(?P<d>[0-9]{{1,2}}) {_MONTH_NAME} (?P<Y>[0-9]{{4}})$",  # 5 Jan 2025
+    rf"^(?P<d>[0-9]{{1,2}})-{_MONTH_NAME}-(?P<Y>[0-9]{{4}})$",  # 5-Jan-2025
+    rf"^{_MONTH_NAME} (?P<d>[0-9]{{1,2}}),? (?P<Y>[0-9]{{4}})$",  # Jan 5, 2025
+    r"^(?P<Y>[0-9]{4})/(?P<m>[0-9]{1,2})/(?P<d>[0-9]{1,2})$",  # 2025/01/05
+    r"^(?P<m>[0-9]{1,2})/(?P<d>[0-9]{1,2})/(?P<Y>[0-9]{4})$",  # 01/05/2025: month first
+    r"^(?P<d>[0-9]{1,2})\.(?P<m>[0-9]{1,2})\.(?P<Y>[0-9]{4})$",  # 05.01.2025: dotted, day first
+]
+"""Spellings python-dateutil reads in one way only (four-digit year, month number at most 12 or one of its month
+names, a valid day), as ``parse_date`` calls it: the vectorized pass reads them the same way; any other string,
+an invalid date included, is still handed to dateutil itself."""
+
+
+def _dateutil(column: str) -> tuple[pl.Expr, Parts]:
+    """The :data:`DATEUTIL_SHAPES` read over ``t`` (their groups in ``column_<k>``): true where one of them reads
+    the string as dateutil does, else null."""
+    years, months, days, oks = [], [], [], []
+    for k, pattern in enumerate(DATEUTIL_SHAPES):
+        groups = pl.col(f"{column}_{k}")
+        year = groups.struct.field("Y").cast(pl.Int32, strict=False)
+        if "(?P<b>" in pattern:
+            name = groups.struct.field("b").str.to_lowercase()
+            month = name.replace_strict(_dateutil_months(), default=None, return_dtype=pl.Int32)
+        else:
+            month = groups.struct.field("m").cast(pl.Int32, strict=False)
+        day = groups.struct.field("d").cast(pl.Int32, strict=False)
+        ok = (year >= 1000) & month.is_between(1, 12) & (day >= 1) & (day <= _days_in_month(year, month))
+        years.append(year), months.append(month), days.append(day), oks.append(ok.fill_null(False))
+
+    def first(values: list[pl.Expr]) -> pl.Expr:
+        chosen: Any = pl
+        for ok, value in zip(oks, values):
+            chosen = chosen.when(ok).then(value)
+        return chosen.otherwise(None)
+
+    zero = pl.lit(0, pl.Int32)
+    return pl.when(pl.any_horizontal(oks)).then(True), [first(years), first(months), first(days), zero, zero, zero]
+
+
+def _dateutil_groups(column: str) -> list[pl.Expr]:
+    return [pl.col("t").str.extract_groups(pattern).alias(f"{column}_{k}") for k, pattern in enumerate(DATEUTIL_SHAPES)]
+
+
+def _rules(formats: tuple[str, ...]) -> list[tuple[list[pl.Expr], pl.Expr, Parts] | None]:
+    """The rules in order, each ``(regex group columns, matched, parts)``: the formats, then (when every format is
+    supported) ISO 8601 and dateutil's shapes; ``None`` marks an unsupported format, where the vectorized rules
+    stop."""
+    rules: list[tuple[list[pl.Expr], pl.Expr, Parts] | None] = []
+    for fmt_text in formats:
+        rule = _by_format(fmt_text, "g")
+        if rule is None:
+            return [*rules, None]
+        rules.append(([_groups(fmt_text).alias("g")], *rule))
+    iso = _iso("g")
+    rules.append(([pl.col("t").str.extract_groups(_ISO).alias("g")], iso[0].fill_null(False), iso[1]))
+    shapes = _dateutil("g")
+    rules.append((_dateutil_groups("g"), shapes[0].fill_null(False), shapes[1]))
+    return rules
+
+
+def shown_dates(
+    strings: list[str], formats: tuple[str, ...], compare_time: bool, row_wise: Callable[..., str | None] = shown_date
+) -> list[str | None]:
+    """``shown_date(s, formats, compare_time)`` for every string (distinct strings expected). The rules run as a
+    cascade, each on the strings still open: the first that reads a string decides it, one that raises passes it
+    on, an undecidable one hands it to ``row_wise`` (which skips the formats known to raise)."""
+    out: list[str | None] = [None] * len(strings)
+    if not strings:
+        return out
+    frame = pl.DataFrame({"s": strings}, schema={"s": pl.Utf8}).with_row_index("i")
+    frame = frame.with_columns(pl.col("s").str.strip_chars(" ").alias("t"))
+    simple = pl.col("s").str.contains(_PRINTABLE) & (pl.col("t").str.len_bytes() <= MAX_DATE_LENGTH)
+    later: list[tuple[int, int]] = [(i, 0) for i in frame.filter(~simple)["i"].to_list()]  # (string, first format)
+    open_ = frame.filter(simple & (pl.col("t").str.len_bytes() > 0)).select("i", "t")  # empty strings: no date
+    for index, rule in enumerate(_rules(formats)):
+        if open_.is_empty():
+            break
+        if rule is None:  # what reaches an unsupported format is read row by row
+            later += [(i, index) for i in open_["i"].to_list()]
+            open_ = open_.clear()
+            break
+        groups, matched, parts = rule
+        step = open_.with_columns(groups).select(
+            "i", "t", matched.alias("m"), _shown(*parts[:3], parts[3:], compare_time).alias("d")
+        )
+        for i, d in step.filter(pl.col("m").fill_null(False)).select("i", "d").iter_rows():
+            out[i] = d
+        later += [(i, index) for i in step.filter(pl.col("m").is_null())["i"].to_list()]
+        open_ = step.filter(~pl.col("m").fill_null(True)).select("i", "t")
+    later += [(i, len(formats)) for i in open_["i"].to_list()]  # dateutil's turn
+    for i, first in later:
+        out[i] = row_wise(strings[i], formats, compare_time, first)
+    return out
