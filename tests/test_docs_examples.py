@@ -112,6 +112,7 @@ def _run(block: Block, work: Path, env: dict[str, str], number: int) -> subproce
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("doc", [d for d in DOCS if any(b.runnable and b.skip is None for b in blocks(d))],
                          ids=lambda d: d.name)  # fmt: skip
 def test_doc_examples_run(doc: Path, tmp_path: Path) -> None:
