@@ -314,3 +314,24 @@ def test_what_looks_local(text: str, local: bool) -> None:
     from vision_eval.data.loading import looks_local
 
     assert looks_local(text) is local
+
+
+def test_unknown_type_and_key_suggest_the_closest_and_list_the_valid_keys() -> None:
+    import vision_eval as ve
+
+    rows = [{"output": "a", "expected_output": "a"}]
+    with pytest.raises(ve.ConfigError) as info:
+        ve.evaluate(rows, evaluators={"e": {"type": "exact_mach"}})
+    assert info.value.key == "evaluators.e.type" and "did you mean 'exact_match'" in info.value.message
+    assert "vision-eval list" in info.value.message
+    with pytest.raises(ve.ConfigError) as info:
+        ve.evaluate(rows, evaluators={"e": {"type": "exact_match", "treshold": 0.5}})
+    assert info.value.key == "evaluators.e.treshold" and "did you mean 'threshold'" in info.value.message
+    assert "valid keys: type, threshold, where, description, columns" in info.value.message
+    assert "case_sensitive" in info.value.message  # the type's own keys too
+    with pytest.raises(ve.ConfigError) as info:  # nested settings: the keys of that level
+        ve.evaluate(rows, evaluators={"f": {"type": "field_accuracy", "fields": [{"path": "a", "tolerence": 1}]}})
+    assert info.value.key == "evaluators.f.fields[0].tolerence" and "did you mean 'tolerance'" in info.value.message
+    with pytest.raises(ve.ConfigError) as info:  # the run config too
+        ve.evaluate(rows, evaluators={}, run={"limt": 3})
+    assert "did you mean 'limit'" in info.value.message
