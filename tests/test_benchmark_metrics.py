@@ -162,7 +162,16 @@ def test_chartqa_preset_scores_overall_and_per_split(protocol: str, expected: li
     assert metrics["relaxed_accuracy_human"]["relaxed_accuracy"] == pytest.approx(sum(expected[:5]) / 5)
     assert metrics["relaxed_accuracy_augmented"]["relaxed_accuracy"] == pytest.approx(sum(expected[5:]) / 6)
     assert metrics["relaxed_accuracy_human"]["n"] == 5 and metrics["relaxed_accuracy"]["protocol"] == protocol
-    assert details(result, "0", "relaxed_accuracy") == {"protocol": protocol, "matched": "12", "numeric": True}
+    # The details show what was compared: the reply and the deciding reference answer, as numbers here.
+    assert details(result, "0", "relaxed_accuracy") == {
+        "protocol": protocol,
+        "prediction": "12",
+        "prediction_number": 12.0,
+        "answer": "12",
+        "answer_number": 12.0,
+        "numeric": True,
+        "matched": "12",
+    }
     assert result.samples["input"][0] == "What share of adults use the internet?"
     assert result.run_info["evaluators"]["relaxed_accuracy"]["protocol"] == protocol
 
@@ -187,7 +196,16 @@ def test_docvqa_preset_anls(protocol: str) -> None:
     assert rows["q10"]["status"] == "error" and rows["q10"]["error"] == "output is missing"
     assert details(result, "q4")["closest"] == "cigarette"
     # Below the cut-off the score is 0 but the details still show how close the answer was.
-    assert details(result, "q8") == {"protocol": protocol, "closest": "axy", "similarity": pytest.approx(1 / 3)}
+    assert details(result, "q8") == {
+        "protocol": protocol,
+        "prediction": "abc",
+        "closest": "axy",
+        "closest_normalized": "axy",
+        "similarity": pytest.approx(1 / 3),
+    }
+    # Both sides as compared: stripped, lowercased, whitespace collapsed.
+    assert details(result, "q6")["prediction"] == "the tobacco institute"
+    assert details(result, "q6")["closest_normalized"] == "the tobacco institut"
     metrics = result.run_info["metrics"]["anls"]
     assert metrics["anls"] == pytest.approx((1 + 1 + 1 + 0.9 + 0 + q6 + 0.5 + 0) / 8)
     assert (metrics["n"], metrics["errors"], metrics["unparseable"], metrics["protocol"]) == (8, 2, 0, protocol)
@@ -218,12 +236,15 @@ def test_textvqa_preset_vqa_accuracy(protocol: str, expected: list[float]) -> No
     ids = [str(34602 + i) for i in range(8)]
     assert scores(result) == pytest.approx(dict(zip(ids, expected, strict=True)))
     matches = 3 if protocol != "official" else 0
-    assert details(result, "34603") == {
+    shown = details(result, "34603")
+    assert {k: v for k, v in shown.items() if k != "references"} == {
         "protocol": protocol,
         "prediction": "don't walk",
         "matches": matches,
         "answers": 10,
     }
+    # Every reference answer as it was compared with the prediction; `matches` counts the equal ones.
+    assert len(shown["references"]) == 10 and shown["references"].count("don't walk") == matches
     passed = {row["sample_id"]: row["passed"] for row in result.results.iter_rows(named=True)}
     assert passed["34603"] is (protocol != "official") and passed["34604"] is False  # threshold 0.9 = 3 annotators
 
@@ -317,7 +338,8 @@ def test_countbench_preset_lenient() -> None:
     # The first number in the reply: "There are 10 pencils." -> 10, "three." -> 3, "05" -> 5; "" has none.
     assert scores(result) == {"0": 1.0, "1": 1.0, "2": 0.0, "3": 1.0, "4": 1.0, "5": 1.0, "6": 1.0, "7": None}
     assert by_id(result)["7"]["error"] == "cannot extract a count from the output"
-    assert details(result, "0") == {"protocol": "lenient", "predicted": 7.0, "expected": 7.0}
+    assert details(result, "0") == {"protocol": "lenient", "predicted": 7.0, "expected": 7.0, "found": [7.0]}
+    assert details(result, "4")["found"] == [10.0]  # "There are 10 pencils."
     metrics = result.run_info["metrics"]["exact_count"]
     assert (metrics["accuracy"], metrics["unparseable"], metrics["n"]) == (6 / 7, 1, 7)
 

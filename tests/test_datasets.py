@@ -122,7 +122,7 @@ def test_column_mapping_errors_name_the_key(image_dir: Path) -> None:
 
 
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="file not found"):
+    with pytest.raises(ConfigError, match="not found locally"):
         ve.evaluate(str(tmp_path / "missing.jsonl"), evaluators=EXACT)
 
 

@@ -99,10 +99,9 @@ def test_scripts_match_the_builtins() -> None:
     assert from_script["passed"] is builtin["passed"][0] is False  # default threshold 0.9
 
 
-def test_pep723_header_and_clear_message_without_the_package() -> None:
-    for kind in ("count", "ocr", "json", "chart"):
-        text = (SCRIPTS / f"{kind}_validator.py").read_text()
-        assert text.startswith("# /// script\n") and 'dependencies = ["vision-eval"]' in text
+def test_clear_message_without_the_dependencies() -> None:
+    # The header itself is checked in test_validator_script_setup.py. Without site-packages the checkout's
+    # package is found but not its dependencies: a plain message and exit 2.
     proc = subprocess.run(
         [sys.executable, "-S", str(SCRIPTS / "count_validator.py"), "{}"],
         capture_output=True,

@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from vision_eval.checkpoint import Checkpoints, config_fingerprint
+from vision_eval.columns import image_columns as evaluator_image_columns
 from vision_eval.config import AppConfig, ConfigSources, JudgeConfig, validate_config
 from vision_eval.data import load_dataset, samples_frame
 from vision_eval.data.canonical import describe
@@ -129,11 +130,14 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
             raise ConfigError(
                 "candidate.prompt", str(exc), sources.file_for("candidate") if sources else None
             ) from None
-    frame, root = load_dataset(config.dataset, data, limit=config.run.limit, shard=config.run.shard, context=context)
+    image_columns = evaluator_image_columns(evaluators, candidate.images if candidate is not None else ())
+    frame, root = load_dataset(
+        config.dataset, data, config.run.limit, config.run.shard, image_columns, context=context
+    )
     context.dataset_root = root
     if candidate is not None and "output" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, pl.Utf8).alias("output"))
-    check_stack(frame, evaluators, config.dataset)  # still before any paid call
+    check_stack(frame, evaluators, config.dataset, sources)  # still before any paid call
     uses = model_uses(evaluators, candidate)
     secrets = Secrets.of_models([u.config for u in uses] + [config.judge])
     context.services["secrets"] = secrets

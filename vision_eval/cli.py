@@ -4,6 +4,7 @@ vision-eval                                   # the demo, offline
 vision-eval dataset=X evaluators=Y judge=Z    # compose
 vision-eval -m judge=a,b                      # sweep
 vision-eval --cfg job                         # show the composed config
+vision-eval list | describe <type> | init <dir> [--data <file>]   # subcommands (vision_eval.commands)
 
 Exit codes (:mod:`vision_eval.gates`): 0 every gate holds, 1 a quality gate failed, 2 config or preflight
 error (nothing evaluated), 3 too many errors / budget spent / circuit breaker, 130 interrupted. A sweep runs
@@ -248,11 +249,17 @@ def expand_shards(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: a subcommand (``list``, ``describe``, ``init``), else a Hydra run."""
     import hydra
 
+    from vision_eval.commands import dispatch
+    from vision_eval.launchers import missing_launcher
+
+    code = dispatch(sys.argv[1:])
+    if code is not None:
+        sys.exit(code)
     sys.argv[1:] = expand_shards(sys.argv[1:])
-    problem = check_group_choices(sys.argv[1:])
+    problem = check_group_choices(sys.argv[1:]) or missing_launcher(sys.argv[1:])
     if problem:
         _fail(problem)
     install_log_redaction(sys.argv[1:])

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
@@ -283,14 +285,71 @@ def dotted(loc: tuple[Any, ...]) -> str:
     return "".join(parts)
 
 
-def config_error_from(error: ValidationError, prefix: str = "", sources: ConfigSources | None = None) -> ConfigError:
-    """One ``ConfigError`` listing every problem pydantic found, keyed by the first."""
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation) if get_origin(annotation) in (Union, UnionType) else ():
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _step(annotation: Any, part: Any) -> Any:
+    """The annotation one location step below ``annotation`` (a field, a list item, a mapping value)."""
+    model = _model_in(annotation)
+    if model is not None and isinstance(part, str) and part in model.model_fields:
+        return model.model_fields[part].annotation
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (Union, UnionType):
+        named = [arg for arg in args if getattr(_model_in(arg), "__name__", None) == part]
+        if named:  # pydantic names the union member that failed in the location
+            return named[0]
+        steps = [_step(arg, part) for arg in args]
+        return next((s for s in steps if s is not None), None)
+    if origin in (list, tuple) and isinstance(part, int) and args:
+        return args[0]
+    if origin is dict and len(args) == 2:
+        return args[1]
+    return None
+
+
+def valid_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The keys the model accepts at error location ``loc`` (the unknown key last); empty when unknown."""
+    annotation: Any = model
+    for part in loc[:-1]:
+        annotation = _step(annotation, part)
+        if annotation is None:
+            return []
+    found = _model_in(annotation)
+    return list(found.model_fields) if found is not None else []
+
+
+def unknown_key_message(key: str, valid: list[str]) -> str:
+    """``unknown key``, with the closest valid names and the list of valid keys."""
+    if not valid:
+        return "unknown key"
+    close = difflib.get_close_matches(key, valid, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return f"unknown key{hint} (valid keys: {', '.join(valid)})"
+
+
+def config_error_from(
+    error: ValidationError,
+    prefix: str = "",
+    sources: ConfigSources | None = None,
+    model: type[BaseModel] | None = None,
+) -> ConfigError:
+    """One ``ConfigError`` listing every problem pydantic found, keyed by the first; an unknown key of
+    ``model`` (the validated model) comes with the closest valid names and the list of valid keys."""
     problems = []
     for item in error.errors():
         key = dotted(tuple(p for p in (prefix, *item["loc"]) if p != ""))
         message = item["msg"]
         if item["type"] == "extra_forbidden":
-            message = "unknown key"
+            loc = tuple(item["loc"])
+            valid = valid_keys(model, loc) if model is not None and loc else []
+            message = unknown_key_message(str(loc[-1]) if loc else "", valid)
         problems.append((key, message))
     first_key, first_message = problems[0]
     file = sources.file_for(first_key) if sources else None
@@ -304,7 +363,7 @@ def validate_config(raw: Mapping[str, Any], sources: ConfigSources | None = None
     try:
         return AppConfig.model_validate(dict(raw))
     except ValidationError as exc:
-        raise config_error_from(exc, sources=sources) from None
+        raise config_error_from(exc, sources=sources, model=AppConfig) from None
 
 
 SECRET_KEYS = ("api_key", "apikey", "secret", "token", "password", "authorization")

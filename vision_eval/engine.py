@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from vision_eval.checkpoint import Checkpoints, Part
+from vision_eval.columns import check_mapped, column_map, needed, view
 from vision_eval.data import ROW_ERROR, check_columns
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalOutput, Evaluator
@@ -73,9 +74,10 @@ def _where_expr(evaluator: Evaluator) -> pl.Expr | None:
     return pl.sql_expr(where) if where else None
 
 
-def check_stack(frame: pl.DataFrame, evaluators: list[Evaluator], dataset_cfg: Any) -> None:
+def check_stack(frame: pl.DataFrame, evaluators: list[Evaluator], dataset_cfg: Any, sources: Any = None) -> None:
     """Fail before any work when a column is missing or a ``where`` filter is invalid."""
-    check_columns(frame, {e.name: e.columns_needed() for e in evaluators}, dataset_cfg)
+    check_mapped(frame, evaluators, sources)
+    check_columns(frame, {e.name: needed(e) for e in evaluators}, dataset_cfg)
     for evaluator in evaluators:
         if not evaluator.settings.where:
             continue
@@ -95,23 +97,29 @@ class _Check:
     reason: str | pl.Expr
 
 
+WHERE = "_where"
+"""Column holding the ``where`` filter's verdict, computed on the dataset's own columns (before the mapping)."""
+
+
 def _checks(evaluator: Evaluator, batch: pl.DataFrame) -> list[_Check]:
+    """The checks of a batch as the evaluator reads it (after its ``columns`` mapping, with ``_where``)."""
     checks = []
     if "candidate_error" in batch.columns:
         failed = pl.format("candidate generation failed: {}", pl.col("candidate_error"))
         checks.append(_Check(pl.col("candidate_error").is_not_null(), SKIPPED, failed))
-    where = _where_expr(evaluator)
-    if where is not None:
+    if WHERE in batch.columns:
         reason = f"row not selected by where: {evaluator.settings.where}"
-        checks.append(_Check(~where.fill_null(False), SKIPPED, reason))
+        checks.append(_Check(~pl.col(WHERE), SKIPPED, reason))
     if ROW_ERROR in batch.columns:
         checks.append(_Check(pl.col(ROW_ERROR).is_not_null(), ERROR, pl.col(ROW_ERROR)))
+    mapped = column_map(evaluator)
     for column in evaluator.columns_needed():
+        named = f"{', '.join(mapped[column])} (read as {column})" if column in mapped else column
         if column == "images":
-            checks.append(_Check(pl.col("images").list.len().fill_null(0) == 0, ERROR, "row has no images"))
+            checks.append(_Check(pl.col("images").list.len().fill_null(0) == 0, ERROR, f"row has no {named}"))
             checks.append(_Check(image_error_expr().is_not_null(), ERROR, image_error_expr()))
         else:
-            checks.append(_Check(pl.col(column).is_null(), ERROR, f"{column} is missing"))
+            checks.append(_Check(pl.col(column).is_null(), ERROR, f"{named} is missing"))
     return checks
 
 
@@ -291,11 +299,16 @@ class EvaluatorRun:
 
 
 def _split(evaluator: Evaluator, batch: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series, pl.DataFrame]:
-    """Rows for the evaluator, their positions in the batch, and the finished rows of the others."""
+    """Rows for the evaluator (as it reads them: its ``columns`` mapping applied), their positions in the batch,
+    and the finished rows of the others."""
+    where = _where_expr(evaluator)
+    if where is not None:  # the filter sees the dataset's own columns, not the evaluator's mapping
+        batch = batch.with_columns(where.fill_null(False).alias(WHERE))
+    batch = view(evaluator, batch)
     checks = _checks(evaluator, batch)
     checked = _precheck(batch, checks).with_row_index("_pos")
     held = checked["_pre"].is_not_null()
-    ready = checked.filter(~held).drop("_pre")
+    ready = checked.filter(~held).drop("_pre", WHERE, strict=False)
     reasons = [c for c in ("candidate_error", ROW_ERROR, "images") if c in checked.columns]
     held_rows = checked.select("id", "_pre", "_pos", *reasons).filter(held)
     pre = _pre_rows(held_rows, checks).with_columns(held_rows["_pos"])

@@ -13,10 +13,41 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from vision_eval.results import DIMENSION_ROW_SCHEMA, FIELD_ROW_SCHEMA, RESULT_ROW_SCHEMA, conform, empty
+
+
+class ColumnMap(BaseModel):
+    """Dataset columns an evaluator reads instead of the canonical ones (unset: the canonical column)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    output: str | None = None
+    """Column read as ``output`` (the response being judged)."""
+    expected_output: str | None = None
+    """Column read as ``expected_output`` (the reference)."""
+    input: str | None = None
+    """Column read as ``input`` (the question or prompt)."""
+    images: list[str] | None = None
+    """Columns whose images are read as ``images``, in order (one column name is accepted too)."""
+
+    @field_validator("images", mode="before")
+    @classmethod
+    def _one_column(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    def mapped(self) -> dict[str, list[str]]:
+        """Canonical column -> the dataset columns read as it (only the mapped ones)."""
+        out: dict[str, list[str]] = {}
+        for canonical in ("input", "output", "expected_output"):
+            column = getattr(self, canonical)
+            if column is not None:
+                out[canonical] = [column]
+        if self.images is not None:
+            out["images"] = list(self.images)
+        return out
 
 
 class EvaluatorSettings(BaseModel):
@@ -37,6 +68,11 @@ class EvaluatorSettings(BaseModel):
 
     description: str = ""
     """Free text shown in reports."""
+
+    columns: ColumnMap = ColumnMap()
+    """Other dataset columns to read as the canonical ones, e.g. ``{expected_output: answer_json}`` or
+    ``{images: [photo, sketch]}``, so one dataset can feed evaluators from different columns (checked before
+    the run; ``where`` still sees the dataset's own columns)."""
 
     min_pass_rate: float | None = Field(None, ge=0, le=1)
     """Quality gate: the share of processed rows that pass must be at least this, else the run exits 1."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
+import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,14 +19,22 @@ from vision_eval.evaluator import EvalContext, Evaluator
 
 
 def import_object(path: str) -> Any:
-    """Import ``module:attr`` or ``module.attr``."""
+    """Import ``module:attr`` or ``module.attr`` (a module on the path, or in the current directory)."""
     if ":" in path:
         module_name, _, attr = path.partition(":")
     else:
         module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
         raise ImportError(f"{path!r} is not 'module:attribute' or 'module.attribute'")
-    obj: Any = importlib.import_module(module_name)
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        # A module next to where the user runs vision-eval (a console script does not put that folder on the path).
+        here = os.getcwd()
+        if exc.name != module_name.split(".")[0] or here in sys.path:
+            raise
+        sys.path.append(here)
+        obj = importlib.import_module(module_name)
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
@@ -53,10 +64,14 @@ def _resolve_class(name: str, spec: Mapping[str, Any], sources: ConfigSources | 
     try:
         return registry.get(str(type_name)), settings
     except KeyError:
-        known = ", ".join(registry.names())
-        raise ConfigError(
-            key, f"unknown evaluator type {type_name!r}; known types: {known}", _file(key, sources)
-        ) from None
+        names = registry.names()
+        close = difflib.get_close_matches(str(type_name), names, n=3, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        message = (
+            f"unknown evaluator type {type_name!r}{hint} (known types: {', '.join(names)}; "
+            "`vision-eval list` describes each)"
+        )
+        raise ConfigError(key, message, _file(key, sources)) from None
 
 
 def _file(key: str, sources: ConfigSources | None) -> str | None:
@@ -73,7 +88,7 @@ def build_evaluator(
     try:
         model = cls.settings_model.model_validate(settings)
     except ValidationError as exc:
-        raise config_error_from(exc, prefix=f"evaluators.{name}", sources=sources) from None
+        raise config_error_from(exc, prefix=f"evaluators.{name}", sources=sources, model=cls.settings_model) from None
     try:
         return cls(name, model, context)
     except (ValueError, TypeError, FileNotFoundError) as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,14 @@ def load_dataset(
     data: Any = None,
     limit: int | None = None,
     shard: str | None = None,
+    image_columns: Sequence[str] = (),
     context: Any = None,
 ) -> tuple[pl.DataFrame, Path | None]:
-    """The canonical frame for a dataset config (or Python ``data``) and its image root; ``context`` (an
-    ``EvalContext``) gets the dataset's image roots, so evaluators resolve image columns under the same rules."""
+    """The canonical frame for a dataset config (or Python ``data``) and its image root. ``image_columns``
+    (columns other than ``images`` that evaluators read images from) become image references too; ``context``
+    (an ``EvalContext``) gets the dataset's image roots, so evaluators resolve image columns under the same rules."""
     raw = load_raw(cfg, data, limit)
-    frame = canonicalize(raw, cfg, limit, shard)
+    frame = canonicalize(raw, cfg, limit, shard, image_columns)
     if context is not None:
         context.dataset_root = raw.root
         context.image_roots = image_roots(raw, cfg)

@@ -7,6 +7,7 @@ objects become JSON text), ``images`` (list of image references) and any metadat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
@@ -67,9 +68,13 @@ def image_roots(raw: RawDataset, cfg: DatasetConfig) -> ImageRoots:
 
 
 def canonicalize(
-    raw: RawDataset, cfg: DatasetConfig, limit: int | None = None, shard: str | None = None
+    raw: RawDataset,
+    cfg: DatasetConfig,
+    limit: int | None = None,
+    shard: str | None = None,
+    image_columns: Sequence[str] = (),
 ) -> pl.DataFrame:
-    """The canonical frame for ``raw``: mapped, selected, ids checked, images referenced."""
+    """The canonical frame for ``raw``: mapped, selected, ids checked, images (and ``image_columns``) referenced."""
     frame = _apply_mapping(raw.frame, cfg.columns)
     if "images" not in frame.columns and "image" in frame.columns and "image" not in cfg.columns.values():
         frame = frame.rename({"image": "images"})
@@ -92,6 +97,10 @@ def canonicalize(
     frame = frame.with_columns([_as_text(c, frame) for c in TEXT_COLUMNS if c in frame.columns])
     if "images" in frame.columns and frame.schema["images"] != IMAGES_DTYPE:
         frame = frame.with_columns(images_series(frame["images"], image_roots(raw, cfg), allow_urls=cfg.allow_urls))
+    for column in image_columns:  # other image columns an evaluator reads hold references the same way
+        if column in frame.columns and frame.schema[column] != IMAGES_DTYPE:
+            refs = images_series(frame[column], image_roots(raw, cfg), allow_urls=cfg.allow_urls)
+            frame = frame.with_columns(refs.alias(column))
     if ROW_ERROR not in frame.columns:
         frame = frame.with_columns(pl.lit(None, dtype=pl.Utf8).alias(ROW_ERROR))
     ordered = [c for c in CANONICAL if c in frame.columns]
@@ -117,9 +126,9 @@ def check_columns(frame: pl.DataFrame, needed: dict[str, tuple[str, ...]], cfg: 
 def samples_frame(frame: pl.DataFrame) -> pl.DataFrame:
     """The evaluated rows as written to samples.parquet: image paths and hashes, never bytes."""
     out = frame
-    if "images" in frame.columns:
+    for column in [c for c, dtype in frame.schema.items() if dtype == IMAGES_DTYPE]:
         out = out.with_columns(
-            pl.col("images").list.eval(
+            pl.col(column).list.eval(
                 pl.struct(
                     pl.element().struct.field("path"),
                     pl.element().struct.field("sha256"),

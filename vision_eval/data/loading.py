@@ -10,6 +10,7 @@ text is not valid Unicode (:mod:`vision_eval.data.text`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,6 +214,35 @@ def _load_local(path: Path, cfg: DatasetConfig, limit: int | None) -> RawDataset
     return RawDataset(frame, root, kind)
 
 
+LOCAL_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet", ".arrow", ".txt", ".zip", ".gz", ".tar")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def looks_local(text: str) -> bool:
+    """True for a dataset path that names a local file or folder: it starts with ``./``, ``../``, ``/`` or
+    ``~``, ends in a file extension, or its first part is an existing folder."""
+    if text.startswith(("./", "../", "/", "~", ".\\")) or Path(text).suffix.lower() in LOCAL_SUFFIXES:
+        return True
+    first = text.split("/", 1)[0]
+    return "/" in text and Path(first).is_dir()
+
+
+HF_BUILDERS = ("parquet", "json", "csv", "text", "arrow", "imagefolder", "audiofolder", "videofolder", "webdataset")
+"""``datasets`` builders that read ``data_files``: ``path: parquet`` with ``data_files`` is not a local path."""
+
+
+def _check_hub_id(text: str, cfg: DatasetConfig) -> None:
+    """A missing path goes to ``datasets.load_dataset`` only when it has a Hub id's shape (``owner/name``), names a
+    builder with ``data_files``, or ``source: hf`` says so; else, at once, a config error: not found locally."""
+    hub_shaped = bool(_HUB_ID.match(text)) and not looks_local(text)
+    builder = text in HF_BUILDERS and cfg.data_files is not None
+    if cfg.source == "hf" or (cfg.source == "auto" and (hub_shaped or builder)):
+        return
+    hint = "; a Hugging Face dataset id looks like owner/name" if cfg.source == "auto" else ""
+    message = f"{text!r} not found locally (no such file or folder; relative to {Path.cwd()}){hint}"
+    raise ConfigError("dataset.path", message)
+
+
 def _load_hub(cfg: DatasetConfig, limit: int | None) -> RawDataset:
     import datasets
 
@@ -226,7 +256,10 @@ def _load_hub(cfg: DatasetConfig, limit: int | None) -> RawDataset:
             data_files=cfg.data_files,
         )
     except Exception as exc:  # the hub raises many kinds; all mean the same to the user
-        raise DatasetError(f"cannot load Hugging Face dataset {cfg.path!r}: {exc}") from exc
+        raise DatasetError(
+            f"{cfg.path!r} is not a local file or folder (relative to {Path.cwd()}), and loading it as a Hugging Face "
+            f"dataset failed: {exc}"
+        ) from exc
     root = Path(cfg.image_root).expanduser().resolve() if cfg.image_root else None
     return RawDataset(_from_hf(ds, limit), root, "hf", local=False)
 
@@ -240,13 +273,13 @@ def load_raw(cfg: DatasetConfig, data: Any = None, limit: int | None = None) -> 
         path = Path(cfg.path).expanduser()  # type: ignore[arg-type]
         if path.exists():
             return _load_local(path.resolve(), cfg, read_limit)
-        if cfg.source not in ("auto", "hf") or path.suffix.lower() in (".parquet", ".jsonl", ".json", ".csv"):
-            raise ConfigError("dataset.path", f"file not found: {cfg.path}")
+        _check_hub_id(str(cfg.path), cfg)
         return _load_hub(cfg, read_limit)
     root = Path(cfg.image_root).expanduser().resolve() if cfg.image_root else None
     if isinstance(data, str | Path):
         path = Path(data).expanduser()
         if not path.exists():
+            _check_hub_id(str(data), cfg)
             return _load_hub(cfg.model_copy(update={"path": str(data)}), read_limit)
         return _load_local(path.resolve(), cfg, read_limit)
     if isinstance(data, pl.DataFrame):

@@ -28,6 +28,11 @@ def official_distance(prediction: str, answer: str) -> float:
     return 0.0 if length == 0 else _levenshtein(gold, predicted) / length
 
 
+def normalized(text: pl.Expr) -> pl.Expr:
+    """A text as the reference protocols compare it: stripped, lowercased, whitespace runs collapsed."""
+    return py_words_joined(text.str.to_lowercase())
+
+
 def official_row_columns() -> dict[str, pl.Expr]:
     """What :func:`official_distances` needs of each reply, computed once per row before answers are exploded."""
     output = pl.col("output")

@@ -325,8 +325,15 @@ class ExactCount(ProtocolMetric):
             batch,
             error,
             (pl.col("_pred") == pl.col("_gold")).cast(pl.Float64),
-            details_json(protocol=pl.lit("lenient"), predicted=pl.col("_pred"), expected=pl.col("_gold")),
-            details_json(protocol=pl.lit("lenient"), raw=_raw("output"), expected=_raw("expected_output")),
+            details_json(
+                protocol=pl.lit("lenient"), predicted=pl.col("_pred"), expected=pl.col("_gold"), found=pl.col("_values")
+            ),
+            details_json(
+                protocol=pl.lit("lenient"),
+                raw=_raw("output"),
+                expected=_raw("expected_output"),
+                found=pl.col("_values"),
+            ),
         )
 
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:

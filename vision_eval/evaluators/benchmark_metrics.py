@@ -133,10 +133,19 @@ class RelaxedAccuracy(ReferenceMetric):
             rows, pairs = self._lenient_pairs(batch, s.tolerance)
         else:
             p = _relaxed.python_floats(batch["output"].cast(pl.Utf8))
-            rows, pairs = pairs_frame(batch, self.reference_column, p=p)
+            rows, pairs = pairs_frame(batch, self.reference_column, p=p, a=pl.col("output").str.to_lowercase())
             pairs = _relaxed.relaxed_pairs(pairs, s.tolerance)
-        best = best_answer(pairs, "score", "numeric")
-        details = self.details(matched=pl.when(pl.col("score") > 0).then("best"), numeric=pl.col("numeric"))
+        best = best_answer(pairs, "score", "numeric", "a", "p", "g")
+        # What was compared: the reply and the deciding reference answer, each as a number when it reads as one
+        # (the comparison then is numeric) and as the compared text otherwise.
+        details = self.details(
+            prediction=pl.col("a"),
+            prediction_number=pl.col("p"),
+            answer=pl.col("best"),
+            answer_number=pl.col("g"),
+            numeric=pl.col("numeric"),
+            matched=pl.when(pl.col("score") > 0).then("best"),
+        )
         return self.finish(rows, best.select(ROW, "score", details.alias("details")))
 
     def _lenient_pairs(self, batch: pl.DataFrame, tolerance: float) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -193,12 +202,17 @@ class Anls(ReferenceMetric):
             rows, pairs = pairs_frame(batch, self.reference_column, **_anls.official_row_columns())
             pairs = pairs.with_columns(_anls.official_distances(pairs, s.workers))
         # The cut-off is monotonic, so it can be applied after taking the most similar answer.
-        best = best_answer(pairs.with_columns((1.0 - pl.col("nl")).alias("similarity")), "similarity")
+        best = best_answer(pairs.with_columns((1.0 - pl.col("nl")).alias("similarity")), "similarity", "a")
         similarity = pl.col("similarity")
+        normalize = collapse_ws if s.protocol == "lenient" else _anls.normalized
+        details = self.details(
+            prediction=pl.col("a"),
+            closest=pl.col("best"),
+            closest_normalized=normalize(pl.col("best")),
+            similarity=similarity,
+        )
         scored = best.select(
-            ROW,
-            pl.when(similarity < s.cutoff).then(0.0).otherwise(similarity).alias("score"),
-            self.details(closest=pl.col("best"), similarity=similarity).alias("details"),
+            ROW, pl.when(similarity < s.cutoff).then(0.0).otherwise(similarity).alias("score"), details.alias("details")
         )
         return self.finish(rows, scored)
 
@@ -262,10 +276,16 @@ class VqaAccuracy(ReferenceMetric):
             pl.len().cast(pl.Float64).alias("n"),
             (pl.col("g") == pl.col("pred")).fill_null(False).sum().cast(pl.Float64).alias("m"),
             pl.col("pred").first(),
+            pl.col("g").alias("references"),
         )
         n, m = pl.col("n"), pl.col("m")
         # A subset that leaves out a matching answer has m - 1 matches; the other n - m subsets have m.
         loo = (m * pl.min_horizontal(1.0, (m - 1) / 3) + (n - m) * pl.min_horizontal(1.0, m / 3)) / n
         score = pl.when(n == 1).then(m).otherwise(loo) if self.protocol == "lenient" else loo
-        details = self.details(prediction=pl.col("pred"), matches=m.cast(pl.Int64), answers=n.cast(pl.Int64))
+        details = self.details(
+            prediction=pl.col("pred"),
+            matches=m.cast(pl.Int64),
+            answers=n.cast(pl.Int64),
+            references=pl.col("references"),  # each reference answer as compared with the prediction
+        )
         return self.finish(rows, counts.select(ROW, score.alias("score"), details.alias("details")))

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import polars as pl
 from pydantic import ConfigDict
 
-from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import ColumnMap, EvalContext, EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.evaluators.python_fn import coerce_result
 from vision_eval.registry import register
 from vision_eval.results import ERROR, rows_frame
@@ -48,8 +48,9 @@ class CodeJudgeSettings(EvaluatorSettings):
     """Batch mode: rows per process, sent as JSON Lines (``None``: one process per row)."""
     env: dict[str, str] = {}
     """Extra environment variables for the command."""
-    columns: list[str] = ["output"]
-    """Dataset columns the command needs (checked before the run)."""
+    columns: list[str] | ColumnMap = ["output"]  # type: ignore[assignment]
+    """Dataset columns the command needs (checked before the run); or, as for every evaluator, a mapping of
+    canonical columns to the dataset columns read as them (``{output: answer}``)."""
 
 
 def _suffix(data: bytes) -> str:
@@ -175,7 +176,8 @@ class CodeJudge(Evaluator):
         self._limits: dict[int, asyncio.Semaphore] = {}
 
     def columns_needed(self) -> tuple[str, ...]:
-        return tuple(self.settings.columns)  # type: ignore[attr-defined]
+        columns = self.settings.columns
+        return self.required_columns if isinstance(columns, ColumnMap) else tuple(columns)
 
     def _limit(self) -> asyncio.Semaphore:
         loop = id(asyncio.get_running_loop())

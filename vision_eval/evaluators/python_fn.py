@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 import polars as pl
 from pydantic import ConfigDict
 
-from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import ColumnMap, EvalContext, EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, rows_frame
 
@@ -31,8 +31,9 @@ class PythonSettings(EvaluatorSettings):
     mode: Literal["auto", "frame", "row"] = "auto"
     """``frame``: called once per batch; ``row``: once per row; ``auto``: ``frame`` when the first
     parameter is annotated as a Polars DataFrame or named ``frame``/``batch``/``df``."""
-    columns: list[str] = ["output"]
-    """Dataset columns the function needs (checked before the run)."""
+    columns: list[str] | ColumnMap = ["output"]  # type: ignore[assignment]
+    """Dataset columns the function needs (checked before the run); or, as for every evaluator, a mapping of
+    canonical columns to the dataset columns read as them (``{output: answer}``)."""
 
 
 def coerce_result(raw: Any, threshold: float | None) -> dict[str, Any]:
@@ -108,7 +109,8 @@ class PythonEvaluator(Evaluator):
         self.takes_config = _accepts_config(self.function)
 
     def columns_needed(self) -> tuple[str, ...]:
-        return tuple(self.settings.columns)  # type: ignore[attr-defined]
+        columns = self.settings.columns
+        return self.required_columns if isinstance(columns, ColumnMap) else tuple(columns)
 
     def _call(self, arg: Any) -> Any:
         # Decided once from the signature: retrying on TypeError would hide the function's own TypeErrors.

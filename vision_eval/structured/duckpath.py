@@ -151,7 +151,9 @@ def warm() -> None:
 
         import dateutil.parser  # noqa: F401
 
-    threading.Thread(target=start, name="field-accuracy-warm", daemon=True).start()
+    # Not a daemon: a process that exits at once (a config error right after the stack is built) waits the few
+    # milliseconds for it; a daemon thread inside DuckDB at interpreter shutdown aborts the process (exit -6).
+    threading.Thread(target=start, name="field-accuracy-warm", daemon=False).start()
 
 
 def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:
