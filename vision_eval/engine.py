@@ -25,6 +25,7 @@ from vision_eval.data import ROW_ERROR, check_columns
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalOutput, Evaluator
 from vision_eval.images.refs import image_error_expr
+from vision_eval.llm.batches import joins_batch_jobs
 from vision_eval.llm.budget import BUDGET
 from vision_eval.results import (
     DIMENSION_ROW_SCHEMA,
@@ -351,7 +352,10 @@ async def run_async(
     if evaluator.calls_models:
         size = max(1, min(batch_size, ASYNC_BATCH_ROWS, math.ceil(frame.height / ASYNC_STEPS)))
     concurrency = getattr(evaluator.context.run, "concurrency", 16) if evaluator.context.run is not None else 16
+    batches = _batches(frame, size)
     window = asyncio.Semaphore(max(3, math.ceil(ASYNC_WINDOW_CALLS * concurrency / size) + 1))
+    if evaluator.calls_models and joins_batch_jobs(evaluator.models()):
+        window = asyncio.Semaphore(len(batches))  # a provider batch job is sent once its rows are in: all may wait
 
     async def one(batch: pl.DataFrame) -> Part:
         nonlocal resumed
@@ -369,7 +373,7 @@ async def run_async(
         progress.advance_batch(evaluator.name, part.results)
         return part
 
-    parts = await asyncio.gather(*(one(batch) for batch in _batches(frame, size)))
+    parts = await asyncio.gather(*(one(batch) for batch in batches))
     progress.end(evaluator.name)
     return _collect(evaluator, list(parts), time.perf_counter() - start, resumed)
 

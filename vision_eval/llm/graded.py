@@ -143,7 +143,7 @@ class GradedEvaluator(Evaluator):
                 rows_frame(await asyncio.gather(*(asyncio.to_thread(self._plan_row, r, policy) for r in rows)))
             )
         scheduler = get_scheduler(self.context)
-        gate = asyncio.Semaphore(scheduler.concurrency * 2)  # bounds prepared images held in memory
+        gate = asyncio.Semaphore(scheduler.rows_in_flight(self.models()))  # bounds prepared images held in memory
         async with scheduler.session():
             graded = await asyncio.gather(*(self._grade_row(row, gate) for row in rows))
         dims = [d for _, ds in graded for d in ds]
