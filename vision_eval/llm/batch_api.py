@@ -18,11 +18,17 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from vision_eval.llm.prices import batch_prices, token_prices
 from vision_eval.llm.transport import CallError, CallResult, _litellm_error, api_key_of, import_litellm
+
+# litellm's afile_content, and anyio's happy-eyeballs connect under its HTTP clients, leave spare coroutines
+# behind (harmless, noisy when collected)
+warnings.filterwarnings("ignore", message="coroutine 'OpenAIFilesAPI.afile_content' was never awaited")
+warnings.filterwarnings("ignore", message="coroutine 'connect_tcp.<locals>.try_connect' was never awaited")
 
 ANTHROPIC_VERSION = "2023-06-01"
 GEMINI_PARAMS = {"temperature": "temperature", "max_tokens": "maxOutputTokens", "top_p": "topP", "top_k": "topK",
@@ -171,10 +177,7 @@ class OpenAIBatches:
 
     def _auth(self, judge: Any) -> dict[str, Any]:
         import os
-        import warnings
 
-        # litellm's afile_content leaves a spare coroutine behind on every call (harmless, noisy at exit)
-        warnings.filterwarnings("ignore", message="coroutine 'OpenAIFilesAPI.afile_content' was never awaited")
         return {"custom_llm_provider": "openai", "api_base": judge.api_base or "https://api.openai.com/v1",
                 "api_key": api_key_of(judge) or os.environ.get("OPENAI_API_KEY")}  # fmt: skip
 

@@ -116,9 +116,7 @@ class SchedulerStats:
             for name in ("batched", "batch_cost_usd", "batch_live_cost_usd", "batch"):
                 out.pop(name)
             return out
-        out["batch_cost_usd"] = round(self.batch_cost_usd, 6)
-        out["batch_live_cost_usd"] = round(self.batch_live_cost_usd, 6)
-        out["batch_saving_usd"] = round(self.batch_live_cost_usd - self.batch_cost_usd, 6)
+        out["batch_saving_usd"] = self.batch_live_cost_usd - self.batch_cost_usd
         return out
 
 
