@@ -15,7 +15,6 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.llm.batches import batched
 from vision_eval.llm.budget import DEFAULT_OUTPUT_TOKENS
 from vision_eval.llm.prices import batch_prices
 from vision_eval.llm.transport import token_prices
@@ -44,6 +43,8 @@ class PlanLine:
 
 def _line(evaluator: str, config: Any, calls: int, tokens: int) -> PlanLine:
     output = calls * int(config.max_tokens or DEFAULT_OUTPUT_TOKENS)
+    from vision_eval.llm.batches import batched
+
     line = PlanLine(evaluator, str(config.model), calls, tokens, output, None, None, batched(config))
     prices, batch = token_prices(str(config.model)), batch_prices(str(config.model))
     if prices is not None:

@@ -25,7 +25,6 @@ from vision_eval.data import ROW_ERROR, check_columns
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalOutput, Evaluator
 from vision_eval.images.refs import image_error_expr
-from vision_eval.llm.batches import joins_batch_jobs
 from vision_eval.llm.budget import BUDGET
 from vision_eval.results import (
     DIMENSION_ROW_SCHEMA,
@@ -354,8 +353,11 @@ async def run_async(
     concurrency = getattr(evaluator.context.run, "concurrency", 16) if evaluator.context.run is not None else 16
     batches = _batches(frame, size)
     window = asyncio.Semaphore(max(3, math.ceil(ASYNC_WINDOW_CALLS * concurrency / size) + 1))
-    if evaluator.calls_models and joins_batch_jobs(evaluator.models()):
-        window = asyncio.Semaphore(len(batches))  # a provider batch job is sent once its rows are in: all may wait
+    if evaluator.calls_models and any(getattr(m, "batch", False) for m in evaluator.models()):
+        from vision_eval.llm.batches import joins_batch_jobs
+
+        if joins_batch_jobs(evaluator.models()):  # a provider batch job is sent once its rows are in: all may wait
+            window = asyncio.Semaphore(len(batches))
 
     async def one(batch: pl.DataFrame) -> Part:
         nonlocal resumed

@@ -21,12 +21,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vision_eval.llm.batches import BatchRunner
 from vision_eval.llm.budget import CIRCUIT_BREAKER, Budget, NotAttempted, estimate_cost
 from vision_eval.llm.cache import CallCache, cache_key
 from vision_eval.llm.transport import CallError, CallResult, DirectOpenAI, LiteLLMTransport, uses_direct
+
+if TYPE_CHECKING:
+    from vision_eval.llm.batches import BatchRunner
 
 SERVICE = "llm_scheduler"
 BACKOFF_BASE_S = 0.5
@@ -151,7 +153,19 @@ class Scheduler:
         self._models: dict[tuple[str, str | None], _ModelState] = {}
         self._tripped: dict[str, str] = {}
         self._sessions = 0
-        self.batches = BatchRunner(self)
+        self._batches: BatchRunner | None = None
+        self._journal_dir: str | Path | None = None
+
+    @property
+    def batches(self) -> BatchRunner:
+        """The batch side of the scheduler (imported and created when a judge first asks for batch mode)."""
+        if self._batches is None:
+            from vision_eval.llm.batches import BatchRunner
+
+            self._batches = BatchRunner(self)
+            if self._journal_dir is not None:
+                self._batches.use_store(self._journal_dir)
+        return self._batches
 
     def use_journal(self, path: str | Path, budget: float | None = None) -> None:
         """Record every finished call in ``path`` (answered from there on a resume) and cap spending at
@@ -159,19 +173,23 @@ class Scheduler:
         kept there too (a resume polls them instead of sending their requests again)."""
         self.journal = CallCache(path)
         self.budget = Budget(budget, spent=self.journal.total_cost())
-        self.batches.use_store(path)
+        self._journal_dir = path
+        if self._batches is not None:
+            self._batches.use_store(path)
 
     def rows_in_flight(self, judges: list[Any]) -> int:
         """How many rows a caller prepares and keeps waiting at once: twice the concurrency for live calls
         (bounds the prepared images held in memory); no bound when a judge batches (a job is only sent once
         its requests are in, so every row must be able to join one)."""
-        if any(self.batches.serves(judge) for judge in judges):
+        if any(getattr(judge, "batch", False) and self.batches.serves(judge) for judge in judges):
             return 1 << 30
         return self.concurrency * 2
 
     def batch_jobs(self) -> Any:
         """Counts of this run's batch jobs (``None`` before the first one), for the progress line."""
-        counts = self.batches.counts
+        if self._batches is None:
+            return None
+        counts = self._batches.counts
         return counts if counts.submitted or counts.resumed else None
 
     @property
@@ -186,7 +204,8 @@ class Scheduler:
             self._global = asyncio.Semaphore(self.concurrency)
             self._models = {}
             self.budget.bind()
-            self.batches.bind()
+            if self._batches is not None:
+                self._batches.bind()
 
     def _model_state(self, judge: Any) -> _ModelState:
         key = (str(judge.model), judge.api_base)
@@ -264,7 +283,7 @@ class Scheduler:
         counters = self._counters(owner)
         sent = self.params_of(judge, params)
         store = self.cache_for(judge) if cache is not False else None
-        batched = batch and self.batches.serves(judge)
+        batched = batch and getattr(judge, "batch", False) and self.batches.serves(judge)
         key = None
         if store is not None or self.journal is not None or batched:
             hashed = {**sent, "_key_extra": key_extra} if key_extra else sent
@@ -374,9 +393,8 @@ class Scheduler:
                         c.calls += 1
                         c.by_transport[transport.name] = c.by_transport.get(transport.name, 0) + 1
                     try:
-                        result = await asyncio.wait_for(
-                            transport.complete(judge, messages, sent), timeout=judge.timeout_s + 5
-                        )
+                        async with asyncio.timeout(judge.timeout_s + 5):  # no extra task, unlike wait_for
+                            result = await transport.complete(judge, messages, sent)
                         error = None
                     except CallError as exc:
                         error = exc
