@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -333,6 +334,10 @@ def test_resumed_run_rebuilds_the_same_tables_without_calls(fake: FakeProviders,
     evaluators = {**panel(COUNT, TECH_FEEDBACK), "stop": interrupter(out, "p", 1, tmp_path / "stopped")}
     with pytest.raises(KeyboardInterrupt):
         ve.evaluate(rows, evaluators=evaluators, judge=uncached, run={"batch_size": 3}, output_dir=out)
+    settled = -1
+    while settled != fake.calls:  # requests already on the wire when the run stopped still reach the fake
+        settled = fake.calls
+        time.sleep(0.3)
     journaled, before = len(CallCache(out / "checkpoint")), fake.calls
     again = ve.evaluate(rows, evaluators=evaluators, judge=uncached, run={"batch_size": 3, "resume": str(out)})
     assert again.run_info["resumed_batches"]["p"] >= 1 and journaled >= 3

@@ -130,6 +130,8 @@ class Waiting:
     job: str | None = None
     attempts: int = 0
     failures: list[str] = field(default_factory=list)
+    cache: bool = True
+    """Whether the result also goes to the persistent cache (the caller did not bypass it)."""
 
 
 class Collector:
@@ -230,8 +232,11 @@ class BatchRunner:
         return task
 
     # --- requests -------------------------------------------------------------------------------------------
-    async def request(self, judge: Any, key: str, messages: list, params: dict, counters: tuple) -> CallResult:
-        """The result of one request sent in a batch job (``CallError`` with the provider's reason on failure)."""
+    async def request(
+        self, judge: Any, key: str, messages: list, params: dict, counters: tuple, cache: bool = True
+    ) -> CallResult:
+        """The result of one request sent in a batch job (``CallError`` with the provider's reason on failure);
+        ``cache=False`` keeps its result out of the persistent cache (the run's journal always has it)."""
         api = batch_api_for(str(judge.model))
         self._resume_jobs(judge, api)
         future: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -241,7 +246,7 @@ class BatchRunner:
             done = journal.get(key) if journal is not None else None
             if done is not None:  # a job ended between the caller's journal check and now
                 return CallResult.from_record(done, str(judge.model), cached=False, transport="journal")
-            waiting = Waiting(key, judge, messages, params, counters)
+            waiting = Waiting(key, judge, messages, params, counters, cache=cache)
             waiting.job = self.store.open_job_for(key)
             if waiting.job is None:
                 waiting.entry = api.entry(judge, key, messages, params)  # CallError: the request cannot be batched
@@ -362,7 +367,7 @@ class BatchRunner:
     def _settle(self, judge: Any, job_id: str, submitted: float, outcomes: dict, missing: CallError) -> None:
         """Record a finished job's results (journal, cache, waiting callers) and retry or fail the rest."""
         model = str(judge.model)
-        journal, cache = self.scheduler.journal, self.scheduler.cache_for(judge)
+        journal, store = self.scheduler.journal, self.scheduler.cache_for(judge)
         elapsed = time.time() - submitted
         for key in self.store.keys_of(job_id):
             outcome = outcomes.get(key, missing)
@@ -375,8 +380,8 @@ class BatchRunner:
                     result.attempts, result.failures = waiting.attempts, list(waiting.failures)
                 if journal is not None:
                     journal.put(key, model, result.to_record())
-                if cache is not None:
-                    cache.put(key, model, result.to_cache())
+                if store is not None and (waiting is None or waiting.cache):
+                    store.put(key, model, result.to_cache())
                 self._count_cost(result, waiting)
                 if waiting is not None:
                     self._resolve(waiting, result)

@@ -305,7 +305,7 @@ class Scheduler:
         try:
             if batched:
                 assert key is not None
-                return await self._batched(judge, messages, sent, key, state, counters, estimate or 0.0)
+                return await self._batched(judge, messages, sent, key, state, counters, estimate or 0.0, cache)
             result = await self._attempts(judge, messages, sent, state, counters, estimated_tokens, estimate or 0.0)
         except NotAttempted:
             for c in counters:
@@ -333,6 +333,7 @@ class Scheduler:
         state: _ModelState,
         counters: tuple[SchedulerStats, ...],
         estimate: float,
+        cache: bool | None,
     ) -> CallResult:
         """A call sent in a batch job: the breaker and the budget (at the batch price) are checked when it joins
         a job, and its reservation lasts until the job's result arrives (the journal and cache are filled by
@@ -342,7 +343,7 @@ class Scheduler:
         reserved = await self.budget.reserve(estimate)
         cost: float | None = 0.0
         try:
-            result = await self.batches.request(judge, key, messages, sent, counters)
+            result = await self.batches.request(judge, key, messages, sent, counters, cache is not False)
             cost = result.cost_usd if result.transport == "batch" else 0.0
         finally:
             await self.budget.settle(reserved, cost)
