@@ -179,6 +179,7 @@ def _run(
         scheduler.budget = Budget(config.run.max_cost_usd)
     loaded = time.perf_counter()
     progress = Progress.choose(config.run.progress, config.run.progress_interval_s)
+    progress.jobs = scheduler.batch_jobs
     for evaluator in evaluators:
         progress.add(evaluator.name, frame.height)
     try:

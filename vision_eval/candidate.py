@@ -88,7 +88,7 @@ async def _generate_all(
     frame: pl.DataFrame, candidate: CandidateConfig, context: EvalContext, progress: Any
 ) -> list[dict]:
     scheduler = get_scheduler(context)
-    gate = asyncio.Semaphore(scheduler.concurrency * 2)  # bounds prepared images held in memory
+    gate = asyncio.Semaphore(scheduler.rows_in_flight([candidate]))  # bounds prepared images held in memory
 
     async def one(row: dict[str, Any]) -> dict[str, Any]:
         if row.get("_row_error"):

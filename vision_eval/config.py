@@ -85,6 +85,21 @@ class JudgeConfig(StrictModel):
     transport: Literal["auto", "litellm", "direct"] = "auto"
     """``auto``: a lean direct HTTP path for ``openai/`` and ``hosted_vllm/`` models, litellm for the rest;
     ``litellm`` forces litellm; ``direct`` forces the OpenAI-compatible path."""
+    batch: bool = False
+    """Send this model's calls through its provider's batch API instead of live calls: OpenAI Batch, Anthropic
+    Message Batches or Gemini batch mode (``openai/``, ``anthropic/``, ``gemini/`` models), usually half the
+    price, results within hours (the providers promise 24 h). Requests are collected into jobs of
+    ``batch_size``; the run waits for its jobs, and a killed run resumes polling them (never resubmitting).
+    Other providers fall back to live calls with a warning."""
+    batch_size: int = Field(1000, ge=1)
+    """Most requests per batch job; a job also stays within its provider's limits (OpenAI 50,000 requests /
+    200 MB, Anthropic 100,000 / 256 MB, Gemini 20 MB of inline requests). A smaller job is sent once no new
+    request has arrived for a few seconds."""
+    batch_poll_s: float = Field(30.0, gt=0)
+    """Seconds between two status checks of a running batch job."""
+    batch_max_wait_h: float = Field(24.0, gt=0)
+    """Hours a batch job may run before it is cancelled: its finished requests are kept (and paid), the rest
+    are ``error`` rows saying the job did not finish in time."""
 
     @property
     def enabled(self) -> bool:

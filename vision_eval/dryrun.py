@@ -3,7 +3,8 @@
 Nothing is sent and nothing is written. Per evaluator (and the candidate) and model: planned calls, estimated
 prompt tokens (text at 4 characters a token, images by the provider's own formula), output tokens at most
 ``max_tokens`` per call, and dollars from litellm's price map: the prompt's cost, and the most the run could
-cost with every reply at ``max_tokens``. Unknown prices are said so.
+cost with every reply at ``max_tokens``, each at the live price and at the provider's batch price
+(``judge.batch: true``; the map's batch price, else half the live price). Unknown prices are said so.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from vision_eval.llm.budget import DEFAULT_OUTPUT_TOKENS
+from vision_eval.llm.prices import batch_prices
 from vision_eval.llm.transport import token_prices
 
 
@@ -28,16 +30,28 @@ class PlanLine:
     input_tokens: int
     max_output_tokens: int
     input_usd: float | None
+    """The prompts at the live price."""
     max_usd: float | None
+    """Prompts and every reply at ``max_tokens``, at the live price."""
+    batch: bool = False
+    """True when the run sends these calls in provider batch jobs (``batch: true`` and a provider with a batch API)."""
+    batch_input_usd: float | None = None
+    """The prompts at the batch price."""
+    batch_max_usd: float | None = None
+    """Prompts and every reply at ``max_tokens``, at the batch price."""
 
 
 def _line(evaluator: str, config: Any, calls: int, tokens: int) -> PlanLine:
     output = calls * int(config.max_tokens or DEFAULT_OUTPUT_TOKENS)
-    prices = token_prices(str(config.model))
-    if prices is None:
-        return PlanLine(evaluator, str(config.model), calls, tokens, output, None, None)
-    return PlanLine(evaluator, str(config.model), calls, tokens, output, tokens * prices[0],
-                    tokens * prices[0] + output * prices[1])  # fmt: skip
+    from vision_eval.llm.batches import batched
+
+    line = PlanLine(evaluator, str(config.model), calls, tokens, output, None, None, batched(config))
+    prices, batch = token_prices(str(config.model)), batch_prices(str(config.model))
+    if prices is not None:
+        line.input_usd, line.max_usd = tokens * prices[0], tokens * prices[0] + output * prices[1]
+    if batch is not None:
+        line.batch_input_usd, line.batch_max_usd = tokens * batch[0], tokens * batch[0] + output * batch[1]
+    return line
 
 
 def evaluator_lines(evaluator: Any, results: pl.DataFrame) -> list[PlanLine]:
@@ -55,6 +69,7 @@ def evaluator_lines(evaluator: Any, results: pl.DataFrame) -> list[PlanLine]:
 def plan_table(lines: list[PlanLine]) -> dict[str, Any]:
     """The plan as run.json keeps it: lines and totals (dollars ``None`` when any price is unknown)."""
     known = all(line.input_usd is not None for line in lines)
+    planned = [(line.batch_max_usd if line.batch else line.max_usd) for line in lines]
     return {
         "lines": [asdict(line) for line in lines],
         "calls": sum(line.calls for line in lines),
@@ -62,6 +77,9 @@ def plan_table(lines: list[PlanLine]) -> dict[str, Any]:
         "max_output_tokens": sum(line.max_output_tokens for line in lines),
         "input_usd": sum(line.input_usd or 0.0 for line in lines) if known else None,
         "max_usd": sum(line.max_usd or 0.0 for line in lines) if known else None,
+        "batch_input_usd": sum(line.batch_input_usd or 0.0 for line in lines) if known else None,
+        "batch_max_usd": sum(line.batch_max_usd or 0.0 for line in lines) if known else None,
+        "planned_max_usd": sum(p or 0.0 for p in planned) if known else None,
         "unknown_prices": sorted({line.model for line in lines if line.input_usd is None}),
     }
 
@@ -75,23 +93,32 @@ def print_plan(plan: dict[str, Any], warnings: list[str]) -> None:
         return "unknown price" if value is None else f"${value:.4f}"
 
     table = Table(title="vision-eval dry run: nothing was sent")
-    for header in ("evaluator", "model", "calls", "input tokens (est.)", "output tokens (max)", "input $", "max $"):
+    headers = ("evaluator", "model", "calls", "input tokens (est.)", "output tokens (max)", "input $ live",
+               "max $ live", "input $ batch", "max $ batch")  # fmt: skip
+    for header in headers:
         table.add_column(header, justify="left" if header in ("evaluator", "model") else "right")
     for line in plan["lines"]:
         table.add_row(
             line["evaluator"],
-            line["model"],
+            line["model"] + (" (batch)" if line["batch"] else ""),
             str(line["calls"]),
             f"{line['input_tokens']:,}",
             f"{line['max_output_tokens']:,}",
             usd(line["input_usd"]),
             usd(line["max_usd"]),
+            usd(line["batch_input_usd"]),
+            usd(line["batch_max_usd"]),
         )
     table.add_row("total", "", str(plan["calls"]), f"{plan['input_tokens']:,}", f"{plan['max_output_tokens']:,}",
-                  usd(plan["input_usd"]), usd(plan["max_usd"]), style="bold")  # fmt: skip
-    console = Console(width=160)
+                  usd(plan["input_usd"]), usd(plan["max_usd"]), usd(plan["batch_input_usd"]),
+                  usd(plan["batch_max_usd"]), style="bold")  # fmt: skip
+    console = Console(width=180)
     console.print(table)
-    console.print("max $ assumes every reply is max_tokens long; the real cost is usually far lower.")
+    console.print("max $ assumes every reply is max_tokens long; the real cost is usually far lower. "
+                  "batch $: through the provider's batch API (judge.batch: true), at litellm's batch price or half "
+                  "the live price.")  # fmt: skip
+    if plan.get("planned_max_usd") is not None and any(line["batch"] for line in plan["lines"]):
+        console.print(f"this run batches where marked (batch): at most {usd(plan['planned_max_usd'])}.")
     for model in plan["unknown_prices"]:
         console.print(f"[yellow]price unknown for {model}: its dollars are not estimated[/yellow]")
     for warning in warnings:

@@ -448,7 +448,13 @@ async def run_async(
     if evaluator.calls_models:
         size = max(1, min(batch_size, ASYNC_BATCH_ROWS, math.ceil(frame.height / ASYNC_STEPS)))
     concurrency = getattr(evaluator.context.run, "concurrency", 16) if evaluator.context.run is not None else 16
+    batches = _batches(frame, size)
     window = asyncio.Semaphore(max(3, math.ceil(ASYNC_WINDOW_CALLS * concurrency / size) + 1))
+    if evaluator.calls_models and any(getattr(m, "batch", False) for m in evaluator.models()):
+        from vision_eval.llm.batches import joins_batch_jobs
+
+        if joins_batch_jobs(evaluator.models()):  # a provider batch job is sent once its rows are in: all may wait
+            window = asyncio.Semaphore(len(batches))
 
     async def one(batch: pl.DataFrame) -> Part:
         nonlocal resumed
@@ -466,7 +472,7 @@ async def run_async(
         progress.advance_batch(evaluator.name, part.results)
         return part
 
-    parts = await asyncio.gather(*(one(batch) for batch in _batches(frame, size)))
+    parts = await asyncio.gather(*(one(batch) for batch in batches))
     progress.end(evaluator.name)
     return _collect(evaluator, list(parts), time.perf_counter() - start, resumed)
 

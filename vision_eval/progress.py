@@ -3,9 +3,13 @@
 
     describe_judge 1234/20000 (6%) 41 rows/s ETA 6m48s errors 3 tokens 1.2M $0.42
 
+With batch judges (``judge.batch: true``) the line ends with the run's provider batch jobs::
+
+    describe_judge 0/20000 (0%) 0.0 rows/s ETA ? errors 0 jobs 20 submitted / 18 in progress / 2 done
+
 The engine reports each finished batch (:meth:`Progress.advance` with its result rows); the candidate
-reports each generated row. Counters are guarded by a lock: the sync engine, the event loop and the
-printing thread all touch them.
+reports each generated row; ``jobs`` (set by the run) says how the batch jobs stand. Counters are guarded
+by a lock: the sync engine, the event loop and the printing thread all touch them.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -77,6 +82,16 @@ def _duration(seconds: float) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
+def jobs_text(counts: Any) -> str:
+    """``jobs 3 submitted / 2 in progress / 1 done`` (jobs found running from a killed attempt are counted as
+    submitted, and said so)."""
+    if counts is None:
+        return ""
+    submitted = counts.submitted + counts.resumed
+    resumed = f" ({counts.resumed} resumed)" if counts.resumed else ""
+    return f"jobs {submitted} submitted{resumed} / {counts.running} in progress / {counts.done} done"
+
+
 def batch_counts(results: pl.DataFrame) -> dict[str, Any]:
     """What a finished batch adds: rows, errors, tokens, dollars (``None`` when no price is known)."""
     if not results.height:
@@ -103,6 +118,8 @@ class Progress:
         self._thread: threading.Thread | None = None
         self._bar: Any = None
         self._tasks: dict[str, Any] = {}
+        self.jobs: Callable[[], Any] | None = None
+        """Where the counts of the run's provider batch jobs come from (``Scheduler.batch_jobs``)."""
 
     @staticmethod
     def choose(setting: bool | None, interval_s: float) -> Progress:
@@ -145,13 +162,16 @@ class Progress:
         with self._lock:
             track = self.tracks[name]
             track.finished = time.monotonic()
-            line = track.line(track.finished)
+            line = self._with_jobs(track.line(track.finished))
         if self.mode == "lines":
             self._print(line)
 
     # --- showing ---------------------------------------------------------------------------------------
-    @staticmethod
-    def _status(track: Track) -> str:
+    def _with_jobs(self, line: str) -> str:
+        extra = jobs_text(self.jobs()) if self.jobs is not None else ""
+        return f"{line} {extra}" if extra else line
+
+    def _status(self, track: Track) -> str:
         elapsed = time.monotonic() - (track.started or time.monotonic())
         parts = [f"{_rate(track.done / elapsed)} rows/s"] if elapsed > 0 else []
         parts.append(f"errors {track.errors}")
@@ -159,7 +179,7 @@ class Progress:
             parts.append(f"tokens {_count(track.tokens)}")
         if track.cost is not None:
             parts.append(_dollars(track.cost))
-        return " ".join(parts)
+        return self._with_jobs(" ".join(parts))
 
     def _print(self, line: str) -> None:
         print(line, file=self.stream, flush=True)
@@ -168,7 +188,8 @@ class Progress:
         while not self._stop.wait(self.interval_s):
             now = time.monotonic()
             with self._lock:
-                lines = [t.line(now) for t in self.tracks.values() if t.started is not None and t.finished is None]
+                active = [t for t in self.tracks.values() if t.started is not None and t.finished is None]
+                lines = [self._with_jobs(t.line(now)) for t in active]
             for line in lines:
                 self._print(line)
 

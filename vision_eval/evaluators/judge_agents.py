@@ -155,7 +155,7 @@ class JudgeAgents(Evaluator):
             planned = await asyncio.gather(*(self._plan_row(panel, row, policy) for row in rows))
             return EvalOutput(rows_frame(planned))
         scheduler = get_scheduler(self.context)
-        gate = asyncio.Semaphore(scheduler.concurrency * 2)  # bounds prepared images held in memory
+        gate = asyncio.Semaphore(scheduler.rows_in_flight(self.models()))  # bounds prepared images held in memory
         async with scheduler.session():
             graded = await asyncio.gather(*(self._grade_row(panel, row, gate) for row in rows))
         outcomes = [o for found, _ in graded for o in found]

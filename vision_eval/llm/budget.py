@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from vision_eval.llm.prices import batch_prices
 from vision_eval.llm.transport import CallError, token_prices
 
 BUDGET = "budget"
@@ -31,9 +32,11 @@ class NotAttempted(CallError):
         self.failures: list[str] = []
 
 
-def estimate_cost(judge: Any, estimated_tokens: int, params: dict[str, Any] | None = None) -> float | None:
-    """Upper-bound dollars of one call (``None`` when the model's price is unknown)."""
-    prices = token_prices(str(judge.model))
+def estimate_cost(
+    judge: Any, estimated_tokens: int, params: dict[str, Any] | None = None, batch: bool = False
+) -> float | None:
+    """Upper-bound dollars of one call, live or in a batch job (``None`` when the model's price is unknown)."""
+    prices = batch_prices(str(judge.model)) if batch else token_prices(str(judge.model))
     if prices is None:
         return None
     output = (params or {}).get("max_tokens") or judge.max_tokens or DEFAULT_OUTPUT_TOKENS

@@ -68,6 +68,14 @@ def shows_images(template: str) -> bool:
     return visit(Environment().parse(template))
 
 
+async def _all(coroutines: list[Any]) -> list[Any]:
+    """``asyncio.gather``, without its task when there is a single coroutine (the usual one judge, one sample:
+    a task per call is measurable CPU at hundreds of calls per second)."""
+    if len(coroutines) == 1:
+        return [await coroutines[0]]
+    return list(await asyncio.gather(*coroutines))
+
+
 class GradedEvaluator(Evaluator):
     """Base class of the model-graded assertions (see the module docstring)."""
 
@@ -170,7 +178,7 @@ class GradedEvaluator(Evaluator):
                 rows_frame(await asyncio.gather(*(asyncio.to_thread(self._plan_row, r, policy) for r in rows)))
             )
         scheduler = get_scheduler(self.context)
-        gate = asyncio.Semaphore(scheduler.concurrency * 2)  # bounds prepared images held in memory
+        gate = asyncio.Semaphore(scheduler.rows_in_flight(self.models()))  # bounds prepared images held in memory
         async with scheduler.session():
             graded = await asyncio.gather(*(self._grade_row(row, gate) for row in rows))
         dims = [d for _, ds in graded for d in ds]
@@ -211,7 +219,7 @@ class GradedEvaluator(Evaluator):
             if has_images
             else self._variables(row, judge.image)
         )
-        outcomes = await asyncio.gather(*(self._one(judge, variables, images, k, usage) for k in range(s.samples)))
+        outcomes = await _all([self._one(judge, variables, images, k, usage) for k in range(s.samples)])
         grades = [o for o in outcomes if isinstance(o, Grade)]
         errors = [o for o in outcomes if not isinstance(o, Grade)]
         needed = s.min_valid if s.min_valid is not None else -(-s.samples // 2)
@@ -270,7 +278,7 @@ class GradedEvaluator(Evaluator):
         sample_id, usage = row["id"], Usage()
         async with gate:
             try:
-                judged = await asyncio.gather(*(self._judge_row(row, j, usage) for _, j in self.judges))
+                judged = await _all([self._judge_row(row, j, usage) for _, j in self.judges])
             except (ImageError, TemplateError, ValueError) as exc:
                 return {"sample_id": sample_id, "status": ERROR, "error": str(exc)}, []
         labels = [label for label, _ in self.judges]

@@ -7,15 +7,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from vision_eval.config import JudgeConfig
-from vision_eval.llm.transport import import_litellm
+from vision_eval.llm.prices import model_info
 
 
 def check_vision(model: str) -> None:
     """Refuse a model litellm's model map knows and marks as not vision-capable (unknown models pass)."""
-    litellm = import_litellm()
-    try:
-        info = litellm.get_model_info(model)
-    except Exception:  # not in the map: cannot tell, so allow (local and proxy models)
+    info = model_info(model)
+    if info is None:  # not in the map: cannot tell, so allow (local and proxy models)
         return
     if info.get("mode") in (None, "chat", "completion", "responses") and not info.get("supports_vision"):
         raise ValueError(

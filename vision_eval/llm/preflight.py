@@ -5,6 +5,7 @@
 2. The budget: with ``run.max_cost_usd``, every model's price must be known, else spending cannot be capped.
 3. Unless ``run.preflight: false``: one tiny real request per model, through the call cache (a repeat costs
    nothing), so a wrong key, URL or model name fails at once with the provider's own message and a hint.
+   It is a live call even for a ``batch: true`` judge (a batch job could take hours to say the key is wrong).
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def _hint(use: ModelUse, error: CallError) -> str:
 
 async def _ping(scheduler: Any, use: ModelUse) -> str | None:
     try:
-        await scheduler.complete(use.config, PING, params={"max_tokens": PING_MAX_TOKENS}, owner=OWNER)
+        await scheduler.complete(use.config, PING, params={"max_tokens": PING_MAX_TOKENS}, owner=OWNER, batch=False)
     except CallError as error:
         return f"{use.label}: {error} — {_hint(use, error)}"
     return None

@@ -4,7 +4,9 @@ Global and per-model concurrency limits, an RPM/TPM limiter, retries with expone
 jitter that honour ``Retry-After`` up to ``judge.max_retry_after_s`` (429, 5xx, timeouts, connection
 resets), the run's budget (:mod:`vision_eval.llm.budget`), a circuit breaker per model, the run's call
 journal (every finished call of this run, so a resumed run never sends it again, cache or not), the
-persistent cache, and counters for run.json (run-wide and per caller). Get the run's instance with
+persistent cache, and counters for run.json (run-wide and per caller). A judge with ``batch: true`` has its
+calls sent in provider batch jobs instead (:mod:`vision_eval.llm.batches`); callers see no difference.
+Get the run's instance with
 :func:`get_scheduler` (an ``EvalContext`` service) and call :meth:`Scheduler.complete` inside
 ``async with scheduler.session():``.
 """
@@ -19,11 +21,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vision_eval.llm.budget import CIRCUIT_BREAKER, Budget, NotAttempted, estimate_cost
 from vision_eval.llm.cache import CallCache, cache_key
 from vision_eval.llm.transport import CallError, CallResult, DirectOpenAI, LiteLLMTransport, uses_direct
+
+if TYPE_CHECKING:
+    from vision_eval.llm.batches import BatchRunner
 
 SERVICE = "llm_scheduler"
 BACKOFF_BASE_S = 0.5
@@ -97,9 +102,24 @@ class SchedulerStats:
     """Calls refused by the budget or a circuit breaker."""
     rate_limited_s: float = 0.0
     by_transport: dict[str, int] = field(default_factory=dict)
+    batched: int = 0
+    """Requests sent inside provider batch jobs (every attempt; not counted in ``calls``)."""
+    batch_cost_usd: float = 0.0
+    """What the batched requests cost, at the batch price (requests with a known price)."""
+    batch_live_cost_usd: float = 0.0
+    """What the same requests would have cost as live calls."""
+    batch: dict[str, Any] = field(default_factory=dict)
+    """Run-wide only: batch jobs (submitted, resumed, done, running), where each model's batch price comes from,
+    and the models that fell back to live calls."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "rate_limited_s": round(self.rate_limited_s, 3)}
+        out = {**self.__dict__, "rate_limited_s": round(self.rate_limited_s, 3)}
+        if not (self.batched or self.batch or self.batch_cost_usd):
+            for name in ("batched", "batch_cost_usd", "batch_live_cost_usd", "batch"):
+                out.pop(name)
+            return out
+        out["batch_saving_usd"] = self.batch_live_cost_usd - self.batch_cost_usd
+        return out
 
 
 def _hopeless(error: CallError) -> bool:
@@ -133,12 +153,44 @@ class Scheduler:
         self._models: dict[tuple[str, str | None], _ModelState] = {}
         self._tripped: dict[str, str] = {}
         self._sessions = 0
+        self._batches: BatchRunner | None = None
+        self._journal_dir: str | Path | None = None
+
+    @property
+    def batches(self) -> BatchRunner:
+        """The batch side of the scheduler (imported and created when a judge first asks for batch mode)."""
+        if self._batches is None:
+            from vision_eval.llm.batches import BatchRunner
+
+            self._batches = BatchRunner(self)
+            if self._journal_dir is not None:
+                self._batches.use_store(self._journal_dir)
+        return self._batches
 
     def use_journal(self, path: str | Path, budget: float | None = None) -> None:
         """Record every finished call in ``path`` (answered from there on a resume) and cap spending at
-        ``budget`` dollars, counting what earlier attempts of this run already spent."""
+        ``budget`` dollars, counting what earlier attempts of this run already spent; submitted batch jobs are
+        kept there too (a resume polls them instead of sending their requests again)."""
         self.journal = CallCache(path)
         self.budget = Budget(budget, spent=self.journal.total_cost())
+        self._journal_dir = path
+        if self._batches is not None:
+            self._batches.use_store(path)
+
+    def rows_in_flight(self, judges: list[Any]) -> int:
+        """How many rows a caller prepares and keeps waiting at once: twice the concurrency for live calls
+        (bounds the prepared images held in memory); no bound when a judge batches (a job is only sent once
+        its requests are in, so every row must be able to join one)."""
+        if any(getattr(judge, "batch", False) and self.batches.serves(judge) for judge in judges):
+            return 1 << 30
+        return self.concurrency * 2
+
+    def batch_jobs(self) -> Any:
+        """Counts of this run's batch jobs (``None`` before the first one), for the progress line."""
+        if self._batches is None:
+            return None
+        counts = self._batches.counts
+        return counts if counts.submitted or counts.resumed else None
 
     @property
     def tripped(self) -> dict[str, str]:
@@ -152,6 +204,8 @@ class Scheduler:
             self._global = asyncio.Semaphore(self.concurrency)
             self._models = {}
             self.budget.bind()
+            if self._batches is not None:
+                self._batches.bind()
 
     def _model_state(self, judge: Any) -> _ModelState:
         key = (str(judge.model), judge.api_base)
@@ -214,9 +268,11 @@ class Scheduler:
         cache: bool | None = None,
         key_extra: dict[str, Any] | None = None,
         owner: str | None = None,
+        batch: bool = True,
     ) -> CallResult:
         """One call with limits, retries, budget, journal and cache. Raises ``CallError`` when every attempt
         failed, ``NotAttempted`` (a ``CallError``) when the budget or the model's circuit breaker refused it.
+        A judge with ``batch: true`` sends it in a provider batch job unless ``batch=False`` (a live call).
 
         ``params`` are extra completion parameters (e.g. ``{"logprobs": True, "top_logprobs": 5}``);
         ``key_extra`` goes into the cache key only (e.g. ``{"sample": k}`` so k samples of the same
@@ -227,8 +283,9 @@ class Scheduler:
         counters = self._counters(owner)
         sent = self.params_of(judge, params)
         store = self.cache_for(judge) if cache is not False else None
+        batched = batch and getattr(judge, "batch", False) and self.batches.serves(judge)
         key = None
-        if store is not None or self.journal is not None:
+        if store is not None or self.journal is not None or batched:
             hashed = {**sent, "_key_extra": key_extra} if key_extra else sent
             key = cache_key(str(judge.model), judge.api_base, hashed, messages)
         if self.journal is not None and key is not None:
@@ -244,8 +301,11 @@ class Scheduler:
                     c.cache_hits += 1
                 return CallResult.from_record(hit, str(judge.model), cached=True, transport="cache")
         state = self._model_state(judge)
-        estimate = estimate_cost(judge, estimated_tokens, sent) if self.budget.limit is not None else None
+        estimate = estimate_cost(judge, estimated_tokens, sent, batched) if self.budget.limit is not None else None
         try:
+            if batched:
+                assert key is not None
+                return await self._batched(judge, messages, sent, key, state, counters, estimate or 0.0, cache)
             result = await self._attempts(judge, messages, sent, state, counters, estimated_tokens, estimate or 0.0)
         except NotAttempted:
             for c in counters:
@@ -262,6 +322,34 @@ class Scheduler:
                 self.journal.put(key, str(judge.model), result.to_record())
             if store is not None:
                 store.put(key, str(judge.model), result.to_cache())
+        return result
+
+    async def _batched(
+        self,
+        judge: Any,
+        messages: list[dict[str, Any]],
+        sent: dict[str, Any],
+        key: str,
+        state: _ModelState,
+        counters: tuple[SchedulerStats, ...],
+        estimate: float,
+        cache: bool | None,
+    ) -> CallResult:
+        """A call sent in a batch job: the breaker and the budget (at the batch price) are checked when it joins
+        a job, and its reservation lasts until the job's result arrives (the journal and cache are filled by
+        the batch runner, for every result of the job)."""
+        if state.tripped is not None:
+            raise NotAttempted(f"not attempted: {judge.model} is failing: {state.tripped}", CIRCUIT_BREAKER)
+        reserved = await self.budget.reserve(estimate)
+        cost: float | None = 0.0
+        try:
+            result = await self.batches.request(judge, key, messages, sent, counters, cache is not False)
+            cost = result.cost_usd if result.transport == "batch" else 0.0
+        finally:
+            await self.budget.settle(reserved, cost)
+        state.consecutive_failures = 0
+        for c in counters:
+            c.by_transport[result.transport] = c.by_transport.get(result.transport, 0) + 1
         return result
 
     def _record_failure(self, judge: Any, state: _ModelState, error: CallError) -> None:
@@ -306,9 +394,8 @@ class Scheduler:
                         c.calls += 1
                         c.by_transport[transport.name] = c.by_transport.get(transport.name, 0) + 1
                     try:
-                        result = await asyncio.wait_for(
-                            transport.complete(judge, messages, sent), timeout=judge.timeout_s + 5
-                        )
+                        async with asyncio.timeout(judge.timeout_s + 5):  # no extra task, unlike wait_for
+                            result = await transport.complete(judge, messages, sent)
                         error = None
                     except CallError as exc:
                         error = exc

@@ -2,7 +2,8 @@
 
 litellm's client costs several ms of CPU per call, which caps throughput at high concurrency on a
 small machine; for ``openai/...`` and ``hosted_vllm/...`` models the direct path posts the same
-OpenAI-shaped request with one reused aiohttp session. litellm still prices every call.
+OpenAI-shaped request with one reused aiohttp session, and prices it from litellm's price map read as data
+(:mod:`vision_eval.llm.prices`), so a run on the direct path never imports litellm.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import os
 import time
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from functools import lru_cache
 from typing import Any
+
+from vision_eval.llm.prices import token_prices
 
 DIRECT_PREFIXES = ("openai/", "hosted_vllm/")
 RETRYABLE_STATUS = {408, 409, 425, 429}
@@ -104,20 +106,6 @@ def import_litellm() -> Any:
 
     litellm.suppress_debug_info = True
     return litellm
-
-
-@lru_cache(maxsize=256)
-def token_prices(model: str) -> tuple[float, float] | None:
-    """(input, output) USD per token from litellm's price map, or ``None`` when unknown."""
-    litellm = import_litellm()
-    try:
-        info = litellm.get_model_info(model)
-    except Exception:  # litellm raises several kinds for unmapped models
-        return None
-    prompt, completion = info.get("input_cost_per_token"), info.get("output_cost_per_token")
-    if prompt is None or completion is None:
-        return None
-    return float(prompt), float(completion)
 
 
 def price(model: str, input_tokens: int | None, output_tokens: int | None) -> float | None:

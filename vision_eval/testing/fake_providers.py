@@ -9,7 +9,9 @@ The fake decodes every image it receives and grounds its default judge verdict i
 (dominant colour and number of shapes per image, in the order received), so a test fails when
 images are dropped, reordered or sent as text (base64 in a text part is answered with HTTP 400).
 Script it with :meth:`FakeProviders.push` (429 + Retry-After, 500, delays, malformed or canned
-replies, top logprobs) or a ``responder`` callable; ``calls`` and ``requests`` count what arrived.
+replies, top logprobs) or a ``responder`` callable; ``calls`` and ``requests`` count what arrived. The providers'
+batch APIs are served too (``fake.batches``, :mod:`vision_eval.testing.fake_batches`): a batched request is
+answered as the live endpoint would answer it.
 """
 
 from __future__ import annotations
@@ -241,6 +243,10 @@ class FakeProviders:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: Any = None
         self.port = 0
+        from vision_eval.testing.fake_batches import FakeBatches
+
+        self.batches = FakeBatches(self)
+        """The batch endpoints (jobs, files, their counts): :mod:`vision_eval.testing.fake_batches`."""
 
     # scripting -------------------------------------------------------------
     def push(self, *actions: Action | dict[str, Any]) -> None:
@@ -256,6 +262,7 @@ class FakeProviders:
             self.calls = 0
             self.calls_by_provider.clear()
             self.peak_in_flight = 0
+        self.batches.reset()
 
     def wait_idle(self, quiet_s: float = 0.3, timeout_s: float = 10.0) -> int:
         """Wait until no request is in flight and none arrived for ``quiet_s`` (requests a killed client had
@@ -312,6 +319,7 @@ class FakeProviders:
         asyncio.set_event_loop(loop)
         self._loop = loop
         app = web.Application(client_max_size=200 * 1024 * 1024)
+        self.batches.add_routes(app)
         app.router.add_post("/v1/chat/completions", self._handler("openai"))
         app.router.add_post("/chat/completions", self._handler("openai"))
         app.router.add_post("/v1/messages", self._handler("anthropic"))
@@ -353,33 +361,43 @@ class FakeProviders:
 
         body = await request.json()
         model = request.match_info.get("model", "").split(":")[0] or body.get("model", "")
-        answered = action.status == 200 and not (action.reset or action.malformed or action.body is not None)
-        if answered:  # decoded and recorded on arrival: a delayed request never lands in a later test's record
-            try:
-                seen = understand(provider, model, body, dict(request.headers), self.inspect_images)
-            except Exception as exc:  # an undecodable image is the client's fault: answer 400 like a provider
-                return web.json_response({"error": {"message": f"bad image: {exc}"}}, status=400)
-            if _LONG_BASE64.search(seen.text):
-                return web.json_response({"error": {"message": "base64 data found in a text part"}}, status=400)
-            with self._lock:
-                self.requests.append(seen)
+        if action.reset or action.body is not None:
+            if action.delay or self.latency:
+                await asyncio.sleep(action.delay or self.latency)
+            if action.reset:
+                request.transport.abort() if request.transport else None
+                raise ConnectionResetError("fake reset")
+            return web.json_response(action.body, status=action.status)
+        # decoded and recorded on arrival: a delayed request never lands in a later test's record
+        status, payload, headers = self.respond(provider, model, body, dict(request.headers), action)
         if action.delay or self.latency:
             await asyncio.sleep(action.delay or self.latency)
-        if action.reset:
-            request.transport.abort() if request.transport else None
-            raise ConnectionResetError("fake reset")
-        if action.body is not None:
-            return web.json_response(action.body, status=action.status)
+        if payload is None:
+            return web.Response(text="this is not json {", content_type="application/json")
+        return web.json_response(payload, status=status, headers=headers)
+
+    def respond(
+        self, provider: str, model: str, body: dict[str, Any], headers: dict[str, str], action: Action
+    ) -> tuple[int, dict[str, Any] | None, dict[str, str]]:
+        """The answer to one request body (HTTP status, JSON payload or ``None`` for a malformed body, headers):
+        what the live endpoints send, and what a batch job records for each of its requests."""
         if action.status != 200:
-            headers = {"Retry-After": f"{action.retry_after:g}"} if action.retry_after is not None else {}
+            extra = {"Retry-After": f"{action.retry_after:g}"} if action.retry_after is not None else {}
             message = f"fake error {action.status}"
             if action.echo_key:
-                sent = request.headers.get("Authorization") or request.headers.get("x-api-key") or ""
+                sent = headers.get("Authorization") or headers.get("x-api-key") or ""
                 message = f"Incorrect API key provided: {sent.removeprefix('Bearer ')}"
-            error = {"error": {"message": message, "type": "fake", "code": action.status}}
-            return web.json_response(error, status=action.status, headers=headers)
+            return action.status, {"error": {"message": message, "type": "fake", "code": action.status}}, extra
         if action.malformed:
-            return web.Response(text="this is not json {", content_type="application/json")
+            return 200, None, {}
+        try:
+            seen = understand(provider, model, body, headers, self.inspect_images)
+        except Exception as exc:  # an undecodable image is the client's fault: answer 400 like a provider
+            return 400, {"error": {"message": f"bad image: {exc}"}}, {}
+        if _LONG_BASE64.search(seen.text):
+            return 400, {"error": {"message": "base64 data found in a text part"}}, {}
+        with self._lock:
+            self.requests.append(seen)
         if action.reply is not None:
             reply = action.reply
         elif self.responder is not None:
@@ -388,7 +406,12 @@ class FakeProviders:
             reply = default_verdict(seen)
         prompt_tokens = math.ceil(len(seen.text) / 4) + sum(_image_tokens(i) for i in seen.images)
         completion_tokens = max(1, math.ceil(len(reply) / 4))
-        return web.json_response(_shape(provider, model, reply, prompt_tokens, completion_tokens, action))
+        return 200, _shape(provider, model, reply, prompt_tokens, completion_tokens, action), {}
+
+    def next_action(self) -> Action:
+        """The next scripted answer (the default one when none is queued)."""
+        with self._lock:
+            return self.actions.popleft() if self.actions else Action()
 
 
 def _image_tokens(image: SeenImage) -> int:
