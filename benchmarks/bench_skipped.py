@@ -26,6 +26,7 @@ from bench_code_validators import make_frames
 
 import vision_eval as ve
 import vision_eval.engine as engine
+import vision_eval.prechecks as prechecks
 
 KINDS = ("count", "ocr", "json", "chart")
 TASKS = [f"{kind}{k}" for kind in KINDS for k in (1, 2)]
@@ -78,10 +79,10 @@ def main() -> None:
     args = parser.parse_args()
     frame = make_rows(args.rows)
     spent: Counter = Counter()
-    engine._run_sync = timed(spent, "scoring", engine._run_sync)
-    engine._precheck = timed(spent, "selection (where filters)", engine._precheck)
-    engine._pre_rows = timed(spent, "placeholders", engine._pre_rows)
-    engine._in_batch_order = timed(spent, "placeholders", engine._in_batch_order)
+    engine.run_guarded = timed(spent, "scoring", engine.run_guarded)
+    prechecks.precheck = timed(spent, "selection (where filters)", prechecks.precheck)
+    prechecks.held_rows_results = timed(spent, "placeholders", prechecks.held_rows_results)
+    engine.in_batch_order = timed(spent, "placeholders", engine.in_batch_order)
     engine._finish = timed(spent, "finishing scored rows", engine._finish)
 
     start, cpu = time.perf_counter(), time.process_time()

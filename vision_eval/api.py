@@ -22,7 +22,7 @@ from vision_eval.config import AppConfig, ConfigSources, JudgeConfig, validate_c
 from vision_eval.data import load_dataset, samples_frame
 from vision_eval.data.canonical import describe
 from vision_eval.dryrun import evaluator_lines, plan_table
-from vision_eval.engine import EvaluatorRun, check_stack, run_stack
+from vision_eval.engine import EvaluatorRun, run_stack
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalContext
 from vision_eval.gates import EXIT_INCOMPLETE, Gate, candidate_gate, judge_outcome, worst
@@ -30,6 +30,7 @@ from vision_eval.llm.budget import Budget
 from vision_eval.llm.preflight import key_problems, model_uses, preflight
 from vision_eval.llm.scheduler import get_scheduler
 from vision_eval.output import EvalResult, package_versions, status_counts, totals
+from vision_eval.prechecks import check_stack
 from vision_eval.progress import Progress
 from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, conform
 from vision_eval.rundir import CHECKPOINT, RunDir, claim, claim_resume, new_run_id
@@ -131,9 +132,7 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
                 "candidate.prompt", str(exc), sources.file_for("candidate") if sources else None
             ) from None
     image_columns = evaluator_image_columns(evaluators, candidate.images if candidate is not None else ())
-    frame, root = load_dataset(
-        config.dataset, data, config.run.limit, config.run.shard, image_columns, context=context
-    )
+    frame, root = load_dataset(config.dataset, data, config.run.limit, config.run.shard, image_columns, context=context)
     context.dataset_root = root
     if candidate is not None and "output" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, pl.Utf8).alias("output"))

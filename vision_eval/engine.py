@@ -2,11 +2,12 @@
 
 Guarantees, whatever an evaluator does: every selected sample gets exactly one result row
 per evaluator; rows the dataset marks bad, rows missing a required value and rows whose
-images are unusable are ``error`` rows with the reason, without reaching the evaluator; an
-evaluator that raises is retried on halves of the batch, down to single rows, so only the rows
-that make it raise are errors. Model-graded evaluators run in small batches, a few at a time
-in dataset order, so progress and checkpoints advance steadily; rows whose calls the budget
-refused are ``skipped`` and their batch is not checkpointed, so a resume finishes them.
+images are unusable are ``error`` rows with the reason, without reaching the evaluator
+(:mod:`vision_eval.prechecks`); an evaluator that raises is retried on halves of the batch, down
+to single rows, so only the rows that make it raise are errors (:mod:`vision_eval.isolation`).
+Model-graded evaluators run in small batches, a few at a time in dataset order, so progress and
+checkpoints advance steadily; rows whose calls the budget refused are ``skipped`` and their batch
+is not checkpointed, so a resume finishes them.
 """
 
 from __future__ import annotations
@@ -21,12 +22,10 @@ from typing import Any, Protocol
 import polars as pl
 
 from vision_eval.checkpoint import Checkpoints, Part
-from vision_eval.columns import check_mapped, column_map, needed, view
-from vision_eval.data import ROW_ERROR, check_columns
-from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalOutput, Evaluator
-from vision_eval.images.refs import image_error_expr
+from vision_eval.isolation import arun_guarded, run_guarded
 from vision_eval.llm.budget import BUDGET
+from vision_eval.prechecks import in_batch_order, split
 from vision_eval.results import (
     DIMENSION_ROW_SCHEMA,
     ERROR,
@@ -36,12 +35,9 @@ from vision_eval.results import (
     SKIPPED,
     conform,
     empty,
-    to_json,
 )
 from vision_eval.summary import summarize_one
 
-ROW_BY_ROW = 8
-"""A failing sub-batch this small is re-run one row at a time (halving further costs more calls)."""
 ASYNC_BATCH_ROWS = 64
 """Most rows per batch of a model-graded evaluator (its calls are what progress and a resume count)."""
 ASYNC_STEPS = 50
@@ -67,177 +63,6 @@ class _Silent:
 
     def end(self, name: str) -> None:
         return None
-
-
-def _where_expr(evaluator: Evaluator) -> pl.Expr | None:
-    where = evaluator.settings.where
-    return pl.sql_expr(where) if where else None
-
-
-def check_stack(frame: pl.DataFrame, evaluators: list[Evaluator], dataset_cfg: Any, sources: Any = None) -> None:
-    """Fail before any work when a column is missing or a ``where`` filter is invalid."""
-    check_mapped(frame, evaluators, sources)
-    check_columns(frame, {e.name: needed(e) for e in evaluators}, dataset_cfg)
-    for evaluator in evaluators:
-        if not evaluator.settings.where:
-            continue
-        try:
-            frame.head(0).filter(_where_expr(evaluator))  # type: ignore[arg-type]
-        except Exception as exc:  # Polars raises several kinds for a bad predicate
-            raise ConfigError(f"evaluators.{evaluator.name}.where", f"invalid filter: {exc}") from None
-
-
-@dataclass
-class _Check:
-    """A reason a row must not reach the evaluator: its condition, the status it gives, and the reason (a shared
-    text, or an expression when it differs per row)."""
-
-    condition: pl.Expr
-    status: str
-    reason: str | pl.Expr
-
-
-WHERE = "_where"
-"""Column holding the ``where`` filter's verdict, computed on the dataset's own columns (before the mapping)."""
-
-
-def _checks(evaluator: Evaluator, batch: pl.DataFrame) -> list[_Check]:
-    """The checks of a batch as the evaluator reads it (after its ``columns`` mapping, with ``_where``)."""
-    checks = []
-    if "candidate_error" in batch.columns:
-        failed = pl.format("candidate generation failed: {}", pl.col("candidate_error"))
-        checks.append(_Check(pl.col("candidate_error").is_not_null(), SKIPPED, failed))
-    if WHERE in batch.columns:
-        reason = f"row not selected by where: {evaluator.settings.where}"
-        checks.append(_Check(~pl.col(WHERE), SKIPPED, reason))
-    if ROW_ERROR in batch.columns:
-        checks.append(_Check(pl.col(ROW_ERROR).is_not_null(), ERROR, pl.col(ROW_ERROR)))
-    mapped = column_map(evaluator)
-    for column in evaluator.columns_needed():
-        named = f"{', '.join(mapped[column])} (read as {column})" if column in mapped else column
-        if column == "images":
-            checks.append(_Check(pl.col("images").list.len().fill_null(0) == 0, ERROR, f"row has no {named}"))
-            checks.append(_Check(image_error_expr().is_not_null(), ERROR, image_error_expr()))
-        else:
-            checks.append(_Check(pl.col(column).is_null(), ERROR, f"{named} is missing"))
-    return checks
-
-
-def _precheck(batch: pl.DataFrame, checks: list[_Check]) -> pl.DataFrame:
-    """``batch`` with ``_pre``: the index of the first check a row fails (null for rows the evaluator gets)."""
-    code: Any = pl
-    for index, check in enumerate(checks):
-        code = code.when(check.condition).then(pl.lit(index, pl.UInt8))
-    return batch.with_columns((code.otherwise(None) if checks else pl.lit(None, pl.UInt8)).alias("_pre"))
-
-
-def _pre_rows(held: pl.DataFrame, checks: list[_Check]) -> pl.DataFrame:
-    """The finished rows of the held-back rows. A shared reason is one literal (cheap however many rows a ``where``
-    filter skips); only per-row reasons are built row by row."""
-    code = pl.col("_pre")
-    status = code.replace_strict({i: c.status for i, c in enumerate(checks)}, return_dtype=pl.Utf8)
-    error: Any = pl
-    details: Any = pl
-    for index, check in enumerate(checks):
-        if check.status == ERROR:
-            reason = pl.lit(check.reason) if isinstance(check.reason, str) else check.reason
-            error = error.when(code == index).then(reason)
-        elif isinstance(check.reason, str):
-            details = details.when(code == index).then(pl.lit(to_json({"reason": check.reason})))
-        else:
-            details = details.when(code == index).then(pl.struct(check.reason.alias("reason")).struct.json_encode())
-    rows = held.select(
-        pl.col("id").alias("sample_id"),
-        status.alias("status"),
-        (error.otherwise(None) if error is not pl else pl.lit(None, pl.Utf8)).cast(pl.Utf8).alias("error"),
-        (details.otherwise(None) if details is not pl else pl.lit(None, pl.Utf8)).alias("details"),
-    )
-    return conform(rows, RESULT_ROW_SCHEMA)
-
-
-def _concat(outputs: list[EvalOutput]) -> EvalOutput:
-    """One output from the outputs of several sub-batches (each may have its own columns), conformed once."""
-    return EvalOutput(
-        results=pl.concat([o.results for o in outputs], how="diagonal_relaxed"),
-        dimensions=pl.concat([o.dimensions for o in outputs if o.dimensions is not None], how="diagonal_relaxed")
-        if any(o.dimensions is not None for o in outputs)
-        else None,
-        fields=pl.concat([o.fields for o in outputs if o.fields is not None], how="diagonal_relaxed")
-        if any(o.fields is not None for o in outputs)
-        else None,
-        tables={
-            k: pl.concat([o.tables[k] for o in outputs if k in o.tables], how="diagonal_relaxed")
-            for k in {k for o in outputs for k in o.tables}
-        },
-    ).conformed()
-
-
-@dataclass
-class _Isolation:
-    """What isolating the rows that make an evaluator raise collects: the sub-batches' outputs and, per row
-    that raises on its own, its id and exception (frames are built once, at the end)."""
-
-    outputs: list[EvalOutput]
-    ids: list[str]
-    errors: list[BaseException]
-
-    def output(self) -> EvalOutput:
-        if self.ids:
-            reasons = [f"evaluator raised {type(e).__name__}: {e}" for e in self.errors]
-            details = [to_json({"exception": type(e).__name__}) for e in self.errors]
-            frame = pl.DataFrame({"sample_id": self.ids, "error": reasons, "details": details})
-            self.outputs.append(EvalOutput(frame.with_columns(pl.lit(ERROR).alias("status"))))
-        return _concat(self.outputs)
-
-
-def _pieces(batch: pl.DataFrame) -> list[pl.DataFrame]:
-    """How a failing batch is split: halves, or single rows once it is small."""
-    if batch.height <= ROW_BY_ROW:
-        return [batch[i : i + 1] for i in range(batch.height)]
-    middle = batch.height // 2
-    return [batch[:middle], batch[middle:]]
-
-
-def _run_sync(evaluator: Evaluator, batch: pl.DataFrame) -> EvalOutput:
-    try:
-        return evaluator.evaluate(batch).conformed()
-    except Exception:  # an evaluator bug or bad row must not stop the run, nor cost a good row
-        found = _Isolation([], [], [])
-        for piece in _pieces(batch):
-            _isolate_sync(evaluator, piece, found)
-        return found.output()
-
-
-def _isolate_sync(evaluator: Evaluator, batch: pl.DataFrame, found: _Isolation) -> None:
-    try:
-        found.outputs.append(evaluator.evaluate(batch))
-    except Exception as exc:
-        if batch.height <= 1:
-            found.ids.append(str(batch["id"][0]))
-            found.errors.append(exc)
-            return
-        for piece in _pieces(batch):
-            _isolate_sync(evaluator, piece, found)
-
-
-async def _run_async(evaluator: Evaluator, batch: pl.DataFrame) -> EvalOutput:
-    try:
-        return (await evaluator.aevaluate(batch)).conformed()
-    except Exception:
-        found = _Isolation([], [], [])
-        await asyncio.gather(*(_isolate_async(evaluator, piece, found) for piece in _pieces(batch)))
-        return found.output()
-
-
-async def _isolate_async(evaluator: Evaluator, batch: pl.DataFrame, found: _Isolation) -> None:
-    try:
-        found.outputs.append(await evaluator.aevaluate(batch))
-    except Exception as exc:
-        if batch.height <= 1:
-            found.ids.append(str(batch["id"][0]))
-            found.errors.append(exc)
-            return
-        await asyncio.gather(*(_isolate_async(evaluator, piece, found) for piece in _pieces(batch)))
 
 
 def _align(ids: pl.Series, results: pl.DataFrame) -> pl.DataFrame:
@@ -298,41 +123,6 @@ class EvaluatorRun:
     """Its summary row (counts by status, mean score, pass rate, tokens, cost)."""
 
 
-def _split(evaluator: Evaluator, batch: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series, pl.DataFrame]:
-    """Rows for the evaluator (as it reads them: its ``columns`` mapping applied), their positions in the batch,
-    and the finished rows of the others."""
-    where = _where_expr(evaluator)
-    if where is not None:  # the filter sees the dataset's own columns, not the evaluator's mapping
-        batch = batch.with_columns(where.fill_null(False).alias(WHERE))
-    batch = view(evaluator, batch)
-    checks = _checks(evaluator, batch)
-    checked = _precheck(batch, checks).with_row_index("_pos")
-    held = checked["_pre"].is_not_null()
-    ready = checked.filter(~held).drop("_pre", WHERE, strict=False)
-    reasons = [c for c in ("candidate_error", ROW_ERROR, "images") if c in checked.columns]
-    held_rows = checked.select("id", "_pre", "_pos", *reasons).filter(held)
-    pre = _pre_rows(held_rows, checks).with_columns(held_rows["_pos"])
-    return ready.drop("_pos"), ready["_pos"], pre
-
-
-def _in_batch_order(batch: pl.DataFrame, parts: pl.DataFrame) -> pl.DataFrame:
-    """``parts`` (rows with ``_pos``) in batch order. Only columns that hold values are gathered: ``sample_id``
-    is the batch's own ``id`` and an all-null column stays a null column (skipped rows are cheap)."""
-    order = parts["_pos"].arg_sort()
-    columns = []
-    for name in parts.columns:
-        if name == "_pos":
-            continue
-        column = parts[name]
-        if name == "sample_id":
-            columns.append(batch["id"].cast(pl.Utf8).alias("sample_id"))
-        elif column.null_count() == column.len():
-            columns.append(pl.repeat(None, column.len(), dtype=column.dtype, eager=True).alias(name))
-        else:
-            columns.append(column.gather(order))
-    return pl.DataFrame(columns)
-
-
 def _part(
     evaluator: Evaluator,
     batch: pl.DataFrame,
@@ -347,7 +137,7 @@ def _part(
         # The usual case: one row per ready sample, in order. The held-back rows are final already; a gather
         # by position restores batch order (no join).
         finished = _finish(evaluator, rows).with_columns(positions)
-        combined = _in_batch_order(batch, pl.concat([pre, finished], how="vertical_relaxed"))
+        combined = in_batch_order(batch, pl.concat([pre, finished], how="vertical_relaxed"))
     else:
         combined = _finish(evaluator, _align(batch["id"], pl.concat([pre.drop("_pos"), rows], how="vertical_relaxed")))
     dims = out.dimensions if out.dimensions is not None else empty(DIMENSION_ROW_SCHEMA)
@@ -416,8 +206,8 @@ def run_sync(
     for batch in _batches(frame, batch_size):
         part = store.load(evaluator, batch)
         if part is None:
-            ready, positions, pre = _split(evaluator, batch)
-            out = _run_sync(evaluator, ready) if ready.height else _empty_output()
+            ready, positions, pre = split(evaluator, batch)
+            out = run_guarded(evaluator, ready) if ready.height else _empty_output()
             part = _part(evaluator, batch, ready, positions, pre, out)
             part.results = scrub(part.results)
             store.save(evaluator, batch, part)
@@ -461,8 +251,8 @@ async def run_async(
         async with window:
             part = store.load(evaluator, batch)
             if part is None:
-                ready, positions, pre = _split(evaluator, batch)
-                out = await _run_async(evaluator, ready) if ready.height else _empty_output()
+                ready, positions, pre = split(evaluator, batch)
+                out = await arun_guarded(evaluator, ready) if ready.height else _empty_output()
                 part = _part(evaluator, batch, ready, positions, pre, out)
                 part.results, refused = _refusals(scrub(part.results))
                 if not refused:
