@@ -4,7 +4,7 @@ fast path).
 
 Hostile inputs: digits of other scripts (including ones only newer Unicode tables know), numbers far beyond Int64,
 JSON nested thousands deep, whitespace Python and Polars disagree on (``\\x1c``-``\\x1f``), characters the two
-lowercase differently (newer Unicode) or fold to ASCII letters (``K`` Kelvin, ``ſ``, ``İ``, ``ı``), final sigma.
+lowercase differently (newer Unicode) or fold to ASCII letters (``\u212a`` Kelvin, ``ſ``, ``İ``, ``ı``), final sigma.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ DIGIT_ZEROS = ["٠", "۰", "०", "০", "０", "\U0001d7ce", "๐", "\U00011f50
 Mundari (Unicode 15), Garay and Kirat Rai (Unicode 16: digits only Polars' newer tables may know)."""
 ODD_SPACES = ["\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\xa0", "\u2003", "\u2028"]
 ODD_SPACES += ["\u3000", "\u200b", "\ufeff"]
-ODD_LETTERS = ["K", "ſ", "İ", "ı", "ß", "ﬁ", "Σ", "ΑΣ ", "ς", "\ua7cb", "\u0264", "\u1c89", "\u1c8a", "\U00010d50", "\U00010d70"]
+ODD_LETTERS = ["\u212a", "ſ", "İ", "ı", "ß", "ﬁ", "Σ", "ΑΣ ", "ς", "\ua7cb", "\u0264", "\u1c89", "\u1c8a", "\U00010d50", "\U00010d70"]
 ODD_LETTERS += ["é", "É", "\x00"]
 """Letters the engines disagree on: Kelvin sign and long s (fold to k, s), dotted and dotless I, ligatures, sigma,
 letters only newer Unicode lowercases (U+A7CB, U+1C89, Garay)."""
@@ -185,7 +185,7 @@ def ocr_text(rng: random.Random, n: int = 14) -> str | None:
 def ocr_keywords(rng: random.Random) -> list[str | None] | None:
     if rng.random() < 0.1:
         return None
-    pool = ["abc", "ABC", "x y", "", "  ", "!!!", "é", "z", None, "a-b", "c.", "xyz0", "\x1f", "ΑΣ", "\ua7cb", "K"]
+    pool = ["abc", "ABC", "x y", "", "  ", "!!!", "é", "z", None, "a-b", "c.", "xyz0", "\x1f", "ΑΣ", "\ua7cb", "\u212a"]
     return [rng.choice(pool) for _ in range(rng.randint(0, 4))]
 
 
@@ -208,7 +208,7 @@ CHART_PIECES = [
     "Q4 2025", "Q1'25", "q2 fy24", "Q3", "2025-03-01", "March 5th, 2025", "Jan 2024", "sept. 2025", "1.", "2025",
     "0", "$0", "$0.0M", "7", "£1,000,000.50", "3 dollars", "12 eur", "5 bn", "4mm", "2.6 M", "$2.5 billion euros",
     "revenue", "up", "¥12", "1,2345", "$1.2M.", "Q5 2025", "2.4m", "300k", "$2,400,000", "$0.00005", "0.00001 usd",
-    "$" + "9" * 400, "1e5 dollars", "MİLLİON", "$5 mıllion", "USD 7 ſ", "3 K", "Dec\x1c2024", "Q1\x1f2024",
+    "$" + "9" * 400, "1e5 dollars", "MİLLİON", "$5 mıllion", "USD 7 ſ", "3 \u212a", "5 thouſand", "4 \u212aM", "Dec\x1c2024", "Q1\x1f2024",
     "5\u2003%", "Apr\u3000 3rd,\u20282025",
 ]  # fmt: skip
 
@@ -263,7 +263,7 @@ def json_value(rng: random.Random, depth: int = 0) -> Any:
     if kind == "num":
         return rng.choice([0, 1, 2.5, -3, 10**20, 960, 960.0, 1e-3, 1e-7, 1e16, 2**70, -0.0])
     if kind == "str":
-        return rng.choice(["Acme", "acme ", "ACME  Corp", "", "2024-01-05", 'q"uote', "é\\n", "a\x1cb", "ΑΣ", "K"])
+        return rng.choice(["Acme", "acme ", "ACME  Corp", "", "2024-01-05", 'q"uote', "é\\n", "a\x1cb", "ΑΣ", "\u212a"])
     return None if kind == "null" else rng.random() < 0.5
 
 

@@ -13,7 +13,8 @@ import polars as pl
 
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
-from vision_eval.validators.chart import ChartOptions, chart_frame
+from vision_eval.validators.chart import ChartOptions
+from vision_eval.validators.chart_columns import chart_frame
 from vision_eval.validators.count_columns import count_frame
 from vision_eval.validators.json_check import JsonOptions, json_frame
 from vision_eval.validators.ocr import OcrOptions

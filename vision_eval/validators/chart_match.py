@@ -6,11 +6,22 @@ pairs are matched first.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 
 from vision_eval.validators._distinct import codes
-from vision_eval.validators.chart_values import Values
+
+
+@dataclass(frozen=True)
+class Values:
+    """The values of a text column, in text order within each row: each value's ``row``, ``code`` (its row in the
+    table of distinct values) and ``kind`` (0 money, 1 percent, 2 date)."""
+
+    row: np.ndarray
+    code: np.ndarray
+    kind: np.ndarray
 
 
 def match(

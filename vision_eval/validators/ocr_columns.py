@@ -8,10 +8,9 @@ import json
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from vision_eval.validators.ocr import PUNCTUATION, SCORERS, OcrDetails, OcrOptions, ocr_row, rounded
-from vision_eval.validators.rows import details_column, scored_in_parts
+from vision_eval.validators.rows import details_column, lists, scored_in_parts
 from vision_eval.validators.text import SPACE, holding_any, lowercase_disagreements
 
 _RUN = PUNCTUATION[:-1] + SPACE + "]"
@@ -63,13 +62,6 @@ def _keywords(frame: pl.DataFrame, opts: OcrOptions) -> pl.Series:
     return keywords.list.eval(pl.element().filter(pl.element().str.strip_chars() != ""))
 
 
-def _lists(values: pl.Series, counts: np.ndarray) -> pl.Series:
-    """``values`` cut into consecutive lists of ``counts`` items (no grouping: the values are in row order)."""
-    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return pl.Series(pa.LargeListArray.from_arrays(pa.array(offsets), values.to_arrow()), dtype=pl.List(pl.Utf8))
-
-
 def ocr_frame(frame: pl.DataFrame, opts: OcrOptions) -> pl.DataFrame:
     """Score ``output`` against ``expected_output`` (and the row's ``keywords`` list, or the configured ones), as
     :func:`ocr_row` does each row."""
@@ -108,8 +100,8 @@ def _ocr_frame(frame: pl.DataFrame, keywords: pl.Series, opts: OcrOptions) -> pl
             "similarity": sim,
             "accuracy": pl.Series(accuracy).set(pl.Series(~has_kw), None),
             "has_kw": has_kw,
-            "found": _lists(kw.filter(pl.Series(hit)), hits),
-            "missing": _lists(kw.filter(pl.Series(~hit)), counts - hits),
+            "found": lists(kw.filter(pl.Series(hit)), hits),
+            "missing": lists(kw.filter(pl.Series(~hit)), counts - hits),
         }
     )
     weights = json.dumps({"similarity": rounded(w_sim), "keywords": rounded(w_kw)}, separators=(",", ":"))

@@ -79,45 +79,49 @@ def details_text(details: Any, compact: bool = True) -> str:
     """The details JSON of one row (a details dataclass), members in declared order. ``compact`` as msgspec
     writes JSON, else as ``json.dumps`` does by default (a space after ``,`` and ``:``)."""
     separators = (",", ":") if compact else (", ", ": ")
-    members = {name: getattr(details, name) for name in member_names(type(details))}
-    return json.dumps(members, separators=separators, ensure_ascii=False)
+    return json.dumps(_members(details), separators=separators, ensure_ascii=False, default=_members)
+
+
+def _members(details: Any) -> dict[str, Any]:
+    return {name: getattr(details, name) for name in member_names(type(details))}
 
 
 def details_column(declared: type, compact: bool = True, **members: pl.Expr) -> pl.Expr:
     """The details JSON of every row from named columns, each already JSON text: the same text as
     :func:`details_text` writes for the same values."""
+    return pl.concat_str(_pieces(declared, compact, members))
+
+
+def details_halves(declared: type, split_at: str, compact: bool = True, **members: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """:func:`details_column` in two halves, the members before ``split_at`` and the others (to build the first half
+    once per distinct value when it depends on fewer columns)."""
+    pieces = _pieces(declared, compact, members)
+    at = 2 * member_names(declared).index(split_at)
+    return pl.concat_str(pieces[:at]), pl.concat_str(pieces[at:])
+
+
+def _pieces(declared: type, compact: bool, members: dict[str, pl.Expr]) -> list[pl.Expr]:
     names = member_names(declared)
     if sorted(members) != sorted(names):
         raise ValueError(f"{declared.__name__} has members {names}, not {sorted(members)}")
     comma, colon = (",", ":") if compact else (", ", ": ")
-    parts: list[pl.Expr] = []
+    pieces: list[pl.Expr] = []
     for i, name in enumerate(names):
-        parts += [pl.lit(("{" if i == 0 else comma) + json.dumps(name) + colon), members[name]]
-    return pl.concat_str([*parts, pl.lit("}")])
+        pieces += [pl.lit(("{" if i == 0 else comma) + json.dumps(name) + colon), members[name]]
+    return [*pieces, pl.lit("}")]
+
+
+def lists(values: pl.Series, counts: np.ndarray) -> pl.Series:
+    """``values`` (in owner order) cut into consecutive lists of ``counts`` items, one per owner."""
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return pl.Series(pa.LargeListArray.from_arrays(pa.array(offsets), values.to_arrow()))
 
 
 def joined(texts: pl.Series, owner: np.ndarray, n_owners: int, separator: str) -> pl.Series:
     """Per owner ``0..n_owners-1``, its texts joined by ``separator`` (``owner``: each text's owner, sorted; an owner
-    without texts gets ``""``).
-
-    The texts, each but an owner's first preceded by the separator, form one Arrow string array whose bytes are
-    already in owner order: each owner's text is those bytes cut at the owners' boundaries."""
-    bounds = np.searchsorted(owner, np.arange(n_owners + 1))
-    if not len(owner):
-        return pl.repeat("", n_owners, dtype=pl.Utf8, eager=True)
-    first = np.zeros(len(owner), dtype=bool)
-    first[bounds[:-1][bounds[:-1] < len(owner)]] = True
-    with_separator = pl.select(pl.when(pl.lit(first)).then(pl.lit(texts)).otherwise(separator + pl.lit(texts)))
-    # Polars' export: pyarrow's own string kernels allocate from mimalloc, which slows down badly while earlier
-    # batches' results are held.
-    array = with_separator.to_series().to_arrow()
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    if array.type != pa.large_string():
-        array = array.cast(pa.large_string())
-    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset : array.offset + len(array) + 1]
-    cut = pa.py_buffer(np.ascontiguousarray(offsets[bounds]))
-    return pl.Series(pa.LargeStringArray.from_buffers(n_owners, cut, array.buffers()[2]))
+    without texts gets ``""``)."""
+    return lists(texts, np.bincount(owner, minlength=n_owners)).list.join(separator)
 
 
 def json_strings(texts: pl.Series) -> pl.Series:
