@@ -16,7 +16,8 @@ from vision_eval.registry import register
 from vision_eval.validators.chart import ChartOptions
 from vision_eval.validators.chart_columns import chart_frame
 from vision_eval.validators.count_columns import count_frame
-from vision_eval.validators.json_check import JsonOptions, json_frame
+from vision_eval.validators.json_check import JsonOptions
+from vision_eval.validators.json_columns import json_frame
 from vision_eval.validators.ocr import OcrOptions
 from vision_eval.validators.ocr_columns import ocr_frame
 

@@ -120,8 +120,22 @@ def lists(values: pl.Series, counts: np.ndarray) -> pl.Series:
 
 def joined(texts: pl.Series, owner: np.ndarray, n_owners: int, separator: str) -> pl.Series:
     """Per owner ``0..n_owners-1``, its texts joined by ``separator`` (``owner``: each text's owner, sorted; an owner
-    without texts gets ``""``)."""
-    return lists(texts, np.bincount(owner, minlength=n_owners)).list.join(separator)
+    without texts gets ``""``).
+
+    The texts, each but an owner's first preceded by the separator, form one Arrow string array whose bytes are
+    already in owner order: each owner's text is those bytes cut at the owners' boundaries (faster than a join of
+    lists)."""
+    bounds = np.searchsorted(owner, np.arange(n_owners + 1))
+    first = np.zeros(len(owner), dtype=bool)
+    first[bounds[:-1][bounds[:-1] < len(owner)]] = True
+    prefix = pl.when(pl.lit(first)).then(pl.lit("")).otherwise(pl.lit(separator))
+    array = pl.select(pl.concat_str(prefix, pl.lit(texts))).to_series().to_arrow()
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    array = array.cast(pa.large_string())
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset : array.offset + len(array) + 1]
+    cut = pa.py_buffer(np.ascontiguousarray(offsets[bounds]))
+    return pl.Series(pa.LargeStringArray.from_buffers(n_owners, cut, array.buffers()[2]))
 
 
 def json_strings(texts: pl.Series) -> pl.Series:
