@@ -24,7 +24,23 @@ DIGIT_ZEROS = ["٠", "۰", "०", "০", "０", "\U0001d7ce", "๐", "\U00011f50
 Mundari (Unicode 15), Garay and Kirat Rai (Unicode 16: digits only Polars' newer tables may know)."""
 ODD_SPACES = ["\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\xa0", "\u2003", "\u2028"]
 ODD_SPACES += ["\u3000", "\u200b", "\ufeff"]
-ODD_LETTERS = ["\u212a", "ſ", "İ", "ı", "ß", "ﬁ", "Σ", "ΑΣ ", "ς", "\ua7cb", "\u0264", "\u1c89", "\u1c8a", "\U00010d50", "\U00010d70"]
+ODD_LETTERS = [
+    "\u212a",
+    "ſ",
+    "İ",
+    "ı",
+    "ß",
+    "ﬁ",
+    "Σ",
+    "ΑΣ ",
+    "ς",
+    "\ua7cb",
+    "\u0264",
+    "\u1c89",
+    "\u1c8a",
+    "\U00010d50",
+    "\U00010d70",
+]
 ODD_LETTERS += ["é", "É", "\x00"]
 """Letters the engines disagree on: Kelvin sign and long s (fold to k, s), dotted and dotless I, ligatures, sigma,
 letters only newer Unicode lowercases (U+A7CB, U+1C89, Garay)."""
@@ -352,7 +368,11 @@ def json_template(rng: random.Random, kind: int) -> Any:
             "paid": rng.random() < 0.5,
             "note": None,
             "line_items": [
-                {"description": rng.choice(JSON_STRINGS[:6]), "quantity": rng.randint(1, 3), "amount": rng.choice(JSON_NUMBERS)}
+                {
+                    "description": rng.choice(JSON_STRINGS[:6]),
+                    "quantity": rng.randint(1, 3),
+                    "amount": rng.choice(JSON_NUMBERS),
+                }
                 for _ in range(2)
             ],
         }

@@ -82,7 +82,11 @@ def test_ocr_fast_path_is_ocr_row(opts: OcrOptions) -> None:
     frame = pl.DataFrame([list(r) for r in rows], schema=schema, orient="row")
     # Keywords as lists, as comma-separated text, or none.
     as_text = frame.with_columns(pl.col("keywords").list.join(","))
-    for layout, keywords in ((frame, frame["keywords"]), (as_text, as_text["keywords"]), (frame.drop("keywords"), None)):
+    for layout, keywords in (
+        (frame, frame["keywords"]),
+        (as_text, as_text["keywords"]),
+        (frame.drop("keywords"), None),
+    ):
         listed = [None] * len(rows) if keywords is None else keywords.to_list()
         inputs = [(o, e, k, opts) for (o, e, _), k in zip(rows, listed, strict=True)]
         eq.assert_same_verdicts(ocr_columns.ocr_frame(layout, opts), eq.by_rows(ocr_row, inputs), inputs)
@@ -156,13 +160,35 @@ def test_json_fast_path_is_json_row(opts: JsonOptions, monkeypatch: pytest.Monke
 ANSWER_PIECES = [
     *["yes", "Yes", "YES", "no", "No.", "not", "nope", "Yes, it is.", "no, ", " yes ", "y", "n", "1", "one", "two"],
     *["3.5", "1,000", "12%", "$12", "-0", "0.0", "1e3", "nan", "inf", "Infinity", "٣", "３", "a", "an", "the", "it's"],
-    *["won't", "Dr.", "3.14.", "...", "  ", "\t", "\n", "\x1c", "\xa0", "\u2028", "İ", "ß", "K", "ΑΣ", "é", "!", "?", ","],
+    *[
+        "won't",
+        "Dr.",
+        "3.14.",
+        "...",
+        "  ",
+        "\t",
+        "\n",
+        "\x1c",
+        "\xa0",
+        "\u2028",
+        "İ",
+        "ß",
+        "K",
+        "ΑΣ",
+        "é",
+        "!",
+        "?",
+        ",",
+    ],
 ]
 
 
 def answers(n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
-    return ["".join(rng.choice(ANSWER_PIECES) + rng.choice(["", " ", ""]) for _ in range(rng.randint(0, 5))) for _ in range(n)]
+    return [
+        "".join(rng.choice(ANSWER_PIECES) + rng.choice(["", " ", ""]) for _ in range(rng.randint(0, 5)))
+        for _ in range(n)
+    ]
 
 
 TEXT_METRICS: list[tuple[Callable[[str], Any], Callable[[pl.Series], Any]]] = [

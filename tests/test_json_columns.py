@@ -24,6 +24,7 @@ from vision_eval.validators.json_check import (
 )
 from vision_eval.validators.json_columns import json_frame
 
+
 def _frame(seed: int, n: int) -> pl.DataFrame:
     return eq.frame(eq.json_shaped_pairs(n, seed))
 

@@ -229,7 +229,9 @@ def test_json_generated_documents_with_hostile_rows_keep_the_others_verdicts() -
     rows = []
     for _ in range(400):
         want = eq.json_value(rng)
-        rows.append((eq.json_response(rng, want if rng.random() < 0.3 else eq.json_mutated(rng, want)), json.dumps(want)))
+        rows.append(
+            (eq.json_response(rng, want if rng.random() < 0.3 else eq.json_mutated(rng, want)), json.dumps(want))
+        )
     frame = _frame(rows)
     hostile = _frame([(_deep(5000), '{"a": 1}'), ('{"a": 1}', _deep(5000)), ('{"a": ' + "1" * 6000 + "}", "{}")])
     together = json_frame(pl.concat([frame, hostile]), JsonOptions())

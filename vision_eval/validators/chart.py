@@ -21,17 +21,21 @@ _B = r"(?:(?<=[0-9A-Za-z_])(?![0-9A-Za-z_])|(?<![0-9A-Za-z_])(?=[0-9A-Za-z_]))"
 _S = f"[{SPACE}]"
 _MONTH_NAMES = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 MONTHS = {m: f"{i:02d}" for i, m in enumerate(_MONTH_NAMES, start=1)}
+_MONTH = "(?:" + "|".join(_MONTH_NAMES) + ")"
 SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "mm": 1e6, "billion": 1e9, "b": 1e9}
 SCALE |= {"bn": 1e9, "trillion": 1e12, "t": 1e12}
 PATTERNS = {  # the alternatives of one pattern, in order of priority: dates and percentages before money
     "iso date": r"{B}[0-9]{4}-[0-9]{2}-[0-9]{2}{B}",
-    "month date": r"{B}(?:" + "|".join(_MONTH_NAMES) + r")[a-z]*\.?{S}+(?:[0-9]{1,2}(?:st|nd|rd|th)?,?{S}+)?[0-9]{4}{B}",
+    "month date": f"{{B}}(?:{'|'.join(_MONTH_NAMES)})"
+    + r"[a-z]*\.?{S}+(?:[0-9]{1,2}(?:st|nd|rd|th)?,?{S}+)?[0-9]{4}{B}",
     "quarter": r"{B}q[1-4](?:{S}*(?:'|fy{S}?)?(?:[0-9]{4}|[0-9]{2}){B})?",
     "percent": r"[-+]?{B}[0-9]+(?:\.[0-9]+)?{S}?(?:%|percent{B}|per cent{B}|pct{B})",
-    "money": r"(?:(?:[$€£¥]|{B}(?:usd|eur|gbp){B}){S}?)?{B}(?:[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?)"
-    r"(?:{S}?(?:thousand|million|billion|trillion|bn|mn|mm|k|m|b|t){B})?(?:{S}*(?:dollars|usd|euros?|eur|pounds|gbp){B})?",
+    "money": r"(?:(?:[$€£¥]|{B}(?:usd|eur|gbp){B}){S}?)?"
+    r"{B}(?:[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?)(?:{S}?(?:thousand|million|billion|trillion|bn|mn|mm|k|m|b|t){B})?"
+    r"(?:{S}*(?:dollars|usd|euros?|eur|pounds|gbp){B})?",
 }
-"""Letters match ASCII letters of either case (the patterns are ``(?ai)``: ``K`` (Kelvin) is no ``k``, ``ı`` no ``i``)."""
+"""Letters match ASCII letters of either case (the patterns are ``(?ai)``: ``K`` (Kelvin) is no ``k``, ``ı`` no
+``i``)."""
 MONEY_PARTS = (
     r"^(?P<sym>[$€£¥]|usd|eur|gbp)?{S}?(?P<num>[0-9,]+(?:\.[0-9]+)?)"
     r"(?:{S}?(?P<suf>thousand|million|billion|trillion|bn|mn|mm|k|m|b|t))?(?:{S}*(?P<word>[a-z]+))?$"
@@ -109,7 +113,7 @@ def parse(text: str) -> Value | None:
         return Value(text, "date", key=f"Q{text[1]}", year=year and ("20" + year[1] if len(year[1]) == 2 else year[1]))
     if re.search(r"(?ai)(?:%|percent|per cent|pct)$", text):
         return Value(text, "percent", float(re.search(r"[-+]?[0-9]+(?:\.[0-9]+)?", text)[0]))  # type: ignore[index]
-    if re.match("(?ai)" + "|".join(_MONTH_NAMES), text):
+    if re.match("(?ai)" + _MONTH, text):
         day = re.search(f"{_S}([0-9]{{1,2}})(?:st|nd|rd|th)?,?{_S}", text)
         month = MONTHS.get(text.lower()[:3])
         key = month and f"{text[-4:]}-{month}" + (f"-{day[1]:0>2}" if day else "")
@@ -183,9 +187,10 @@ def chart_row(output: str | None, expected: str | None, opts: ChartOptions) -> R
         closest = min(scored[i], key=lambda pair: pair[2], default=None)  # the first at the smallest distance
         actual = matched.get(i, closest[0] if closest else None)
         number = want.value if want.value is None or math.isfinite(want.value) else None
-        shown.append(ChartValue(want.kind, want.text, number, i in matched, None if actual is None else found[actual].text))
+        shown.append(
+            ChartValue(want.kind, want.text, number, i in matched, None if actual is None else found[actual].text)
+        )
     tolerances = {"currency": opts.currency_tolerance, "percent": opts.percent_tolerance, "zero": opts.zero_tolerance}
     reasoning = f"{len(matched)} of {len(wanted)} expected values found in the response"
     details = ChartDetails(shown, len(matched), len(wanted), tolerances, reasoning)
     return RowResult("processed", len(matched) / len(wanted), details_text(details))
-

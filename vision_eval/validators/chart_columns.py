@@ -1,8 +1,9 @@
 """chart_validator column-wise: :func:`~vision_eval.validators.chart.chart_row` for whole frames.
 
 Values are found by one column regex and parsed once per distinct matched text (responses repeat the same "$2.4M",
-"Q4 2025" and "58%" across rows), matched as flat numpy arrays (:mod:`~vision_eval.validators.chart_match`), and the details are built from named columns. Rows holding
-``K`` (Kelvin) or ``ſ`` are handed to ``chart_row``: Polars' case-insensitive matching reads them as ``k`` and ``s``.
+"Q4 2025" and "58%" across rows), matched as flat numpy arrays (:mod:`~vision_eval.validators.chart_match`), and the
+details are built from named columns. Rows holding ``K`` (Kelvin) or ``ſ`` are handed to ``chart_row``: Polars'
+case-insensitive matching reads them as ``k`` and ``s``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from vision_eval.validators.chart import (
     pattern,
 )
 from vision_eval.validators.chart_match import Values, match
-from vision_eval.validators.rows import details_column, details_halves, joined, json_strings, scored_in_parts
+from vision_eval.validators.rows import details_halves, joined, json_strings, scored_in_parts
 from vision_eval.validators.text import SPACE, ascii_digits, holding_any
 
 ANY = "(?i)" + pattern("|".join(f"(?:{p})" for p in PATTERNS.values()), boundary=r"(?-u:\b)")
@@ -100,36 +101,48 @@ def parse(texts: pl.Series) -> pl.DataFrame:
     part = t.str.extract_groups("(?i)" + pattern(MONEY_PARTS)).struct.field
     money = part("sym").is_not_null() | part("suf").is_not_null() | part("word").is_not_null()
     scale = part("suf").str.to_lowercase().replace_strict(SCALE, default=1.0, return_dtype=pl.Float64)
-    year, day = t.str.extract("([0-9]{2,4})$", 1), t.str.extract(f"[{SPACE}]([0-9]{{1,2}})(?:st|nd|rd|th)?,?[{SPACE}]", 1)
-    parsed = texts.to_frame("text").with_columns(sub.alias("sub")).select(
-        "text",
-        pl.when(pl.col("sub") == "money")
-        .then(pl.when(money | part("num").str.contains(",")).then(0))
-        .when(pl.col("sub") == "percent")
-        .then(1)
-        .when(pl.col("sub").is_not_null())
-        .then(2)
-        .cast(pl.Int8)
-        .alias("kind"),
-        pl.when(pl.col("sub") == "money")
-        .then(part("num").str.replace_all(",", "").cast(pl.Float64, strict=False) * scale)
-        .when(pl.col("sub") == "percent")
-        .then(t.str.extract(r"([-+]?[0-9]+(?:\.[0-9]+)?)", 1).cast(pl.Float64))
-        .alias("value"),
-        pl.when(pl.col("sub") == "iso")
-        .then(t)
-        .when(pl.col("sub") == "quarter")
-        .then("Q" + t.str.slice(1, 1))
-        .when(pl.col("sub") == "month")
-        .then(
-            pl.concat_str(
-                t.str.slice(-4), pl.lit("-"), t.str.to_lowercase().str.slice(0, 3).replace_strict(MONTHS, default=None),
-                pl.when(day.is_not_null()).then("-" + day.str.zfill(2)).otherwise(pl.lit("")),
-            )  # fmt: skip
+    year, day = (
+        t.str.extract("([0-9]{2,4})$", 1),
+        t.str.extract(f"[{SPACE}]([0-9]{{1,2}})(?:st|nd|rd|th)?,?[{SPACE}]", 1),
+    )
+    parsed = (
+        texts.to_frame("text")
+        .with_columns(sub.alias("sub"))
+        .select(
+            "text",
+            pl.when(pl.col("sub") == "money")
+            .then(pl.when(money | part("num").str.contains(",")).then(0))
+            .when(pl.col("sub") == "percent")
+            .then(1)
+            .when(pl.col("sub").is_not_null())
+            .then(2)
+            .cast(pl.Int8)
+            .alias("kind"),
+            pl.when(pl.col("sub") == "money")
+            .then(part("num").str.replace_all(",", "").cast(pl.Float64, strict=False) * scale)
+            .when(pl.col("sub") == "percent")
+            .then(t.str.extract(r"([-+]?[0-9]+(?:\.[0-9]+)?)", 1).cast(pl.Float64))
+            .alias("value"),
+            pl.when(pl.col("sub") == "iso")
+            .then(t)
+            .when(pl.col("sub") == "quarter")
+            .then("Q" + t.str.slice(1, 1))
+            .when(pl.col("sub") == "month")
+            .then(
+                pl.concat_str(
+                    t.str.slice(-4),
+                    pl.lit("-"),
+                    t.str.to_lowercase().str.slice(0, 3).replace_strict(MONTHS, default=None),
+                    pl.when(day.is_not_null()).then("-" + day.str.zfill(2)).otherwise(pl.lit("")),
+                )
+            )
+            .alias("key"),
+            pl.when((pl.col("sub") == "quarter") & (year.str.len_bytes() == 2))
+            .then("20" + year)
+            .when(pl.col("sub") == "quarter")
+            .then(year)
+            .alias("year"),
         )
-        .alias("key"),
-        pl.when((pl.col("sub") == "quarter") & (year.str.len_bytes() == 2)).then("20" + year)
-        .when(pl.col("sub") == "quarter").then(year).alias("year"),  # fmt: skip
     )
     # Amounts print as json.dumps prints them, except below 1e-4 (Python's exponent starts there) and not finite.
     value = pl.col("value")
@@ -200,4 +213,3 @@ def _chart_slice(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
         pl.when(~missing).then(details).alias("details"),
         pl.when(missing).then(pl.lit(NO_VALUES)).alias("error"),
     )
-

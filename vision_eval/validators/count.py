@@ -20,8 +20,7 @@ _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "sev
 NUMBER_WORDS: dict[str, int] = {
     **{"half a dozen": 6, "half dozen": 6, "a dozen": 12, "one dozen": 12, "dozen": 12},
     **{"a pair of": 2, "pair of": 2, "a couple of": 2, "couple of": 2, "a single": 1},
-    **{f"{tens}{sep}{unit}": value + i for tens, value in _TENS.items() for i, unit in enumerate(_UNITS[1:10], 1)
-       for sep in ("-", " ")},  # fmt: skip
+    **{f"{tens}{sep}{_UNITS[i]}": value + i for tens, value in _TENS.items() for i in range(1, 10) for sep in "- "},
     **{word: i for i, word in enumerate(_UNITS)},
     **_TENS,
     **{"single": 1, "an": 1, "a": 1, "no": 0, "none": 0},

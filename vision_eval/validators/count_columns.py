@@ -8,14 +8,13 @@ handed to ``count_row`` (Python integers).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from vision_eval.halves import in_halves
-from vision_eval.validators._distinct import codes
+from vision_eval.validators._distinct import codes, run_starts
 from vision_eval.validators.count import (
     COLON,
     NO_COUNTS,
@@ -134,30 +133,12 @@ def _starts(count: np.ndarray) -> np.ndarray:
     return np.cumsum(count) - count
 
 
-def _run_starts(values: np.ndarray) -> np.ndarray:
-    """Positions where a run of equal (sorted) values starts."""
-    start = np.empty(len(values), dtype=bool)
-    start[:1] = True
-    np.not_equal(values[1:], values[:-1], out=start[1:])
-    return np.flatnonzero(start)
-
-
 def _lookup(table: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Position of each key in the sorted ``table`` and whether it is there."""
     position = np.searchsorted(table, keys)
     clipped = np.minimum(position, max(len(table) - 1, 0))
     found = (position < len(table)) & (table[clipped] == keys) if len(table) else np.zeros(len(keys), dtype=bool)
     return clipped, found
-
-
-def _membership(keys: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """A test of whether (non-negative) values are among ``keys``: a table when small, else a sorted search."""
-    if len(keys) and keys.max() < 1 << 24:
-        table = np.zeros(int(keys.max()) + 1, dtype=bool)
-        table[keys] = True
-        return lambda values: table[np.minimum(values, len(table) - 1)] & (values < len(table))
-    ordered = np.sort(keys)
-    return lambda values: _lookup(ordered, values)[1]
 
 
 class _Pairs:
@@ -181,7 +162,7 @@ class _Pairs:
         # Per (pair, key): the first count and the total, groups in order of first mention.
         group = owner * n_words + key
         order = np.argsort(group, kind="stable")
-        starts = _run_starts(group[order])
+        starts = np.flatnonzero(run_starts(group[order]))
         group_key, group_first = group[order][starts], order[starts]
         group_total = np.add.reduceat(n[order], starts) if len(starts) else np.zeros(0, dtype=np.int64)
         group_n = n[group_first]
@@ -193,23 +174,41 @@ class _Pairs:
         first_n, total = np.append(group_n, 0)[at], np.append(group_total, 0)[at]
         ok = np.where(present, (first_n == wanted) | (total == wanted), wanted == 0)
         by_first = np.argsort(group_first, kind="stable")
-        shown = _Shown(
-            item_pair, self.item_object[item], wanted, ok, group_key[by_first] // n_words,
-            group_key[by_first] % n_words, group_n[by_first],
-        )  # fmt: skip
+        # What the details show: each pair's expected items (in the expected text's order) and found objects (in
+        # order of first mention, with their first count).
+        item_object, group_pair = self.item_object[item], group_key[by_first] // n_words
+        group_object, group_n = group_key[by_first] % n_words, group_n[by_first]
         bare, bare_ok = self._bare(normal, np.bincount(item_pair, minlength=n_pairs))
-        return shown.results(found.vocabulary, n_pairs, bare, bare_ok)
+        total = np.bincount(item_pair, minlength=n_pairs)
+        hits = np.bincount(item_pair[ok], minlength=n_pairs)
+        counted = total > 0
+        is_bare = ~counted & bare.is_not_null().to_numpy()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            score = np.where(counted, hits / np.maximum(total, 1), np.where(is_bare, bare_ok.to_numpy(), np.nan))
+        keys = json_strings(found.vocabulary) + ": "  # '"circle": '
+        expected = keys.gather(item_object) + pl.Series(wanted).cast(pl.Utf8)
+        shown = keys.gather(group_object) + pl.Series(group_n).cast(pl.Utf8)
+        members = {
+            "expected": joined(expected, item_pair, n_pairs, ", "),
+            "found": joined(shown, group_pair, n_pairs, ", "),
+            "matched": joined(expected.filter(ok), item_pair[ok], n_pairs, ", "),
+            "wrong": joined(found.vocabulary.gather(item_object[~ok]), item_pair[~ok], n_pairs, ", "),
+        }
+        frame = pl.DataFrame({"total": total, "hits": hits, "bare": bare, "bare_ok": bare_ok, **members})
+        return _results(
+            frame.with_columns(no_counts=pl.lit(~counted & ~is_bare), score=pl.Series(score).fill_nan(None))
+        )
 
     def _keys(self, owner: np.ndarray, mention: np.ndarray) -> np.ndarray:
         """Each output mention's object: its first word that is an expected object of the pair, else its last
         word (so only the words before the last need a look)."""
         words, n_words = self.found.words, self.n_words
         key = self.found.last[mention]
-        is_object = _membership(self.item_text * n_words + self.item_object)
+        objects = self.item_text * n_words + self.item_object
         for column in (1, 0):
             candidate = np.flatnonzero(words[mention, column + 1] >= 0)  # a word before the last
             word = words[mention[candidate], column]
-            hit = is_object(self.exp[owner[candidate]] * n_words + word)
+            hit = np.isin(self.exp[owner[candidate]] * n_words + word, objects)
             key[candidate[hit]] = word[hit]
         return key
 
@@ -247,59 +246,31 @@ class _Pairs:
         return bare.scatter(chosen, stated["bare"]), bare_ok.scatter(chosen, stated["ok"])
 
 
-@dataclass(frozen=True)
-class _Shown:
-    """What the details show of the scored pairs: their expected items (by pair, in the expected text's order: the
-    pair, the object's vocabulary code, the expected count, whether met) and found objects (by pair, in order of
-    first mention: the pair, the object's code, its first count)."""
-
-    item_pair: np.ndarray
-    item_object: np.ndarray
-    item_n: np.ndarray
-    ok: np.ndarray
-    group_pair: np.ndarray
-    group_object: np.ndarray
-    group_n: np.ndarray
-
-    def results(self, vocabulary: pl.Series, n_pairs: int, bare: pl.Series, bare_ok: pl.Series) -> pl.DataFrame:
-        total = np.bincount(self.item_pair, minlength=n_pairs)
-        hits = np.bincount(self.item_pair[self.ok], minlength=n_pairs)
-        counted = total > 0
-        is_bare = ~counted & bare.is_not_null().to_numpy()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            score = np.where(counted, hits / np.maximum(total, 1), np.where(is_bare, bare_ok.to_numpy(), np.nan))
-        keys = json_strings(vocabulary) + ": "  # '"circle": '
-        expected = keys.gather(self.item_object) + pl.Series(self.item_n).cast(pl.Utf8)
-        found = keys.gather(self.group_object) + pl.Series(self.group_n).cast(pl.Utf8)
-        members = {
-            "expected": joined(expected, self.item_pair, n_pairs, ", "),
-            "found": joined(found, self.group_pair, n_pairs, ", "),
-            "matched": joined(expected.filter(self.ok), self.item_pair[self.ok], n_pairs, ", "),
-            "wrong": joined(vocabulary.gather(self.item_object[~self.ok]), self.item_pair[~self.ok], n_pairs, ", "),
-        }
-        frame = pl.DataFrame({"total": total, "hits": hits, "bare": bare, "bare_ok": bare_ok, **members})
-        frame = frame.with_columns(no_counts=pl.lit(~counted & ~is_bare), score=pl.Series(score).fill_nan(None))
-        b, star = pl.col("bare").cast(pl.Utf8), pl.concat_str(pl.lit('{"*": '), pl.col("bare"), pl.lit("}"))
-        counts = pl.format("{} of {} expected counts match", "hits", "total")
-        wrong = pl.when(pl.col("wrong") != "").then("; wrong or missing: " + pl.col("wrong")).otherwise(pl.lit(""))
-        states = pl.when("bare_ok").then(pl.lit("states")).otherwise(pl.lit("never states"))
-        reasoning = pl.when(pl.col("bare").is_null()).then(counts + wrong).otherwise(
-            pl.format("the response {} the expected count {}", states, b)
-        )  # words and digits only: nothing to escape
-        details = details_column(
-            CountDetails,
-            compact=False,
-            expected=pl.when(pl.col("bare").is_null()).then("{" + pl.col("expected") + "}").otherwise(star),
-            found="{" + pl.col("found") + "}",
-            matched=pl.when(pl.col("bare").is_null())
-            .then("{" + pl.col("matched") + "}")
-            .otherwise(pl.when("bare_ok").then(star).otherwise(pl.lit("{}"))),
-            reasoning='"' + reasoning + '"',
-        )
-        no_counts = pl.col("no_counts")
-        return frame.select(
-            pl.when(no_counts).then(pl.lit("error")).otherwise(pl.lit("processed")).alias("status"),
-            "score",
-            pl.when(~no_counts).then(details).alias("details"),
-            pl.when(no_counts).then(pl.lit(NO_COUNTS)).alias("error"),
-        )
+def _results(frame: pl.DataFrame) -> pl.DataFrame:
+    """Status, score, details and error of each pair from its counts and the JSON members' texts."""
+    b, star = pl.col("bare").cast(pl.Utf8), pl.concat_str(pl.lit('{"*": '), pl.col("bare"), pl.lit("}"))
+    counts = pl.format("{} of {} expected counts match", "hits", "total")
+    wrong = pl.when(pl.col("wrong") != "").then("; wrong or missing: " + pl.col("wrong")).otherwise(pl.lit(""))
+    states = pl.when("bare_ok").then(pl.lit("states")).otherwise(pl.lit("never states"))
+    reasoning = (
+        pl.when(pl.col("bare").is_null())
+        .then(counts + wrong)
+        .otherwise(pl.format("the response {} the expected count {}", states, b))
+    )  # words and digits only: nothing to escape
+    details = details_column(
+        CountDetails,
+        compact=False,
+        expected=pl.when(pl.col("bare").is_null()).then("{" + pl.col("expected") + "}").otherwise(star),
+        found="{" + pl.col("found") + "}",
+        matched=pl.when(pl.col("bare").is_null())
+        .then("{" + pl.col("matched") + "}")
+        .otherwise(pl.when("bare_ok").then(star).otherwise(pl.lit("{}"))),
+        reasoning='"' + reasoning + '"',
+    )
+    no_counts = pl.col("no_counts")
+    return frame.select(
+        pl.when(no_counts).then(pl.lit("error")).otherwise(pl.lit("processed")).alias("status"),
+        "score",
+        pl.when(~no_counts).then(details).alias("details"),
+        pl.when(no_counts).then(pl.lit(NO_COUNTS)).alias("error"),
+    )

@@ -14,7 +14,7 @@ import json
 import math
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -22,7 +22,7 @@ import polars as pl
 
 from vision_eval.reasons import plain_reason
 from vision_eval.validators.json_tree import MAX_DEPTH, nesting_depth
-from vision_eval.validators.rows import RowResult
+from vision_eval.validators.rows import RowResult, results_frame
 from vision_eval.validators.text import SPACE, strip
 
 FENCE = re.compile(f"```(?:json|JSON)?[{SPACE}]*([\\s\\S]*?)```")
@@ -43,7 +43,6 @@ class JsonOptions:
     number_tolerance: float = 0.0
     case_sensitive: bool = False
     require_valid_schema: bool = True
-    fields: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -401,7 +400,9 @@ def scored_row(
     except Exception as exc:
         reason = plain_reason(exc)[:300]
         details = details_json({"exception": type(exc).__name__}, strict=True)
-        return RowResult("error", details=details, error=f"the row could not be checked{': ' + reason if reason else ''}")
+        return RowResult(
+            "error", details=details, error=f"the row could not be checked{': ' + reason if reason else ''}"
+        )
     if "details" not in result:
         return RowResult("error", error=result["error"])
     strict = got is not _UNPARSED and (want is not _UNPARSED or not expected or not expected.strip())
@@ -425,14 +426,10 @@ def json_rows(prepared: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
         scored_row(raw, candidate, expected, opts, got, want)
         for (raw, candidate, expected), got, want in zip(distinct.iter_rows(), decoded, wanted)
     ]
-    scored = pl.DataFrame([dataclasses.astuple(r) for r in results], schema=_ROW_SCHEMA, orient="row")
-    scored = scored.select(list(RESULT_SCHEMA))
+    scored = results_frame(results, passed=True).select(list(RESULT_SCHEMA))
     if distinct.height == prepared.height:
         return scored
     keys = ["raw", "candidate", "expected_output"]
     return prepared.join(
         pl.concat([distinct, scored], how="horizontal"), on=keys, how="left", nulls_equal=True, maintain_order="left"
     ).select(list(RESULT_SCHEMA))
-
-
-_ROW_SCHEMA = {f.name: RESULT_SCHEMA[f.name] for f in dataclasses.fields(RowResult)}

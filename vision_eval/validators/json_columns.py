@@ -43,7 +43,6 @@ from vision_eval.validators.json_check import (
     required_message,
 )
 from vision_eval.validators.json_extras import extra_keys
-from vision_eval.validators.rows import details_column
 from vision_eval.validators.json_tree import (
     MAX_DEPTH,
     Node,
@@ -54,6 +53,7 @@ from vision_eval.validators.json_tree import (
     shape_regex,
     too_deep,
 )
+from vision_eval.validators.rows import details_column
 
 MIN_GROUP_ROWS = 1000
 """Below this many rows of one shape, the row-wise path is cheaper than a group's fixed cost (~12 ms: the row-wise
@@ -84,7 +84,9 @@ def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
 
 def prepared(frame: pl.DataFrame) -> pl.DataFrame:
     """The texts both paths read: ``raw`` (the response), its JSON ``candidate`` and ``expected_output``."""
-    expected = pl.col("expected_output") if "expected_output" in frame.columns else pl.lit(None).alias("expected_output")
+    expected = (
+        pl.col("expected_output") if "expected_output" in frame.columns else pl.lit(None).alias("expected_output")
+    )
     return frame.select(
         pl.col("output").cast(pl.Utf8).alias("raw"),
         extract_candidates(frame["output"].cast(pl.Utf8)).alias("candidate"),

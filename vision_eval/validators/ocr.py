@@ -90,7 +90,9 @@ def similarity(got: str, want: str, scorer: str) -> float:
     return 1.0 if not got and not want else getattr(fuzz, scorer)(got, want) / 100.0
 
 
-def ocr_row(output: str | None, expected: str | None, keywords: list[str | None] | str | None, opts: OcrOptions) -> RowResult:
+def ocr_row(
+    output: str | None, expected: str | None, keywords: list[str | None] | str | None, opts: OcrOptions
+) -> RowResult:
     """The definition: similarity of the normalized texts, blended with keyword accuracy when there are keywords (a
     keyword is found when its normalized text is in the normalized response)."""
     got, want = normalized(output or "", opts), normalized(expected or "", opts)

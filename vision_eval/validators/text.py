@@ -18,9 +18,7 @@ import polars as pl
 
 SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 """The White_Space characters, as the inside of a regex character class (``[{SPACE}]``)."""
-SPACE_CHARS = "".join(chr(c) for c in [*range(9, 14), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B)]) + (
-    "\u2028\u2029\u202f\u205f\u3000"
-)
+SPACE_CHARS = "".join(c for c in map(chr, range(0x3001)) if re.fullmatch(f"[{SPACE}]", c))
 """The same characters, listed (for ``str.strip``)."""
 _OTHER_DIGIT = re.compile(r"(?![0-9])\d")
 _NON_ASCII_DIGIT = r"[\d&&[^0-9]]"
