@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from vision_eval.validators.ocr import PUNCTUATION, SCORERS, OcrDetails, OcrOptions, ocr_row, rounded
-from vision_eval.validators.rows import details_column, lists, scored_in_parts
+from vision_eval.validators.rows import details_column, joined, json_strings, scored_in_parts
 from vision_eval.validators.text import SPACE, holding_any, lowercase_disagreements
 
 _RUN = PUNCTUATION[:-1] + SPACE + "]"
@@ -67,8 +67,12 @@ def ocr_frame(frame: pl.DataFrame, opts: OcrOptions) -> pl.DataFrame:
     :func:`ocr_row` does each row."""
     keywords = _keywords(frame, opts)
     if not opts.case_sensitive:
-        texts = [frame[c].cast(pl.Utf8) for c in ("output", "expected_output")] + [keywords.list.join(" ")]
-        odd = pl.select(pl.any_horizontal(holding_any(t, lowercase_disagreements()) for t in texts)).to_series()
+        chars = lowercase_disagreements()
+        odd = holding_any(frame["output"].cast(pl.Utf8), chars) | holding_any(
+            frame["expected_output"].cast(pl.Utf8), chars
+        )
+        if holding_any(keywords.explode(), chars).any():
+            odd |= keywords.list.eval(pl.element().str.contains_any(list(chars))).list.any().fill_null(False)
         if odd.any():
             row = lambda r: ocr_row(r["output"], r["expected_output"], r["_kw"], opts)  # noqa: E731
             columns = lambda part: _ocr_frame(part, part["_kw"], opts)  # noqa: E731
@@ -86,7 +90,9 @@ def _ocr_frame(frame: pl.DataFrame, keywords: pl.Series, opts: OcrOptions) -> pl
     # Keywords in row order, one row each: the row's text repeated alongside, a literal containment test,
     # then the hits cut back into per-row lists by their counts.
     kw = keywords.explode().drop_nulls()
-    got = texts["got"].gather(np.repeat(np.arange(frame.height), counts))
+    owner = np.repeat(np.arange(frame.height), counts)
+    quoted = json_strings(kw)
+    got = texts["got"].gather(owner)
     hit = pl.select(got.str.contains(normalize(pl.lit(kw), opts), literal=True)).to_series().to_numpy()
     hit_sums = np.concatenate([[0], np.cumsum(hit)])
     ends = np.cumsum(counts)
@@ -100,8 +106,8 @@ def _ocr_frame(frame: pl.DataFrame, keywords: pl.Series, opts: OcrOptions) -> pl
             "similarity": sim,
             "accuracy": pl.Series(accuracy).set(pl.Series(~has_kw), None),
             "has_kw": has_kw,
-            "found": lists(kw.filter(pl.Series(hit)), hits),
-            "missing": lists(kw.filter(pl.Series(~hit)), counts - hits),
+            "found": joined(quoted.filter(pl.Series(hit)), owner[hit], frame.height, ","),
+            "missing": joined(quoted.filter(pl.Series(~hit)), owner[~hit], frame.height, ","),
         }
     )
     weights = json.dumps({"similarity": rounded(w_sim), "keywords": rounded(w_kw)}, separators=(",", ":"))
@@ -110,8 +116,8 @@ def _ocr_frame(frame: pl.DataFrame, keywords: pl.Series, opts: OcrOptions) -> pl
         OcrDetails,
         similarity=pl.col("similarity").round(4).cast(pl.Utf8),
         keyword_accuracy=pl.col("accuracy").round(4).cast(pl.Utf8).fill_null("null"),
-        keywords_found=_json_lists(pl.col("found")),
-        keywords_missing=_json_lists(pl.col("missing")),
+        keywords_found="[" + pl.col("found") + "]",
+        keywords_missing="[" + pl.col("missing") + "]",
         weights=pl.when("has_kw").then(pl.lit(weights)).otherwise(pl.lit('{"similarity":1.0,"keywords":0.0}')),
         scorer=pl.lit(json.dumps(opts.scorer)),
     )
@@ -121,8 +127,3 @@ def _ocr_frame(frame: pl.DataFrame, keywords: pl.Series, opts: OcrOptions) -> pl
         details.alias("details"),
         pl.lit(None, pl.Utf8).alias("error"),
     )
-
-
-def _json_lists(lists: pl.Expr) -> pl.Expr:
-    """Each list of texts as a JSON array (as ``json.dumps(..., ensure_ascii=False)`` writes it, compact)."""
-    return pl.struct(lists.alias("l")).struct.json_encode().str.slice(5).str.head(-1)

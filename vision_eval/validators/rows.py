@@ -111,13 +111,6 @@ def _pieces(declared: type, compact: bool, members: dict[str, pl.Expr]) -> list[
     return [*pieces, pl.lit("}")]
 
 
-def lists(values: pl.Series, counts: np.ndarray) -> pl.Series:
-    """``values`` (in owner order) cut into consecutive lists of ``counts`` items, one per owner."""
-    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return pl.Series(pa.LargeListArray.from_arrays(pa.array(offsets), values.to_arrow()))
-
-
 def joined(texts: pl.Series, owner: np.ndarray, n_owners: int, separator: str) -> pl.Series:
     """Per owner ``0..n_owners-1``, its texts joined by ``separator`` (``owner``: each text's owner, sorted; an owner
     without texts gets ``""``).
