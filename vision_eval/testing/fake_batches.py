@@ -144,6 +144,8 @@ class FakeBatches:
     def _missing(what: str) -> Any:
         from aiohttp import web
 
+        return web.json_response({"error": {"message": f"no such {what}", "type": "not_found_error"}}, status=404)
+
     def _cancel(self, job_id: str, render: Any) -> Any:
         """A cancel request: the job stops at its next step; the reply is ``render(job)``."""
         from aiohttp import web
@@ -155,8 +157,6 @@ class FakeBatches:
             self.cancels += 1
             job.cancel_requested = job.state == "running"
         return web.json_response(render(job))
-
-        return web.json_response({"error": {"message": f"no such {what}", "type": "not_found_error"}}, status=404)
 
     # OpenAI --------------------------------------------------------------------------------------------
     def _file_object(self, file_id: str) -> dict[str, Any]:
