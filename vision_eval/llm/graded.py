@@ -20,6 +20,7 @@ from vision_eval.config import JudgeConfig
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
+from vision_eval.images.prepared import prepared_images_of
 from vision_eval.images.roots import roots_of
 from vision_eval.llm import reliability as rel
 from vision_eval.llm.budget import BUDGET, NotAttempted
@@ -152,7 +153,13 @@ class GradedEvaluator(Evaluator):
         variables = row_variables(row)
         columns = s.images if self.images_required else [c for c in s.images if c in row]
         images = row_images(
-            row, columns, roots_of(self.context), judge_policy, chat_input=s.chat_input_images, variables=variables
+            row,
+            columns,
+            roots_of(self.context),
+            judge_policy,
+            chat_input=s.chat_input_images,
+            variables=variables,
+            store=prepared_images_of(self.context),
         )
         for name in TEXT_VARIABLES:
             if variables[name] is None:
