@@ -26,7 +26,7 @@ def count_preparations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     lock = threading.Lock()
 
-    def counted(data: bytes, policy, declared=None, label="", *, source_sha256=None):  # noqa: ANN001, ANN202
+    def counted(data: bytes, policy, declared=None, label="", *, source_sha256=None):
         with lock:
             seen.append(source_sha256)
         return prepare_image(data, policy, declared, label, source_sha256=source_sha256)
@@ -92,7 +92,7 @@ def test_the_store_holds_at_most_its_budget_dropping_the_least_recently_used(cou
     assert small.bytes_held == 0
 
 
-def _sent_images(fake) -> list[bytes]:  # noqa: ANN001
+def _sent_images(fake) -> list[bytes]:
     found = []
     for request in fake.requests:
         for message in request.body["messages"]:
@@ -113,8 +113,7 @@ def test_a_run_prepares_each_photo_once_across_rows_evaluators_and_judges(
     judge = {"model": "openai/gpt-4o-mini", "api_base": fresh_fake.openai_base, "api_key": "sk-test", "cache": False}
     evaluators = {
         "desc": {"type": "llm_judge", "prompt": "image-description"},
-        "panel": {"type": "llm_judge", "prompt": "image-description",
-                  "panel": ["openai/gpt-4o-mini", "openai/gpt-4o"]},  # fmt: skip
+        "panel": {"type": "llm_judge", "prompt": "image-description", "panel": ["openai/gpt-4o-mini", "openai/gpt-4o"]},
         "small": {"type": "llm_judge", "prompt": "image-description", "judge": {"image": {"max_side": 200}}},
     }
     result = ve.evaluate(rows, evaluators=evaluators, judge=judge)
