@@ -212,7 +212,9 @@ class GradedEvaluator(Evaluator):
     async def _judge_row(self, row: dict[str, Any], judge: JudgeConfig, usage: Usage) -> dict[str, Any]:
         """All samples of one judge for one row -> {score, passed, grade, scores, errors} or {error, ...}."""
         s: GradedSettings = self.settings  # type: ignore[assignment]
-        has_images = any(row.get(c) for c in s.images)
+        chat = row.get("input")  # a chat-format input may carry images too: prepared off the event loop as well
+        maybe_chat = isinstance(chat, list | dict) or (isinstance(chat, str) and chat.lstrip()[:1] in ("[", "{"))
+        has_images = any(row.get(c) for c in s.images) or (s.chat_input_images and maybe_chat)
         variables, images = (
             await asyncio.to_thread(self._variables, row, judge.image)
             if has_images
