@@ -127,3 +127,46 @@ def test_a_run_prepares_each_photo_once_across_rows_evaluators_and_judges(
     for details in result.results["details"]:
         (record,) = json.loads(details)["images"]
         assert record["label"] == "Image 1"
+
+
+def _png_header(width: int, height: int) -> bytes:
+    """A PNG that declares ``width`` x ``height`` pixels (Pillow reads the size on opening; no pixels follow)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 64))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_images_decoded_in_threads_meet_pillows_bomb_limit_every_time_and_leave_warning_filters_alone() -> None:
+    import warnings
+
+    from PIL import Image
+
+    from vision_eval.images.media import decode
+
+    side = int(Image.MAX_IMAGE_PIXELS**0.5) + 10  # above Pillow's warning limit, below its error limit
+    bomb, fine = _png_header(side, side), photo(5, 600, 400)
+    filters = list(warnings.filters)
+
+    def one(k: int) -> str:
+        if k % 2 == 0:
+            return f"{decode(fine).width}"
+        try:
+            decode(bomb, max_pixels=10 * side * side)
+        except ImageError as exc:
+            return "refused" if "decompression bomb" in str(exc) else str(exc)
+        return "decoded a bomb"
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(one, range(400)))
+    assert results == ["600", "refused"] * 200
+    assert warnings.filters == filters

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,7 +120,6 @@ def decode(
     have no reduced decoding). Much faster for large photos, but the pixels are not those of a full decode
     resized: see ``Decoded.scale`` and ``Decoded.box``."""
     import io
-    import warnings
 
     from PIL import Image, ImageOps, UnidentifiedImageError
 
@@ -127,24 +128,25 @@ def decode(
     else:
         media_type = resolve_media_type(data, declared)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
+        with _bomb_warnings_as_errors():
             image = Image.open(io.BytesIO(data))
             width, height = image.size
             if width * height > max_pixels:
                 raise ImageError(
                     f"image of {width}x{height} pixels refused as a decompression bomb (more than {max_pixels} pixels)"
                 )
-            scale, box = _draft(image, width, height, reduce_to) if reduce_to else (1, None)
-            image.load()
-            orientation = _orientation(image)
-            if orientation != 1:
-                image = ImageOps.exif_transpose(image)
-                if box is None:
-                    width, height = image.size
-                else:
-                    width, height = (height, width) if orientation >= 5 else (width, height)
-                    box = _transpose_box(box, orientation, image.size)
+            if image.format == "GIF":  # Pillow checks the size of a GIF's frames while loading them
+                image.load()
+        scale, box = _draft(image, width, height, reduce_to) if reduce_to else (1, None)
+        image.load()
+        orientation = _orientation(image)
+        if orientation != 1:
+            image = ImageOps.exif_transpose(image)
+            if box is None:
+                width, height = image.size
+            else:
+                width, height = (height, width) if orientation >= 5 else (width, height)
+                box = _transpose_box(box, orientation, image.size)
     except ImageError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):  # Pillow's own limit, met on opening
@@ -160,6 +162,22 @@ def decode(
     if width <= 0 or height <= 0:
         raise ImageError("image has no pixels")
     return Decoded(image, media_type, width, height, orientation, scale, box)
+
+
+_WARNING_FILTERS = threading.Lock()
+
+
+@contextmanager
+def _bomb_warnings_as_errors() -> Iterator[None]:
+    """Pillow's ``DecompressionBombWarning`` raised as an error. ``warnings.catch_warnings`` swaps process-wide
+    state, so images decoded in worker threads take turns here (for opening, which reads only the header)."""
+    import warnings
+
+    from PIL import Image
+
+    with _WARNING_FILTERS, warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        yield
 
 
 def _draft(
