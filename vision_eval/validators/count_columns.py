@@ -36,6 +36,7 @@ WIDE = r"[0-9]{16}"
 """A number the Int64 path does not take."""
 INT64_TOTAL = 2.0**62
 """A text whose counts add up to this much might overflow Int64 sums."""
+WRONG = "; wrong or missing: "
 _PAD = {c: f"  {c}  " for c in ',.;:!?()"/='} | {"\n": "  ", "\t": "  ", "\r": "  "}
 _WORDS_THEN_STOPS = (WORD_PATTERNS + STOP_PATTERNS, WORD_DIGITS + [" , "] * len(STOP_PATTERNS))
 
@@ -186,18 +187,29 @@ class _Pairs:
         with np.errstate(invalid="ignore", divide="ignore"):
             score = np.where(counted, hits / np.maximum(total, 1), np.where(is_bare, bare_ok.to_numpy(), np.nan))
         keys = json_strings(found.vocabulary) + ": "  # '"circle": '
-        expected = keys.gather(item_object) + pl.Series(wanted).cast(pl.Utf8)
-        shown = keys.gather(group_object) + pl.Series(group_n).cast(pl.Utf8)
-        members = {
-            "expected": joined(expected, item_pair, n_pairs, ", "),
-            "found": joined(shown, group_pair, n_pairs, ", "),
-            "matched": joined(expected.filter(ok), item_pair[ok], n_pairs, ", "),
-            "wrong": joined(found.vocabulary.gather(item_object[~ok]), item_pair[~ok], n_pairs, ", "),
-        }
-        frame = pl.DataFrame({"total": total, "hits": hits, "bare": bare, "bare_ok": bare_ok, **members})
-        return _results(
-            frame.with_columns(no_counts=pl.lit(~counted & ~is_bare), score=pl.Series(score).fill_nan(None))
+        numbers = pl.Series(wanted).cast(pl.Utf8)
+        # Each member's text without its braces; a counted pair's reasoning ends with its wrong objects, if any.
+        members = pl.DataFrame(
+            {
+                "expected": joined([keys.gather(item_object), numbers], item_pair, n_pairs, ", "),
+                "found": joined(
+                    [keys.gather(group_object), pl.Series(group_n).cast(pl.Utf8)], group_pair, n_pairs, ", "
+                ),
+                "matched": joined(
+                    [keys.gather(item_object[ok]), numbers.filter(pl.Series(ok))], item_pair[ok], n_pairs, ", "
+                ),
+                "hits": hits,
+                "total": total,
+                "wrong": joined(found.vocabulary.gather(item_object[~ok]), item_pair[~ok], n_pairs, ", ", WRONG),
+            }
+        ).select(
+            "expected", "found", "matched", pl.format("{} of {} expected counts match{}", "hits", "total", "wrong")
         )
+        members.columns = [*members.columns[:3], "reasoning"]
+        bare_rows = np.flatnonzero(is_bare)
+        if len(bare_rows):
+            members = _with_bare(members, bare_rows, bare.gather(bare_rows), bare_ok.gather(bare_rows))
+        return _results(members, ~counted & ~is_bare, score)
 
     def _keys(self, owner: np.ndarray, mention: np.ndarray) -> np.ndarray:
         """Each output mention's object: its first word that is an expected object of the pair, else its last
@@ -246,31 +258,36 @@ class _Pairs:
         return bare.scatter(chosen, stated["bare"]), bare_ok.scatter(chosen, stated["ok"])
 
 
-def _results(frame: pl.DataFrame) -> pl.DataFrame:
-    """Status, score, details and error of each pair from its counts and the JSON members' texts."""
-    b, star = pl.col("bare").cast(pl.Utf8), pl.concat_str(pl.lit('{"*": '), pl.col("bare"), pl.lit("}"))
-    counts = pl.format("{} of {} expected counts match", "hits", "total")
-    wrong = pl.when(pl.col("wrong") != "").then("; wrong or missing: " + pl.col("wrong")).otherwise(pl.lit(""))
-    states = pl.when("bare_ok").then(pl.lit("states")).otherwise(pl.lit("never states"))
-    reasoning = (
-        pl.when(pl.col("bare").is_null())
-        .then(counts + wrong)
-        .otherwise(pl.format("the response {} the expected count {}", states, b))
-    )  # words and digits only: nothing to escape
+def _with_bare(members: pl.DataFrame, rows: np.ndarray, bare: pl.Series, stated: pl.Series) -> pl.DataFrame:
+    """The members of the pairs at ``rows``, which expect a bare number (``{"*": 7}``) the output ``stated`` or not."""
+    star = pl.format('"*": {}', "bare")
+    states = pl.when("stated").then(pl.lit("states")).otherwise(pl.lit("never states"))
+    texts = pl.DataFrame({"bare": bare, "stated": stated}).select(
+        star.alias("expected"),
+        pl.when("stated").then(star).otherwise(pl.lit("")).alias("matched"),
+        pl.format("the response {} the expected count {}", states, "bare").alias("reasoning"),
+    )
+    return members.with_columns(members[name].scatter(rows, texts[name]) for name in texts.columns)
+
+
+def _results(members: pl.DataFrame, no_counts: np.ndarray, score: np.ndarray) -> pl.DataFrame:
+    """Status, score, details and error of each pair from the texts of its details' members."""
+
+    def enclosed(name: str, mark: str) -> pl.Expr:
+        return pl.concat_str(pl.lit(mark[0]), pl.col(name), pl.lit(mark[-1]))
+
     details = details_column(
         CountDetails,
         compact=False,
-        expected=pl.when(pl.col("bare").is_null()).then("{" + pl.col("expected") + "}").otherwise(star),
-        found="{" + pl.col("found") + "}",
-        matched=pl.when(pl.col("bare").is_null())
-        .then("{" + pl.col("matched") + "}")
-        .otherwise(pl.when("bare_ok").then(star).otherwise(pl.lit("{}"))),
-        reasoning='"' + reasoning + '"',
+        expected=enclosed("expected", "{}"),
+        found=enclosed("found", "{}"),
+        matched=enclosed("matched", "{}"),
+        reasoning=enclosed("reasoning", '"'),  # words and digits only: nothing to escape
     )
-    no_counts = pl.col("no_counts")
-    return frame.select(
-        pl.when(no_counts).then(pl.lit("error")).otherwise(pl.lit("processed")).alias("status"),
-        "score",
-        pl.when(~no_counts).then(details).alias("details"),
-        pl.when(no_counts).then(pl.lit(NO_COUNTS)).alias("error"),
+    unscored = pl.lit(no_counts)
+    return members.select(
+        pl.when(unscored).then(pl.lit("error")).otherwise(pl.lit("processed")).alias("status"),
+        pl.lit(score).fill_nan(None).alias("score"),
+        pl.when(~unscored).then(details).alias("details"),
+        pl.when(unscored).then(pl.lit(NO_COUNTS)).alias("error"),
     )

@@ -111,18 +111,22 @@ def _pieces(declared: type, compact: bool, members: dict[str, pl.Expr]) -> list[
     return [*pieces, pl.lit("}")]
 
 
-def joined(texts: pl.Series, owner: np.ndarray, n_owners: int, separator: str) -> pl.Series:
-    """Per owner ``0..n_owners-1``, its texts joined by ``separator`` (``owner``: each text's owner, sorted; an owner
-    without texts gets ``""``).
+def joined(
+    texts: pl.Series | Sequence[pl.Series], owner: np.ndarray, n_owners: int, separator: str, lead: str = ""
+) -> pl.Series:
+    """Per owner ``0..n_owners-1``, its texts joined by ``separator`` and preceded by ``lead`` (``owner``: each
+    text's owner, sorted; an owner without texts gets ``""``). Several ``texts`` series are concatenated element-wise.
 
-    The texts, each but an owner's first preceded by the separator, form one Arrow string array whose bytes are
-    already in owner order: each owner's text is those bytes cut at the owners' boundaries (faster than a join of
+    The texts, each preceded by the separator (an owner's first by ``lead``), form one Arrow string array whose bytes
+    are already in owner order: each owner's text is those bytes cut at the owners' boundaries (faster than a join of
     lists)."""
-    bounds = np.searchsorted(owner, np.arange(n_owners + 1))
-    first = np.zeros(len(owner), dtype=bool)
-    first[bounds[:-1][bounds[:-1] < len(owner)]] = True
-    prefix = pl.when(pl.lit(first)).then(pl.lit("")).otherwise(pl.lit(separator))
-    array = pl.select(pl.concat_str(prefix, pl.lit(texts))).to_series().to_arrow()
+    bounds = np.zeros(n_owners + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=n_owners), out=bounds[1:])
+    first = np.zeros(len(owner), dtype=np.uint32)
+    first[bounds[:-1][bounds[:-1] < len(owner)]] = 1
+    prefix = pl.Series([separator, lead]).gather(first)
+    parts = [texts] if isinstance(texts, pl.Series) else texts
+    array = pl.select(pl.concat_str(pl.lit(prefix), *map(pl.lit, parts))).to_series().to_arrow()
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     array = array.cast(pa.large_string())
