@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from vision_eval.evaluators._benchmark_text import is_ascii, py_strip, with_fallback
+from vision_eval.validators.text import char_class, holding_any, lowercase_disagreements, word_disagreements
 
 NO_WORDS = ("No", "not", "no")
 YES_WORDS = ("Yes", "yes")
@@ -80,14 +81,24 @@ def lmms_eval_readings(replies: pl.Series) -> pl.Series:
     return with_fallback(frame["prediction"], frame["exact"], [replies], lmms_eval_reading)
 
 
-def lenient_readings(text: pl.Expr) -> pl.Expr:
-    """:func:`lenient_reading` as an expression."""
-    t = text.str.to_lowercase()
-    leading = t.str.extract(r"^[^a-z0-9]*(yes|no)\b", 1)
-    has_yes = t.str.contains(r"\byes\b").fill_null(False)
-    has_no = t.str.contains(r"\bno\b").fill_null(False)
-    single = pl.when(has_yes & ~has_no).then(pl.lit("yes")).when(has_no & ~has_yes).then(pl.lit("no"))
-    return pl.coalesce(leading, single)
+def lenient_readings(replies: pl.Series) -> pl.Series:
+    """:func:`lenient_reading` of every reply. Polars reads the rows it reads exactly as Python does; the definition
+    reads the others: rows holding a character Polars lowercases otherwise, and rows where a yes/no touches a
+    character that is a word character to only one of the two regex engines (``\\b`` differs there: a combining
+    mark is one to Polars, not to Python, and "İ" lowercases to "i" and a combining dot)."""
+    text = replies.cast(pl.Utf8)
+    lower = text.str.to_lowercase()
+    leading = lower.str.extract(r"^[^a-z0-9]*(yes|no)\b", 1)
+    has_yes = lower.str.contains(r"\byes\b").fill_null(False)
+    has_no = lower.str.contains(r"\bno\b").fill_null(False)
+    single = pl.select(pl.when(has_yes & ~has_no).then(pl.lit("yes")).when(has_no & ~has_yes).then(pl.lit("no")))
+    reading = leading.fill_null(single.to_series())
+    odd = holding_any(text, lowercase_disagreements())
+    non_ascii = (lower.str.len_bytes() != lower.str.len_chars()).fill_null(False)
+    if non_ascii.any():
+        differing = char_class(word_disagreements())
+        odd |= non_ascii & lower.str.contains(f"{differing}(?:yes|no)|(?:yes|no){differing}").fill_null(False)
+    return with_fallback(reading, ~odd, [text], lenient_reading)
 
 
 def strict_answers(expected: pl.Series) -> pl.Series:

@@ -9,6 +9,7 @@ The summary always reports how many replies were unparseable.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 import polars as pl
@@ -71,15 +72,18 @@ def _results(
     return EvalOutput(conform(frame, RESULT_ROW_SCHEMA))
 
 
-def _fast_gold(expected: pl.Series, parse: pl.Expr, kind: Literal["yes_no", "number"]) -> pl.Expr:
-    """``_gold``: the reference parsed by ``parse``, skipped when every reference of the batch already is a bare
+def _fast_gold(
+    expected: pl.Series, parse: Callable[[], pl.Expr | pl.Series], kind: Literal["yes_no", "number"]
+) -> pl.Expr:
+    """``_gold``: the reference parsed by ``parse()``, skipped when every reference of the batch already is a bare
     answer (``yes``/``no``, or a plain number), as benchmark references almost always are."""
     bare = expected.str.strip_chars().str.to_lowercase()
     if kind == "yes_no" and bare.is_in(["yes", "no"]).all():
         return pl.lit(bare).alias("_gold")
     if kind == "number" and bare.str.contains(r"^[0-9]+(?:\.[0-9]+)?$").all():
         return pl.lit(bare.cast(pl.Float64)).alias("_gold")
-    return parse.alias("_gold")
+    parsed = parse()
+    return (pl.lit(parsed) if isinstance(parsed, pl.Series) else parsed).alias("_gold")
 
 
 def _raw(column: str) -> pl.Expr:
@@ -178,8 +182,8 @@ class Pope(ProtocolMetric):
             "id",
             "output",
             "expected_output",
-            _yes_no.lenient_readings(pl.col("output")).alias("_pred"),
-            _fast_gold(batch["expected_output"], _yes_no.lenient_readings(pl.col("expected_output")), "yes_no"),
+            _yes_no.lenient_readings(batch["output"]).alias("_pred"),
+            _fast_gold(batch["expected_output"], lambda: _yes_no.lenient_readings(batch["expected_output"]), "yes_no"),
         )
         error = (
             pl.when(pl.col("_gold").is_null())
@@ -303,7 +307,7 @@ class ExactCount(ProtocolMetric):
             "output",
             "expected_output",
             found.list.eval(number_token_value(pl.element())).alias("_values"),
-            _fast_gold(batch["expected_output"], number_token_value(gold), "number"),
+            _fast_gold(batch["expected_output"], lambda: number_token_value(gold), "number"),
         ).with_columns(pl.col("_values").list.n_unique().alias("_distinct"))
         values = pl.col("_values")
         if s.pick == "first":

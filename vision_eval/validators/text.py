@@ -59,12 +59,41 @@ def holding_any(texts: pl.Series, chars: str) -> pl.Series:
 
 
 @cache
+def _every_char() -> str:
+    """Every character (no surrogates), in code point order."""
+    codes = np.arange(1, 0x110000, dtype="<u4")
+    return codes[(codes < 0xD800) | (codes > 0xDFFF)].tobytes().decode("utf-32-le")
+
+
+@cache
 def lowercase_disagreements() -> str:
     """The characters Polars lowercases otherwise than Python does (their Unicode tables differ in age), worked out
     once per process: every character lowercased by both, one at a time."""
-    codes = np.arange(1, 0x110000, dtype="<u4")
-    chars = codes[(codes < 0xD800) | (codes > 0xDFFF)].tobytes().decode("utf-32-le")
     # Joined by NUL, neither cased nor case-ignorable: no character is lowercased in context.
-    joined = "\x00".join(chars)
+    joined = "\x00".join(_every_char())
     each, python = (pl.Series([text]).str.split("\x00").explode() for text in (joined, joined.lower()))
     return "".join(each.filter(python != each.str.to_lowercase()).to_list())
+
+
+@cache
+def word_disagreements() -> str:
+    """The characters that are word characters (``\\w``) to one of Python's ``re`` and Polars' regex but not to the
+    other, so that ``\\b`` next to them differs: Python's are ``str.isalnum`` (other numbers such as ``²`` too),
+    Polars' add combining marks, connector punctuation and the letters of newer Unicode versions. Worked out once
+    per process."""
+    chars = _every_char()
+    python = set(re.findall(r"\w", chars))
+    polars = set(pl.Series([chars]).str.extract_all(r"\w").explode().to_list())
+    return "".join(sorted(python ^ polars))
+
+
+def char_class(chars: str) -> str:
+    """A regex character class matching exactly ``chars`` (consecutive code points written as ranges)."""
+    points = sorted(set(map(ord, chars)))
+    ranges: list[list[int]] = []
+    for point in points:
+        if ranges and point == ranges[-1][1] + 1:
+            ranges[-1][1] = point
+        else:
+            ranges.append([point, point])
+    return "[" + "".join(f"\\x{{{a:x}}}" + (f"-\\x{{{b:x}}}" if b > a else "") for a, b in ranges) + "]"
