@@ -174,7 +174,8 @@ def _chart_slice(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
     with np.errstate(invalid="ignore", divide="ignore"):
         score = np.where(n > 0, hits / np.maximum(n, 1), np.nan)
     actual_code = np.where(actual >= 0, got.code[actual] if len(got.code) else 0, -1)
-    # Each expected value's JSON; what depends on its text alone is built once per distinct text.
+    # Each expected value's JSON, in two halves built once per distinct value and gathered: what depends on its text,
+    # and what depends on whether it matched and on the response value it names.
     head, tail = details_halves(
         ChartValue,
         split_at="matched",
@@ -184,11 +185,13 @@ def _chart_slice(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
         matched=pl.when("matched").then(pl.lit("true")).otherwise(pl.lit("false")),
         actual=pl.col("actual"),
     )
-    actual_text = distinct["text_json"].append(pl.Series(["null"])).gather(actual_code)
-    shown = pl.DataFrame({"matched": matched, "actual": actual_text}).select(
-        pl.concat_str(pl.lit(distinct.select(head).to_series().gather(code_w)), tail)
-    )
-    values = joined(shown.to_series(), row_w, frame.height, ",")
+    actual_texts = distinct["text_json"].append(pl.Series(["null"]))  # the last: no response value
+    tails = pl.DataFrame(
+        {"matched": np.repeat([True, False], len(actual_texts)), "actual": pl.concat([actual_texts, actual_texts])}
+    ).select(tail)
+    tail_code = np.where(matched, 0, len(actual_texts)) + np.where(actual_code >= 0, actual_code, len(actual_texts) - 1)
+    halves = [distinct.select(head).to_series().gather(code_w), tails.to_series().gather(tail_code)]
+    values = joined(halves, row_w, frame.height, ",")
     # The rest of the details depends on the counts alone: built once per distinct (matched, expected) pair.
     limits = {"currency": opts.currency_tolerance, "percent": opts.percent_tolerance, "zero": opts.zero_tolerance}
     head, tail = details_halves(
