@@ -9,6 +9,7 @@ import json
 import numpy as np
 import polars as pl
 
+from vision_eval.validators._distinct import codes
 from vision_eval.validators.ocr import PUNCTUATION, SCORERS, OcrDetails, OcrOptions, ocr_row, rounded
 from vision_eval.validators.rows import details_column, joined, json_strings, scored_in_parts
 from vision_eval.validators.text import SPACE, holding_any, lowercase_disagreements
@@ -91,7 +92,8 @@ def _ocr_frame(frame: pl.DataFrame, keywords: pl.Series, opts: OcrOptions) -> pl
     # then the hits cut back into per-row lists by their counts.
     kw = keywords.explode().drop_nulls()
     owner = np.repeat(np.arange(frame.height), counts)
-    quoted = json_strings(kw)
+    distinct, code = codes(kw, repeats_ok=True)  # keywords repeat across rows: each is quoted once
+    quoted = json_strings(distinct).gather(code)
     got = texts["got"].gather(owner)
     hit = pl.select(got.str.contains(normalize(pl.lit(kw), opts), literal=True)).to_series().to_numpy()
     hit_sums = np.concatenate([[0], np.cumsum(hit)])
