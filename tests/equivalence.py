@@ -116,7 +116,8 @@ COUNT_PIECES = [
     "circles", "circle", "boxes", "berries", "toys", "people", "mice", "glasses", "bus", "buses", "gases", "leaves",
     "fish", "cats", "Cats", "dogs'", "x-ray", "o'clock", "red", "big", "blue", "and", "AND", "with", "the",
     "there are", "I see", "I count", "total", "of", "in the image", "approximately", "circles: 3", "cats = 2",
-    "boxes:7", "é", "naïve", "?", "!", "(", ")", '"', "/", "=", ":", ";", ".", ",", "-", "'", "\n", "\t", "\xa0",
+    "boxes:7", "scene 12:", "three: 4", "10:30", "x-ray = 2", "dogs' : 2",
+    "é", "naïve", "?", "!", "(", ")", '"', "/", "=", ":", ";", ".", ",", "-", "'", "\n", "\t", "\xa0",
 ]  # fmt: skip
 COUNT_NUMBERS = ["1", "2", "3", "5", "12", "0", "two", "three", "five", "a dozen", "twenty-one", "no", "a", "an"]
 COUNT_NOUNS = ["circles", "circle", "boxes", "berries", "people", "mice", "glasses", "bus", "fish", "cats", "toys"]

@@ -73,15 +73,17 @@ def _handing_over(frame: pl.DataFrame, rows: np.ndarray) -> pl.DataFrame:
 
 def normalized(texts: pl.Series) -> pl.Series:
     """:func:`count.normalized` of every text, by literal multi-pattern replacements (Aho-Corasick) instead of one
-    regex per word. Without a colon or equals sign there is nothing to reorder, and one pass replaces number words and
-    stop words (no stop word is, starts or ends a number phrase, so the earliest listed pattern still wins at each
-    position)."""
+    regex per word. Without a word before a colon or equals sign there is nothing to reorder, and one pass replaces
+    number words and stop words (no stop word is, starts or ends a number phrase, so the earliest listed pattern still
+    wins at each position)."""
     lower = ascii_digits(texts.str.to_lowercase()).str.replace_all(" ", "  ", literal=True)
     # A literal replacement of the frequent space is much faster than one more multi-pattern entry.
     padded = pl.select(pl.concat_str(pl.lit("  "), pl.lit(lower).str.replace_many(_PAD, leftmost=True), pl.lit("  ")))
     padded = padded.to_series()
     out = padded.str.replace_many(*_WORDS_THEN_STOPS, leftmost=True)
-    colon = padded.str.contains_any([":", "="])
+    # "circles: 3" is reordered, "scene 12:" and "10:30" are not: the number words' digits cannot end a word, so the
+    # padded text shows which rows hold a word before the sign.
+    colon = padded.str.contains(r"[a-z'-] +[:=]")
     if colon.any():
         digits = padded.filter(colon).str.replace_many(WORD_PATTERNS, WORD_DIGITS, leftmost=True)
         reordered = digits.str.replace_all(COLON, "$2 $1")
