@@ -186,11 +186,11 @@ def _chart_slice(frame: pl.DataFrame, opts: ChartOptions) -> pl.DataFrame:
         actual=pl.col("actual"),
     )
     actual_texts = distinct["text_json"].append(pl.Series(["null"]))  # the last: no response value
-    tails = pl.DataFrame(
+    value_tails = pl.DataFrame(
         {"matched": np.repeat([True, False], len(actual_texts)), "actual": pl.concat([actual_texts, actual_texts])}
     ).select(tail)
     tail_code = np.where(matched, 0, len(actual_texts)) + np.where(actual_code >= 0, actual_code, len(actual_texts) - 1)
-    halves = [distinct.select(head).to_series().gather(code_w), tails.to_series().gather(tail_code)]
+    halves = [distinct.select(head).to_series().gather(code_w), value_tails.to_series().gather(tail_code)]
     values = joined(halves, row_w, frame.height, ",")
     # The rest of the details depends on the counts alone: built once per distinct (matched, expected) pair.
     limits = {"currency": opts.currency_tolerance, "percent": opts.percent_tolerance, "zero": opts.zero_tolerance}
