@@ -273,3 +273,10 @@ def test_joined_keeps_owners_without_texts() -> None:
     texts = pl.Series(["a", "b", "c", "d"])
     assert joined(texts, np.array([1, 1, 3, 3]), 5, ", ").to_list() == ["", "a, b", "", "c, d", ""]
     assert joined(texts.head(0), np.array([], dtype=np.int64), 2, ",").to_list() == ["", ""]
+
+
+def test_joined_concatenates_several_texts_and_leads_each_owner() -> None:
+    keys, values = pl.Series(['"a": ', '"b": ', '"c": ']), pl.Series(["1", "2", "3"])
+    owner = np.array([0, 0, 2])
+    assert joined([keys, values], owner, 3, ", ").to_list() == ['"a": 1, "b": 2', "", '"c": 3']
+    assert joined(values, owner, 4, "|", lead="; ").to_list() == ["; 1|2", "", "; 3", ""]
