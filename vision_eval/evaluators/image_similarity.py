@@ -138,18 +138,17 @@ def compare(candidate: Any, reference: Any, settings: ImageSimilaritySettings) -
 
 
 @register
-class ImageSimilarity(Evaluator):
+class ImageSimilarity(Evaluator[ImageSimilaritySettings]):
     """SSIM, perceptual-hash and colour-histogram similarity of a row's image to its reference image."""
 
     type_name: ClassVar[str] = "image_similarity"
-    settings_model = ImageSimilaritySettings
     default_threshold: ClassVar[float | None] = 0.75
 
     def columns_needed(self) -> tuple[str, ...]:
-        return ("images", self.settings.reference_column)  # type: ignore[attr-defined]
+        return ("images", self.settings.reference_column)
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        s: ImageSimilaritySettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         root = roots_of(self.context)
         references: dict[str, Any] = {}  # a reference shared by many rows is decoded once
         rows, dims = [], []

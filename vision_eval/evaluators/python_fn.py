@@ -86,18 +86,16 @@ def _wants_frame(function: Callable[..., Any]) -> bool:
 
 
 @register
-class PythonEvaluator(Evaluator):
+class PythonEvaluator(Evaluator[PythonSettings]):
     """Calls a user's Python function."""
 
     type_name: ClassVar[str] = "python"
-    settings_model = PythonSettings
     default_threshold = 0.5
 
-    def __init__(self, name: str, settings: EvaluatorSettings, context: EvalContext | None = None) -> None:
+    def __init__(self, name: str, settings: PythonSettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
         from vision_eval.stack import import_object
 
-        assert isinstance(settings, PythonSettings)
         try:
             self.function = import_object(settings.function)
         except (ImportError, AttributeError) as exc:
