@@ -151,10 +151,11 @@ class EvalContext:
     """Shared services created lazily by evaluators (scheduler, cache, ...), keyed by name."""
 
     def service(self, name: str, factory: Callable[[], T]) -> T:
-        """The shared service ``name``, created by ``factory()`` on first use."""
-        if name not in self.services:
-            self.services[name] = factory()
-        return cast(T, self.services[name])
+        """The shared service ``name``, created by ``factory()`` on first use (threads racing here share one)."""
+        service = self.services.get(name)
+        if service is None:
+            service = self.services.setdefault(name, factory())
+        return cast(T, service)
 
 
 SettingsT = TypeVar("SettingsT", bound=EvaluatorSettings, default=EvaluatorSettings, covariant=True)

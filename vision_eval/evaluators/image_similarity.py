@@ -89,7 +89,9 @@ def ssim_similarity(a: Any, b: Any) -> float:
     window = min(7, side if side % 2 else side - 1)
     if window < 3:
         return 1.0 if (a == b).all() else 0.0
-    return float(structural_similarity(a, b, channel_axis=2, data_range=255, win_size=window))
+    # scikit-image leaves structural_similarity unannotated.
+    ssim = structural_similarity(a, b, channel_axis=2, data_range=255, win_size=window)  # type: ignore[no-untyped-call]
+    return float(ssim)
 
 
 def phash_distance(a: Any, b: Any, hash_size: int) -> int:

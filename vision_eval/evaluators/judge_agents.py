@@ -108,7 +108,7 @@ class JudgeAgents(Evaluator[JudgeAgentsSettings]):
         """The panel with its document indexes, built once per run and shared by every batch."""
         key = f"{PANEL_SERVICE}:{self.name}"
         loop = asyncio.get_running_loop()
-        task = self.context.services.get(key)
+        task: asyncio.Future[AgentPanel] | None = self.context.services.get(key)
         if task is None or task.get_loop() is not loop:
             judge = self._panel_judge()
             call = {"api_base": judge.api_base, "api_key": api_key_of(judge)} if judge else {}

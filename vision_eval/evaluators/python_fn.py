@@ -138,15 +138,16 @@ class PythonEvaluator(Evaluator[PythonSettings]):
             return rows_frame(results)
         if not isinstance(raw, pl.DataFrame):
             raise ValueError(f"frame function returned {type(raw).__name__}, expected a DataFrame or a list")
-        if "sample_id" not in raw.columns:
-            if "id" in raw.columns:
-                raw = raw.rename({"id": "sample_id"})
-            elif raw.height == batch.height:
-                raw = raw.with_columns(batch["id"].alias("sample_id"))
+        frame: pl.DataFrame = raw
+        if "sample_id" not in frame.columns:
+            if "id" in frame.columns:
+                frame = frame.rename({"id": "sample_id"})
+            elif frame.height == batch.height:
+                frame = frame.with_columns(batch["id"].alias("sample_id"))
             else:
                 raise ValueError("frame result has no id/sample_id column and a different length than the batch")
-        if "details" in raw.columns and raw.schema["details"] != pl.Utf8:
-            raw = raw.with_columns(
+        if "details" in frame.columns and frame.schema["details"] != pl.Utf8:
+            frame = frame.with_columns(
                 pl.struct(pl.col("details").alias("d")).struct.json_encode().str.slice(5).str.head(-1).alias("details")
             )
-        return raw
+        return frame

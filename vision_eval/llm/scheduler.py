@@ -125,7 +125,7 @@ class SchedulerStats:
 
 def _hopeless(error: CallError) -> bool:
     """A final failure that says the model cannot be used as configured (not a passing fault)."""
-    return bool(getattr(error, "hopeless", False)) or error.status in HOPELESS_STATUS or error.status is None
+    return error.hopeless or error.status in HOPELESS_STATUS or error.status is None
 
 
 def backoff_delay(attempt: int, retry_after: float | None, rng: random.Random) -> float:
@@ -414,10 +414,10 @@ class Scheduler:
                         error.status,
                     )
                     error.retryable = False
-                    error.hopeless = True  # type: ignore[attr-defined]
+                    error.hopeless = True
                 if not error.retryable or attempt > judge.max_retries:
-                    error.attempts = attempt  # type: ignore[attr-defined]
-                    error.failures = failures  # type: ignore[attr-defined]
+                    error.attempts = attempt
+                    error.failures = failures
                     raise error
                 for c in counters:
                     c.retries += 1

@@ -36,7 +36,7 @@ class ImageLabel:
         return _MARKER.format(self.index)
 
 
-class ImageLabels(list[str]):
+class ImageLabels(list[ImageLabel]):
     """``image_references``: iterable labels; rendered whole it lists them ("Image 1, Image 2")."""
 
     def __str__(self) -> str:
