@@ -169,7 +169,9 @@ class JudgeAgents(Evaluator[JudgeAgentsSettings]):
             try:
                 for item in items:
                     if isinstance(item, AgentRequest):
-                        policy = self.judges[item.agent.name].image  # type: ignore[union-attr]
+                        judge = self.judges[item.agent.name]
+                        assert judge is not None  # outside planning every agent has a judge
+                        policy = judge.image
                         key = policy.model_dump_json()
                         if key not in prepared:
                             prepared[key] = await asyncio.to_thread(self._images, row, policy)
