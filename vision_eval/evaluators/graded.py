@@ -2,7 +2,7 @@
 
 ``llm_rubric``, ``g_eval``, ``factuality`` and ``closed_qa`` live here; ``context_recall``,
 ``context_faithfulness`` and ``select_best`` in :mod:`vision_eval.evaluators.graded_context`. All share
-:class:`vision_eval.llm.graded.GradedEvaluator` (images, samples, panel, calibration, grader errors).
+:class:`vision_eval.grading.base.GradedEvaluator` (images, samples, panel, calibration, grader errors).
 A reply that breaks the contract, or a call that fails after its retries, is an ``error`` row (raw reply
 in ``details.reply``), never ``passed: false``.
 
@@ -29,9 +29,11 @@ from typing import Any, ClassVar
 import polars as pl
 from pydantic import field_validator
 
-from vision_eval.llm import grader_prompts as prompts
-from vision_eval.llm.graded import GradedEvaluator
-from vision_eval.llm.graders import (
+from vision_eval.grading import prompts
+from vision_eval.grading.base import GradedEvaluator
+from vision_eval.grading.calls import Asker
+from vision_eval.grading.outcomes import Grade
+from vision_eval.grading.parsers import (
     FACTUALITY_ALIASES,
     FACTUALITY_CATEGORIES,
     GEVAL_MAX,
@@ -43,7 +45,8 @@ from vision_eval.llm.graders import (
     parse_steps,
     weighted_score,
 )
-from vision_eval.llm.grading import Asker, Grade, GradedSettings, TextList, load_prompt
+from vision_eval.grading.prompts import TextList, load_prompt
+from vision_eval.grading.settings import GradedSettings
 from vision_eval.llm.transport import uses_direct
 from vision_eval.registry import register
 

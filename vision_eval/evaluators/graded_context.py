@@ -10,10 +10,13 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from vision_eval.llm import grader_prompts as prompts
-from vision_eval.llm.graded import GradedEvaluator
-from vision_eval.llm.graders import parse_faithfulness, parse_recall, parse_select_best, parse_statements
-from vision_eval.llm.grading import Asker, Grade, GradedSettings, TextList, load_prompt
+from vision_eval.grading import prompts
+from vision_eval.grading.base import GradedEvaluator
+from vision_eval.grading.calls import Asker
+from vision_eval.grading.outcomes import Grade
+from vision_eval.grading.parsers import parse_faithfulness, parse_recall, parse_select_best, parse_statements
+from vision_eval.grading.prompts import TextList, load_prompt
+from vision_eval.grading.settings import GradedSettings
 from vision_eval.registry import register
 from vision_eval.results import PROCESSED
 

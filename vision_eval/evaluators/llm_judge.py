@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from vision_eval.llm.graded import GradedEvaluator
-from vision_eval.llm.graders import GraderError
-from vision_eval.llm.grading import Asker, Grade, GradedSettings
+from vision_eval.grading.base import GradedEvaluator
+from vision_eval.grading.calls import Asker
+from vision_eval.grading.outcomes import Grade
+from vision_eval.grading.parsers import GraderError
+from vision_eval.grading.settings import GradedSettings
 from vision_eval.llm.judges import JudgeSpec, ReplyError, load_judge, parse_verdict
 from vision_eval.llm.templates import template_variables
 from vision_eval.registry import register
@@ -22,7 +24,7 @@ from vision_eval.registry import register
 class JudgeFileSettings(GradedSettings):
     """Settings of the judge-file grader (``llm_judge``'s, plus the reliability options)."""
 
-    prompt: str  # type: ignore[assignment]
+    prompt: str
     """Judge file: a stem in ``evaluators/llm-judges/`` or a path (as for ``llm_judge``)."""
     weights: dict[str, float] | None = None
     """Override of some or all dimension weights."""
