@@ -6,7 +6,8 @@ one judge: ``await asker.ask(template, extra)`` returns the reply, a contract pa
 send, for the skipped plan without a judge). The base runs ``samples`` judgements per judge and the
 ``panel`` of judges, aggregates them (:mod:`vision_eval.grading.reliability`), turns unreadable replies and
 failed calls (:class:`~vision_eval.grading.outcomes.GradeFailure`) into ``error`` rows with the raw reply,
-records tokens, cost, latency and cache hits, and writes per-model dimensions, the panel's agreement and the calibration against human labels.
+records tokens, cost, latency and cache hits, and writes per-model dimensions, the panel's agreement and the
+calibration against human labels.
 """
 
 from __future__ import annotations
