@@ -45,7 +45,6 @@ from vision_eval.grading.parsers import (
     parse_steps,
     weighted_score,
 )
-from vision_eval.grading.prompts import TextList, load_prompt
 from vision_eval.grading.settings import GradedSettings
 from vision_eval.llm.transport import uses_direct
 from vision_eval.registry import register
@@ -69,21 +68,12 @@ class LLMRubric(GradedEvaluator):
 
     type_name: ClassVar[str] = "llm_rubric"
     settings_model = LLMRubricSettings
-
-    def templates(self) -> list[str]:
-        s: LLMRubricSettings = self.settings  # type: ignore[assignment]
-        return [load_prompt(s.prompt, prompts.LLM_RUBRIC), s.rubric]
-
-    def extra_variables(self) -> set[str]:
-        return {"rubric"}
-
-    def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-        s: LLMRubricSettings = self.settings  # type: ignore[assignment]
-        return [(self.templates()[0], {"rubric": s.rubric}, True)]
+    default_prompt = prompts.LLM_RUBRIC
+    row_setting = "rubric"
 
     async def grade(self, asker: Asker) -> Grade:
         s: LLMRubricSettings = self.settings  # type: ignore[assignment]
-        reply = await asker.ask(self.templates()[0], {"rubric": asker.render(s.rubric)})
+        reply = await self.ask_prompt(asker)
         verdict = parse_rubric(reply.text)
         low, high = s.scale
         if not low <= verdict.score <= high:
@@ -121,13 +111,11 @@ class Factuality(GradedEvaluator):
     type_name: ClassVar[str] = "factuality"
     settings_model = FactualitySettings
     required_columns = ("output", "expected_output")
-
-    def templates(self) -> list[str]:
-        return [load_prompt(self.settings.prompt, prompts.FACTUALITY)]  # type: ignore[attr-defined]
+    default_prompt = prompts.FACTUALITY
 
     async def grade(self, asker: Asker) -> Grade:
         s: FactualitySettings = self.settings  # type: ignore[assignment]
-        reply = await asker.ask(self.templates()[0])
+        reply = await self.ask_prompt(asker)
         category, reason = parse_factuality(reply.text)
         score = {"A": 1.0, "B": 1.0, "C": 1.0, "D": 0.0, "E": 1.0, **s.scores}[category]
         passed = score > 0 and (self.threshold is None or score >= self.threshold)
@@ -147,19 +135,11 @@ class ClosedQA(GradedEvaluator):
 
     type_name: ClassVar[str] = "closed_qa"
     settings_model = ClosedQASettings
-
-    def templates(self) -> list[str]:
-        s: ClosedQASettings = self.settings  # type: ignore[assignment]
-        return [load_prompt(s.prompt, prompts.CLOSED_QA), s.criteria]
-
-    def extra_variables(self) -> set[str]:
-        return {"criteria"}
-
-    def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-        return [(self.templates()[0], {"criteria": self.templates()[1]}, True)]
+    default_prompt = prompts.CLOSED_QA
+    row_setting = "criteria"
 
     async def grade(self, asker: Asker) -> Grade:
-        reply = await asker.ask(self.templates()[0], {"criteria": asker.render(self.templates()[1])})
+        reply = await self.ask_prompt(asker)
         passed = parse_closed_qa(reply.text)
         return Grade(float(passed), passed, {"reason": reply.text.strip()[-2000:]})
 
@@ -208,8 +188,8 @@ class GEval(GradedEvaluator):
     def templates(self) -> list[str]:
         s: GEvalSettings = self.settings  # type: ignore[assignment]
         return [
-            load_prompt(s.prompt, prompts.GEVAL_SCORE),
-            load_prompt(s.steps_prompt, prompts.GEVAL_STEPS),
+            prompts.load_prompt(s.prompt, prompts.GEVAL_SCORE),
+            prompts.load_prompt(s.steps_prompt, prompts.GEVAL_STEPS),
             *self.criteria.values(),
         ]
 
@@ -270,7 +250,8 @@ class GEval(GradedEvaluator):
 
     async def _score(self, asker: Asker, criteria: str, steps: list[str]) -> dict[str, Any]:
         s: GEvalSettings = self.settings  # type: ignore[assignment]
-        extra = {"criteria": criteria, "steps": TextList(steps, "\n- "), "max_score": GEVAL_MAX, "maxScore": GEVAL_MAX}
+        steps_text = prompts.TextList(steps, "\n- ")
+        extra = {"criteria": criteria, "steps": steps_text, "max_score": GEVAL_MAX, "maxScore": GEVAL_MAX}
         want = self._logprobs(asker)
         params = {"logprobs": True, "top_logprobs": 20} if want else None
         first = asker.sample * s.n_samples  # salts sample*n .. sample*n+n-1 never collide across samples

@@ -15,7 +15,6 @@ from vision_eval.grading.base import GradedEvaluator
 from vision_eval.grading.calls import Asker
 from vision_eval.grading.outcomes import Grade
 from vision_eval.grading.parsers import parse_faithfulness, parse_recall, parse_select_best, parse_statements
-from vision_eval.grading.prompts import TextList, load_prompt
 from vision_eval.grading.settings import GradedSettings
 from vision_eval.registry import register
 from vision_eval.results import PROCESSED
@@ -73,13 +72,11 @@ class ContextRecall(_ContextEvaluator):
     type_name: ClassVar[str] = "context_recall"
     settings_model = ContextRecallSettings
     required_columns = ()
+    default_prompt = prompts.CONTEXT_RECALL
 
     @property
     def reads(self) -> tuple[str, ...]:  # type: ignore[override]
         return (self.settings.reference,)  # type: ignore[attr-defined]
-
-    def templates(self) -> list[str]:
-        return [load_prompt(self.settings.prompt, prompts.CONTEXT_RECALL)]  # type: ignore[attr-defined]
 
     def prepare_variables(self, row: dict[str, Any], variables: dict[str, Any]) -> None:
         super().prepare_variables(row, variables)
@@ -87,7 +84,7 @@ class ContextRecall(_ContextEvaluator):
         variables["expected_output"] = variables["groundTruth"] = variables["reference"]
 
     async def grade(self, asker: Asker) -> Grade:
-        reply = await asker.ask(self.templates()[0])
+        reply = await self.ask_prompt(asker)
         attributed, total = parse_recall(reply.text)
         score = attributed / total
         return Grade(score, self.passes(score), {"attributed": attributed, "sentences": total, "reply": reply.text})
@@ -99,9 +96,10 @@ class ContextFaithfulness(_ContextEvaluator):
 
     type_name: ClassVar[str] = "context_faithfulness"
     settings_model = ContextSettings
+    default_prompt = prompts.FAITHFULNESS_VERDICTS
 
     def templates(self) -> list[str]:
-        return [prompts.FAITHFULNESS_STATEMENTS, load_prompt(self.settings.prompt, prompts.FAITHFULNESS_VERDICTS)]  # type: ignore[attr-defined]
+        return [prompts.FAITHFULNESS_STATEMENTS, *super().templates()]
 
     def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
         statements = ["(statements extracted from the output in step 1)"]
@@ -110,7 +108,7 @@ class ContextFaithfulness(_ContextEvaluator):
     async def grade(self, asker: Asker) -> Grade:
         first = await asker.ask(self.templates()[0], images=False)
         statements = parse_statements(first.text)
-        second = await asker.ask(self.templates()[1], {"statements": TextList(statements)})
+        second = await asker.ask(self.templates()[1], {"statements": prompts.TextList(statements)})
         unsupported, verdicts = parse_faithfulness(second.text, len(statements))
         score = min(1.0, max(0.0, 1.0 - unsupported / len(statements)))
         details = {"statements": statements, "unsupported": unsupported, "verdicts": verdicts, "reply": second.text}
@@ -142,6 +140,8 @@ class SelectBest(GradedEvaluator):
     type_name: ClassVar[str] = "select_best"
     settings_model = SelectBestSettings
     required_columns = ()
+    default_prompt = prompts.SELECT_BEST
+    row_setting = "criteria"
 
     def __init__(self, name: str, settings: SelectBestSettings, context: Any = None) -> None:
         super().__init__(name, settings, context)
@@ -150,10 +150,6 @@ class SelectBest(GradedEvaluator):
 
     def columns_needed(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((*super().columns_needed(), *self.settings.candidates)))  # type: ignore[attr-defined]
-
-    def templates(self) -> list[str]:
-        s: SelectBestSettings = self.settings  # type: ignore[assignment]
-        return [load_prompt(s.prompt, prompts.SELECT_BEST), s.criteria]
 
     def extra_variables(self) -> set[str]:
         return {"criteria", "candidates", "outputs"}

@@ -30,7 +30,7 @@ from vision_eval.grading.outcomes import (
     mean_by_key,
     quorum,
 )
-from vision_eval.grading.prompts import PROMPTFOO_ALIASES, TEXT_VARIABLES
+from vision_eval.grading.prompts import PROMPTFOO_ALIASES, TEXT_VARIABLES, load_prompt
 from vision_eval.grading.settings import GradedSettings
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
@@ -46,6 +46,7 @@ from vision_eval.llm.templates import (
     compile_template,
     template_variables,
 )
+from vision_eval.llm.transport import CallResult
 from vision_eval.results import DIMENSION_ROW_SCHEMA, ERROR, PROCESSED, SKIPPED, empty, rows_frame
 
 NO_JUDGE_REASON = "no judge configured (judge.model is null): this is the request a judge run would send"
@@ -119,21 +120,35 @@ class GradedEvaluator(Evaluator):
         self._calibration: dict[str, Any] | None = None
 
     # --- what a subclass provides -------------------------------------------------------------------
+    default_prompt: ClassVar[str] = ""
+    """The grading prompt template when the ``prompt:`` setting is not given."""
+    row_setting: ClassVar[str | None] = None
+    """A setting that is itself a template over the row (``rubric``, ``criteria``): rendered per row and passed to
+    the prompt under its name."""
+
     def templates(self) -> list[str]:
         """Every template this evaluator renders over row variables (checked at start, columns derived)."""
-        return []
+        s: GradedSettings = self.settings  # type: ignore[assignment]
+        own = [getattr(s, self.row_setting)] if self.row_setting else []
+        return [load_prompt(s.prompt, self.default_prompt), *own]
 
     def extra_variables(self) -> set[str]:
         """Template variables the evaluator supplies itself (not dataset columns)."""
-        return set()
+        return {self.row_setting} if self.row_setting else set()
 
     async def grade(self, asker: Asker) -> Grade:
         """One judgement of one row by one judge."""
         raise NotImplementedError
 
+    async def ask_prompt(self, asker: Asker) -> CallResult:
+        """The usual single call of a judgement: the prompt, with the row setting rendered over the row."""
+        prompt, *own = self.templates()
+        return await asker.ask(prompt, {self.row_setting: asker.render(own[0])} if self.row_setting else {})
+
     def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
         """The calls of one judgement: (template, extra variables, with images)."""
-        return [(self.templates()[0], {}, True)]
+        prompt, *own = self.templates()
+        return [(prompt, {self.row_setting: own[0]} if self.row_setting else {}, True)]
 
     def prepare_variables(self, row: dict[str, Any], variables: dict[str, Any]) -> None:
         """Adjust a row's template variables in place (e.g. a context column); ``ValueError`` -> row error."""
