@@ -246,7 +246,7 @@ class GEval(GradedEvaluator):
         else:
             details["criteria"] = per
             dims = {k: p["score"] for k, p in per.items()}
-        return Grade(mean, mean >= (self.threshold if self.threshold is not None else 0.7), details, dims)
+        return Grade(mean, self.passes(mean), details, dims)
 
     async def _score(self, asker: Asker, criteria: str, steps: list[str]) -> dict[str, Any]:
         s: GEvalSettings = self.settings  # type: ignore[assignment]

@@ -54,9 +54,6 @@ class _ContextEvaluator(GradedEvaluator):
         s: ContextSettings = self.settings  # type: ignore[assignment]
         variables["context"] = context_text(row.get(s.context) if s.context else None)
 
-    def passes(self, score: float) -> bool:
-        return score >= (self.threshold if self.threshold is not None else 0.0)
-
 
 class ContextRecallSettings(ContextSettings):
     """Settings of ``context_recall``."""

@@ -76,7 +76,5 @@ class LLMJudge(GradedEvaluator):
             "details": verdict.details,
             "judge_total": verdict.judge_total,
         }
-        threshold = self.threshold if self.threshold is not None else 0.7
-        return Grade(
-            verdict.score, verdict.score >= threshold, details, dict(verdict.scores), dict(self.spec.dimensions)
-        )
+        score, weights = verdict.score, dict(self.spec.dimensions)
+        return Grade(score, self.passes(score), details, dict(verdict.scores), weights)

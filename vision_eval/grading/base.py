@@ -140,6 +140,10 @@ class GradedEvaluator(Evaluator):
         """One judgement of one row by one judge."""
         raise NotImplementedError
 
+    def passes(self, score: float) -> bool:
+        """``score >= threshold``, the verdict of the evaluators whose ``pass_from_score`` (all have a threshold)."""
+        return self.threshold is not None and score >= self.threshold
+
     async def ask_prompt(self, asker: Asker) -> CallResult:
         """The usual single call of a judgement: the prompt, with the row setting rendered over the row."""
         prompt, *own = self.templates()
@@ -299,7 +303,7 @@ class GradedEvaluator(Evaluator):
                 reason = f"{len(valid)} valid panel judgement(s) of {len(labels)}, {needed} needed: {reason}"
             details = {**base, "errors": [f.details() for f in failed.failures]}
             if s.samples == 1:
-                details.update({k: v for k, v in failed.failures[0].details().items() if k != "error"})
+                details.update(failed.failures[0].kept())
             refused = [f.not_attempted for j in judged for f in j.failures if f.not_attempted]
             if refused:
                 details["not_attempted"] = BUDGET if BUDGET in refused else refused[0]

@@ -70,16 +70,17 @@ class GradeFailure:
             )
         return cls(f"prompt template error: {exc}", "template")
 
-    def details(self) -> dict[str, Any]:
-        """The failure as ``details.errors`` lists it (``error`` and what the kind keeps)."""
-        shown: dict[str, Any] = {"error": self.reason}
+    def kept(self) -> dict[str, Any]:
+        """What the failure keeps besides its reason, as the row's ``details`` shows it."""
         if self.kind == "reply":
-            shown["reply"] = self.reply
-        elif self.kind == "call":
-            shown.update(attempts=self.attempts, failures=list(self.failures))
-        elif self.kind == "not_attempted":
-            shown["not_attempted"] = self.not_attempted
-        return shown
+            return {"reply": self.reply}
+        if self.kind == "call":
+            return {"attempts": self.attempts, "failures": list(self.failures)}
+        return {"not_attempted": self.not_attempted} if self.kind == "not_attempted" else {}
+
+    def details(self) -> dict[str, Any]:
+        """The failure as ``details.errors`` lists it."""
+        return {"error": self.reason, **self.kept()}
 
 
 @dataclass
