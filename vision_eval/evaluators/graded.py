@@ -168,6 +168,7 @@ class GEval(GradedEvaluator):
     settings_model = GEvalSettings
     default_threshold = 0.7
     pass_from_score = True
+    default_prompt = prompts.GEVAL_SCORE
 
     def __init__(self, name: str, settings: GEvalSettings, context: Any = None) -> None:
         super().__init__(name, settings, context)
@@ -187,11 +188,7 @@ class GEval(GradedEvaluator):
 
     def templates(self) -> list[str]:
         s: GEvalSettings = self.settings  # type: ignore[assignment]
-        return [
-            prompts.load_prompt(s.prompt, prompts.GEVAL_SCORE),
-            prompts.load_prompt(s.steps_prompt, prompts.GEVAL_STEPS),
-            *self.criteria.values(),
-        ]
+        return [*super().templates(), prompts.load_prompt(s.steps_prompt, prompts.GEVAL_STEPS), *self.criteria.values()]
 
     def extra_variables(self) -> set[str]:
         return {"criteria", "steps", "max_score", "maxScore"}

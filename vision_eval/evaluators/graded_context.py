@@ -41,11 +41,14 @@ class ContextSettings(GradedSettings):
 class _ContextEvaluator(GradedEvaluator):
     default_threshold = 0.5
     pass_from_score = True
-    reads: ClassVar[tuple[str, ...]] = ("output",)
+
+    def reads(self) -> tuple[str, ...]:
+        """The column graded against the context."""
+        return ("output",)
 
     def columns_needed(self) -> tuple[str, ...]:
         s: ContextSettings = self.settings  # type: ignore[assignment]
-        return tuple(dict.fromkeys((*super().columns_needed(), *self.reads, *([s.context] if s.context else []))))
+        return tuple(dict.fromkeys((*super().columns_needed(), *self.reads(), *([s.context] if s.context else []))))
 
     def extra_variables(self) -> set[str]:
         return {"context", "reference", "statements", "groundTruth"}
@@ -71,8 +74,7 @@ class ContextRecall(_ContextEvaluator):
     required_columns = ()
     default_prompt = prompts.CONTEXT_RECALL
 
-    @property
-    def reads(self) -> tuple[str, ...]:  # type: ignore[override]
+    def reads(self) -> tuple[str, ...]:
         return (self.settings.reference,)  # type: ignore[attr-defined]
 
     def prepare_variables(self, row: dict[str, Any], variables: dict[str, Any]) -> None:
