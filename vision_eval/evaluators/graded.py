@@ -63,16 +63,15 @@ class LLMRubricSettings(GradedSettings):
 
 
 @register
-class LLMRubric(GradedEvaluator):
+class LLMRubric(GradedEvaluator[LLMRubricSettings]):
     """The grader decides whether the rubric holds for the output: ``{"reason", "pass", "score"}``."""
 
     type_name: ClassVar[str] = "llm_rubric"
-    settings_model = LLMRubricSettings
     default_prompt = prompts.LLM_RUBRIC
     row_setting = "rubric"
 
     async def grade(self, asker: Asker) -> Grade:
-        s: LLMRubricSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         reply = await self.ask_prompt(asker)
         verdict = parse_rubric(reply.text)
         low, high = s.scale
@@ -105,16 +104,15 @@ class FactualitySettings(GradedSettings):
 
 
 @register
-class Factuality(GradedEvaluator):
+class Factuality(GradedEvaluator[FactualitySettings]):
     """Facts of ``output`` against ``expected_output`` for the ``input``: category A-E."""
 
     type_name: ClassVar[str] = "factuality"
-    settings_model = FactualitySettings
     required_columns = ("output", "expected_output")
     default_prompt = prompts.FACTUALITY
 
     async def grade(self, asker: Asker) -> Grade:
-        s: FactualitySettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         reply = await self.ask_prompt(asker)
         category, reason = parse_factuality(reply.text)
         score = {"A": 1.0, "B": 1.0, "C": 1.0, "D": 0.0, "E": 1.0, **s.scores}[category]
@@ -130,11 +128,10 @@ class ClosedQASettings(GradedSettings):
 
 
 @register
-class ClosedQA(GradedEvaluator):
+class ClosedQA(GradedEvaluator[ClosedQASettings]):
     """The grader reasons, then ends with Y (passes) or N (fails)."""
 
     type_name: ClassVar[str] = "closed_qa"
-    settings_model = ClosedQASettings
     default_prompt = prompts.CLOSED_QA
     row_setting = "criteria"
 
@@ -161,11 +158,10 @@ class GEvalSettings(GradedSettings):
 
 
 @register
-class GEval(GradedEvaluator):
+class GEval(GradedEvaluator[GEvalSettings]):
     """G-Eval: the grader writes evaluation steps per criterion (once, cached), then scores each row 0..10."""
 
     type_name: ClassVar[str] = "g_eval"
-    settings_model = GEvalSettings
     default_threshold = 0.7
     pass_from_score = True
     default_prompt = prompts.GEVAL_SCORE
@@ -179,7 +175,7 @@ class GEval(GradedEvaluator):
 
     @property
     def criteria(self) -> dict[str, str]:
-        c = self.settings.criteria  # type: ignore[attr-defined]
+        c = self.settings.criteria
         if isinstance(c, str):
             return {"criteria": c}
         if isinstance(c, list):
@@ -187,14 +183,14 @@ class GEval(GradedEvaluator):
         return dict(c)
 
     def templates(self) -> list[str]:
-        s: GEvalSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         return [*super().templates(), prompts.load_prompt(s.steps_prompt, prompts.GEVAL_STEPS), *self.criteria.values()]
 
     def extra_variables(self) -> set[str]:
         return {"criteria", "steps", "max_score", "maxScore"}
 
     def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-        s: GEvalSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         score, step = self.templates()[:2]
         calls = []
         for text in self.criteria.values():
@@ -208,14 +204,14 @@ class GEval(GradedEvaluator):
         return {**super().summarize(results), "step_calls": self.step_calls}
 
     def _logprobs(self, asker: Asker) -> bool:
-        s: GEvalSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         if s.logprobs is not None:
             return s.logprobs
         return uses_direct(asker.judge) or str(asker.judge.model).startswith(LOGPROB_PREFIXES)
 
     async def steps_for(self, asker: Asker, criteria: str) -> list[str]:
         """Step 1, once per (judge, criteria text) for the whole run; concurrent rows share one call."""
-        s: GEvalSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         if s.steps:
             return s.steps
         key = (str(asker.judge.model), criteria)
@@ -246,7 +242,7 @@ class GEval(GradedEvaluator):
         return Grade(mean, self.passes(mean), details, dims)
 
     async def _score(self, asker: Asker, criteria: str, steps: list[str]) -> dict[str, Any]:
-        s: GEvalSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         steps_text = prompts.TextList(steps, "\n- ")
         extra = {"criteria": criteria, "steps": steps_text, "max_score": GEVAL_MAX, "maxScore": GEVAL_MAX}
         want = self._logprobs(asker)

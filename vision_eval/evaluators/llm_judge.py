@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from vision_eval.evaluator import EvalContext
 from vision_eval.grading.base import GradedEvaluator
 from vision_eval.grading.calls import Asker
 from vision_eval.grading.outcomes import Grade
@@ -31,14 +32,13 @@ class JudgeFileSettings(GradedSettings):
 
 
 @register
-class LLMJudge(GradedEvaluator):
+class LLMJudge(GradedEvaluator[JudgeFileSettings]):
     """A vision LLM judge over the dimensions of a judge file."""
 
     type_name: ClassVar[str] = "llm_judge"
-    settings_model = JudgeFileSettings
     pass_from_score = True
 
-    def __init__(self, name: str, settings: JudgeFileSettings, context: Any = None) -> None:
+    def __init__(self, name: str, settings: JudgeFileSettings, context: EvalContext | None = None) -> None:
         self.spec: JudgeSpec = load_judge(settings.prompt).with_weights(settings.weights)
         body = self.spec.body
         if "response_format" not in template_variables(body):

@@ -16,9 +16,10 @@ import asyncio
 from typing import Any, ClassVar
 
 import polars as pl
+from typing_extensions import TypeVar
 
 from vision_eval.config import JudgeConfig
-from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.grading import reliability as rel
 from vision_eval.grading.calls import Asker, Usage
 from vision_eval.grading.outcomes import (
@@ -82,7 +83,10 @@ async def _all(coroutines: list[Any]) -> list[Any]:
     return list(await asyncio.gather(*coroutines))
 
 
-class GradedEvaluator(Evaluator):
+GradedSettingsT = TypeVar("GradedSettingsT", bound=GradedSettings, default=GradedSettings, covariant=True)
+
+
+class GradedEvaluator(Evaluator[GradedSettingsT]):
     """Base class of the model-graded assertions (see the module docstring)."""
 
     settings_model: ClassVar[type[EvaluatorSettings]] = GradedSettings
@@ -92,7 +96,7 @@ class GradedEvaluator(Evaluator):
     pass_from_score: ClassVar[bool] = False
     """True when ``passed`` is ``score >= threshold`` (else the grader's verdict decides)."""
 
-    def __init__(self, name: str, settings: GradedSettings, context: Any = None) -> None:
+    def __init__(self, name: str, settings: GradedSettingsT, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
         self.judges: list[tuple[str, JudgeConfig]] = []
         members: list[str | dict[str, Any] | None] = list(settings.panel) if settings.panel else [None]
@@ -128,7 +132,7 @@ class GradedEvaluator(Evaluator):
 
     def templates(self) -> list[str]:
         """Every template this evaluator renders over row variables (checked at start, columns derived)."""
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         own = [getattr(s, self.row_setting)] if self.row_setting else []
         return [load_prompt(s.prompt, self.default_prompt), *own]
 
@@ -162,7 +166,7 @@ class GradedEvaluator(Evaluator):
         return [judge for _, judge in self.judges]
 
     def columns_needed(self) -> tuple[str, ...]:
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         used: set[str] = set()
         for template in self.templates():
             used |= template_variables(template)
@@ -171,7 +175,7 @@ class GradedEvaluator(Evaluator):
         return tuple(dict.fromkeys((*self.required_columns, *images, *sorted(used))))
 
     def describe(self) -> dict[str, Any]:
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         return {
             **super().describe(),
             "models": [label for label, _ in self.judges],
@@ -181,7 +185,7 @@ class GradedEvaluator(Evaluator):
 
     # --- running --------------------------------------------------------------------------------------
     def _variables(self, row: dict[str, Any], judge_policy: Any) -> tuple[dict[str, Any], list[PreparedImage]]:
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         variables = row_variables(row)
         columns = s.images if self.images_required else [c for c in s.images if c in row]
         images = row_images(
@@ -217,7 +221,7 @@ class GradedEvaluator(Evaluator):
         return EvalOutput(rows_frame([r for r, _ in graded]), dimensions=dimensions)
 
     def _plan_row(self, row: dict[str, Any], policy: Any) -> dict[str, Any]:
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         model = self.judges[0][0] if self.judges else None
         try:
             variables, images = self._variables(row, policy)
@@ -243,7 +247,7 @@ class GradedEvaluator(Evaluator):
 
     async def _judge_row(self, row: dict[str, Any], judge: JudgeConfig, usage: Usage) -> JudgeResult | JudgeFailure:
         """All samples of one judge for one row."""
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         chat = row.get("input")  # a chat-format input may carry images too: prepared off the event loop as well
         maybe_chat = isinstance(chat, list | dict) or (isinstance(chat, str) and chat.lstrip()[:1] in ("[", "{"))
         has_images = any(row.get(c) for c in s.images) or (s.chat_input_images and maybe_chat)
@@ -276,7 +280,7 @@ class GradedEvaluator(Evaluator):
             return GradeFailure.of(exc, asker.replies)
 
     async def _grade_row(self, row: dict[str, Any], gate: asyncio.Semaphore) -> tuple[dict[str, Any], list[Any]]:
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         sample_id, usage = row["id"], Usage()
         async with gate:
             try:
@@ -344,14 +348,14 @@ class GradedEvaluator(Evaluator):
         return row_out, self._dimensions(sample_id, valid)
 
     def _dimensions(self, sample_id: str, valid: dict[str, JudgeResult]) -> list[dict[str, Any]]:
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         weights = next(iter(valid.values())).grades[0].weights
         scores = [(f"model:{k}", j.score, 1.0) for k, j in valid.items()] if s.panel else []
         scores += [(k, v, weights.get(k, 1.0)) for k, v in mean_by_key(j.dims for j in valid.values()).items()]
         return [{"sample_id": sample_id, "dimension": k, "score": v, "weight": w} for k, v, w in scores]
 
     def _human(self, row: dict[str, Any]) -> dict[str, Any]:
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         human: dict[str, Any] = {}
         if s.human_score and s.human_score in row:
             human["score"] = row[s.human_score]
@@ -363,7 +367,7 @@ class GradedEvaluator(Evaluator):
     def finalize(self, results: pl.DataFrame, dimensions: pl.DataFrame) -> dict[str, pl.DataFrame]:
         from vision_eval.grading.calibration import calibration_table
 
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         if not (s.human_score or s.human_pass):
             return {}
         table = calibration_table(results, dimensions, s)
@@ -373,7 +377,7 @@ class GradedEvaluator(Evaluator):
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
         from vision_eval.grading.calibration import calibration_table, panel_alpha
 
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         metrics: dict[str, Any] = {"cache_hits": int(results["cached"].fill_null(False).sum())}
         scheduler = self.context.services.get(SERVICE)
         if scheduler is not None:

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from vision_eval.config import JudgeConfig
-from vision_eval.grading.settings import GradedSettings
 from vision_eval.images.policy import PreparedImage
 from vision_eval.llm.requests import build_call
 from vision_eval.llm.scheduler import get_scheduler
@@ -85,14 +84,13 @@ class Asker:
         """Render ``template`` over the row's variables plus ``extra`` and call the judge; sample ``sample`` (default
         this asker's) > 0 gets its own cache and journal entry, so k samples are k distinct judgements."""
         evaluator = self.evaluator
-        settings: GradedSettings = evaluator.settings  # type: ignore[assignment]
         call = build_call(
             template,
             {**self.variables, **(extra or {})},
             self.images if images else [],
             self.judge.model,
             self.judge.image.detail,
-            settings.system,
+            evaluator.settings.system,
         )
         salt = self.sample if sample is None else sample
         result = await get_scheduler(evaluator.context).complete(
