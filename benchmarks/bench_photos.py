@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import vision_eval as ve  # noqa: E402
-import vision_eval.llm.graded as graded  # noqa: E402
+import vision_eval.grading.base as grading_base  # noqa: E402
 from vision_eval.config import ImagePolicy  # noqa: E402
 from vision_eval.images.policy import prepare_image  # noqa: E402
 from vision_eval.testing.photos import photo  # noqa: E402
@@ -68,12 +68,12 @@ def spawn_fake() -> tuple[subprocess.Popen, str]:
 @contextmanager
 def old_preparation() -> Iterator[None]:
     """The preparation as it was before the store of prepared images: every row prepares its own images."""
-    original = graded.prepared_images_of
-    graded.prepared_images_of = lambda context: None
+    original = grading_base.prepared_images_of
+    grading_base.prepared_images_of = lambda context: None
     try:
         yield
     finally:
-        graded.prepared_images_of = original
+        grading_base.prepared_images_of = original
 
 
 def judge_run(base: str, paths: list[Path], folder: Path, concurrency: int, image: dict[str, Any],

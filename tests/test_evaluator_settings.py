@@ -14,8 +14,8 @@ from vision_eval.evaluators.benchmark_extracted import ExactCount, ExactCountSet
 from vision_eval.evaluators.code_validators import OcrValidator, OcrValidatorSettings
 from vision_eval.evaluators.graded import LLMRubric, LLMRubricSettings
 from vision_eval.evaluators.llm_judge import JudgeFileSettings, LLMJudge
-from vision_eval.llm.graded import GradedEvaluator
-from vision_eval.llm.grading import GradedSettings
+from vision_eval.grading.base import GradedEvaluator
+from vision_eval.grading.settings import GradedSettings
 
 
 class LengthSettings(EvaluatorSettings):

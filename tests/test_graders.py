@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from vision_eval.llm import reliability as rel
-from vision_eval.llm.graders import (
+from vision_eval.grading import reliability as rel
+from vision_eval.grading.parsers import (
     GraderError,
     parse_closed_qa,
     parse_factuality,

@@ -2,7 +2,7 @@
 
 ``llm_rubric``, ``g_eval``, ``factuality`` and ``closed_qa`` live here; ``context_recall``,
 ``context_faithfulness`` and ``select_best`` in :mod:`vision_eval.evaluators.graded_context`. All share
-:class:`vision_eval.llm.graded.GradedEvaluator` (images, samples, panel, calibration, grader errors).
+:class:`vision_eval.grading.base.GradedEvaluator` (images, samples, panel, calibration, grader errors).
 A reply that breaks the contract, or a call that fails after its retries, is an ``error`` row (raw reply
 in ``details.reply``), never ``passed: false``.
 
@@ -29,9 +29,11 @@ from typing import Any, ClassVar
 import polars as pl
 from pydantic import field_validator
 
-from vision_eval.llm import grader_prompts as prompts
-from vision_eval.llm.graded import GradedEvaluator
-from vision_eval.llm.graders import (
+from vision_eval.grading import prompts
+from vision_eval.grading.base import GradedEvaluator
+from vision_eval.grading.calls import Asker
+from vision_eval.grading.outcomes import Grade
+from vision_eval.grading.parsers import (
     FACTUALITY_ALIASES,
     FACTUALITY_CATEGORIES,
     GEVAL_MAX,
@@ -43,7 +45,7 @@ from vision_eval.llm.graders import (
     parse_steps,
     weighted_score,
 )
-from vision_eval.llm.grading import Asker, Grade, GradedSettings, TextList, load_prompt
+from vision_eval.grading.settings import GradedSettings
 from vision_eval.llm.transport import uses_direct
 from vision_eval.registry import register
 
@@ -65,22 +67,12 @@ class LLMRubric(GradedEvaluator[LLMRubricSettings]):
     """The grader decides whether the rubric holds for the output: ``{"reason", "pass", "score"}``."""
 
     type_name: ClassVar[str] = "llm_rubric"
-    settings_model = LLMRubricSettings
-
-    def templates(self) -> list[str]:
-        s = self.settings
-        return [load_prompt(s.prompt, prompts.LLM_RUBRIC), s.rubric]
-
-    def extra_variables(self) -> set[str]:
-        return {"rubric"}
-
-    def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-        s = self.settings
-        return [(self.templates()[0], {"rubric": s.rubric}, True)]
+    default_prompt = prompts.LLM_RUBRIC
+    row_setting = "rubric"
 
     async def grade(self, asker: Asker) -> Grade:
         s = self.settings
-        reply = await asker.ask(self.templates()[0], {"rubric": asker.render(s.rubric)})
+        reply = await self.ask_prompt(asker)
         verdict = parse_rubric(reply.text)
         low, high = s.scale
         if not low <= verdict.score <= high:
@@ -116,15 +108,12 @@ class Factuality(GradedEvaluator[FactualitySettings]):
     """Facts of ``output`` against ``expected_output`` for the ``input``: category A-E."""
 
     type_name: ClassVar[str] = "factuality"
-    settings_model = FactualitySettings
     required_columns = ("output", "expected_output")
-
-    def templates(self) -> list[str]:
-        return [load_prompt(self.settings.prompt, prompts.FACTUALITY)]
+    default_prompt = prompts.FACTUALITY
 
     async def grade(self, asker: Asker) -> Grade:
         s = self.settings
-        reply = await asker.ask(self.templates()[0])
+        reply = await self.ask_prompt(asker)
         category, reason = parse_factuality(reply.text)
         score = {"A": 1.0, "B": 1.0, "C": 1.0, "D": 0.0, "E": 1.0, **s.scores}[category]
         passed = score > 0 and (self.threshold is None or score >= self.threshold)
@@ -143,20 +132,11 @@ class ClosedQA(GradedEvaluator[ClosedQASettings]):
     """The grader reasons, then ends with Y (passes) or N (fails)."""
 
     type_name: ClassVar[str] = "closed_qa"
-    settings_model = ClosedQASettings
-
-    def templates(self) -> list[str]:
-        s = self.settings
-        return [load_prompt(s.prompt, prompts.CLOSED_QA), s.criteria]
-
-    def extra_variables(self) -> set[str]:
-        return {"criteria"}
-
-    def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-        return [(self.templates()[0], {"criteria": self.templates()[1]}, True)]
+    default_prompt = prompts.CLOSED_QA
+    row_setting = "criteria"
 
     async def grade(self, asker: Asker) -> Grade:
-        reply = await asker.ask(self.templates()[0], {"criteria": asker.render(self.templates()[1])})
+        reply = await self.ask_prompt(asker)
         passed = parse_closed_qa(reply.text)
         return Grade(float(passed), passed, {"reason": reply.text.strip()[-2000:]})
 
@@ -182,9 +162,9 @@ class GEval(GradedEvaluator[GEvalSettings]):
     """G-Eval: the grader writes evaluation steps per criterion (once, cached), then scores each row 0..10."""
 
     type_name: ClassVar[str] = "g_eval"
-    settings_model = GEvalSettings
     default_threshold = 0.7
     pass_from_score = True
+    default_prompt = prompts.GEVAL_SCORE
 
     def __init__(self, name: str, settings: GEvalSettings, context: Any = None) -> None:
         super().__init__(name, settings, context)
@@ -204,11 +184,7 @@ class GEval(GradedEvaluator[GEvalSettings]):
 
     def templates(self) -> list[str]:
         s = self.settings
-        return [
-            load_prompt(s.prompt, prompts.GEVAL_SCORE),
-            load_prompt(s.steps_prompt, prompts.GEVAL_STEPS),
-            *self.criteria.values(),
-        ]
+        return [*super().templates(), prompts.load_prompt(s.steps_prompt, prompts.GEVAL_STEPS), *self.criteria.values()]
 
     def extra_variables(self) -> set[str]:
         return {"criteria", "steps", "max_score", "maxScore"}
@@ -263,11 +239,12 @@ class GEval(GradedEvaluator[GEvalSettings]):
         else:
             details["criteria"] = per
             dims = {k: p["score"] for k, p in per.items()}
-        return Grade(mean, mean >= (self.threshold if self.threshold is not None else 0.7), details, dims)
+        return Grade(mean, self.passes(mean), details, dims)
 
     async def _score(self, asker: Asker, criteria: str, steps: list[str]) -> dict[str, Any]:
         s = self.settings
-        extra = {"criteria": criteria, "steps": TextList(steps, "\n- "), "max_score": GEVAL_MAX, "maxScore": GEVAL_MAX}
+        steps_text = prompts.TextList(steps, "\n- ")
+        extra = {"criteria": criteria, "steps": steps_text, "max_score": GEVAL_MAX, "maxScore": GEVAL_MAX}
         want = self._logprobs(asker)
         params = {"logprobs": True, "top_logprobs": 20} if want else None
         first = asker.sample * s.n_samples  # salts sample*n .. sample*n+n-1 never collide across samples

@@ -11,10 +11,12 @@ from typing import Any, ClassVar
 import polars as pl
 from typing_extensions import TypeVar
 
-from vision_eval.llm import grader_prompts as prompts
-from vision_eval.llm.graded import GradedEvaluator
-from vision_eval.llm.graders import parse_faithfulness, parse_recall, parse_select_best, parse_statements
-from vision_eval.llm.grading import Asker, Grade, GradedSettings, TextList, load_prompt
+from vision_eval.grading import prompts
+from vision_eval.grading.base import GradedEvaluator
+from vision_eval.grading.calls import Asker
+from vision_eval.grading.outcomes import Grade
+from vision_eval.grading.parsers import parse_faithfulness, parse_recall, parse_select_best, parse_statements
+from vision_eval.grading.settings import GradedSettings
 from vision_eval.registry import register
 from vision_eval.results import PROCESSED
 
@@ -43,11 +45,14 @@ ContextSettingsT = TypeVar("ContextSettingsT", bound=ContextSettings, default=Co
 class _ContextEvaluator(GradedEvaluator[ContextSettingsT]):
     default_threshold = 0.5
     pass_from_score = True
-    reads: ClassVar[tuple[str, ...]] = ("output",)
+
+    def reads(self) -> tuple[str, ...]:
+        """The column graded against the context."""
+        return ("output",)
 
     def columns_needed(self) -> tuple[str, ...]:
         s = self.settings
-        return tuple(dict.fromkeys((*super().columns_needed(), *self.reads, *([s.context] if s.context else []))))
+        return tuple(dict.fromkeys((*super().columns_needed(), *self.reads(), *([s.context] if s.context else []))))
 
     def extra_variables(self) -> set[str]:
         return {"context", "reference", "statements", "groundTruth"}
@@ -55,9 +60,6 @@ class _ContextEvaluator(GradedEvaluator[ContextSettingsT]):
     def prepare_variables(self, row: dict[str, Any], variables: dict[str, Any]) -> None:
         s = self.settings
         variables["context"] = context_text(row.get(s.context) if s.context else None)
-
-    def passes(self, score: float) -> bool:
-        return score >= (self.threshold if self.threshold is not None else 0.0)
 
 
 class ContextRecallSettings(ContextSettings):
@@ -72,15 +74,11 @@ class ContextRecall(_ContextEvaluator[ContextRecallSettings]):
     """Share of the reference answer's sentences the grader attributes to the context (and images)."""
 
     type_name: ClassVar[str] = "context_recall"
-    settings_model = ContextRecallSettings
     required_columns = ()
+    default_prompt = prompts.CONTEXT_RECALL
 
-    @property
-    def reads(self) -> tuple[str, ...]:  # type: ignore[override]
+    def reads(self) -> tuple[str, ...]:
         return (self.settings.reference,)
-
-    def templates(self) -> list[str]:
-        return [load_prompt(self.settings.prompt, prompts.CONTEXT_RECALL)]
 
     def prepare_variables(self, row: dict[str, Any], variables: dict[str, Any]) -> None:
         super().prepare_variables(row, variables)
@@ -88,7 +86,7 @@ class ContextRecall(_ContextEvaluator[ContextRecallSettings]):
         variables["expected_output"] = variables["groundTruth"] = variables["reference"]
 
     async def grade(self, asker: Asker) -> Grade:
-        reply = await asker.ask(self.templates()[0])
+        reply = await self.ask_prompt(asker)
         attributed, total = parse_recall(reply.text)
         score = attributed / total
         return Grade(score, self.passes(score), {"attributed": attributed, "sentences": total, "reply": reply.text})
@@ -99,10 +97,10 @@ class ContextFaithfulness(_ContextEvaluator[ContextSettings]):
     """Share of the output's statements the context (and images) supports: statements, then verdicts."""
 
     type_name: ClassVar[str] = "context_faithfulness"
-    settings_model = ContextSettings
+    default_prompt = prompts.FAITHFULNESS_VERDICTS
 
     def templates(self) -> list[str]:
-        return [prompts.FAITHFULNESS_STATEMENTS, load_prompt(self.settings.prompt, prompts.FAITHFULNESS_VERDICTS)]
+        return [prompts.FAITHFULNESS_STATEMENTS, *super().templates()]
 
     def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
         statements = ["(statements extracted from the output in step 1)"]
@@ -111,7 +109,7 @@ class ContextFaithfulness(_ContextEvaluator[ContextSettings]):
     async def grade(self, asker: Asker) -> Grade:
         first = await asker.ask(self.templates()[0], images=False)
         statements = parse_statements(first.text)
-        second = await asker.ask(self.templates()[1], {"statements": TextList(statements)})
+        second = await asker.ask(self.templates()[1], {"statements": prompts.TextList(statements)})
         unsupported, verdicts = parse_faithfulness(second.text, len(statements))
         score = min(1.0, max(0.0, 1.0 - unsupported / len(statements)))
         details = {"statements": statements, "unsupported": unsupported, "verdicts": verdicts, "reply": second.text}
@@ -141,8 +139,9 @@ class SelectBest(GradedEvaluator[SelectBestSettings]):
     when that candidate won alone; every candidate's share is a dimension."""
 
     type_name: ClassVar[str] = "select_best"
-    settings_model = SelectBestSettings
     required_columns = ()
+    default_prompt = prompts.SELECT_BEST
+    row_setting = "criteria"
 
     def __init__(self, name: str, settings: SelectBestSettings, context: Any = None) -> None:
         super().__init__(name, settings, context)
@@ -151,10 +150,6 @@ class SelectBest(GradedEvaluator[SelectBestSettings]):
 
     def columns_needed(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((*super().columns_needed(), *self.settings.candidates)))
-
-    def templates(self) -> list[str]:
-        s = self.settings
-        return [load_prompt(s.prompt, prompts.SELECT_BEST), s.criteria]
 
     def extra_variables(self) -> set[str]:
         return {"criteria", "candidates", "outputs"}

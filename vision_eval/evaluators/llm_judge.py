@@ -12,9 +12,11 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from vision_eval.evaluator import EvalContext
-from vision_eval.llm.graded import GradedEvaluator
-from vision_eval.llm.graders import GraderError
-from vision_eval.llm.grading import Asker, Grade, GradedSettings
+from vision_eval.grading.base import GradedEvaluator
+from vision_eval.grading.calls import Asker
+from vision_eval.grading.outcomes import Grade
+from vision_eval.grading.parsers import GraderError
+from vision_eval.grading.settings import GradedSettings
 from vision_eval.llm.judges import JudgeSpec, ReplyError, load_judge, parse_verdict
 from vision_eval.llm.templates import template_variables
 from vision_eval.registry import register
@@ -74,7 +76,5 @@ class LLMJudge(GradedEvaluator[JudgeFileSettings]):
             "details": verdict.details,
             "judge_total": verdict.judge_total,
         }
-        threshold = self.threshold if self.threshold is not None else 0.7
-        return Grade(
-            verdict.score, verdict.score >= threshold, details, dict(verdict.scores), dict(self.spec.dimensions)
-        )
+        score, weights = verdict.score, dict(self.spec.dimensions)
+        return Grade(score, self.passes(score), details, dict(verdict.scores), weights)

@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.llm import reliability as rel
+from vision_eval.grading import reliability as rel
 from vision_eval.results import PROCESSED
 
 CALIBRATION_SCHEMA: dict[str, pl.DataType] = {

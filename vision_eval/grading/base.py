@@ -4,9 +4,10 @@ A subclass sets its templates and implements :meth:`GradedEvaluator.grade` (one 
 one judge: ``await asker.ask(template, extra)`` returns the reply, a contract parser turns it into a
 :class:`Grade` or raises :class:`GraderError`) and :meth:`GradedEvaluator.plan` (the requests a run would
 send, for the skipped plan without a judge). The base runs ``samples`` judgements per judge and the
-``panel`` of judges, aggregates them (:mod:`vision_eval.llm.reliability`), turns unreadable replies and
-failed calls into ``error`` rows with the raw reply, records tokens, cost, latency and cache hits, and
-writes per-model dimensions, the panel's agreement and the calibration against human labels.
+``panel`` of judges, aggregates them (:mod:`vision_eval.grading.reliability`), turns unreadable replies and
+failed calls (:class:`~vision_eval.grading.outcomes.GradeFailure`) into ``error`` rows with the raw reply,
+records tokens, cost, latency and cache hits, and writes per-model dimensions, the panel's agreement and the
+calibration against human labels.
 """
 
 from __future__ import annotations
@@ -19,23 +20,24 @@ from typing_extensions import TypeVar
 
 from vision_eval.config import JudgeConfig
 from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.grading import reliability as rel
+from vision_eval.grading.calls import Asker, Usage
+from vision_eval.grading.outcomes import (
+    GRADING_FAILURES,
+    Grade,
+    GradeFailure,
+    JudgeFailure,
+    JudgeResult,
+    mean_by_key,
+    quorum,
+)
+from vision_eval.grading.prompts import PROMPTFOO_ALIASES, TEXT_VARIABLES, load_prompt
+from vision_eval.grading.settings import GradedSettings
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
 from vision_eval.images.prepared import prepared_images_of
 from vision_eval.images.roots import roots_of
-from vision_eval.llm import reliability as rel
-from vision_eval.llm.budget import BUDGET, NotAttempted
-from vision_eval.llm.graders import GraderError
-from vision_eval.llm.grading import (
-    DRY_RUN_REASON,
-    NO_JUDGE_REASON,
-    PROMPTFOO_ALIASES,
-    TEXT_VARIABLES,
-    Asker,
-    Grade,
-    GradedSettings,
-    Usage,
-)
+from vision_eval.llm.budget import BUDGET
 from vision_eval.llm.models import check_vision, resolve_judge
 from vision_eval.llm.requests import build_call, row_images, row_variables
 from vision_eval.llm.scheduler import SERVICE, get_scheduler
@@ -45,8 +47,11 @@ from vision_eval.llm.templates import (
     compile_template,
     template_variables,
 )
-from vision_eval.llm.transport import CallError
+from vision_eval.llm.transport import CallResult
 from vision_eval.results import DIMENSION_ROW_SCHEMA, ERROR, PROCESSED, SKIPPED, empty, rows_frame
+
+NO_JUDGE_REASON = "no judge configured (judge.model is null): this is the request a judge run would send"
+DRY_RUN_REASON = "dry run (run.dry_run): this is the request the run would send"
 
 
 def shows_images(template: str) -> bool:
@@ -85,7 +90,6 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
     """Base class of the model-graded assertions (see the module docstring)."""
 
     settings_model: ClassVar[type[EvaluatorSettings]] = GradedSettings
-    required_columns = ("output",)
     default_threshold: ClassVar[float | None] = None
     is_async = True
     calls_models = True
@@ -95,7 +99,7 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
     def __init__(self, name: str, settings: GradedSettingsT, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
         self.judges: list[tuple[str, JudgeConfig]] = []
-        members = settings.panel or [None]
+        members: list[str | dict[str, Any] | None] = list(settings.panel) if settings.panel else [None]
         for member in members:
             override = {**(settings.judge or {}), **({"model": member} if isinstance(member, str) else member or {})}
             judge = resolve_judge(self.context.judge, override or None)
@@ -107,6 +111,8 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
             raise ValueError(f"panel: the same model appears twice ({labels})")
         if settings.samples < 1:
             raise ValueError("samples must be at least 1")
+        if (settings.min_valid or 0) > settings.samples or (settings.panel_min_valid or 0) > len(members):
+            raise ValueError("min_valid is at most samples, panel_min_valid at most the panel's size")
         for template in self.templates():
             try:
                 compile_template(template)
@@ -118,21 +124,39 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
         self._calibration: dict[str, Any] | None = None
 
     # --- what a subclass provides -------------------------------------------------------------------
+    default_prompt: ClassVar[str] = ""
+    """The grading prompt template when the ``prompt:`` setting is not given."""
+    row_setting: ClassVar[str | None] = None
+    """A setting that is itself a template over the row (``rubric``, ``criteria``): rendered per row and passed to
+    the prompt under its name."""
+
     def templates(self) -> list[str]:
         """Every template this evaluator renders over row variables (checked at start, columns derived)."""
-        return []
+        s = self.settings
+        own = [getattr(s, self.row_setting)] if self.row_setting else []
+        return [load_prompt(s.prompt, self.default_prompt), *own]
 
     def extra_variables(self) -> set[str]:
         """Template variables the evaluator supplies itself (not dataset columns)."""
-        return set()
+        return {self.row_setting} if self.row_setting else set()
 
     async def grade(self, asker: Asker) -> Grade:
         """One judgement of one row by one judge."""
         raise NotImplementedError
 
+    def passes(self, score: float) -> bool:
+        """``score >= threshold``, the verdict of the evaluators whose ``pass_from_score`` (all have a threshold)."""
+        return self.threshold is not None and score >= self.threshold
+
+    async def ask_prompt(self, asker: Asker) -> CallResult:
+        """The usual single call of a judgement: the prompt, with the row setting rendered over the row."""
+        prompt, *own = self.templates()
+        return await asker.ask(prompt, {self.row_setting: asker.render(own[0])} if self.row_setting else {})
+
     def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
         """The calls of one judgement: (template, extra variables, with images)."""
-        return [(self.templates()[0], {}, True)]
+        prompt, *own = self.templates()
+        return [(prompt, {self.row_setting: own[0]} if self.row_setting else {}, True)]
 
     def prepare_variables(self, row: dict[str, Any], variables: dict[str, Any]) -> None:
         """Adjust a row's template variables in place (e.g. a context column); ``ValueError`` -> row error."""
@@ -221,8 +245,8 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
         }
         return {"sample_id": row["id"], "status": SKIPPED, "details": details}
 
-    async def _judge_row(self, row: dict[str, Any], judge: JudgeConfig, usage: Usage) -> dict[str, Any]:
-        """All samples of one judge for one row -> {score, passed, grade, scores, errors} or {error, ...}."""
+    async def _judge_row(self, row: dict[str, Any], judge: JudgeConfig, usage: Usage) -> JudgeResult | JudgeFailure:
+        """All samples of one judge for one row."""
         s = self.settings
         chat = row.get("input")  # a chat-format input may carry images too: prepared off the event loop as well
         maybe_chat = isinstance(chat, list | dict) or (isinstance(chat, str) and chat.lstrip()[:1] in ("[", "{"))
@@ -234,59 +258,28 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
         )
         outcomes = await _all([self._one(judge, variables, images, k, usage) for k in range(s.samples)])
         grades = [o for o in outcomes if isinstance(o, Grade)]
-        errors = [o for o in outcomes if not isinstance(o, Grade)]
-        needed = s.min_valid if s.min_valid is not None else -(-s.samples // 2)
+        failures = [o for o in outcomes if isinstance(o, GradeFailure)]
         records = [i.record() for i in images]
-        if len(grades) < max(1, needed):
-            first = errors[0]
-            message = (
-                first["error"]
-                if s.samples == 1
-                else (
-                    f"{len(grades)} valid judgement(s) of {s.samples}, {max(1, needed)} needed; first error: "
-                    f"{first['error']}"
-                )
-            )
-            return {"error": message, "errors": errors, "images": records}
-        scores = [g.score for g in grades]
-        score, passed = rel.aggregate(
-            scores, [g.passed for g in grades], s.aggregate, self.threshold, self.pass_from_score
-        )
-        dims: dict[str, float] = {}
-        for key in dict.fromkeys(k for g in grades for k in g.dims):
-            values = [g.dims[key] for g in grades if key in g.dims]
-            dims[key] = sum(values) / len(values)
-        return {
-            "score": score,
-            "passed": passed,
-            "grade": grades[0],
-            "scores": scores,
-            "errors": errors,
-            "dims": dims,
-            "images": records,
-        }
+        needed = quorum(s.min_valid, s.samples)
+        if len(grades) < needed:
+            reason = failures[0].reason
+            if s.samples > 1:
+                reason = f"{len(grades)} valid judgement(s) of {s.samples}, {needed} needed; first error: {reason}"
+            return JudgeFailure(reason, failures, records)
+        scores, passes = [g.score for g in grades], [g.passed for g in grades]
+        score, passed = rel.aggregate(scores, passes, s.aggregate, self.threshold, self.pass_from_score)
+        return JudgeResult(score, passed, grades, failures, records)
 
     async def _one(
         self, judge: JudgeConfig, variables: dict[str, Any], images: list[PreparedImage], sample: int, usage: Usage
-    ) -> Grade | dict[str, Any]:
+    ) -> Grade | GradeFailure:
         asker = Asker(self, judge, variables, images, sample, usage)
         try:
             return await self.grade(asker)
-        except GraderError as exc:
-            return {"error": f"unusable grader reply: {exc}", "reply": asker.replies[-1] if asker.replies else None}
-        except NotAttempted as exc:
-            return {"error": str(exc), "not_attempted": exc.kind}
-        except CallError as exc:
-            attempts = getattr(exc, "attempts", 1)
-            return {
-                "error": f"grader call failed after {attempts} attempt(s): {exc}",
-                "attempts": attempts,
-                "failures": getattr(exc, "failures", [str(exc)]),
-            }
-        except TemplateError as exc:
-            return {"error": f"prompt template error: {exc}"}
+        except GRADING_FAILURES as exc:
+            return GradeFailure.of(exc, asker.replies)
 
-    async def _grade_row(self, row: dict[str, Any], gate: asyncio.Semaphore) -> tuple[dict[str, Any], list]:
+    async def _grade_row(self, row: dict[str, Any], gate: asyncio.Semaphore) -> tuple[dict[str, Any], list[Any]]:
         s = self.settings
         sample_id, usage = row["id"], Usage()
         async with gate:
@@ -295,73 +288,54 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
             except (ImageError, TemplateError, ValueError) as exc:
                 return {"sample_id": sample_id, "status": ERROR, "error": str(exc)}, []
         labels = [label for label, _ in self.judges]
-        valid = {label: j for label, j in zip(labels, judged, strict=True) if "error" not in j}
-        base: dict[str, Any] = {"type": self.type_name, "images": judged[0].get("images", [])}
+        valid = {label: j for label, j in zip(labels, judged, strict=True) if isinstance(j, JudgeResult)}
+        base: dict[str, Any] = {"type": self.type_name, "images": judged[0].images}
         if not s.panel:
             base["model"] = labels[0]
-        needed = max(1, s.panel_min_valid if s.panel_min_valid is not None else -(-len(labels) // 2))
-        if s.panel:
+        else:
             base["panel"] = {
-                "models": {k: j.get("score") for k, j in zip(labels, judged, strict=True)},
-                "passed": {k: j.get("passed") for k, j in zip(labels, judged, strict=True)},
-                "errors": {k: j["error"] for k, j in zip(labels, judged, strict=True) if "error" in j},
+                "models": {k: valid[k].score if k in valid else None for k in labels},
+                "passed": {k: valid[k].passed if k in valid else None for k in labels},
+                "errors": {k: j.reason for k, j in zip(labels, judged, strict=True) if isinstance(j, JudgeFailure)},
                 "aggregate": s.panel_aggregate,
             }
+        needed = quorum(s.panel_min_valid, len(labels))
         if len(valid) < needed:
-            failed = next(j for j in judged if "error" in j)
-            message = (
-                failed["error"]
-                if not s.panel
-                else (f"{len(valid)} valid panel judgement(s) of {len(labels)}, {needed} needed: {failed['error']}")
-            )
-            details = {**base, **{k: v for k, v in failed.items() if k in ("errors",)}}
-            if s.samples == 1 and failed["errors"]:
-                details.update({k: v for k, v in failed["errors"][0].items() if k != "error"})
-            refused = [e["not_attempted"] for j in judged for e in j.get("errors", []) if e.get("not_attempted")]
+            failed = next(j for j in judged if isinstance(j, JudgeFailure))
+            reason = failed.reason
+            if s.panel:
+                reason = f"{len(valid)} valid panel judgement(s) of {len(labels)}, {needed} needed: {reason}"
+            details = {**base, "errors": [f.details() for f in failed.failures]}
+            if s.samples == 1:
+                details.update(failed.failures[0].kept())
+            refused = [f.not_attempted for j in judged for f in j.failures if f.not_attempted]
             if refused:
                 details["not_attempted"] = BUDGET if BUDGET in refused else refused[0]
-            return {
-                "sample_id": sample_id,
-                "status": ERROR,
-                "error": message,
-                "details": details,
-                **usage.columns(),
-            }, []
+            return {"sample_id": sample_id, "status": ERROR, "error": reason, "details": details, **usage.columns()}, []
+        method = "majority" if s.panel_aggregate == "majority" else "mean"
+        scores, passes = [j.score for j in valid.values()], [j.passed for j in valid.values()]
+        score, passed = rel.aggregate(scores, passes, method, self.threshold, self.pass_from_score)
         first = next(iter(valid.values()))
-        if len(valid) == 1:
-            score, passed = first["score"], first["passed"]
-        else:
-            method = "majority" if s.panel_aggregate == "majority" else "mean"
-            score, passed = rel.aggregate(
-                [j["score"] for j in valid.values()],
-                [j["passed"] for j in valid.values()],
-                method,
-                self.threshold,
-                self.pass_from_score,
-            )
-        details = {**base, **first["grade"].details}
-        pooled = [x for j in valid.values() for x in j["scores"]]
+        details = {**base, **first.grades[0].details}
+        pooled = [g.score for j in valid.values() for g in j.grades]
         score_std = None
         if s.samples > 1:
             details["samples"] = {
                 "k": s.samples,
-                "valid": len(pooled) // len(valid)
-                if len(valid) == 1
-                else {k: len(j["scores"]) for k, j in valid.items()},
+                "valid": len(first.grades) if len(valid) == 1 else {k: len(j.grades) for k, j in valid.items()},
                 "aggregate": s.aggregate,
                 "temperature": {label: j.temperature for label, j in self.judges if label in valid},
                 "scores": pooled,
-                "errors": [e["error"] for j in valid.values() for e in j["errors"]],
+                "errors": [f.reason for j in valid.values() for f in j.failures],
                 **rel.spread(pooled),
             }
             score_std = details["samples"]["std"]
         elif len(valid) > 1:
-            score_std = rel.spread([j["score"] for j in valid.values()])["std"]
+            score_std = rel.spread(scores)["std"]
         details.update(self._human(row))
         details["attempts"] = usage.attempts
         if usage.retried_failures:
             details["retried_failures"] = usage.retried_failures
-        dims = self._dimensions(sample_id, valid)
         row_out = {
             "sample_id": sample_id,
             "status": PROCESSED,
@@ -371,22 +345,14 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
             "score_std": score_std,
             **usage.columns(),
         }
-        return row_out, dims
+        return row_out, self._dimensions(sample_id, valid)
 
-    def _dimensions(self, sample_id: str, valid: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    def _dimensions(self, sample_id: str, valid: dict[str, JudgeResult]) -> list[dict[str, Any]]:
         s = self.settings
-        out: list[dict[str, Any]] = []
-        if s.panel:
-            out += [
-                {"sample_id": sample_id, "dimension": f"model:{k}", "score": j["score"], "weight": 1.0}
-                for k, j in valid.items()
-            ]
-        keys = dict.fromkeys(k for j in valid.values() for k in j["dims"])
-        for key in keys:
-            values = [j["dims"][key] for j in valid.values() if key in j["dims"]]
-            weight = next(iter(valid.values()))["grade"].weights.get(key, 1.0)
-            out.append({"sample_id": sample_id, "dimension": key, "score": sum(values) / len(values), "weight": weight})
-        return out
+        weights = next(iter(valid.values())).grades[0].weights
+        scores = [(f"model:{k}", j.score, 1.0) for k, j in valid.items()] if s.panel else []
+        scores += [(k, v, weights.get(k, 1.0)) for k, v in mean_by_key(j.dims for j in valid.values()).items()]
+        return [{"sample_id": sample_id, "dimension": k, "score": v, "weight": w} for k, v, w in scores]
 
     def _human(self, row: dict[str, Any]) -> dict[str, Any]:
         s = self.settings
@@ -399,7 +365,7 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
 
     # --- dataset level ---------------------------------------------------------------------------------
     def finalize(self, results: pl.DataFrame, dimensions: pl.DataFrame) -> dict[str, pl.DataFrame]:
-        from vision_eval.llm.calibration import calibration_table
+        from vision_eval.grading.calibration import calibration_table
 
         s = self.settings
         if not (s.human_score or s.human_pass):
@@ -409,7 +375,7 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
         return {"calibration": table}
 
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
-        from vision_eval.llm.calibration import calibration_table, panel_alpha
+        from vision_eval.grading.calibration import calibration_table, panel_alpha
 
         s = self.settings
         metrics: dict[str, Any] = {"cache_hits": int(results["cached"].fill_null(False).sum())}

@@ -1,11 +1,41 @@
-"""Default grading prompts of the model-graded assertions (sandboxed Jinja2; override with ``prompt:``).
+"""Grading prompts: the default templates of the model-graded assertions (sandboxed Jinja2; override with
+``prompt:``), the variables every template sees, and how a ``prompt:`` setting is read.
 
-Each asks for the reply format of promptfoo's contract for that assertion, so custom promptfoo grading
+Each default asks for the reply format of promptfoo's contract for that assertion, so custom promptfoo grading
 prompts keep working. ``{{ image_references }}`` renders as "Image 1, Image 2" with the pixels placed
 right after each label.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+
+TEXT_VARIABLES = ("input", "output", "expected_output")
+"""Row variables every template sees (a missing value renders as empty text)."""
+PROMPTFOO_ALIASES = {"completion": "output", "ideal": "expected_output", "question": "input", "answer": "output"}
+"""promptfoo's grading-prompt variable names, so a promptfoo ``rubricPrompt`` renders unchanged."""
+
+
+class TextList(list[str]):
+    """A list that renders as promptfoo renders it (``{{ steps }}`` -> lines), yet iterates in templates."""
+
+    def __init__(self, items: list[str], separator: str = "\n") -> None:
+        super().__init__(items)
+        self.separator = separator
+
+    def __str__(self) -> str:
+        return self.separator.join(str(i) for i in self)
+
+
+def load_prompt(text: str | None, default: str) -> str:
+    """The ``prompt:`` setting (a file path or the template text), else ``default``."""
+    if not text:
+        return default
+    path = Path(text).expanduser()
+    if "\n" not in text and len(text) < 1024 and path.suffix and path.is_file():
+        return path.read_text(encoding="utf-8")
+    return text
+
 
 IMAGES = (
     "{% if image_references %}The grading concerns these images, which you can see: {{ image_references }}.\n\n"

@@ -15,8 +15,6 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-AGGREGATES = ("mean", "median", "majority")
-
 
 def aggregate(
     scores: Sequence[float], passes: Sequence[bool], method: str, threshold: float | None, pass_from_score: bool
