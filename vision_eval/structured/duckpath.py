@@ -29,7 +29,7 @@ import polars as pl
 
 from vision_eval import duck
 from vision_eval.structured import matching as m
-from vision_eval.structured.fastpath import CANONICAL_NUMBER, JSON_START, KIND, Side, doc_texts, python_value
+from vision_eval.structured.fastpath import CANONICAL_NUMBER, JSON_START, KIND, Side, doc_texts, only, python_value
 
 TRAILING_COMMA = r",\s*[\]}]"
 ESCAPED_KEY = r'\\.(?:[^"\\]|\\.)*"\s*:'
@@ -38,6 +38,10 @@ UNLIKE_PYTHON = f"{TRAILING_COMMA}|{ESCAPED_KEY}"
 """Text DuckDB may read other than ``json.loads``: a trailing comma (DuckDB accepts it), an escaped key."""
 NAN_INF = r"[:\[,]\s*[-+]?(?i:nan|inf)"
 """``nan``, ``inf``, ``Infinity`` spelt any way (DuckDB reads them all; ``json.loads`` only three spellings)."""
+STRUCTURAL_COMMA = r'^(?:[^"]|"(?:[^"\\]|\\.)*")*,[ \t\n\r]*[\]}]'
+"""A trailing comma outside every string (in JSON text, a ``"`` outside a string opens one, and the first unescaped
+``"`` after it closes it)."""
+OPEN_OBJECT = r"^[ \t\n\r]*\{"
 
 _REGEX_META = set("\\.+*?()|[]{}^$#&-~")
 
@@ -67,34 +71,53 @@ def _nodes(paths: Paths) -> list[list[int]]:
     return list(out.values())
 
 
-def _duckdb_tokens(texts: pl.DataFrame, trusted: dict[str, pl.Series], paths: Paths) -> pl.DataFrame:
-    """Per text column ``c``: ``c_ok`` (DuckDB parsed it) and ``c_t{i}``, the token of path ``i``; rows not
-    ``trusted`` are not read (null)."""
+def _duckdb_tokens(
+    texts: pl.DataFrame, trusted: dict[str, pl.Series], lenient: dict[str, pl.Series], paths: Paths
+) -> pl.DataFrame:
+    """Per text column ``c``: ``c_ok`` (DuckDB parsed it), ``c_no`` (it is decided not to be JSON: a ``lenient`` text
+    DuckDB reads, which the reference cannot, see :func:`_candidates`) and ``c_t{i}``, the token of path ``i``; rows
+    neither ``trusted`` nor ``lenient`` are not read (null)."""
     ptrs = _sql_list([pointer(p) for p in paths])
+    columns = texts.columns
     # json_valid first: try() falls back to row-at-a-time evaluation for a whole vector as soon as one row in it
     # fails, which made every batch with some invalid responses ~3x slower.
-    inner = ", ".join(
-        f"CASE WHEN {c}_trusted AND json_valid({c}) THEN try(json_extract({c}, {ptrs})) END AS {c}_e"
-        for c in texts.columns
-    )
-    # A row's tokens come back joined into one text (a JSON token never holds a raw \x1f, nor is it empty: an empty
-    # piece is a path that does not resolve): one value per row and side instead of one per token.
-    outer = [
-        f"array_to_string(list_transform({c}_e, lambda x: coalesce(x::VARCHAR, '')), chr(31)) AS {c}_j"
-        for c in texts.columns
+    extract = [
+        f"CASE WHEN {c}_trusted AND json_valid({c}) THEN try(json_extract({c}, {ptrs})) END AS {c}_e" for c in columns
     ]
-    table = texts.hstack([trusted[c].alias(f"{c}_trusted") for c in texts.columns])
-    joined = query(table, f"SELECT {', '.join(outer)} FROM (SELECT {inner} FROM texts)")
+    rejected = [f"coalesce(CASE WHEN {c}_lenient THEN json_valid({c}) END, false) AS {c}_no" for c in columns]
+    table = texts.hstack([trusted[c].alias(f"{c}_trusted") for c in columns])
+    table = table.hstack([lenient[c].alias(f"{c}_lenient") for c in columns])
     n = len(paths)
-    parts = joined.select(
-        pl.col(f"{c}_j").str.split_exact(TOKEN_SEPARATOR, n - 1).struct.rename_fields([f"{c}_t{i}" for i in range(n)])
-        for c in texts.columns
-    ).unnest(*(f"{c}_j" for c in texts.columns))
+    if table.height > SMALL_RESULT:  # the lists as they are (Arrow)
+        got = query(table, f"SELECT {', '.join(extract + rejected)} FROM texts")
+        tokens = [pl.col(f"{c}_e").list.get(i).alias(f"{c}_t{i}") for c in columns for i in range(n)]
+        return got.select(
+            *(pl.col(f"{c}_e").is_not_null().alias(f"{c}_ok") for c in columns),
+            *(pl.col(f"{c}_no") for c in columns),
+            *tokens,
+        )
+    # As Python rows: a row's tokens joined into one text (a JSON token never holds a raw \x1f, nor is it empty: an
+    # empty piece is a path that does not resolve), one Python object per row and side instead of one per token.
+    joined = [
+        f"array_to_string(list_transform({c}_e, lambda x: coalesce(x::VARCHAR, '')), chr(31)) AS {c}_j" for c in columns
+    ]
+    got = query(table, f"SELECT {', '.join(joined)}, {', '.join(c + '_no' for c in columns)} FROM "
+                       f"(SELECT {', '.join(extract + rejected)} FROM texts)")  # fmt: skip
+    parts = got.select(
+        *(pl.col(f"{c}_no") for c in columns),
+        *(
+            pl.col(f"{c}_j")
+            .str.split_exact(TOKEN_SEPARATOR, n - 1)
+            .struct.rename_fields([f"{c}_t{i}" for i in range(n)])
+            for c in columns
+        ),
+    ).unnest(*(f"{c}_j" for c in columns))
     return parts.select(
-        *(pl.col(f"{c}_t0").is_not_null().alias(f"{c}_ok") for c in texts.columns),
+        *(pl.col(f"{c}_t0").is_not_null().alias(f"{c}_ok") for c in columns),
+        *(pl.col(f"{c}_no") for c in columns),
         *(
             pl.when(pl.col(f"{c}_t{i}") != "").then(pl.col(f"{c}_t{i}")).alias(f"{c}_t{i}")
-            for c in texts.columns
+            for c in columns
             for i in range(n)
         ),
     )
@@ -177,7 +200,9 @@ def _candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
     """Per text column ``c`` (one Polars pass): ``c`` the candidate JSON object text (:func:`fastpath.doc_texts`),
     ``c_trusted`` (DuckDB's reading of it is the reference's, unless a key repeats), ``c_keys`` (quoted path keys in
     it), ``c_shallow`` (the text cannot nest deeper than MAX_DEPTH), ``c_esc`` (the text holds a backslash, so a
-    string token may hold an escape) and ``c_none`` (the text holds no JSON the reference could find)."""
+    string token may hold an escape), ``c_fence`` (the text holds a fence), ``c_none`` (the text holds no JSON the
+    reference could find) and ``c_lenient`` (the text is not JSON if DuckDB reads it: a trailing comma outside its
+    strings)."""
     names = raw.columns
     keys = sorted({str(step) for steps in paths for step in steps})
     # `key"` rather than `"key"`: every quoted key still counts once, and the search runs faster (a name that merely
@@ -192,17 +217,21 @@ def _candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
             for n in names
         ),
         *(pl.col(n).str.contains("\\", literal=True).fill_null(False).alias(f"{n}_esc") for n in names),
-        # No object, no fence, not a JSON document: the reference would find no JSON ("I could not read it.").
-        *(
-            (
-                ~pl.col(n).str.contains("{", literal=True)
-                & ~pl.col(n).str.contains("```", literal=True)
-                & ~pl.col(n).str.contains(JSON_START)
+        *(pl.col(n).str.contains("```", literal=True).fill_null(False).alias(f"{n}_fence") for n in names),
+    )
+    first = first.with_columns(
+        # No fence, and either no object and not a JSON document ("I could not read it."), or an object that never
+        # closes (an answer cut short): the reference finds no JSON.
+        (
+            ~pl.col(f"{n}_fence")
+            & (
+                (~pl.col(n).str.contains("{", literal=True) & ~pl.col(n).str.contains(JSON_START))
+                | (pl.col(n).str.contains(OPEN_OBJECT) & ~pl.col(n).str.contains("}", literal=True))
             )
-            .fill_null(False)
-            .alias(f"{n}_none")
-            for n in names
-        ),
+        )
+        .fill_null(False)
+        .alias(f"{n}_none")
+        for n in names
     )
     checked = doc_texts(first, names).with_columns(
         *(pl.col(n).str.count_matches(quoted_keys).alias(f"{n}_keys") for n in names),
@@ -214,18 +243,33 @@ def _candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
         ),
     )
     # The literal test is cheap; the exact one runs only on the rows it flags (a masked row is skipped).
-    nan = [pl.when(pl.col(f"{n}_trusted") & pl.col(n).str.contains("(?i)nan|inf")).then(pl.col(n)) for n in names]
+    nan = [only(pl.col(f"{n}_trusted") & pl.col(n).str.contains("(?i)nan|inf"), pl.col(n)) for n in names]
+    # A trailing comma outside the strings of a bare or prose-wrapped object (no fence: the reference would try
+    # other blocks): when DuckDB reads the text as one value, json.loads fails at that comma (or before), on the
+    # whole text and on the object at the first "{" alike.
+    lenient = [
+        only(
+            (pl.col(n).str.starts_with("{") & ~pl.col(f"{n}_trusted") & pl.col(f"{n}_shallow")
+             & ~pl.col(f"{n}_fence")).fill_null(False),
+            pl.col(n),
+        ).str.contains(STRUCTURAL_COMMA).alias(f"{n}_lenient")
+        for n in names
+    ]  # fmt: skip
     return checked.with_columns(
-        (pl.col(f"{n}_trusted") & ~expr.str.contains(NAN_INF).fill_null(False)).alias(f"{n}_trusted")
-        for n, expr in zip(names, nan)
+        *(
+            (pl.col(f"{n}_trusted") & ~expr.str.contains(NAN_INF).fill_null(False)).alias(f"{n}_trusted")
+            for n, expr in zip(names, nan)
+        ),
+        *lenient,
     ).collect()
 
 
 def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame:
-    """``{c}_ok`` and ``{c}_t{i}`` per text column ``c`` (of :func:`_candidates`): ok where DuckDB's tokens are the
-    reference's values (the text is a JSON object DuckDB reads as ``json.loads`` does and no key on a path
-    repeats); tokens of the other rows are null."""
-    tokens = _duckdb_tokens(cands.select(names), {n: cands[f"{n}_trusted"] for n in names}, paths)
+    """``{c}_ok``, ``{c}_no`` and ``{c}_t{i}`` per text column ``c`` (of :func:`_candidates`): ok where DuckDB's
+    tokens are the reference's values (the text is a JSON object DuckDB reads as ``json.loads`` does and no key on a
+    path repeats), no where the text is decided not to be JSON; tokens of the other rows are null."""
+    trusted, lenient = ({n: cands[f"{n}_{flag}"] for n in names} for flag in ("trusted", "lenient"))
+    tokens = _duckdb_tokens(cands.select(names), trusted, lenient, paths)
     nodes = _nodes(paths)
     counted = []
     for n in names:
@@ -243,6 +287,7 @@ def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame
     ok = {n: pl.col(f"{n}_ok") & pl.col(f"{n}_once") for n in names}
     return tokens.select(
         *(expr.alias(f"{n}_ok") for n, expr in ok.items()),
+        *(pl.col(f"{n}_no") for n in names),
         # Tokens of rows DuckDB may misread are dropped before they are read (json.loads would refuse "-inf").
         *(pl.when(ok[n]).then(pl.col(f"{n}_t{i}")).alias(f"{n}_t{i}") for n in names for i in range(len(paths))),
     )
@@ -259,12 +304,13 @@ def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.F
     texts = [spec.match != "exact" for spec in specs]  # exact compares JSON texts, the others read the value
     escaped = [cands[f"{n}_esc"] for n in names for _ in paths]
     # Both sides in one call: fewer, wider Polars operations.
-    every_side = _sides(decided.select(pl.exclude("^.*_ok$")), texts * len(names), escaped)
+    every_side = _sides(decided.select(pl.exclude("^.*_(ok|no)$")), texts * len(names), escaped)
     out: dict[str, tuple[pl.Series, pl.Series, list[Side]]] = {}
     for j, (col, n) in enumerate(zip(columns, names)):
         ok = decided[f"{n}_ok"]
         sides = every_side[j * len(paths) : (j + 1) * len(paths)]
-        rows = (~ok & ~(cands[f"{n}_none"] & cands[f"{n}_shallow"])).arg_true()
+        decided_not_json = (cands[f"{n}_none"] & cands[f"{n}_shallow"]) | decided[f"{n}_no"]
+        rows = (~ok & ~decided_not_json).arg_true()
         deep = pl.Series("deep", [False] * len(ok), dtype=pl.Boolean)
         if rows.len():
             ok, deep, sides = _resolve_rows(batch[col], col, rows, paths, ok, sides)

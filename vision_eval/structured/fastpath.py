@@ -30,6 +30,13 @@ JSON_START = r"^[\s\x1c-\x1f]*(?:[\[{\"0-9-]|true|false|null|NaN|Infinity)"
 failed."""
 
 
+def only(mask: pl.Expr, text: pl.Expr) -> pl.Expr:
+    """``text`` where ``mask`` holds, an empty string elsewhere: a string function applied to it runs on the masked
+    rows only. (Polars runs string functions on the values under nulls too: a test on ``pl.when(mask).then(text)``
+    costs as much as on the whole column.)"""
+    return pl.when(mask).then(text).otherwise(pl.lit(""))
+
+
 def doc_texts(frame: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
     """``frame`` with each text column of ``names`` replaced by its candidate JSON object text, where DuckDB's
     reading of it is the reference's (see :func:`values.read_json`): the whole text (spaces stripped) when it is a
@@ -37,7 +44,7 @@ def doc_texts(frame: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
     first ``{`` to the last ``}``. Null where only the reference can decide (text that may be a whole JSON document
     of another shape, a fenced block that is not an object, ...). Each step is a column of its own (Polars does not
     share a sub-expression between the branches of a ``when``), and most rows, a bare object already, skip the
-    later steps (their value is null there)."""
+    later steps (their value is empty there, see :func:`only`)."""
 
     def col(name: str, step: str) -> pl.Expr:
         return pl.col(f"{name}__{step}")
@@ -45,21 +52,22 @@ def doc_texts(frame: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
     stages: list[list[pl.Expr]] = [[], [], [], [], []]
     for n in names:
         text = pl.col(n)
-        fence = text.str.contains("```", literal=True)
-        tight = text.str.starts_with("{") & text.str.ends_with("}") & ~fence
-        stages[0] += [fence.alias(f"{n}__fence"), pl.when(~tight).then(text).alias(f"{n}__rest")]
+        fence = text.str.contains("```", literal=True).fill_null(False)
+        tight = (text.str.starts_with("{") & text.str.ends_with("}") & ~fence).fill_null(False)
+        stages[0] += [fence.alias(f"{n}__fence"), tight.alias(f"{n}__tight"), only(~tight, text).alias(f"{n}__rest")]
         stages[1].append(col(n, "rest").str.strip_chars(" \t\r\n").alias(f"{n}__bare"))
         bare = col(n, "bare")
         plain = bare.str.starts_with("{") & bare.str.ends_with("}") & ~col(n, "fence")
-        other = pl.when(~plain & ~col(n, "rest").str.contains(JSON_START)).then(col(n, "rest"))
-        stages[2] += [plain.alias(f"{n}__plain"), other.alias(f"{n}__other")]
-        fenced = col(n, "other").str.extract(m.FENCE, 1).str.strip_chars(" \t\r\n")
-        prose = pl.when(~col(n, "fence")).then(col(n, "other")).str.extract(r"(?s)(\{.*\})", 1)
+        other = ~col(n, "tight") & ~plain & ~col(n, "rest").str.contains(JSON_START)
+        stages[2] += [plain.alias(f"{n}__plain"), other.fill_null(False).alias(f"{n}__other")]
+        other = col(n, "other")
+        fenced = only(other & col(n, "fence"), col(n, "rest")).str.extract(m.FENCE, 1).str.strip_chars(" \t\r\n")
+        prose = only(other & ~col(n, "fence"), col(n, "rest")).str.extract(r"(?s)(\{.*\})", 1)
         stages[3] += [fenced.alias(f"{n}__fenced"), prose.alias(f"{n}__prose")]
         fenced = col(n, "fenced")
         block = pl.when(fenced.str.starts_with("{") & fenced.str.ends_with("}")).then(fenced)
         stages[4].append(
-            pl.when(col(n, "rest").is_null())
+            pl.when(col(n, "tight"))
             .then(text)
             .when(col(n, "plain"))
             .then(bare)
@@ -70,7 +78,7 @@ def doc_texts(frame: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
         )
     for stage in stages:
         frame = frame.with_columns(stage)
-    return frame.drop(f"{n}__{step}" for n in names for step in ("fence", "rest", "bare", "plain", "other",
+    return frame.drop(f"{n}__{step}" for n in names for step in ("fence", "tight", "rest", "bare", "plain", "other",
                                                                   "fenced", "prose"))  # fmt: skip
 
 
@@ -121,10 +129,11 @@ def numbers(frame: pl.DataFrame, kind: str, text: str) -> pl.Series:
     """A number or numeric string as Float64 (null otherwise); the cleaning chain runs only on strings that are not
     plain numbers already. Exact as long as :func:`inexact_numbers` is false."""
     k, t = pl.col(kind), pl.col(text)
-    plain = pl.when(k == "string").then(t).str.contains(m.NUMBER)  # null for the others: they skip the regex
+    string = k == "string"
+    plain = only(string, t).str.contains(m.NUMBER)  # false for the others: they skip the regex
     out = frame.select(
         pl.when((k == "number") | plain).then(t.cast(pl.Float64, strict=False)).alias("n"),
-        (~plain).fill_null(False).alias("dirty"),
+        (string & ~plain).fill_null(False).alias("dirty"),
     )
     rows = out["dirty"].arg_true()
     if not rows.len():
@@ -132,17 +141,24 @@ def numbers(frame: pl.DataFrame, kind: str, text: str) -> pl.Series:
     return out["n"].scatter(rows, clean_numbers(frame[text].gather(rows)))
 
 
+DIGITS = 16
+"""Numbers with this many digits or more may not be exact as Float64 (2**53 has 16 digits)."""
+
+
+def _many_digits(mask: pl.Expr, text: pl.Expr) -> pl.Expr:
+    """``text`` holds at least :data:`DIGITS` digits (tested only where ``mask`` holds and the text is that long)."""
+    return only(mask & (text.str.len_bytes() >= DIGITS), text).str.count_matches("[0-9]") >= DIGITS
+
+
 def inexact_numbers(kind: pl.Expr, text: pl.Expr) -> pl.Expr:
     """Where a number (or numeric string) may not be read exactly as Float64 by :func:`numbers`: 16 digits or more
     (an integer beyond 2**53 is compared exactly by the reference), letters in a JSON number (``Infinity``), and
     non-ASCII strings (digits of other scripts)."""
-    number = pl.when(kind == "number").then(text)  # masked rows are skipped by the string tests
-    string = pl.when(kind == "string").then(text)
+    number, string = kind == "number", kind == "string"
     return (
-        (number.str.count_matches("[0-9]") >= 16)
-        | number.str.contains("[A-Za-z]")
-        | (string.str.count_matches("[0-9]") >= 16)
-        | string.str.contains(r"[^\x00-\x7f]")
+        _many_digits(number | string, text)
+        | only(number, text).str.contains("[A-Za-z]")
+        | (string & (text.str.len_bytes() != text.str.len_chars()))
     ).fill_null(False)
 
 
@@ -150,9 +166,8 @@ def inexact_json_numbers(got: tuple[pl.Expr, pl.Expr], want: tuple[pl.Expr, pl.E
     """Where two JSON numbers (kind, JSON text) may not compare exactly as Float64 (see :func:`inexact_numbers`);
     false unless both are numbers."""
     both = (got[0] == "number") & (want[0] == "number")
-    texts = [pl.when(both).then(text) for _, text in (got, want)]
     return pl.any_horizontal(
-        [(t.str.count_matches("[0-9]") >= 16) | t.str.contains("[A-Za-z]") for t in texts]
+        [_many_digits(both, text) | only(both, text).str.contains("[A-Za-z]") for _, text in (got, want)]
     ).fill_null(False)
 
 
