@@ -29,7 +29,8 @@ import polars as pl
 
 from vision_eval import duck
 from vision_eval.structured import matching as m
-from vision_eval.structured.fastpath import CANONICAL_NUMBER, JSON_START, KIND, Side, doc_texts, only, python_value
+from vision_eval.structured.fastpath import CANONICAL_NUMBER, JSON_START, KIND, Side, doc_texts, python_value
+from vision_eval.structured.masked import only
 
 TRAILING_COMMA = r",\s*[\]}]"
 ESCAPED_KEY = r'\\.(?:[^"\\]|\\.)*"\s*:'
@@ -353,10 +354,11 @@ def _sides(tokens: pl.DataFrame, with_text: list[bool], escaped: list[pl.Series]
         text = pl.when(k == "string").then(t.str.slice(1).str.head(-1)).when(k.is_in(["number", "bool"])).then(t)
         text = text if wanted else pl.lit(None, pl.Utf8)
         # The string tests run only on the tokens they concern (a masked token is skipped).
+        number = k == "number"
         redo = (
-            pl.when((k == "string") & pl.lit(esc)).then(t).str.contains("\\", literal=True).fill_null(False)
+            only((k == "string") & pl.lit(esc), t).str.contains("\\", literal=True).fill_null(False)
             | k.is_in(["object", "array"])
-            | ~pl.when(k == "number").then(t).str.contains(CANONICAL_NUMBER).fill_null(True)
+            | (number & ~only(number, t).str.contains(CANONICAL_NUMBER).fill_null(False))
         )
         exprs += [k.alias(f"{c}_k"), text.alias(f"{c}_x"), redo.alias(f"{c}_r")]
     frame = tokens.hstack(tokens.select(exprs))

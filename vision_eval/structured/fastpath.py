@@ -15,6 +15,7 @@ import polars as pl
 
 from vision_eval.structured import matching as m
 from vision_eval.structured.datepass import shown_dates
+from vision_eval.structured.masked import only
 from vision_eval.structured.values import SAFE_MARGIN, SLACK
 
 # Numbers whose text is what Python's json.dumps prints for them (≤ 15 significant digits, no exponent; Python
@@ -28,13 +29,6 @@ JSON_START = r"^[\s\x1c-\x1f]*(?:[\[{\"0-9-]|true|false|null|NaN|Infinity)"
 """Text starting like a JSON document once Python's ``str.strip`` has run (its whitespace is Unicode's plus
 ``\x1c-\x1f``): the reference reads the whole text first, so only it decides such a row when the first reading
 failed."""
-
-
-def only(mask: pl.Expr, text: pl.Expr) -> pl.Expr:
-    """``text`` where ``mask`` holds, an empty string elsewhere: a string function applied to it runs on the masked
-    rows only. (Polars runs string functions on the values under nulls too: a test on ``pl.when(mask).then(text)``
-    costs as much as on the whole column.)"""
-    return pl.when(mask).then(text).otherwise(pl.lit(""))
 
 
 def doc_texts(frame: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
@@ -258,7 +252,8 @@ def _near_bound(spec: m.FieldSpec, gn: pl.Expr, wn: pl.Expr) -> pl.Expr:
 
 def _outcome(spec: m.FieldSpec, col: Callable[[str], pl.Expr]) -> pl.Expr:
     """A struct ``h`` (hit: true, false, or null when left out), ``r`` (reason) per row; ``col`` names the columns
-    of :func:`_inputs`. Composite values (objects, arrays) are left null for the reference."""
+    of :func:`_inputs` (and ``got_json`` is the column of responses that are JSON). Composite values (objects,
+    arrays) are left null for the reference."""
     gk, wk, gj, wj = col("gk"), col("wk"), col("gj"), col("wj")
     miss = pl.lit(False)
 
@@ -321,7 +316,9 @@ def _outcome(spec: m.FieldSpec, col: Callable[[str], pl.Expr]) -> pl.Expr:
         )
     missing = "missing from the response" if spec.required else "optional field missing from the response (left out)"
     return (
-        pl.when(wk == "missing")
+        pl.when(~pl.col("got_json"))
+        .then(out(False, m.NOT_JSON))
+        .when(wk == "missing")
         .then(out(True, "no expected value"))
         .when(gk == "missing")
         .then(out(False if spec.required else None, missing))
@@ -335,13 +332,15 @@ def _outcome(spec: m.FieldSpec, col: Callable[[str], pl.Expr]) -> pl.Expr:
     )
 
 
-def compare(specs: list[m.FieldSpec], got: list[Side], want: list[Side]) -> pl.DataFrame:
+def compare(specs: list[m.FieldSpec], got: list[Side], want: list[Side], got_json: pl.Series) -> pl.DataFrame:
     """Per field ``i``: ``s{i}`` (score), ``h{i}`` (hit), ``r{i}`` (reason), ``a{i}``/``e{i}`` (actual/expected JSON
     texts) and ``p{i}`` (the row was compared by the reference: composite values, numbers float64 may not read
-    exactly, differences at the tolerance bound; its reason may hold any character). Every field's rule is one
-    expression of one ``select``, so Polars evaluates the fields in parallel."""
+    exactly, differences at the tolerance bound; its reason may hold any character). Where the response is not JSON
+    (``got_json`` false; its values read "missing"), every field misses with :data:`matching.NOT_JSON`. Every
+    field's rule is one expression of one ``select``, so Polars evaluates the fields in parallel."""
     inputs = [_inputs(spec, g, w) for spec, g, w in zip(specs, got, want)]
     wide = pl.concat([f.rename(lambda c, i=i: f"{c}{i}") for i, f in enumerate(inputs)], how="horizontal")
+    wide = wide.with_columns(got_json.alias("got_json"))
     exprs = []
     for i, spec in enumerate(specs):
         gk, wk = pl.col(f"gk{i}"), pl.col(f"wk{i}")
