@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import ClassVar, Literal
 
 import polars as pl
@@ -18,7 +19,7 @@ from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorS
 from vision_eval.halves import in_halves
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
-from vision_eval.structured import duckpath, fastpath
+from vision_eval.structured import datepass, duckpath, fastpath
 from vision_eval.structured.matching import NOT_AN_OBJECT, NOT_JSON, TOO_DEEP, FieldSpec
 
 RAW_LIMIT = 2000
@@ -111,7 +112,7 @@ class FieldAccuracy(Evaluator):
 
     def __init__(self, name: str, settings: FieldAccuracySettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
-        duckpath.warm()
+        duckpath.warm(*_warm_tasks(settings.fields))
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         return in_halves(self._evaluate, batch, HALF_MIN_ROWS, _joined)
@@ -171,6 +172,15 @@ class FieldAccuracy(Evaluator):
             ]
         )
         return EvalOutput(results, fields=fields)
+
+
+def _warm_tasks(specs: list[FieldSpec]) -> list[Callable[[], None]]:
+    """What the first batch of these fields would otherwise build: date expressions, the fuzzy scorers."""
+    dates = {(tuple(spec.formats or ()), spec.compare_time) for spec in specs if spec.match == "date"}
+    tasks: list[Callable[[], None]] = [partial(datepass.warm, *key) for key in sorted(dates)]
+    fuzzy = sorted({spec.algorithm for spec in specs if spec.match == "fuzzy"})
+    tasks += [partial(fastpath.warm_fuzzy, algorithm) for algorithm in fuzzy]
+    return tasks
 
 
 def _joined(first: EvalOutput, second: EvalOutput) -> EvalOutput:

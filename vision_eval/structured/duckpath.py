@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -161,19 +162,22 @@ def query(table: pl.DataFrame, sql: str) -> pl.DataFrame:
 _WARM: list[bool] = []
 
 
-def warm() -> None:
-    """Start what the first batch would otherwise wait for, in a background thread, once per process: DuckDB (its
-    import and start, ~0.05 s), python-dateutil and ``_strptime``. They overlap the dataset's loading (evaluators
-    are built before the data are read) instead of delaying the first batch."""
-    if _WARM:
-        return
+def warm(*tasks: Callable[[], None]) -> None:
+    """Start what the first batch would otherwise wait for, in a background thread: DuckDB (its import and start,
+    ~0.05 s), python-dateutil and ``_strptime`` (once per process), then ``tasks`` (an evaluator's own: its date
+    expressions, its fuzzy scorer). They overlap the dataset's loading (evaluators are built before the data are
+    read) instead of delaying the first batch."""
+    first = not _WARM
     _WARM.append(True)
 
     def start() -> None:
-        query(pl.DataFrame({"t": ["{}"]}), "SELECT json_valid(t) AS ok FROM texts")
-        import _strptime  # noqa: F401 - datetime.strptime imports it on first use
+        if first:
+            query(pl.DataFrame({"t": ["{}"]}), "SELECT json_valid(t) AS ok FROM texts")
+            import _strptime  # noqa: F401 - datetime.strptime imports it on first use
 
-        import dateutil.parser  # noqa: F401
+            import dateutil.parser  # noqa: F401
+        for task in tasks:
+            task()
 
     # Not a daemon: a process that exits at once (a config error right after the stack is built) waits the few
     # milliseconds for it; a daemon thread inside DuckDB at interpreter shutdown aborts the process (exit -6).

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from vision_eval.structured import matching as m
-from vision_eval.structured.datepass import shown_dates
+from vision_eval.structured.datepass import shown_date_column
 from vision_eval.structured.masked import only
 from vision_eval.structured.values import SAFE_MARGIN, SLACK
 
@@ -170,19 +170,25 @@ def _fmt(expr: pl.Expr) -> pl.Expr:
 
 
 def _dates(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.DataFrame:
-    strings = (
-        pl.concat([frame.filter(pl.col("gk") == "string")["gt"], frame.filter(pl.col("wk") == "string")["wt"]])
-        .unique()
-        .to_list()
-    )
-    shown = shown_dates(strings, tuple(spec.formats or ()), spec.compare_time)
-    table = pl.DataFrame({"key": strings, "val": shown}, schema={"key": pl.Utf8, "val": pl.Utf8})
+    """``frame`` with the compared dates ``gd``/``wd`` of its string values ``gt``/``wt`` (each distinct string read
+    once)."""
+    strings = pl.concat([frame.filter(pl.col("gk") == "string")["gt"], frame.filter(pl.col("wk") == "string")["wt"]])
+    strings = strings.unique()
+    shown = shown_date_column(strings, tuple(spec.formats or ()), spec.compare_time)
+    table = pl.DataFrame([strings.alias("key"), shown.alias("val")])
     frame = frame.join(table.rename({"key": "gt", "val": "gd"}), on="gt", how="left", maintain_order="left")
     return frame.join(table.rename({"key": "wt", "val": "wd"}), on="wt", how="left", maintain_order="left")
 
 
 FEW_PAIRS = 2000
 """Up to this many distinct pairs, similarities are computed in a Python loop rather than by ``cpdist``."""
+
+
+def warm_fuzzy(algorithm: str) -> None:
+    """Import what :func:`_fuzzy` runs for ``algorithm`` (rapidfuzz: ~15 ms)."""
+    from rapidfuzz import process  # noqa: F401
+
+    m.scorer(algorithm)
 
 
 def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
