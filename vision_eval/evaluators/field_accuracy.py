@@ -23,6 +23,11 @@ from vision_eval.structured import datepass, duckpath, fastpath
 from vision_eval.structured.matching import NOT_AN_OBJECT, NOT_JSON, TOO_DEEP, FieldSpec
 
 RAW_LIMIT = 2000
+WARM_SAMPLE = pl.DataFrame(
+    {"id": ["warm-0", "warm-1"], "output": ["{}", "not JSON"], "expected_output": ["{}", '{"a": 1}']}
+)
+"""Scored in the background when the evaluator is built: the first real batch finds DuckDB's and Polars' one-off
+work for these fields' queries done."""
 HALF_MIN_ROWS = 20_000
 """Batches of at least twice this many rows are evaluated as two halves at once."""
 
@@ -112,7 +117,7 @@ class FieldAccuracy(Evaluator):
 
     def __init__(self, name: str, settings: FieldAccuracySettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
-        duckpath.warm(*_warm_tasks(settings.fields))
+        duckpath.warm(*_warm_tasks(settings.fields), partial(self._evaluate, WARM_SAMPLE))
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         return in_halves(self._evaluate, batch, HALF_MIN_ROWS, _joined)
@@ -175,7 +180,8 @@ class FieldAccuracy(Evaluator):
 
 
 def _warm_tasks(specs: list[FieldSpec]) -> list[Callable[[], None]]:
-    """What the first batch of these fields would otherwise build: date expressions, the fuzzy scorers."""
+    """What the first batch of these fields would otherwise build: date expressions (for every rule), the fuzzy
+    scorers."""
     dates = {(tuple(spec.formats or ()), spec.compare_time) for spec in specs if spec.match == "date"}
     tasks: list[Callable[[], None]] = [partial(datepass.warm, *key) for key in sorted(dates)]
     fuzzy = sorted({spec.algorithm for spec in specs if spec.match == "fuzzy"})

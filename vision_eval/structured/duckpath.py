@@ -1,7 +1,7 @@
 """``field_accuracy`` extraction: DuckDB's JSON functions pull every configured path out of a whole column at once.
 
-Each side's candidate JSON object text (the bare object, a fenced block's object, or the first ``{`` to the last
-``}`` of prose, see :func:`fastpath.doc_texts`) is handed to DuckDB, which checks it (``json_valid``) and parses it in
+Each side's candidate JSON object text (the bare object, a fenced block's object, or the first ``{`` to the last ``}``
+of prose, see :func:`fastpath.doc_text_stages`) is handed to DuckDB, which checks it (``json_valid``) and parses it in
 C++ on every core and returns per path the JSON token text (``"x"``, ``1.5``, ``null``; SQL NULL when the path does not
 resolve). Paths are JSON pointers, which resolve an index step as an array index or as an object key, exactly as
 :func:`matching.resolve` does. Text that may nest deeper than ``MAX_DEPTH`` is left to the reference.
@@ -24,13 +24,14 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 import polars as pl
 
 from vision_eval import duck
 from vision_eval.structured import matching as m
-from vision_eval.structured.fastpath import CANONICAL_NUMBER, JSON_START, KIND, Side, doc_texts, python_value
+from vision_eval.structured.fastpath import CANONICAL_NUMBER, JSON_START, KIND, Side, doc_text_stages, python_value
 from vision_eval.structured.masked import only
 
 TRAILING_COMMA = r",\s*[\]}]"
@@ -177,7 +178,10 @@ def warm(*tasks: Callable[[], None]) -> None:
 
             import dateutil.parser  # noqa: F401
         for task in tasks:
-            task()
+            try:
+                task()
+            except Exception:  # only a head start: the batch that needs it reports the error
+                continue
 
     # Not a daemon: a process that exits at once (a config error right after the stack is built) waits the few
     # milliseconds for it; a daemon thread inside DuckDB at interpreter shutdown aborts the process (exit -6).
@@ -202,31 +206,39 @@ def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:
 
 
 def _candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
-    """Per text column ``c`` (one Polars pass): ``c`` the candidate JSON object text (:func:`fastpath.doc_texts`),
-    ``c_trusted`` (DuckDB's reading of it is the reference's, unless a key repeats), ``c_keys`` (quoted path keys in
-    it), ``c_shallow`` (the text cannot nest deeper than MAX_DEPTH), ``c_esc`` (the text holds a backslash, so a
-    string token may hold an escape), ``c_fence`` (the text holds a fence), ``c_none`` (the text holds no JSON the
-    reference could find) and ``c_lenient`` (the text is not JSON if DuckDB reads it: a trailing comma outside its
-    strings)."""
-    names = raw.columns
+    """Per text column ``c`` (one Polars pass, see :func:`_candidate_stages`): ``c`` the candidate JSON object text
+    (:func:`fastpath.doc_text_stages`), ``c_trusted`` (DuckDB's reading of it is the reference's, unless a key repeats),
+    ``c_keys`` (quoted path keys in it), ``c_shallow`` (the text cannot nest deeper than MAX_DEPTH), ``c_esc`` (the text
+    holds a backslash, so a string token may hold an escape), ``c_fence`` (the text holds a fence), ``c_none`` (the text
+    holds no JSON the reference could find) and ``c_lenient`` (the text is not JSON if DuckDB reads it: a trailing comma
+    outside its strings)."""
+    stages, helpers = _candidate_stages(tuple(raw.columns), paths)
+    frame = raw.lazy()
+    for stage in stages:
+        frame = frame.with_columns(stage)
+    return frame.drop(helpers).collect()
+
+
+@lru_cache(maxsize=64)
+def _candidate_stages(names: tuple[str, ...], paths: Paths) -> tuple[list[list[pl.Expr]], list[str]]:
+    """The stages of :func:`_candidates` and the helper columns to drop (built once per field list: building them
+    costs more than running them on a small batch)."""
     keys = sorted({str(step) for steps in paths for step in steps})
     # `key"` rather than `"key"`: every quoted key still counts once, and the search runs faster (a name that merely
     # ends with a key counts too; that only sends the row to the exact test).
     quoted_keys = "|".join(_literal(k) + '"' for k in sorted(keys, key=len, reverse=True))
-    first = raw.lazy().with_columns(
-        *(
-            # Rows that may nest deeper than MAX_DEPTH (more brackets than that) are left to the reference.
-            ((pl.col(n).str.len_bytes() <= m.MAX_DEPTH) | (pl.col(n).str.count_matches(r"[\[{]") <= m.MAX_DEPTH))
-            .fill_null(True)
-            .alias(f"{n}_shallow")
-            for n in names
-        ),
-        *(pl.col(n).str.contains("\\", literal=True).fill_null(False).alias(f"{n}_esc") for n in names),
-        *(pl.col(n).str.contains("```", literal=True).fill_null(False).alias(f"{n}_fence") for n in names),
-    )
-    first = first.with_columns(
-        # No fence, and either no object and not a JSON document ("I could not read it."), or an object that never
-        # closes (an answer cut short): the reference finds no JSON.
+    first = [
+        # Rows that may nest deeper than MAX_DEPTH (more brackets than that) are left to the reference.
+        ((pl.col(n).str.len_bytes() <= m.MAX_DEPTH) | (pl.col(n).str.count_matches(r"[\[{]") <= m.MAX_DEPTH))
+        .fill_null(True)
+        .alias(f"{n}_shallow")
+        for n in names
+    ]
+    first += [pl.col(n).str.contains("\\", literal=True).fill_null(False).alias(f"{n}_esc") for n in names]
+    first += [pl.col(n).str.contains("```", literal=True).fill_null(False).alias(f"{n}_fence") for n in names]
+    # No fence, and either no object and not a JSON document ("I could not read it."), or an object that never
+    # closes (an answer cut short): the reference finds no JSON.
+    none = [
         (
             ~pl.col(f"{n}_fence")
             & (
@@ -237,16 +249,15 @@ def _candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
         .fill_null(False)
         .alias(f"{n}_none")
         for n in names
-    )
-    checked = doc_texts(first, names).with_columns(
-        *(pl.col(n).str.count_matches(quoted_keys).alias(f"{n}_keys") for n in names),
-        *(
-            (pl.col(n).str.starts_with("{") & ~pl.col(n).str.contains(UNLIKE_PYTHON) & pl.col(f"{n}_shallow"))
-            .fill_null(False)
-            .alias(f"{n}_trusted")
-            for n in names
-        ),
-    )
+    ]
+    docs, helpers = doc_text_stages(names)
+    checked = [pl.col(n).str.count_matches(quoted_keys).alias(f"{n}_keys") for n in names]
+    checked += [
+        (pl.col(n).str.starts_with("{") & ~pl.col(n).str.contains(UNLIKE_PYTHON) & pl.col(f"{n}_shallow"))
+        .fill_null(False)
+        .alias(f"{n}_trusted")
+        for n in names
+    ]
     # The literal test is cheap; the exact one runs only on the rows it flags (a masked row is skipped).
     nan = [only(pl.col(f"{n}_trusted") & pl.col(n).str.contains("(?i)nan|inf"), pl.col(n)) for n in names]
     # A trailing comma outside the strings of a bare or prose-wrapped object (no fence: the reference would try
@@ -260,13 +271,11 @@ def _candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
         ).str.contains(STRUCTURAL_COMMA).alias(f"{n}_lenient")
         for n in names
     ]  # fmt: skip
-    return checked.with_columns(
-        *(
-            (pl.col(f"{n}_trusted") & ~expr.str.contains(NAN_INF).fill_null(False)).alias(f"{n}_trusted")
-            for n, expr in zip(names, nan)
-        ),
-        *lenient,
-    ).collect()
+    last = [
+        (pl.col(f"{n}_trusted") & ~expr.str.contains(NAN_INF).fill_null(False)).alias(f"{n}_trusted")
+        for n, expr in zip(names, nan)
+    ]
+    return [first, none, *docs, checked, last + lenient], helpers
 
 
 def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame:
@@ -346,26 +355,36 @@ def _kind(token: pl.Expr) -> pl.Expr:
     )
 
 
-def _sides(tokens: pl.DataFrame, with_text: list[bool], escaped: list[pl.Series]) -> list[Side]:
-    """Kind, JSON text and (where ``with_text``) text columns from DuckDB tokens (one column per path and side);
-    tokens only ``json.loads`` reads exactly (strings with escapes, numbers Python prints differently, objects,
-    arrays) are re-read. ``escaped``: per column, whether the row's document holds a backslash (no token of the others
-    can)."""
-    kinds = tokens.select(_kind(pl.col(c)).alias(c) for c in tokens.columns)
+@lru_cache(maxsize=64)
+def _side_exprs(columns: tuple[str, ...], with_text: tuple[bool, ...]) -> tuple[list[pl.Expr], list[pl.Expr]]:
+    """Two stages, per token column ``c`` (beside ``c_esc``, see :func:`_sides`): its kind ``c_k``; then ``c_x`` the
+    text (decoded string, number or bool JSON; where ``with_text``) and ``c_r`` whether ``json.loads`` must re-read
+    it. Built once per field list: building them costs more than running them on a small batch."""
     exprs = []
-    for c, kind, wanted, esc in zip(tokens.columns, kinds.get_columns(), with_text, escaped):
-        t, k = pl.col(c), pl.lit(kind)
+    for c, wanted in zip(columns, with_text):
+        t, k = pl.col(c), pl.col(f"{c}_k")
         text = pl.when(k == "string").then(t.str.slice(1).str.head(-1)).when(k.is_in(["number", "bool"])).then(t)
         text = text if wanted else pl.lit(None, pl.Utf8)
         # The string tests run only on the tokens they concern (a masked token is skipped).
         number = k == "number"
         redo = (
-            only((k == "string") & pl.lit(esc), t).str.contains("\\", literal=True).fill_null(False)
+            only((k == "string") & pl.col(f"{c}_esc"), t).str.contains("\\", literal=True).fill_null(False)
             | k.is_in(["object", "array"])
             | (number & ~only(number, t).str.contains(CANONICAL_NUMBER).fill_null(False))
         )
-        exprs += [k.alias(f"{c}_k"), text.alias(f"{c}_x"), redo.alias(f"{c}_r")]
-    frame = tokens.hstack(tokens.select(exprs))
+        exprs += [text.alias(f"{c}_x"), redo.alias(f"{c}_r")]
+    return [_kind(pl.col(c)).alias(f"{c}_k") for c in columns], exprs
+
+
+def _sides(tokens: pl.DataFrame, with_text: list[bool], escaped: list[pl.Series]) -> list[Side]:
+    """Kind, JSON text and (where ``with_text``) text columns from DuckDB tokens (one column per path and side);
+    tokens only ``json.loads`` reads exactly (strings with escapes, numbers Python prints differently, objects,
+    arrays) are re-read. ``escaped``: per column, whether the row's document holds a backslash (no token of the others
+    can)."""
+    columns = tuple(tokens.columns)
+    frame = tokens.hstack([esc.alias(f"{c}_esc") for c, esc in zip(columns, escaped)])
+    kinds, exprs = _side_exprs(columns, tuple(with_text))
+    frame = frame.with_columns(kinds).with_columns(exprs)
     sides = []
     for c, wanted in zip(tokens.columns, with_text):
         side = Side(frame[f"{c}_k"], frame[f"{c}_x"] if wanted else None, frame[c])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import polars as pl
@@ -31,14 +32,14 @@ JSON_START = r"^[\s\x1c-\x1f]*(?:[\[{\"0-9-]|true|false|null|NaN|Infinity)"
 failed."""
 
 
-def doc_texts(frame: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
-    """``frame`` with each text column of ``names`` replaced by its candidate JSON object text, where DuckDB's
-    reading of it is the reference's (see :func:`values.read_json`): the whole text (spaces stripped) when it is a
-    plain object; the content of the first fenced block when that is an object; else, in text with no fence, the
-    first ``{`` to the last ``}``. Null where only the reference can decide (text that may be a whole JSON document
-    of another shape, a fenced block that is not an object, ...). Each step is a column of its own (Polars does not
-    share a sub-expression between the branches of a ``when``), and most rows, a bare object already, skip the
-    later steps (their value is empty there, see :func:`only`)."""
+def doc_text_stages(names: tuple[str, ...]) -> tuple[list[list[pl.Expr]], list[str]]:
+    """Stages (``with_columns`` in turn) replacing each text column of ``names`` by its candidate JSON object text,
+    where DuckDB's reading of it is the reference's (see :func:`values.read_json`): the whole text (spaces stripped)
+    when it is a plain object; the content of the first fenced block when that is an object; else, in text with no
+    fence, the first ``{`` to the last ``}``. Null where only the reference can decide (text that may be a whole JSON
+    document of another shape, a fenced block that is not an object, ...). Each step is a column of its own (Polars does
+    not share a sub-expression between the branches of a ``when``), and most rows, a bare object already, skip the later
+    steps (their value is empty there, see :func:`only`). Also: the helper columns to drop after them."""
 
     def col(name: str, step: str) -> pl.Expr:
         return pl.col(f"{name}__{step}")
@@ -70,10 +71,8 @@ def doc_texts(frame: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
             .otherwise(col(n, "prose"))
             .alias(n)
         )
-    for stage in stages:
-        frame = frame.with_columns(stage)
-    return frame.drop(f"{n}__{step}" for n in names for step in ("fence", "tight", "rest", "bare", "plain", "other",
-                                                                  "fenced", "prose"))  # fmt: skip
+    steps = ("fence", "tight", "rest", "bare", "plain", "other", "fenced", "prose")
+    return stages, [f"{n}__{step}" for n in names for step in steps]
 
 
 KIND = pl.Enum(["missing", "string", "number", "bool", "null", "object", "array"])
@@ -338,6 +337,24 @@ def _outcome(spec: m.FieldSpec, col: Callable[[str], pl.Expr]) -> pl.Expr:
     )
 
 
+@lru_cache(maxsize=256)
+def _field_exprs(spec_json: str, i: int) -> list[pl.Expr]:
+    """The columns :func:`compare` computes for field ``i`` (built once per field: building them costs more than
+    running them on a small batch)."""
+    spec = m.FieldSpec.model_validate_json(spec_json)
+    gk, wk = pl.col(f"gk{i}"), pl.col(f"wk{i}")
+    reference = gk.is_in(["object", "array"]) | wk.is_in(["object", "array"]) | pl.col(f"py{i}")
+    if spec.match == "numeric_tolerance":
+        reference = reference | _near_bound(spec, pl.col(f"gn{i}"), pl.col(f"wn{i}"))
+    outcome = _outcome(spec, lambda name: pl.col(f"{name}{i}"))
+    return [
+        outcome.alias(f"o{i}"),
+        pl.col(f"gj{i}").alias(f"a{i}"),  # null when missing
+        pl.col(f"wj{i}").alias(f"e{i}"),
+        (reference & (gk != "missing") & (wk != "missing")).alias(f"p{i}"),
+    ]
+
+
 def compare(specs: list[m.FieldSpec], got: list[Side], want: list[Side], got_json: pl.Series) -> pl.DataFrame:
     """Per field ``i``: ``s{i}`` (score), ``h{i}`` (hit), ``r{i}`` (reason), ``a{i}``/``e{i}`` (actual/expected JSON
     texts) and ``p{i}`` (the row was compared by the reference: composite values, numbers float64 may not read
@@ -347,19 +364,9 @@ def compare(specs: list[m.FieldSpec], got: list[Side], want: list[Side], got_jso
     inputs = [_inputs(spec, g, w) for spec, g, w in zip(specs, got, want)]
     wide = pl.concat([f.rename(lambda c, i=i: f"{c}{i}") for i, f in enumerate(inputs)], how="horizontal")
     wide = wide.with_columns(got_json.alias("got_json"))
-    exprs = []
-    for i, spec in enumerate(specs):
-        gk, wk = pl.col(f"gk{i}"), pl.col(f"wk{i}")
-        reference = gk.is_in(["object", "array"]) | wk.is_in(["object", "array"]) | pl.col(f"py{i}")
-        if spec.match == "numeric_tolerance":
-            reference = reference | _near_bound(spec, pl.col(f"gn{i}"), pl.col(f"wn{i}"))
-        exprs += [
-            _outcome(spec, lambda name, i=i: pl.col(f"{name}{i}")).alias(f"o{i}"),
-            pl.col(f"gj{i}").alias(f"a{i}"),  # null when missing
-            pl.col(f"wj{i}").alias(f"e{i}"),
-            (reference & (gk != "missing") & (wk != "missing")).alias(f"p{i}"),
-        ]
-    out = wide.select(exprs)
+    out = wide.select(
+        expr for i, spec in enumerate(specs) for expr in _field_exprs(spec.model_dump_json(exclude_unset=True), i)
+    )
     out = out.with_columns(
         expr
         for i in range(len(specs))
