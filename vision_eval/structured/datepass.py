@@ -201,22 +201,30 @@ def _rules(formats: tuple[str, ...]) -> list[tuple[list[pl.Expr], pl.Expr, Parts
 
 
 Stages = tuple[list[pl.Expr], list[pl.Expr], list[pl.Expr], pl.Expr]
+PASSED = -1
+"""``first`` of a string every rule of a round raised on: the next round reads it."""
 
 
 @lru_cache(maxsize=64)
-def _stages(formats: tuple[str, ...], compare_time: bool) -> Stages:
-    """The expressions of :func:`shown_date_column` (built once per field): every rule's regex groups, then its
-    outcome and parts, then per string the first rule that decides it (``first``: the format the row-wise parser
-    starts from, null where decided; ``c0..c5``: the chosen rule's year, month, day, hour, minute, second), then the
-    shown date ``d``. Each stage runs its rules in parallel."""
+def _stages(formats: tuple[str, ...], compare_time: bool, round_: int) -> Stages | None:
+    """The expressions of one round of :func:`shown_date_column` (built once per field; ``None``: no such round).
+    Round 0 holds the field's formats, round 1 ISO 8601 and dateutil's shapes (read only on what round 0 passed on).
+    The stages: every rule's regex groups, then its outcome and parts, then per string the first rule that decides
+    it (``first``: the format the row-wise parser starts from, null where decided, :data:`PASSED` where every rule
+    raised; ``c0..c5``: the chosen rule's year, month, day, hour, minute, second), then the shown date ``d``. Each
+    stage runs its rules in parallel."""
+    rules = list(enumerate(_rules(formats)))
+    chosen_rules = rules[: len(formats)] if round_ == 0 else rules[len(formats) :]
+    if not chosen_rules or (round_ == 1 and any(rule is None for _, rule in rules)):
+        return None
     t = pl.col("t")
     simple = pl.col("s").str.contains(_PRINTABLE) & (t.str.len_bytes() <= MAX_DATE_LENGTH)
     first: Any = pl.when(~simple).then(0).when(t == "").then(None)  # empty strings: no date
     chosen: list[Any] = [pl.when(~simple | (t == "")).then(None) for _ in range(6)]
     groups: list[pl.Expr] = []
     steps: list[pl.Expr] = []
-    turn = len(formats)  # dateutil's turn: what no vectorized rule reads
-    for k, rule in enumerate(_rules(formats)):
+    turn = PASSED if round_ == 0 else len(formats)  # then: the next round; after the last, dateutil's turn
+    for k, rule in chosen_rules:
         if rule is None:  # what reaches an unsupported format is read row by row
             turn = k
             break
@@ -232,15 +240,34 @@ def _stages(formats: tuple[str, ...], compare_time: bool) -> Stages:
     return groups, steps, decide, shown
 
 
+def _round(frame: pl.DataFrame, stages: Stages) -> pl.DataFrame:
+    groups, steps, decide, shown = stages
+    return frame.with_columns(groups).with_columns(steps).select(decide).select(shown, "first")
+
+
 def shown_date_column(
     strings: pl.Series, formats: tuple[str, ...], compare_time: bool, row_wise: Callable[..., str | None] = shown_date
 ) -> pl.Series:
-    """``shown_date(s, formats, compare_time)`` for every string of a column (distinct strings expected), in one
-    pass: every rule reads every string, and the first that reads a string decides it, one that raises passes it
-    on, an undecidable one hands it to ``row_wise`` (which skips the formats known to raise)."""
-    groups, steps, decide, shown = _stages(formats, compare_time)
+    """``shown_date(s, formats, compare_time)`` for every string of a column (distinct strings expected), in two
+    rounds (:func:`_stages`): every rule of a round reads every string still open, and the first that reads a string
+    decides it, one that raises passes it on, an undecidable one hands it to ``row_wise`` (which skips the formats
+    known to raise)."""
     frame = strings.cast(pl.Utf8).alias("s").to_frame().with_columns(pl.col("s").str.strip_chars(" ").alias("t"))
-    decided = frame.with_columns(groups).with_columns(steps).select(decide).select(shown, "first")
+    decided = pl.DataFrame({"d": [None] * len(strings), "first": [len(formats)] * len(strings)},
+                           schema={"d": pl.Utf8, "first": pl.Int32})  # fmt: skip
+    rows = None  # the strings still open (None: all)
+    for round_ in (0, 1):
+        stages = _stages(formats, compare_time, round_)
+        if stages is None:
+            continue
+        out = _round(frame if rows is None else frame[rows], stages)
+        decided = out if rows is None else decided.with_columns(
+            decided["d"].scatter(rows, out["d"]), decided["first"].scatter(rows, out["first"])
+        )
+        rows = (decided["first"] == PASSED).arg_true()
+        if not rows.len():
+            break
+    decided = decided.with_columns(pl.col("first").replace(PASSED, len(formats)))  # after every round: dateutil
     out = decided["d"]
     handed = decided["first"].is_not_null().arg_true()
     if handed.len():
