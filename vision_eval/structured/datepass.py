@@ -253,20 +253,21 @@ def shown_date_column(
     decides it, one that raises passes it on, an undecidable one hands it to ``row_wise`` (which skips the formats
     known to raise)."""
     frame = strings.cast(pl.Utf8).alias("s").to_frame().with_columns(pl.col("s").str.strip_chars(" ").alias("t"))
-    decided = pl.DataFrame({"d": [None] * len(strings), "first": [len(formats)] * len(strings)},
-                           schema={"d": pl.Utf8, "first": pl.Int32})  # fmt: skip
-    rows = None  # the strings still open (None: all)
+    decided: pl.DataFrame | None = None
     for round_ in (0, 1):
         stages = _stages(formats, compare_time, round_)
         if stages is None:
             continue
-        out = _round(frame if rows is None else frame[rows], stages)
-        decided = out if rows is None else decided.with_columns(
-            decided["d"].scatter(rows, out["d"]), decided["first"].scatter(rows, out["first"])
-        )
-        rows = (decided["first"] == PASSED).arg_true()
-        if not rows.len():
-            break
+        if decided is None:
+            decided = _round(frame, stages)
+            continue
+        rows = (decided["first"] == PASSED).arg_true()  # the strings still open
+        if rows.len():
+            out = _round(frame[rows], stages)
+            decided = decided.with_columns(
+                decided["d"].scatter(rows, out["d"]), decided["first"].scatter(rows, out["first"])
+            )
+    assert decided is not None  # round 0 or round 1 exists
     decided = decided.with_columns(pl.col("first").replace(PASSED, len(formats)))  # after every round: dateutil
     out = decided["d"]
     handed = decided["first"].is_not_null().arg_true()
