@@ -284,9 +284,3 @@ def shown_dates(
     """:func:`shown_date_column` over a list of (distinct) strings."""
     column = shown_date_column(pl.Series("s", strings, dtype=pl.Utf8), formats, compare_time, row_wise)
     return column.to_list()
-
-
-def warm(formats: tuple[str, ...], compare_time: bool) -> None:
-    """Build what a field's first batch would otherwise wait for: its expressions, Python's strptime expressions
-    and the month tables (a sample that reaches every rule)."""
-    shown_date_column(pl.Series(["2025-01-05", "x", "5 Jan 2025"]), formats, compare_time)

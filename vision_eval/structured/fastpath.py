@@ -183,13 +183,6 @@ FEW_PAIRS = 2000
 """Up to this many distinct pairs, similarities are computed in a Python loop rather than by ``cpdist``."""
 
 
-def warm_fuzzy(algorithm: str) -> None:
-    """Import what :func:`_fuzzy` runs for ``algorithm`` (rapidfuzz: ~15 ms)."""
-    from rapidfuzz import process  # noqa: F401
-
-    m.scorer(algorithm)
-
-
 def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
     from rapidfuzz import process
 
