@@ -51,6 +51,7 @@ def scores(frame: pl.DataFrame, specs: list[FieldSpec], aggregation: str) -> pl.
     multiplication by its reciprocal (3 / 5 = 0.6000000000000001), which the row-wise reference does not."""
     parts = frame.select(score_parts(specs))
     ratio = parts["_total"] / parts["_weight"]
+    expr: pl.Expr
     if aggregation == "all_or_nothing":
         expr = pl.when(pl.col("_any")).then(pl.col("_all_hit"))
     else:

@@ -39,7 +39,7 @@ def shown_date(text: str, formats: tuple[str, ...], compare_time: bool, first: i
 def _plan(fmt_text: str) -> tuple[str, tuple[str, ...]] | None:
     """Python's strptime expression for a format and its directives, or ``None`` when this module cannot build
     its dates exactly (an unsupported directive, no year, or two directives for one part)."""
-    import _strptime
+    import _strptime  # type: ignore[import-not-found]  # no stubs: a private module of the standard library
 
     code = strftime_format(fmt_text)
     directives = tuple(re.findall(r"%(.)", code.replace("%%", "")))
@@ -235,8 +235,8 @@ def _stages(formats: tuple[str, ...], compare_time: bool, round_: int) -> Stages
         first = first.when(m_k.fill_null(False)).then(None).when(m_k.is_null()).then(k)
         chosen = [c.when(m_k.fill_null(True)).then(pl.col(f"p{k}_{j}")) for j, c in enumerate(chosen)]
     decide = [first.otherwise(turn).cast(pl.Int32).alias("first"), *(c.alias(f"c{j}") for j, c in enumerate(chosen))]
-    parts = [pl.col(f"c{j}") for j in range(6)]
-    shown = pl.when(pl.col("first").is_null()).then(_shown(*parts[:3], parts[3:], compare_time)).alias("d")
+    year, month, day, *time = [pl.col(f"c{j}") for j in range(6)]
+    shown = pl.when(pl.col("first").is_null()).then(_shown(year, month, day, time, compare_time)).alias("d")
     return groups, steps, decide, shown
 
 
@@ -263,19 +263,19 @@ def shown_date_column(
             continue
         rows = (decided["first"] == PASSED).arg_true()  # the strings still open
         if rows.len():
-            out = _round(frame[rows], stages)
+            later = _round(frame[rows], stages)
             decided = decided.with_columns(
-                decided["d"].scatter(rows, out["d"]), decided["first"].scatter(rows, out["first"])
+                decided["d"].scatter(rows, later["d"]), decided["first"].scatter(rows, later["first"])
             )
     assert decided is not None  # round 0 or round 1 exists
     decided = decided.with_columns(pl.col("first").replace(PASSED, len(formats)))  # after every round: dateutil
-    out = decided["d"]
+    shown = decided["d"]
     handed = decided["first"].is_not_null().arg_true()
     if handed.len():
         texts, starts = strings.gather(handed).to_list(), decided["first"].gather(handed).to_list()
         values = [row_wise(text, formats, compare_time, start) for text, start in zip(texts, starts)]
-        out = out.scatter(handed, pl.Series(values, dtype=pl.Utf8))
-    return out
+        shown = shown.scatter(handed, pl.Series(values, dtype=pl.Utf8))
+    return shown
 
 
 def shown_dates(

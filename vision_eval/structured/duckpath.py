@@ -150,7 +150,8 @@ def query(table: pl.DataFrame, sql: str) -> pl.DataFrame:
     with duck.cursor() as con:
         con.register("texts", _Stream(table))
         if table.height > SMALL_RESULT:
-            return con.sql(sql).pl()
+            frame: pl.DataFrame = con.sql(sql).pl()
+            return frame
         result = con.execute(sql)
         names = [(d[0], _DTYPES.get(str(d[1]).upper())) for d in result.description]
         rows = result.fetchall()
@@ -333,8 +334,9 @@ def _side_exprs(columns: tuple[str, ...], with_text: tuple[bool, ...]) -> tuple[
     exprs = []
     for c, wanted in zip(columns, with_text):
         t, k = pl.col(c), pl.col(f"{c}_k")
-        text = pl.when(k == "string").then(t.str.slice(1).str.head(-1)).when(k.is_in(["number", "bool"])).then(t)
-        text = text if wanted else pl.lit(None, pl.Utf8)
+        text: pl.Expr = pl.lit(None, pl.Utf8)
+        if wanted:
+            text = pl.when(k == "string").then(t.str.slice(1).str.head(-1)).when(k.is_in(["number", "bool"])).then(t)
         # The string tests run only on the tokens they concern (a masked token is skipped).
         number = k == "number"
         redo = (

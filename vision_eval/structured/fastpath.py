@@ -94,7 +94,7 @@ def python_value(value: Any) -> tuple[str, str | None]:
     k = m.kind(value)
     if k in ("missing", "null"):
         return k, None
-    text = value if k == "string" else m.to_json(value)
+    text: str = value if k == "string" else (m.to_json(value) or "")
     try:
         text.encode()
     except UnicodeEncodeError:  # lone surrogates ("\ud800" is valid JSON) cannot enter a Polars string column
@@ -203,7 +203,7 @@ def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
     fn, scale = m.scorer(spec.algorithm)
     got, want = normed["ng"].to_list(), normed["nw"].to_list()
     if len(got) <= FEW_PAIRS:  # a plain loop: no numpy to import, no threads to start
-        sims = [fn(a, b) for a, b in zip(got, want)]
+        sims: Any = [fn(a, b) for a, b in zip(got, want)]
     else:
         sims = process.cpdist(got, want, scorer=fn, workers=-1, dtype=None)
     work = work.with_columns((pl.Series("sim", sims, dtype=pl.Float64) / scale).alias("sim"))
@@ -355,7 +355,7 @@ def compare(specs: list[m.FieldSpec], got: list[Side], want: list[Side], got_jso
     (``got_json`` false; its values read "missing"), every field misses with :data:`matching.NOT_JSON`. Every
     field's rule is one expression of one ``select``, so Polars evaluates the fields in parallel."""
     inputs = [_inputs(spec, g, w) for spec, g, w in zip(specs, got, want)]
-    wide = pl.concat([f.rename(lambda c, i=i: f"{c}{i}") for i, f in enumerate(inputs)], how="horizontal")
+    wide = pl.concat([f.rename({c: f"{c}{i}" for c in f.columns}) for i, f in enumerate(inputs)], how="horizontal")
     wide = wide.with_columns(got_json.alias("got_json"))
     out = wide.select(
         expr for i, spec in enumerate(specs) for expr in _field_exprs(spec.model_dump_json(exclude_unset=True), i)
