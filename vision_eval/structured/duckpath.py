@@ -180,9 +180,8 @@ def _candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
     """Per text column ``c`` (one Polars pass, see :func:`_candidate_stages`): ``c`` the candidate JSON object text
     (:func:`fastpath.doc_text_stages`), ``c_trusted`` (DuckDB's reading of it is the reference's, unless a key repeats),
     ``c_keys`` (quoted path keys in it), ``c_shallow`` (the text cannot nest deeper than MAX_DEPTH), ``c_esc`` (the text
-    holds a backslash, so a string token may hold an escape), ``c_fence`` (the text holds a fence), ``c_none`` (the text
-    holds no JSON the reference could find) and ``c_lenient`` (the text is not JSON if DuckDB reads it: a trailing comma
-    outside its strings)."""
+    holds a backslash, so a string token may hold an escape), ``c_none`` (the text holds no JSON the reference could
+    find) and ``c_lenient`` (the text is not JSON if DuckDB reads it: a trailing comma outside its strings)."""
     stages, helpers = _candidate_stages(tuple(raw.columns), paths)
     frame = raw.lazy()
     for stage in stages:
@@ -206,22 +205,21 @@ def _candidate_stages(names: tuple[str, ...], paths: Paths) -> tuple[list[list[p
         for n in names
     ]
     first += [pl.col(n).str.contains("\\", literal=True).fill_null(False).alias(f"{n}_esc") for n in names]
-    first += [pl.col(n).str.contains("```", literal=True).fill_null(False).alias(f"{n}_fence") for n in names]
+    docs, helpers = doc_text_stages(names)
     # No fence, and either no object and not a JSON document ("I could not read it."), or an object that never
-    # closes (an answer cut short): the reference finds no JSON.
-    none = [
-        (
-            ~pl.col(f"{n}_fence")
+    # closes (an answer cut short): the reference finds no JSON. Tested on the text where it is not a tight object
+    # (``__rest``, see doc_text_stages; a tight object is neither).
+    for n in names:
+        fence, rest = pl.col(f"{n}__fence"), pl.col(f"{n}__rest")
+        none = (
+            ~pl.col(f"{n}__tight")
+            & ~fence
             & (
-                (~pl.col(n).str.contains("{", literal=True) & ~pl.col(n).str.contains(JSON_START))
-                | (pl.col(n).str.contains(OPEN_OBJECT) & ~pl.col(n).str.contains("}", literal=True))
+                (~rest.str.contains("{", literal=True) & ~rest.str.contains(JSON_START))
+                | (rest.str.contains(OPEN_OBJECT) & ~rest.str.contains("}", literal=True))
             )
         )
-        .fill_null(False)
-        .alias(f"{n}_none")
-        for n in names
-    ]
-    docs, helpers = doc_text_stages(names)
+        docs[1].append(none.fill_null(False).alias(f"{n}_none"))
     checked = [pl.col(n).str.count_matches(quoted_keys).alias(f"{n}_keys") for n in names]
     checked += [
         (pl.col(n).str.starts_with("{") & ~pl.col(n).str.contains(UNLIKE_PYTHON) & pl.col(f"{n}_shallow"))
@@ -237,7 +235,7 @@ def _candidate_stages(names: tuple[str, ...], paths: Paths) -> tuple[list[list[p
     lenient = [
         only(
             (pl.col(n).str.starts_with("{") & ~pl.col(f"{n}_trusted") & pl.col(f"{n}_shallow")
-             & ~pl.col(f"{n}_fence")).fill_null(False),
+             & ~pl.col(f"{n}__fence")).fill_null(False),
             pl.col(n),
         ).str.contains(STRUCTURAL_COMMA).alias(f"{n}_lenient")
         for n in names
@@ -246,7 +244,7 @@ def _candidate_stages(names: tuple[str, ...], paths: Paths) -> tuple[list[list[p
         (pl.col(f"{n}_trusted") & ~expr.str.contains(NAN_INF).fill_null(False)).alias(f"{n}_trusted")
         for n, expr in zip(names, nan)
     ]
-    return [first, none, *docs, checked, last + lenient], helpers
+    return [first, *docs, checked, last + lenient], helpers
 
 
 def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame:
