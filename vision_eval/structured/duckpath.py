@@ -1,7 +1,7 @@
 """``field_accuracy`` extraction: DuckDB's JSON functions pull every configured path out of a whole column at once.
 
 Each side's candidate JSON object text (the bare object, a fenced block's object, or the first ``{`` to the last ``}``
-of prose, see :func:`fastpath.doc_text_stages`) is handed to DuckDB, which checks it (``json_valid``) and parses it in
+of prose, see :mod:`candidates`) is handed to DuckDB, which checks it (``json_valid``) and parses it in
 C++ on every core and returns per path the JSON token text (``"x"``, ``1.5``, ``null``; SQL NULL when the path does not
 resolve). Paths are JSON pointers, which resolve an index step as an array index or as an object key, exactly as
 :func:`matching.resolve` does. Text that may nest deeper than ``MAX_DEPTH`` is left to the reference.
@@ -29,33 +29,14 @@ import polars as pl
 
 from vision_eval import duck
 from vision_eval.structured import matching as m
-from vision_eval.structured.fastpath import CANONICAL_NUMBER, JSON_START, KIND, Side, doc_text_stages, python_value
+from vision_eval.structured.candidates import Paths, candidates
+from vision_eval.structured.fastpath import CANONICAL_NUMBER, KIND, Side, python_value
 from vision_eval.structured.masked import only
-
-TRAILING_COMMA = r",\s*[\]}]"
-ESCAPED_KEY = r'\\.(?:[^"\\]|\\.)*"\s*:'
-"""A key written with an escape (``"\\u0061"`` is ``"a"``): repeated keys could hide behind it."""
-UNLIKE_PYTHON = f"{TRAILING_COMMA}|{ESCAPED_KEY}"
-"""Text DuckDB may read other than ``json.loads``: a trailing comma (DuckDB accepts it), an escaped key."""
-NAN_INF = r"[:\[,]\s*[-+]?(?i:nan|inf)"
-"""``nan``, ``inf``, ``Infinity`` spelt any way (DuckDB reads them all; ``json.loads`` only three spellings)."""
-STRUCTURAL_COMMA = r'^(?:[^"]|"(?:[^"\\]|\\.)*")*,[ \t\n\r]*[\]}]'
-"""A trailing comma outside every string (in JSON text, a ``"`` outside a string opens one, and the first unescaped
-``"`` after it closes it)."""
-OPEN_OBJECT = r"^[ \t\n\r]*\{"
-
-_REGEX_META = set("\\.+*?()|[]{}^$#&-~")
-
-Paths = tuple[tuple[str | int, ...], ...]
 
 
 def pointer(steps: tuple[str | int, ...]) -> str:
     """The JSON pointer of parsed path steps (``~`` and ``/`` escaped)."""
     return "".join("/" + str(step).replace("~", "~0").replace("/", "~1") for step in steps)
-
-
-def _literal(text: str) -> str:
-    return "".join("\\" + c if c in _REGEX_META else c for c in text)
 
 
 def _sql_list(items: list[str]) -> str:
@@ -76,8 +57,8 @@ def _duckdb_tokens(
     texts: pl.DataFrame, trusted: dict[str, pl.Series], lenient: dict[str, pl.Series], paths: Paths
 ) -> pl.DataFrame:
     """Per text column ``c``: ``c_ok`` (DuckDB parsed it), ``c_no`` (it is decided not to be JSON: a ``lenient`` text
-    DuckDB reads, which the reference cannot, see :func:`_candidates`) and ``c_t{i}``, the token of path ``i``; rows
-    neither ``trusted`` nor ``lenient`` are not read (null)."""
+    DuckDB reads, which the reference cannot, see :func:`candidates.candidates`) and ``c_t{i}``, the token of path
+    ``i``; rows neither ``trusted`` nor ``lenient`` are not read (null)."""
     ptrs = _sql_list([pointer(p) for p in paths])
     columns = texts.columns
     # json_valid first: try() falls back to row-at-a-time evaluation for a whole vector as soon as one row in it
@@ -176,81 +157,10 @@ def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:
     return query(texts.alias("t").to_frame(), sql).to_series()
 
 
-def _candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
-    """Per text column ``c`` (one Polars pass, see :func:`_candidate_stages`): ``c`` the candidate JSON object text
-    (:func:`fastpath.doc_text_stages`), ``c_trusted`` (DuckDB's reading of it is the reference's, unless a key repeats),
-    ``c_keys`` (quoted path keys in it), ``c_shallow`` (the text cannot nest deeper than MAX_DEPTH), ``c_esc`` (the text
-    holds a backslash, so a string token may hold an escape), ``c_none`` (the text holds no JSON the reference could
-    find) and ``c_lenient`` (the text is not JSON if DuckDB reads it: a trailing comma outside its strings)."""
-    stages, helpers = _candidate_stages(tuple(raw.columns), paths)
-    frame = raw.lazy()
-    for stage in stages:
-        frame = frame.with_columns(stage)
-    return frame.drop(helpers).collect()
-
-
-@lru_cache(maxsize=64)
-def _candidate_stages(names: tuple[str, ...], paths: Paths) -> tuple[list[list[pl.Expr]], list[str]]:
-    """The stages of :func:`_candidates` and the helper columns to drop (built once per field list: building them
-    costs more than running them on a small batch)."""
-    keys = sorted({str(step) for steps in paths for step in steps})
-    # `key"` rather than `"key"`: every quoted key still counts once, and the search runs faster (a name that merely
-    # ends with a key counts too; that only sends the row to the exact test).
-    quoted_keys = "|".join(_literal(k) + '"' for k in sorted(keys, key=len, reverse=True))
-    first = [
-        # Rows that may nest deeper than MAX_DEPTH (more brackets than that) are left to the reference.
-        ((pl.col(n).str.len_bytes() <= m.MAX_DEPTH) | (pl.col(n).str.count_matches(r"[\[{]") <= m.MAX_DEPTH))
-        .fill_null(True)
-        .alias(f"{n}_shallow")
-        for n in names
-    ]
-    first += [pl.col(n).str.contains("\\", literal=True).fill_null(False).alias(f"{n}_esc") for n in names]
-    docs, helpers = doc_text_stages(names)
-    # No fence, and either no object and not a JSON document ("I could not read it."), or an object that never
-    # closes (an answer cut short): the reference finds no JSON. Tested on the text where it is not a tight object
-    # (``__rest``, see doc_text_stages; a tight object is neither).
-    for n in names:
-        fence, rest = pl.col(f"{n}__fence"), pl.col(f"{n}__rest")
-        none = (
-            ~pl.col(f"{n}__tight")
-            & ~fence
-            & (
-                (~rest.str.contains("{", literal=True) & ~rest.str.contains(JSON_START))
-                | (rest.str.contains(OPEN_OBJECT) & ~rest.str.contains("}", literal=True))
-            )
-        )
-        docs[1].append(none.fill_null(False).alias(f"{n}_none"))
-    checked = [pl.col(n).str.count_matches(quoted_keys).alias(f"{n}_keys") for n in names]
-    checked += [
-        (pl.col(n).str.starts_with("{") & ~pl.col(n).str.contains(UNLIKE_PYTHON) & pl.col(f"{n}_shallow"))
-        .fill_null(False)
-        .alias(f"{n}_trusted")
-        for n in names
-    ]
-    # The literal test is cheap; the exact one runs only on the rows it flags (a masked row is skipped).
-    nan = [only(pl.col(f"{n}_trusted") & pl.col(n).str.contains("(?i)nan|inf"), pl.col(n)) for n in names]
-    # A trailing comma outside the strings of a bare or prose-wrapped object (no fence: the reference would try
-    # other blocks): when DuckDB reads the text as one value, json.loads fails at that comma (or before), on the
-    # whole text and on the object at the first "{" alike.
-    lenient = [
-        only(
-            (pl.col(n).str.starts_with("{") & ~pl.col(f"{n}_trusted") & pl.col(f"{n}_shallow")
-             & ~pl.col(f"{n}__fence")).fill_null(False),
-            pl.col(n),
-        ).str.contains(STRUCTURAL_COMMA).alias(f"{n}_lenient")
-        for n in names
-    ]  # fmt: skip
-    last = [
-        (pl.col(f"{n}_trusted") & ~expr.str.contains(NAN_INF).fill_null(False)).alias(f"{n}_trusted")
-        for n, expr in zip(names, nan)
-    ]
-    return [first, *docs, checked, last + lenient], helpers
-
-
 def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame:
-    """``{c}_ok``, ``{c}_no`` and ``{c}_t{i}`` per text column ``c`` (of :func:`_candidates`): ok where DuckDB's
-    tokens are the reference's values (the text is a JSON object DuckDB reads as ``json.loads`` does and no key on a
-    path repeats), no where the text is decided not to be JSON; tokens of the other rows are null."""
+    """``{c}_ok``, ``{c}_no`` and ``{c}_t{i}`` per text column ``c`` (of :func:`candidates.candidates`): ok where
+    DuckDB's tokens are the reference's values (the text is a JSON object DuckDB reads as ``json.loads`` does and no key
+    on a path repeats), no where the text is decided not to be JSON; tokens of the other rows are null."""
     trusted, lenient = ({n: cands[f"{n}_{flag}"] for n in names} for flag in ("trusted", "lenient"))
     tokens = _duckdb_tokens(cands.select(names), trusted, lenient, paths)
     nodes = _nodes(paths)
@@ -282,7 +192,7 @@ def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.F
     paths = tuple(m.parse_path(spec.path) for spec in specs)
     names = [f"c{j}" for j in range(len(columns))]
     raw = batch.select(pl.col(col).cast(pl.Utf8).alias(n) for col, n in zip(columns, names))
-    cands = _candidates(raw, paths)
+    cands = candidates(raw, paths)
     decided = _decide(cands, names, paths)
     texts = [spec.match != "exact" for spec in specs]  # exact compares JSON texts, the others read the value
     escaped = [cands[f"{n}_esc"] for n in names for _ in paths]

@@ -26,55 +26,6 @@ CANONICAL_NUMBER = (
 )
 
 
-JSON_START = r"^[\s\x1c-\x1f]*(?:[\[{\"0-9-]|true|false|null|NaN|Infinity)"
-"""Text starting like a JSON document once Python's ``str.strip`` has run (its whitespace is Unicode's plus
-``\x1c-\x1f``): the reference reads the whole text first, so only it decides such a row when the first reading
-failed."""
-
-
-def doc_text_stages(names: tuple[str, ...]) -> tuple[list[list[pl.Expr]], list[str]]:
-    """Stages (``with_columns`` in turn) replacing each text column of ``names`` by its candidate JSON object text,
-    where DuckDB's reading of it is the reference's (see :func:`values.read_json`): the whole text (spaces stripped)
-    when it is a plain object; the content of the first fenced block when that is an object; else, in text with no
-    fence, the first ``{`` to the last ``}``. Null where only the reference can decide (text that may be a whole JSON
-    document of another shape, a fenced block that is not an object, ...). Each step is a column of its own (Polars does
-    not share a sub-expression between the branches of a ``when``), and most rows, a bare object already, skip the later
-    steps (their value is empty there, see :func:`only`). Also: the helper columns to drop after them."""
-
-    def col(name: str, step: str) -> pl.Expr:
-        return pl.col(f"{name}__{step}")
-
-    stages: list[list[pl.Expr]] = [[], [], [], [], []]
-    for n in names:
-        text = pl.col(n)
-        fence = text.str.contains("```", literal=True).fill_null(False)
-        tight = (text.str.starts_with("{") & text.str.ends_with("}") & ~fence).fill_null(False)
-        stages[0] += [fence.alias(f"{n}__fence"), tight.alias(f"{n}__tight"), only(~tight, text).alias(f"{n}__rest")]
-        stages[1].append(col(n, "rest").str.strip_chars(" \t\r\n").alias(f"{n}__bare"))
-        bare = col(n, "bare")
-        plain = bare.str.starts_with("{") & bare.str.ends_with("}") & ~col(n, "fence")
-        other = ~col(n, "tight") & ~plain & ~col(n, "rest").str.contains(JSON_START)
-        stages[2] += [plain.alias(f"{n}__plain"), other.fill_null(False).alias(f"{n}__other")]
-        other = col(n, "other")
-        fenced = only(other & col(n, "fence"), col(n, "rest")).str.extract(m.FENCE, 1).str.strip_chars(" \t\r\n")
-        prose = only(other & ~col(n, "fence"), col(n, "rest")).str.extract(r"(?s)(\{.*\})", 1)
-        stages[3] += [fenced.alias(f"{n}__fenced"), prose.alias(f"{n}__prose")]
-        fenced = col(n, "fenced")
-        block = pl.when(fenced.str.starts_with("{") & fenced.str.ends_with("}")).then(fenced)
-        stages[4].append(
-            pl.when(col(n, "tight"))
-            .then(text)
-            .when(col(n, "plain"))
-            .then(bare)
-            .when(fenced.is_not_null())
-            .then(block)
-            .otherwise(col(n, "prose"))
-            .alias(n)
-        )
-    steps = ("fence", "tight", "rest", "bare", "plain", "other", "fenced", "prose")
-    return stages, [f"{n}__{step}" for n in names for step in steps]
-
-
 KIND = pl.Enum(["missing", "string", "number", "bool", "null", "object", "array"])
 """The kinds of JSON values (:func:`matching.kind`) as a column type."""
 
