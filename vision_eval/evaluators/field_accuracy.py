@@ -8,10 +8,8 @@ with :mod:`vision_eval.structured.duckpath` (DuckDB), compares them with :mod:`v
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
-from functools import partial
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import polars as pl
 from pydantic import Field
@@ -22,7 +20,6 @@ from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 from vision_eval.structured import duckpath, fastpath
 from vision_eval.structured.matching import NOT_AN_OBJECT, NOT_JSON, TOO_DEEP, FieldSpec
-from vision_eval.structured.values import parse_path
 
 RAW_LIMIT = 2000
 HALF_MIN_ROWS = 20_000
@@ -115,12 +112,7 @@ class FieldAccuracy(Evaluator):
 
     def __init__(self, name: str, settings: FieldAccuracySettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
-        # A head start, overlapping the dataset's loading (evaluators are built before the data are read): a sample
-        # of these fields scored in the background does the one-off work (imports, DuckDB's start, Python's strptime
-        # expressions, the fields' Polars expressions) the first batch would otherwise wait for. Not a daemon: a
-        # daemon thread inside DuckDB at interpreter shutdown aborts the process.
-        sample = warm_sample(settings.fields)
-        threading.Thread(target=partial(_quietly, self._evaluate, sample), name="field-accuracy-warm").start()
+        duckpath.warm()
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         return in_halves(self._evaluate, batch, HALF_MIN_ROWS, _joined)
@@ -180,34 +172,6 @@ class FieldAccuracy(Evaluator):
             ]
         )
         return EvalOutput(results, fields=fields)
-
-
-def warm_sample(specs: list[FieldSpec]) -> pl.DataFrame:
-    """Two rows that reach every rule of these fields: a date string (also a string, not a number) at every path, a
-    second spelling of it, a response that is not JSON."""
-
-    def doc(value: str) -> str:
-        root: dict[str, Any] = {}
-        for spec in specs:
-            node, steps = root, [str(step) for step in parse_path(spec.path)]
-            for step in steps[:-1]:
-                child = node.setdefault(step, {})
-                if not isinstance(child, dict):
-                    break
-                node = child
-            else:
-                node.setdefault(steps[-1], value)
-        return json.dumps(root)
-
-    outputs, expected = [doc("2025-01-05"), "not JSON"], [doc("2025-01-05"), doc("5 Jan 2025")]
-    return pl.DataFrame({"id": ["warm-0", "warm-1"], "output": outputs, "expected_output": expected})
-
-
-def _quietly(score: Callable[[pl.DataFrame], object], sample: pl.DataFrame) -> None:
-    try:
-        score(sample)
-    except Exception:  # only a head start: a batch that fails the same way reports it
-        return
 
 
 def _joined(first: EvalOutput, second: EvalOutput) -> EvalOutput:

@@ -22,6 +22,7 @@ objects/arrays are re-read with ``json.loads``.
 from __future__ import annotations
 
 import re
+import threading
 from functools import lru_cache
 from typing import Any
 
@@ -138,6 +139,29 @@ def query(table: pl.DataFrame, sql: str) -> pl.DataFrame:
         rows = result.fetchall()
     columns = list(zip(*rows)) if rows else [()] * len(names)
     return pl.DataFrame([pl.Series(name, values, dtype=dtype) for (name, dtype), values in zip(names, columns)])
+
+
+_WARM: list[bool] = []
+
+
+def warm() -> None:
+    """Start what the first batch would otherwise wait for, in a background thread, once per process: DuckDB (its
+    import and start, ~0.05 s), python-dateutil and ``_strptime``. They overlap the dataset's loading (evaluators
+    are built before the data are read) instead of delaying the first batch. (Work that holds the interpreter lock,
+    such as building the fields' Polars expressions, would only take turns with the loading.)"""
+    if _WARM:
+        return
+    _WARM.append(True)
+
+    def start() -> None:
+        query(pl.DataFrame({"t": ["{}"]}), "SELECT json_valid(t) AS ok FROM texts")
+        import _strptime  # type: ignore[import-not-found]  # noqa: F401 - datetime.strptime imports it on first use
+
+        import dateutil.parser  # noqa: F401
+
+    # Not a daemon: a process that exits at once (a config error right after the stack is built) waits the few
+    # milliseconds for it; a daemon thread inside DuckDB at interpreter shutdown aborts the process (exit -6).
+    threading.Thread(target=start, name="field-accuracy-warm", daemon=False).start()
 
 
 def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:
