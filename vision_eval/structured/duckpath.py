@@ -71,14 +71,10 @@ def _duckdb_tokens(
     table = texts.hstack([trusted[c].alias(f"{c}_trusted") for c in columns])
     table = table.hstack([lenient[c].alias(f"{c}_lenient") for c in columns])
     n = len(paths)
-    if table.height > SMALL_RESULT:  # the lists as they are (Arrow)
-        got = query(table, f"SELECT {', '.join(extract + rejected)} FROM texts")
-        tokens = [pl.col(f"{c}_e").list.get(i).alias(f"{c}_t{i}") for c in columns for i in range(n)]
-        return got.select(
-            *(pl.col(f"{c}_e").is_not_null().alias(f"{c}_ok") for c in columns),
-            *(pl.col(f"{c}_no") for c in columns),
-            *tokens,
-        )
+    if table.height > SMALL_RESULT:  # through Arrow, a column per token (cheaper than a list column)
+        outer = [f"{c}_e IS NOT NULL AS {c}_ok" for c in columns] + [f"{c}_no" for c in columns]
+        outer += [f"{c}_e[{i + 1}]::VARCHAR AS {c}_t{i}" for c in columns for i in range(n)]
+        return query(table, f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(extract + rejected)} FROM texts)")
     # As Python rows: a row's tokens joined into one text (a JSON token never holds a raw \x1f, nor is it empty: an
     # empty piece is a path that does not resolve), one Python object per row and side instead of one per token.
     joined = [
