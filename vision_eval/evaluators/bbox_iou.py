@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 from pydantic import Field
 
-from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform, rows_frame
 from vision_eval.structured import box_batch
@@ -40,7 +40,7 @@ class BboxIouSettings(EvaluatorSettings):
 
 
 @register
-class BboxIou(Evaluator):
+class BboxIou(Evaluator[BboxIouSettings]):
     """Per-row detection quality of ``output`` boxes against ``expected_output`` boxes."""
 
     type_name: ClassVar[str] = "bbox_iou"
@@ -48,18 +48,18 @@ class BboxIou(Evaluator):
     required_columns = ("output", "expected_output")
     default_threshold = 0.5
 
-    def __init__(self, name: str, settings: EvaluatorSettings, context: Any = None) -> None:
+    def __init__(self, name: str, settings: BboxIouSettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
         self._ap_parts: list[pl.DataFrame] = []
 
     def columns_needed(self) -> tuple[str, ...]:
-        s: BboxIouSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         if s.output_normalized is not None and s.output_normalized != s.normalized:
             return (*self.required_columns, s.width_column, s.height_column)
         return self.required_columns
 
     def _row(self, out: Any, exp: Any, size: tuple[Any, Any]) -> dict[str, Any]:
-        s: BboxIouSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         pred = bx.parse_boxes(out, s.output_format or s.format, "output")
         gt = bx.parse_boxes(exp, s.format, "expected_output")
         out_norm = s.normalized if s.output_normalized is None else s.output_normalized
@@ -98,7 +98,7 @@ class BboxIou(Evaluator):
         return {"status": PROCESSED, "score": metrics[s.score], "details": details}
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        s: BboxIouSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         out_norm = s.normalized if s.output_normalized is None else s.output_normalized
         mixed = out_norm != s.normalized
         sizes = None
@@ -139,7 +139,7 @@ class BboxIou(Evaluator):
         return EvalOutput(pl.concat([conform(f, RESULT_ROW_SCHEMA) for f in frames]))
 
     def _rows(self, batch: pl.DataFrame) -> pl.DataFrame:
-        s: BboxIouSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         ids, outs, exps = batch["id"].to_list(), batch["output"].to_list(), batch["expected_output"].to_list()
         widths = batch[s.width_column].to_list() if s.width_column in batch.columns else [None] * batch.height
         heights = batch[s.height_column].to_list() if s.height_column in batch.columns else [None] * batch.height
