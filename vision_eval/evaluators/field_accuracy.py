@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import ClassVar, Literal
 
 import polars as pl
@@ -112,7 +113,7 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
 
     def __init__(self, name: str, settings: FieldAccuracySettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
-        duckpath.warm()
+        duckpath.warm(partial(duckpath.prepare, settings.fields, 2), partial(fastpath.prepare, settings.fields))
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         return in_halves(self._evaluate, batch, HALF_MIN_ROWS, _joined)

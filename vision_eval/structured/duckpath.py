@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -30,7 +31,7 @@ import polars as pl
 
 from vision_eval import duck
 from vision_eval.structured import matching as m
-from vision_eval.structured.candidates import Paths, candidates
+from vision_eval.structured.candidates import Paths, candidates, prepare_candidates
 from vision_eval.structured.fastpath import CANONICAL_NUMBER, KIND, Side, python_value
 from vision_eval.structured.masked import only
 
@@ -140,20 +141,25 @@ def query(table: pl.DataFrame, sql: str) -> pl.DataFrame:
 _WARM: list[bool] = []
 
 
-def warm() -> None:
-    """Start what the first batch would otherwise wait for, in a background thread, once per process: DuckDB (its
-    import and start, ~0.05 s), python-dateutil and ``_strptime``. They overlap the dataset's loading (evaluators
-    are built before the data are read) instead of delaying the first batch. (Work that holds the interpreter lock,
-    such as building the fields' Polars expressions, would only take turns with the loading.)"""
-    if _WARM:
-        return
+def warm(*tasks: Callable[[], None]) -> None:
+    """Start what the first batch would otherwise wait for, in a background thread: DuckDB (its import and start,
+    ~0.05 s), python-dateutil and ``_strptime`` (once per process), then ``tasks`` (an evaluator's own: building its
+    expressions, see :func:`prepare`). They overlap the dataset's loading (evaluators are built before the data are
+    read) instead of delaying the first batch."""
+    first = not _WARM
     _WARM.append(True)
 
     def start() -> None:
-        query(pl.DataFrame({"t": ["{}"]}), "SELECT json_valid(t) AS ok FROM texts")
-        import _strptime  # type: ignore[import-not-found]  # noqa: F401 - datetime.strptime imports it on first use
+        if first:
+            query(pl.DataFrame({"t": ["{}"]}), "SELECT json_valid(t) AS ok FROM texts")
+            import _strptime  # type: ignore[import-not-found]  # noqa: F401 - datetime.strptime imports it on first use
 
-        import dateutil.parser  # noqa: F401
+            import dateutil.parser  # noqa: F401
+        for task in tasks:
+            try:
+                task()
+            except Exception:  # only a head start: the batch that needs it reports the error
+                continue
 
     # Not a daemon: a process that exits at once (a config error right after the stack is built) waits the few
     # milliseconds for it; a daemon thread inside DuckDB at interpreter shutdown aborts the process (exit -6).
@@ -204,6 +210,16 @@ def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame
         # Tokens of rows DuckDB may misread are dropped before they are read (json.loads would refuse "-inf").
         *(pl.when(ok[n]).then(pl.col(f"{n}_t{i}")).alias(f"{n}_t{i}") for n in names for i in range(len(paths))),
     )
+
+
+def prepare(specs: list[m.FieldSpec], sides: int) -> None:
+    """Build (and cache) the expressions :func:`extract_sides` runs for these fields on ``sides`` text columns: a
+    head start before the first batch."""
+    paths = tuple(m.parse_path(spec.path) for spec in specs)
+    names = tuple(f"c{j}" for j in range(sides))
+    prepare_candidates(names, paths)
+    texts = [spec.match != "exact" for spec in specs]
+    _side_exprs(tuple(f"{n}_t{i}" for n in names for i in range(len(paths))), tuple(texts * len(names)))
 
 
 def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.FieldSpec]) -> dict[str, Any]:
