@@ -223,8 +223,8 @@ def prepare(specs: list[m.FieldSpec], sides: int) -> None:
     # DuckDB's first run of the extraction costs 20-100 ms more than the next ones (binding, starting the JSON
     # functions and its threads): run it on a vector of small objects.
     rows = pl.Series([True] * 2048)
-    texts_ = pl.DataFrame({n: ['{"a": 1}'] * rows.len() for n in names})
-    _duckdb_tokens(texts_, {n: rows for n in names}, {n: rows for n in names}, paths)
+    sample = pl.DataFrame({n: ['{"a": 1}'] * rows.len() for n in names})
+    _duckdb_tokens(sample, {n: rows for n in names}, {n: rows for n in names}, paths)
 
 
 def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.FieldSpec]) -> dict[str, Any]:
