@@ -315,3 +315,14 @@ def test_structured_stack_config_loads() -> None:
     assert got[("invoice_fields", "i")] == ("processed", 1.0)
     assert got[("invoice_fields", "d")][0] == "skipped"
     assert got[("detection", "d")] == ("processed", 1.0)
+
+
+def test_expressions_built_once_per_field_follow_each_fields_settings() -> None:
+    """The fast path builds each field's expressions once and reuses them: fields that differ in one setting only
+    (tolerance, date formats, fuzzy threshold) still get their own rules, in any order, in one process."""
+    for tolerance, hit in ((0.5, False), (2.0, True), (0.5, False)):
+        assert one(10, 11, match="numeric_tolerance", tolerance=tolerance)["hit"] is hit
+    for formats, hit in ((["DD/MM/YYYY"], True), (["MM/DD/YYYY"], False), (["DD/MM/YYYY"], True)):
+        assert one("05/01/2025", "2025-01-05", match="date", formats=formats)["hit"] is hit
+    for threshold, hit in ((0.95, False), (0.5, True), (0.95, False)):
+        assert one("Acme Crop", "Acme Corp", match="fuzzy", threshold=threshold)["hit"] is hit

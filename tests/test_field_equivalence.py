@@ -68,7 +68,24 @@ def _document(rng: random.Random, values: dict[str, Any]) -> str:
         return f"[{text}]"
     if shape < 0.28:
         return f'```\n{{"note": "a ``` fence", {text[1:]}\n```'
+    if shape < 0.36:  # other envelopes: the candidate text is found outside the tight-object path
+        return rng.choice(ENVELOPES)(text)
     return text
+
+
+ENVELOPES = [
+    lambda t: f"  \n{t}\t ",  # a plain object with spaces around
+    lambda t: t[:-1] + ', "notes": null,}',  # a trailing comma outside strings: not JSON
+    lambda t: t[:-1] + ', "notes": "a,}"}',  # ... and one inside a string: JSON
+    lambda t: "I could not read the invoice.",
+    lambda t: "{ cut short",
+    lambda t: f"```json\n[{t}]\n```",  # a fenced block that is not an object
+    lambda t: f"```\nnot json\n```\n```json\n{t}\n```",  # the second fenced block is the JSON
+    lambda t: f"Result {{ {t} }} end",  # prose: the first { to the last } is not JSON
+    lambda t: f"12 {t}",  # starts like a JSON document
+    lambda t: f"```json\n{t}",  # a fence that never closes
+    lambda t: f"{t}\n```",  # a stray fence after the object
+]
 
 
 def _rows(seed: int, count: int, tolerance: float, relative: bool) -> list[dict[str, Any]]:

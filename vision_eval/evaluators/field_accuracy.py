@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import ClassVar, Literal
 
 import polars as pl
@@ -48,6 +49,7 @@ def scores(frame: pl.DataFrame, specs: list[FieldSpec], aggregation: str) -> pl.
     multiplication by its reciprocal (3 / 5 = 0.6000000000000001), which the row-wise reference does not."""
     parts = frame.select(score_parts(specs))
     ratio = parts["_total"] / parts["_weight"]
+    expr: pl.Expr
     if aggregation == "all_or_nothing":
         expr = pl.when(pl.col("_any")).then(pl.col("_all_hit"))
     else:
@@ -111,7 +113,7 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
 
     def __init__(self, name: str, settings: FieldAccuracySettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
-        duckpath.warm()
+        duckpath.warm(partial(duckpath.prepare, settings.fields, 2), partial(fastpath.prepare, settings.fields))
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         return in_halves(self._evaluate, batch, HALF_MIN_ROWS, _joined)
@@ -121,7 +123,7 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
         specs = s.fields
         sides = duckpath.extract_sides(batch, ("output", "expected_output"), specs)
         (got_ok, got_deep, got), (want_ok, want_deep, want) = sides["output"], sides["expected_output"]
-        compared = fastpath.compare(specs, got, want)
+        compared = fastpath.compare(specs, got, want, got_ok)
         error = (
             pl.when(pl.lit(want_deep))
             .then(pl.lit(f"expected_output: {TOO_DEEP}"))
@@ -133,18 +135,6 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
         frame = pl.DataFrame({"sample_id": batch["id"], "g_ok": got_ok, "w_ok": want_ok, "raw": batch["output"]})
         frame = frame.with_columns(error.alias("error"))
         frame = frame.hstack(compared.get_columns())
-        if not got_ok.all():  # a response that is not JSON misses every field
-            not_json = ~pl.col("g_ok")
-            frame = frame.with_columns(
-                expr
-                for i in range(len(specs))
-                for expr in (
-                    pl.when(not_json).then(pl.lit(0.0)).otherwise(pl.col(f"s{i}")).alias(f"s{i}"),
-                    pl.when(not_json).then(pl.lit(False)).otherwise(pl.col(f"h{i}")).alias(f"h{i}"),
-                    pl.when(not_json).then(pl.lit(NOT_JSON)).otherwise(pl.col(f"r{i}")).alias(f"r{i}"),
-                    pl.when(not_json).then(None).otherwise(pl.col(f"a{i}")).alias(f"a{i}"),
-                )
-            )
         labels = quote_labels([(spec.path + ": ", frame[f"r{i}"], frame[f"p{i}"]) for i, spec in enumerate(specs)])
         frame = frame.hstack([label.alias(f"q{i}") for i, label in enumerate(labels)])
         frame = frame.with_columns(scores(frame, specs, s.aggregation))

@@ -39,7 +39,7 @@ def shown_date(text: str, formats: tuple[str, ...], compare_time: bool, first: i
 def _plan(fmt_text: str) -> tuple[str, tuple[str, ...]] | None:
     """Python's strptime expression for a format and its directives, or ``None`` when this module cannot build
     its dates exactly (an unsupported directive, no year, or two directives for one part)."""
-    import _strptime
+    import _strptime  # type: ignore[import-not-found]  # no stubs: a private module of the standard library
 
     code = strftime_format(fmt_text)
     directives = tuple(re.findall(r"%(.)", code.replace("%%", "")))
@@ -166,83 +166,128 @@ names, a valid day), as ``parse_date`` calls it: the vectorized pass reads them 
 an invalid date included, is still handed to dateutil itself."""
 
 
-def _dateutil(column: str) -> tuple[pl.Expr, Parts]:
-    """The :data:`DATEUTIL_SHAPES` read over ``t`` (their groups in ``column_<k>``): true where one of them reads
-    the string as dateutil does, else null."""
-    years, months, days, oks = [], [], [], []
-    for k, pattern in enumerate(DATEUTIL_SHAPES):
-        groups = pl.col(f"{column}_{k}")
-        year = groups.struct.field("Y").cast(pl.Int32, strict=False)
-        if "(?P<b>" in pattern:
-            name = groups.struct.field("b").str.to_lowercase()
-            month = name.replace_strict(_dateutil_months(), default=None, return_dtype=pl.Int32)
-        else:
-            month = groups.struct.field("m").cast(pl.Int32, strict=False)
-        day = groups.struct.field("d").cast(pl.Int32, strict=False)
-        ok = (year >= 1000) & month.is_between(1, 12) & (day >= 1) & (day <= _days_in_month(year, month))
-        years.append(year), months.append(month), days.append(day), oks.append(ok.fill_null(False))
-
-    def first(values: list[pl.Expr]) -> pl.Expr:
-        chosen: Any = pl
-        for ok, value in zip(oks, values):
-            chosen = chosen.when(ok).then(value)
-        return chosen.otherwise(None)
-
+def _dateutil(pattern: str, column: str) -> tuple[pl.Expr, Parts]:
+    """One of the :data:`DATEUTIL_SHAPES` read over ``t`` (its groups in ``column``): true where it reads the string
+    as dateutil does, else false (the next shape, or dateutil itself, decides)."""
+    groups = pl.col(column)
+    year = groups.struct.field("Y").cast(pl.Int32, strict=False)
+    if "(?P<b>" in pattern:
+        name = groups.struct.field("b").str.to_lowercase()
+        month = name.replace_strict(_dateutil_months(), default=None, return_dtype=pl.Int32)
+    else:
+        month = groups.struct.field("m").cast(pl.Int32, strict=False)
+    day = groups.struct.field("d").cast(pl.Int32, strict=False)
+    ok = (year >= 1000) & month.is_between(1, 12) & (day >= 1) & (day <= _days_in_month(year, month))
     zero = pl.lit(0, pl.Int32)
-    return pl.when(pl.any_horizontal(oks)).then(True), [first(years), first(months), first(days), zero, zero, zero]
-
-
-def _dateutil_groups(column: str) -> list[pl.Expr]:
-    return [pl.col("t").str.extract_groups(pattern).alias(f"{column}_{k}") for k, pattern in enumerate(DATEUTIL_SHAPES)]
+    return ok.fill_null(False), [year, month, day, zero, zero, zero]
 
 
 def _rules(formats: tuple[str, ...]) -> list[tuple[list[pl.Expr], pl.Expr, Parts] | None]:
     """The rules in order, each ``(regex group columns, matched, parts)``: the formats, then (when every format is
     supported) ISO 8601 and dateutil's shapes; ``None`` marks an unsupported format, where the vectorized rules
-    stop."""
+    stop. Rule ``k`` reads its groups from the columns ``g{k}``."""
     rules: list[tuple[list[pl.Expr], pl.Expr, Parts] | None] = []
-    for fmt_text in formats:
-        rule = _by_format(fmt_text, "g")
+    for k, fmt_text in enumerate(formats):
+        rule = _by_format(fmt_text, f"g{k}")
         if rule is None:
             return [*rules, None]
-        rules.append(([_groups(fmt_text).alias("g")], *rule))
-    iso = _iso("g")
-    rules.append(([pl.col("t").str.extract_groups(_ISO).alias("g")], iso[0].fill_null(False), iso[1]))
-    shapes = _dateutil("g")
-    rules.append((_dateutil_groups("g"), shapes[0].fill_null(False), shapes[1]))
+        rules.append(([_groups(fmt_text).alias(f"g{k}")], *rule))
+    k = len(formats)
+    iso = _iso(f"g{k}")
+    rules.append(([pl.col("t").str.extract_groups(_ISO).alias(f"g{k}")], iso[0].fill_null(False), iso[1]))
+    for j, pattern in enumerate(DATEUTIL_SHAPES, start=k + 1):
+        rules.append(([pl.col("t").str.extract_groups(pattern).alias(f"g{j}")], *_dateutil(pattern, f"g{j}")))
     return rules
+
+
+Stages = tuple[list[pl.Expr], list[pl.Expr], list[pl.Expr], pl.Expr]
+PASSED = -1
+"""``first`` of a string every rule of a round raised on: the next round reads it."""
+
+
+@lru_cache(maxsize=64)
+def _stages(formats: tuple[str, ...], compare_time: bool, round_: int) -> Stages | None:
+    """The expressions of one round of :func:`shown_date_column` (built once per field; ``None``: no such round).
+    Round 0 holds the field's formats, round 1 ISO 8601 and dateutil's shapes (read only on what round 0 passed on).
+    The stages: every rule's regex groups, then its outcome and parts, then per string the first rule that decides
+    it (``first``: the format the row-wise parser starts from, null where decided, :data:`PASSED` where every rule
+    raised; ``c0..c5``: the chosen rule's year, month, day, hour, minute, second), then the shown date ``d``. Each
+    stage runs its rules in parallel."""
+    rules = list(enumerate(_rules(formats)))
+    chosen_rules = rules[: len(formats)] if round_ == 0 else rules[len(formats) :]
+    if not chosen_rules or (round_ == 1 and any(rule is None for _, rule in rules)):
+        return None
+    t = pl.col("t")
+    simple = pl.col("s").str.contains(_PRINTABLE) & (t.str.len_bytes() <= MAX_DATE_LENGTH)
+    first: Any = pl.when(~simple).then(0).when(t == "").then(None)  # empty strings: no date
+    chosen: list[Any] = [pl.when(~simple | (t == "")).then(None) for _ in range(6)]
+    groups: list[pl.Expr] = []
+    steps: list[pl.Expr] = []
+    turn = PASSED if round_ == 0 else len(formats)  # then: the next round; after the last, dateutil's turn
+    for k, rule in chosen_rules:
+        if rule is None:  # what reaches an unsupported format is read row by row
+            turn = k
+            break
+        columns, matched, parts = rule
+        groups += columns
+        steps += [matched.alias(f"m{k}"), *(part.alias(f"p{k}_{j}") for j, part in enumerate(parts))]
+        m_k = pl.col(f"m{k}")
+        first = first.when(m_k.fill_null(False)).then(None).when(m_k.is_null()).then(k)
+        chosen = [c.when(m_k.fill_null(True)).then(pl.col(f"p{k}_{j}")) for j, c in enumerate(chosen)]
+    decide = [first.otherwise(turn).cast(pl.Int32).alias("first"), *(c.alias(f"c{j}") for j, c in enumerate(chosen))]
+    year, month, day, *time = [pl.col(f"c{j}") for j in range(6)]
+    shown = pl.when(pl.col("first").is_null()).then(_shown(year, month, day, time, compare_time)).alias("d")
+    return groups, steps, decide, shown
+
+
+def prepare_dates(formats: tuple[str, ...], compare_time: bool) -> None:
+    """Build (and cache) the expressions of both rounds of :func:`shown_date_column` (Python's strptime expressions
+    and the month tables included)."""
+    _stages(formats, compare_time, 0)
+    _stages(formats, compare_time, 1)
+
+
+def _round(frame: pl.DataFrame, stages: Stages) -> pl.DataFrame:
+    groups, steps, decide, shown = stages
+    return frame.with_columns(groups).with_columns(steps).select(decide).select(shown, "first")
+
+
+def shown_date_column(
+    strings: pl.Series, formats: tuple[str, ...], compare_time: bool, row_wise: Callable[..., str | None] = shown_date
+) -> pl.Series:
+    """``shown_date(s, formats, compare_time)`` for every string of a column (distinct strings expected), in two
+    rounds (:func:`_stages`): every rule of a round reads every string still open, and the first that reads a string
+    decides it, one that raises passes it on, an undecidable one hands it to ``row_wise`` (which skips the formats
+    known to raise)."""
+    frame = strings.cast(pl.Utf8).alias("s").to_frame().with_columns(pl.col("s").str.strip_chars(" ").alias("t"))
+    decided: pl.DataFrame | None = None
+    for round_ in (0, 1):
+        stages = _stages(formats, compare_time, round_)
+        if stages is None:
+            continue
+        if decided is None:
+            decided = _round(frame, stages)
+            continue
+        rows = (decided["first"] == PASSED).arg_true()  # the strings still open
+        if rows.len():
+            later = _round(frame[rows], stages)
+            decided = decided.with_columns(
+                decided["d"].scatter(rows, later["d"]), decided["first"].scatter(rows, later["first"])
+            )
+    assert decided is not None  # round 0 or round 1 exists
+    decided = decided.with_columns(pl.col("first").replace(PASSED, len(formats)))  # after every round: dateutil
+    shown = decided["d"]
+    handed = decided["first"].is_not_null().arg_true()
+    if handed.len():
+        texts, starts = strings.gather(handed).to_list(), decided["first"].gather(handed).to_list()
+        values = [row_wise(text, formats, compare_time, start) for text, start in zip(texts, starts)]
+        shown = shown.scatter(handed, pl.Series(values, dtype=pl.Utf8))
+    return shown
 
 
 def shown_dates(
     strings: list[str], formats: tuple[str, ...], compare_time: bool, row_wise: Callable[..., str | None] = shown_date
 ) -> list[str | None]:
-    """``shown_date(s, formats, compare_time)`` for every string (distinct strings expected). The rules run as a
-    cascade, each on the strings still open: the first that reads a string decides it, one that raises passes it
-    on, an undecidable one hands it to ``row_wise`` (which skips the formats known to raise)."""
-    out: list[str | None] = [None] * len(strings)
-    if not strings:
-        return out
-    frame = pl.DataFrame({"s": strings}, schema={"s": pl.Utf8}).with_row_index("i")
-    frame = frame.with_columns(pl.col("s").str.strip_chars(" ").alias("t"))
-    simple = pl.col("s").str.contains(_PRINTABLE) & (pl.col("t").str.len_bytes() <= MAX_DATE_LENGTH)
-    later: list[tuple[int, int]] = [(i, 0) for i in frame.filter(~simple)["i"].to_list()]  # (string, first format)
-    open_ = frame.filter(simple & (pl.col("t").str.len_bytes() > 0)).select("i", "t")  # empty strings: no date
-    for index, rule in enumerate(_rules(formats)):
-        if open_.is_empty():
-            break
-        if rule is None:  # what reaches an unsupported format is read row by row
-            later += [(i, index) for i in open_["i"].to_list()]
-            open_ = open_.clear()
-            break
-        groups, matched, parts = rule
-        step = open_.with_columns(groups).select(
-            "i", "t", matched.alias("m"), _shown(*parts[:3], parts[3:], compare_time).alias("d")
-        )
-        for i, d in step.filter(pl.col("m").fill_null(False)).select("i", "d").iter_rows():
-            out[i] = d
-        later += [(i, index) for i in step.filter(pl.col("m").is_null())["i"].to_list()]
-        open_ = step.filter(~pl.col("m").fill_null(True)).select("i", "t")
-    later += [(i, len(formats)) for i in open_["i"].to_list()]  # dateutil's turn
-    for i, first in later:
-        out[i] = row_wise(strings[i], formats, compare_time, first)
-    return out
+    """:func:`shown_date_column` over a list of (distinct) strings."""
+    column = shown_date_column(pl.Series("s", strings, dtype=pl.Utf8), formats, compare_time, row_wise)
+    return column.to_list()

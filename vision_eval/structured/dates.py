@@ -51,7 +51,7 @@ def strftime_format(fmt_text: str) -> str:
 
 def check_format(fmt_text: str) -> None:
     """Raise ``ValueError`` for a date format ``datetime.strptime`` cannot use (a bad or repeated directive)."""
-    import _strptime
+    import _strptime  # type: ignore[import-not-found]  # no stubs: a private module of the standard library
 
     try:
         _strptime._TimeRE_cache.compile(strftime_format(fmt_text))
@@ -84,7 +84,7 @@ def parse_date_from(text: str, formats: tuple[str, ...], first: int) -> datetime
 
     dayfirst = _DOTTED.match(text) is not None
     try:
-        parsed = parser.parse(text, dayfirst=dayfirst, yearfirst=False, default=datetime(2000, 1, 1))
+        parsed: datetime = parser.parse(text, dayfirst=dayfirst, yearfirst=False, default=datetime(2000, 1, 1))
     except (ValueError, OverflowError, TypeError, IndexError, KeyError):  # dateutil's errors on odd text
         return None
     return parsed.replace(tzinfo=None)

@@ -1,7 +1,7 @@
 """``field_accuracy`` extraction: DuckDB's JSON functions pull every configured path out of a whole column at once.
 
-Each side's candidate JSON object text (the bare object, a fenced block's object, or the first ``{`` to the last
-``}`` of prose, see :func:`fastpath.doc_texts`) is handed to DuckDB, which checks it (``json_valid``) and parses it in
+Each side's candidate JSON object text (the bare object, a fenced block's object, or the first ``{`` to the last ``}``
+of prose, see :mod:`candidates`) is handed to DuckDB, which checks it (``json_valid``) and parses it in
 C++ on every core and returns per path the JSON token text (``"x"``, ``1.5``, ``null``; SQL NULL when the path does not
 resolve). Paths are JSON pointers, which resolve an index step as an array index or as an object key, exactly as
 :func:`matching.resolve` does. Text that may nest deeper than ``MAX_DEPTH`` is left to the reference.
@@ -23,34 +23,22 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 import polars as pl
 
 from vision_eval import duck
 from vision_eval.structured import matching as m
-from vision_eval.structured.fastpath import CANONICAL_NUMBER, JSON_START, KIND, Side, doc_texts, python_value
-
-TRAILING_COMMA = r",\s*[\]}]"
-ESCAPED_KEY = r'\\.(?:[^"\\]|\\.)*"\s*:'
-"""A key written with an escape (``"\\u0061"`` is ``"a"``): repeated keys could hide behind it."""
-UNLIKE_PYTHON = f"{TRAILING_COMMA}|{ESCAPED_KEY}"
-"""Text DuckDB may read other than ``json.loads``: a trailing comma (DuckDB accepts it), an escaped key."""
-NAN_INF = r"[:\[,]\s*[-+]?(?i:nan|inf)"
-"""``nan``, ``inf``, ``Infinity`` spelt any way (DuckDB reads them all; ``json.loads`` only three spellings)."""
-
-_REGEX_META = set("\\.+*?()|[]{}^$#&-~")
-
-Paths = tuple[tuple[str | int, ...], ...]
+from vision_eval.structured.candidates import Paths, candidates, prepare_candidates
+from vision_eval.structured.fastpath import CANONICAL_NUMBER, KIND, Side, python_value
+from vision_eval.structured.masked import only
 
 
 def pointer(steps: tuple[str | int, ...]) -> str:
     """The JSON pointer of parsed path steps (``~`` and ``/`` escaped)."""
     return "".join("/" + str(step).replace("~", "~0").replace("/", "~1") for step in steps)
-
-
-def _literal(text: str) -> str:
-    return "".join("\\" + c if c in _REGEX_META else c for c in text)
 
 
 def _sql_list(items: list[str]) -> str:
@@ -67,34 +55,49 @@ def _nodes(paths: Paths) -> list[list[int]]:
     return list(out.values())
 
 
-def _duckdb_tokens(texts: pl.DataFrame, trusted: dict[str, pl.Series], paths: Paths) -> pl.DataFrame:
-    """Per text column ``c``: ``c_ok`` (DuckDB parsed it) and ``c_t{i}``, the token of path ``i``; rows not
-    ``trusted`` are not read (null)."""
+def _duckdb_tokens(
+    texts: pl.DataFrame, trusted: dict[str, pl.Series], lenient: dict[str, pl.Series], paths: Paths
+) -> pl.DataFrame:
+    """Per text column ``c``: ``c_ok`` (DuckDB parsed it), ``c_no`` (it is decided not to be JSON: a ``lenient`` text
+    DuckDB reads, which the reference cannot, see :func:`candidates.candidates`) and ``c_t{i}``, the token of path
+    ``i``; rows neither ``trusted`` nor ``lenient`` are not read (null)."""
     ptrs = _sql_list([pointer(p) for p in paths])
+    columns = texts.columns
     # json_valid first: try() falls back to row-at-a-time evaluation for a whole vector as soon as one row in it
     # fails, which made every batch with some invalid responses ~3x slower.
-    inner = ", ".join(
-        f"CASE WHEN {c}_trusted AND json_valid({c}) THEN try(json_extract({c}, {ptrs})) END AS {c}_e"
-        for c in texts.columns
-    )
-    # A row's tokens come back joined into one text (a JSON token never holds a raw \x1f, nor is it empty: an empty
-    # piece is a path that does not resolve): one value per row and side instead of one per token.
-    outer = [
-        f"array_to_string(list_transform({c}_e, lambda x: coalesce(x::VARCHAR, '')), chr(31)) AS {c}_j"
-        for c in texts.columns
+    extract = [
+        f"CASE WHEN {c}_trusted AND json_valid({c}) THEN try(json_extract({c}, {ptrs})) END AS {c}_e" for c in columns
     ]
-    table = texts.hstack([trusted[c].alias(f"{c}_trusted") for c in texts.columns])
-    joined = query(table, f"SELECT {', '.join(outer)} FROM (SELECT {inner} FROM texts)")
+    rejected = [f"coalesce(CASE WHEN {c}_lenient THEN json_valid({c}) END, false) AS {c}_no" for c in columns]
+    table = texts.hstack([trusted[c].alias(f"{c}_trusted") for c in columns])
+    table = table.hstack([lenient[c].alias(f"{c}_lenient") for c in columns])
     n = len(paths)
-    parts = joined.select(
-        pl.col(f"{c}_j").str.split_exact(TOKEN_SEPARATOR, n - 1).struct.rename_fields([f"{c}_t{i}" for i in range(n)])
-        for c in texts.columns
-    ).unnest(*(f"{c}_j" for c in texts.columns))
+    if table.height > SMALL_RESULT:  # through Arrow, a column per token (cheaper than a list column)
+        outer = [f"{c}_e IS NOT NULL AS {c}_ok" for c in columns] + [f"{c}_no" for c in columns]
+        outer += [f"{c}_e[{i + 1}]::VARCHAR AS {c}_t{i}" for c in columns for i in range(n)]
+        return query(table, f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(extract + rejected)} FROM texts)")
+    # As Python rows: a row's tokens joined into one text (a JSON token never holds a raw \x1f, nor is it empty: an
+    # empty piece is a path that does not resolve), one Python object per row and side instead of one per token.
+    joined = [
+        f"array_to_string(list_transform({c}_e, lambda x: coalesce(x::VARCHAR, '')), chr(31)) AS {c}_j" for c in columns
+    ]
+    got = query(table, f"SELECT {', '.join(joined)}, {', '.join(c + '_no' for c in columns)} FROM "
+                       f"(SELECT {', '.join(extract + rejected)} FROM texts)")  # fmt: skip
+    parts = got.select(
+        *(pl.col(f"{c}_no") for c in columns),
+        *(
+            pl.col(f"{c}_j")
+            .str.split_exact(TOKEN_SEPARATOR, n - 1)
+            .struct.rename_fields([f"{c}_t{i}" for i in range(n)])
+            for c in columns
+        ),
+    ).unnest(*(f"{c}_j" for c in columns))
     return parts.select(
-        *(pl.col(f"{c}_t0").is_not_null().alias(f"{c}_ok") for c in texts.columns),
+        *(pl.col(f"{c}_t0").is_not_null().alias(f"{c}_ok") for c in columns),
+        *(pl.col(f"{c}_no") for c in columns),
         *(
             pl.when(pl.col(f"{c}_t{i}") != "").then(pl.col(f"{c}_t{i}")).alias(f"{c}_t{i}")
-            for c in texts.columns
+            for c in columns
             for i in range(n)
         ),
     )
@@ -126,7 +129,8 @@ def query(table: pl.DataFrame, sql: str) -> pl.DataFrame:
     with duck.cursor() as con:
         con.register("texts", _Stream(table))
         if table.height > SMALL_RESULT:
-            return con.sql(sql).pl()
+            frame: pl.DataFrame = con.sql(sql).pl()
+            return frame
         result = con.execute(sql)
         names = [(d[0], _DTYPES.get(str(d[1]).upper())) for d in result.description]
         rows = result.fetchall()
@@ -137,19 +141,25 @@ def query(table: pl.DataFrame, sql: str) -> pl.DataFrame:
 _WARM: list[bool] = []
 
 
-def warm() -> None:
-    """Start what the first batch would otherwise wait for, in a background thread, once per process: DuckDB (its
-    import and start, ~0.05 s), python-dateutil and ``_strptime``. They overlap the dataset's loading (evaluators
-    are built before the data are read) instead of delaying the first batch."""
-    if _WARM:
-        return
+def warm(*tasks: Callable[[], None]) -> None:
+    """Start what the first batch would otherwise wait for, in a background thread: DuckDB (its import and start,
+    ~0.05 s), python-dateutil and ``_strptime`` (once per process), then ``tasks`` (an evaluator's own: building its
+    expressions, see :func:`prepare`). They overlap the dataset's loading (evaluators are built before the data are
+    read) instead of delaying the first batch."""
+    first = not _WARM
     _WARM.append(True)
 
     def start() -> None:
-        query(pl.DataFrame({"t": ["{}"]}), "SELECT json_valid(t) AS ok FROM texts")
-        import _strptime  # noqa: F401 - datetime.strptime imports it on first use
+        if first:
+            query(pl.DataFrame({"t": ["{}"]}), "SELECT json_valid(t) AS ok FROM texts")
+            import _strptime  # type: ignore[import-not-found]  # noqa: F401 - datetime.strptime imports it on first use
 
-        import dateutil.parser  # noqa: F401
+            import dateutil.parser  # noqa: F401
+        for task in tasks:
+            try:
+                task()
+            except Exception:  # only a head start: the batch that needs it reports the error
+                continue
 
     # Not a daemon: a process that exits at once (a config error right after the stack is built) waits the few
     # milliseconds for it; a daemon thread inside DuckDB at interpreter shutdown aborts the process (exit -6).
@@ -173,59 +183,12 @@ def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:
     return query(texts.alias("t").to_frame(), sql).to_series()
 
 
-def _candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
-    """Per text column ``c`` (one Polars pass): ``c`` the candidate JSON object text (:func:`fastpath.doc_texts`),
-    ``c_trusted`` (DuckDB's reading of it is the reference's, unless a key repeats), ``c_keys`` (quoted path keys in
-    it), ``c_shallow`` (the text cannot nest deeper than MAX_DEPTH), ``c_esc`` (the text holds a backslash, so a
-    string token may hold an escape) and ``c_none`` (the text holds no JSON the reference could find)."""
-    names = raw.columns
-    keys = sorted({str(step) for steps in paths for step in steps})
-    # `key"` rather than `"key"`: every quoted key still counts once, and the search runs faster (a name that merely
-    # ends with a key counts too; that only sends the row to the exact test).
-    quoted_keys = "|".join(_literal(k) + '"' for k in sorted(keys, key=len, reverse=True))
-    first = raw.lazy().with_columns(
-        *(
-            # Rows that may nest deeper than MAX_DEPTH (more brackets than that) are left to the reference.
-            ((pl.col(n).str.len_bytes() <= m.MAX_DEPTH) | (pl.col(n).str.count_matches(r"[\[{]") <= m.MAX_DEPTH))
-            .fill_null(True)
-            .alias(f"{n}_shallow")
-            for n in names
-        ),
-        *(pl.col(n).str.contains("\\", literal=True).fill_null(False).alias(f"{n}_esc") for n in names),
-        # No object, no fence, not a JSON document: the reference would find no JSON ("I could not read it.").
-        *(
-            (
-                ~pl.col(n).str.contains("{", literal=True)
-                & ~pl.col(n).str.contains("```", literal=True)
-                & ~pl.col(n).str.contains(JSON_START)
-            )
-            .fill_null(False)
-            .alias(f"{n}_none")
-            for n in names
-        ),
-    )
-    checked = doc_texts(first, names).with_columns(
-        *(pl.col(n).str.count_matches(quoted_keys).alias(f"{n}_keys") for n in names),
-        *(
-            (pl.col(n).str.starts_with("{") & ~pl.col(n).str.contains(UNLIKE_PYTHON) & pl.col(f"{n}_shallow"))
-            .fill_null(False)
-            .alias(f"{n}_trusted")
-            for n in names
-        ),
-    )
-    # The literal test is cheap; the exact one runs only on the rows it flags (a masked row is skipped).
-    nan = [pl.when(pl.col(f"{n}_trusted") & pl.col(n).str.contains("(?i)nan|inf")).then(pl.col(n)) for n in names]
-    return checked.with_columns(
-        (pl.col(f"{n}_trusted") & ~expr.str.contains(NAN_INF).fill_null(False)).alias(f"{n}_trusted")
-        for n, expr in zip(names, nan)
-    ).collect()
-
-
 def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame:
-    """``{c}_ok`` and ``{c}_t{i}`` per text column ``c`` (of :func:`_candidates`): ok where DuckDB's tokens are the
-    reference's values (the text is a JSON object DuckDB reads as ``json.loads`` does and no key on a path
-    repeats); tokens of the other rows are null."""
-    tokens = _duckdb_tokens(cands.select(names), {n: cands[f"{n}_trusted"] for n in names}, paths)
+    """``{c}_ok``, ``{c}_no`` and ``{c}_t{i}`` per text column ``c`` (of :func:`candidates.candidates`): ok where
+    DuckDB's tokens are the reference's values (the text is a JSON object DuckDB reads as ``json.loads`` does and no key
+    on a path repeats), no where the text is decided not to be JSON; tokens of the other rows are null."""
+    trusted, lenient = ({n: cands[f"{n}_{flag}"] for n in names} for flag in ("trusted", "lenient"))
+    tokens = _duckdb_tokens(cands.select(names), trusted, lenient, paths)
     nodes = _nodes(paths)
     counted = []
     for n in names:
@@ -243,9 +206,25 @@ def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame
     ok = {n: pl.col(f"{n}_ok") & pl.col(f"{n}_once") for n in names}
     return tokens.select(
         *(expr.alias(f"{n}_ok") for n, expr in ok.items()),
+        *(pl.col(f"{n}_no") for n in names),
         # Tokens of rows DuckDB may misread are dropped before they are read (json.loads would refuse "-inf").
         *(pl.when(ok[n]).then(pl.col(f"{n}_t{i}")).alias(f"{n}_t{i}") for n in names for i in range(len(paths))),
     )
+
+
+def prepare(specs: list[m.FieldSpec], sides: int) -> None:
+    """Build (and cache) the expressions :func:`extract_sides` runs for these fields on ``sides`` text columns: a
+    head start before the first batch."""
+    paths = tuple(m.parse_path(spec.path) for spec in specs)
+    names = tuple(f"c{j}" for j in range(sides))
+    prepare_candidates(names, paths)
+    texts = [spec.match != "exact" for spec in specs]
+    _side_exprs(tuple(f"{n}_t{i}" for n in names for i in range(len(paths))), tuple(texts * len(names)))
+    # DuckDB's first run of the extraction costs 20-100 ms more than the next ones (binding, starting the JSON
+    # functions and its threads): run it on a vector of small objects.
+    rows = pl.Series([True] * 2048)
+    sample = pl.DataFrame({n: ['{"a": 1}'] * rows.len() for n in names})
+    _duckdb_tokens(sample, {n: rows for n in names}, {n: rows for n in names}, paths)
 
 
 def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.FieldSpec]) -> dict[str, Any]:
@@ -254,17 +233,18 @@ def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.F
     paths = tuple(m.parse_path(spec.path) for spec in specs)
     names = [f"c{j}" for j in range(len(columns))]
     raw = batch.select(pl.col(col).cast(pl.Utf8).alias(n) for col, n in zip(columns, names))
-    cands = _candidates(raw, paths)
+    cands = candidates(raw, paths)
     decided = _decide(cands, names, paths)
     texts = [spec.match != "exact" for spec in specs]  # exact compares JSON texts, the others read the value
     escaped = [cands[f"{n}_esc"] for n in names for _ in paths]
     # Both sides in one call: fewer, wider Polars operations.
-    every_side = _sides(decided.select(pl.exclude("^.*_ok$")), texts * len(names), escaped)
+    every_side = _sides(decided.select(pl.exclude("^.*_(ok|no)$")), texts * len(names), escaped)
     out: dict[str, tuple[pl.Series, pl.Series, list[Side]]] = {}
     for j, (col, n) in enumerate(zip(columns, names)):
         ok = decided[f"{n}_ok"]
         sides = every_side[j * len(paths) : (j + 1) * len(paths)]
-        rows = (~ok & ~(cands[f"{n}_none"] & cands[f"{n}_shallow"])).arg_true()
+        decided_not_json = (cands[f"{n}_none"] & cands[f"{n}_shallow"]) | decided[f"{n}_no"]
+        rows = (~ok & ~decided_not_json).arg_true()
         deep = pl.Series("deep", [False] * len(ok), dtype=pl.Boolean)
         if rows.len():
             ok, deep, sides = _resolve_rows(batch[col], col, rows, paths, ok, sides)
@@ -295,25 +275,37 @@ def _kind(token: pl.Expr) -> pl.Expr:
     )
 
 
+@lru_cache(maxsize=64)
+def _side_exprs(columns: tuple[str, ...], with_text: tuple[bool, ...]) -> tuple[list[pl.Expr], list[pl.Expr]]:
+    """Two stages, per token column ``c`` (beside ``c_esc``, see :func:`_sides`): its kind ``c_k``; then ``c_x`` the
+    text (decoded string, number or bool JSON; where ``with_text``) and ``c_r`` whether ``json.loads`` must re-read
+    it. Built once per field list: building them costs more than running them on a small batch."""
+    exprs = []
+    for c, wanted in zip(columns, with_text):
+        t, k = pl.col(c), pl.col(f"{c}_k")
+        text: pl.Expr = pl.lit(None, pl.Utf8)
+        if wanted:
+            text = pl.when(k == "string").then(t.str.slice(1).str.head(-1)).when(k.is_in(["number", "bool"])).then(t)
+        # The string tests run only on the tokens they concern (a masked token is skipped).
+        number = k == "number"
+        redo = (
+            only((k == "string") & pl.col(f"{c}_esc"), t).str.contains("\\", literal=True).fill_null(False)
+            | k.is_in(["object", "array"])
+            | (number & ~only(number, t).str.contains(CANONICAL_NUMBER).fill_null(False))
+        )
+        exprs += [text.alias(f"{c}_x"), redo.alias(f"{c}_r")]
+    return [_kind(pl.col(c)).alias(f"{c}_k") for c in columns], exprs
+
+
 def _sides(tokens: pl.DataFrame, with_text: list[bool], escaped: list[pl.Series]) -> list[Side]:
     """Kind, JSON text and (where ``with_text``) text columns from DuckDB tokens (one column per path and side);
     tokens only ``json.loads`` reads exactly (strings with escapes, numbers Python prints differently, objects,
     arrays) are re-read. ``escaped``: per column, whether the row's document holds a backslash (no token of the others
     can)."""
-    kinds = tokens.select(_kind(pl.col(c)).alias(c) for c in tokens.columns)
-    exprs = []
-    for c, kind, wanted, esc in zip(tokens.columns, kinds.get_columns(), with_text, escaped):
-        t, k = pl.col(c), pl.lit(kind)
-        text = pl.when(k == "string").then(t.str.slice(1).str.head(-1)).when(k.is_in(["number", "bool"])).then(t)
-        text = text if wanted else pl.lit(None, pl.Utf8)
-        # The string tests run only on the tokens they concern (a masked token is skipped).
-        redo = (
-            pl.when((k == "string") & pl.lit(esc)).then(t).str.contains("\\", literal=True).fill_null(False)
-            | k.is_in(["object", "array"])
-            | ~pl.when(k == "number").then(t).str.contains(CANONICAL_NUMBER).fill_null(True)
-        )
-        exprs += [k.alias(f"{c}_k"), text.alias(f"{c}_x"), redo.alias(f"{c}_r")]
-    frame = tokens.hstack(tokens.select(exprs))
+    columns = tuple(tokens.columns)
+    frame = tokens.hstack([esc.alias(f"{c}_esc") for c, esc in zip(columns, escaped)])
+    kinds, exprs = _side_exprs(columns, tuple(with_text))
+    frame = frame.with_columns(kinds).with_columns(exprs)
     sides = []
     for c, wanted in zip(tokens.columns, with_text):
         side = Side(frame[f"{c}_k"], frame[f"{c}_x"] if wanted else None, frame[c])

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import polars as pl
 
 from vision_eval.structured import matching as m
-from vision_eval.structured.datepass import shown_dates
+from vision_eval.structured.datepass import prepare_dates, shown_date_column
+from vision_eval.structured.masked import only
 from vision_eval.structured.values import SAFE_MARGIN, SLACK
 
 # Numbers whose text is what Python's json.dumps prints for them (≤ 15 significant digits, no exponent; Python
@@ -22,56 +24,6 @@ from vision_eval.structured.values import SAFE_MARGIN, SLACK
 CANONICAL_NUMBER = (
     r"^(?:-?[1-9][0-9]{0,8}|0|-?[1-9][0-9]{0,8}\.(?:[0-9]{0,5}[1-9]|0)|-?0\.(?:0{0,3}[1-9](?:[0-9]{0,4}[1-9])?|0))$"
 )
-
-
-JSON_START = r"^[\s\x1c-\x1f]*(?:[\[{\"0-9-]|true|false|null|NaN|Infinity)"
-"""Text starting like a JSON document once Python's ``str.strip`` has run (its whitespace is Unicode's plus
-``\x1c-\x1f``): the reference reads the whole text first, so only it decides such a row when the first reading
-failed."""
-
-
-def doc_texts(frame: pl.LazyFrame, names: list[str]) -> pl.LazyFrame:
-    """``frame`` with each text column of ``names`` replaced by its candidate JSON object text, where DuckDB's
-    reading of it is the reference's (see :func:`values.read_json`): the whole text (spaces stripped) when it is a
-    plain object; the content of the first fenced block when that is an object; else, in text with no fence, the
-    first ``{`` to the last ``}``. Null where only the reference can decide (text that may be a whole JSON document
-    of another shape, a fenced block that is not an object, ...). Each step is a column of its own (Polars does not
-    share a sub-expression between the branches of a ``when``), and most rows, a bare object already, skip the
-    later steps (their value is null there)."""
-
-    def col(name: str, step: str) -> pl.Expr:
-        return pl.col(f"{name}__{step}")
-
-    stages: list[list[pl.Expr]] = [[], [], [], [], []]
-    for n in names:
-        text = pl.col(n)
-        fence = text.str.contains("```", literal=True)
-        tight = text.str.starts_with("{") & text.str.ends_with("}") & ~fence
-        stages[0] += [fence.alias(f"{n}__fence"), pl.when(~tight).then(text).alias(f"{n}__rest")]
-        stages[1].append(col(n, "rest").str.strip_chars(" \t\r\n").alias(f"{n}__bare"))
-        bare = col(n, "bare")
-        plain = bare.str.starts_with("{") & bare.str.ends_with("}") & ~col(n, "fence")
-        other = pl.when(~plain & ~col(n, "rest").str.contains(JSON_START)).then(col(n, "rest"))
-        stages[2] += [plain.alias(f"{n}__plain"), other.alias(f"{n}__other")]
-        fenced = col(n, "other").str.extract(m.FENCE, 1).str.strip_chars(" \t\r\n")
-        prose = pl.when(~col(n, "fence")).then(col(n, "other")).str.extract(r"(?s)(\{.*\})", 1)
-        stages[3] += [fenced.alias(f"{n}__fenced"), prose.alias(f"{n}__prose")]
-        fenced = col(n, "fenced")
-        block = pl.when(fenced.str.starts_with("{") & fenced.str.ends_with("}")).then(fenced)
-        stages[4].append(
-            pl.when(col(n, "rest").is_null())
-            .then(text)
-            .when(col(n, "plain"))
-            .then(bare)
-            .when(fenced.is_not_null())
-            .then(block)
-            .otherwise(col(n, "prose"))
-            .alias(n)
-        )
-    for stage in stages:
-        frame = frame.with_columns(stage)
-    return frame.drop(f"{n}__{step}" for n in names for step in ("fence", "rest", "bare", "plain", "other",
-                                                                  "fenced", "prose"))  # fmt: skip
 
 
 KIND = pl.Enum(["missing", "string", "number", "bool", "null", "object", "array"])
@@ -93,7 +45,7 @@ def python_value(value: Any) -> tuple[str, str | None]:
     k = m.kind(value)
     if k in ("missing", "null"):
         return k, None
-    text = value if k == "string" else m.to_json(value)
+    text: str = value if k == "string" else (m.to_json(value) or "")
     try:
         text.encode()
     except UnicodeEncodeError:  # lone surrogates ("\ud800" is valid JSON) cannot enter a Polars string column
@@ -121,10 +73,11 @@ def numbers(frame: pl.DataFrame, kind: str, text: str) -> pl.Series:
     """A number or numeric string as Float64 (null otherwise); the cleaning chain runs only on strings that are not
     plain numbers already. Exact as long as :func:`inexact_numbers` is false."""
     k, t = pl.col(kind), pl.col(text)
-    plain = pl.when(k == "string").then(t).str.contains(m.NUMBER)  # null for the others: they skip the regex
+    string = k == "string"
+    plain = only(string, t).str.contains(m.NUMBER)  # false for the others: they skip the regex
     out = frame.select(
         pl.when((k == "number") | plain).then(t.cast(pl.Float64, strict=False)).alias("n"),
-        (~plain).fill_null(False).alias("dirty"),
+        (string & ~plain).fill_null(False).alias("dirty"),
     )
     rows = out["dirty"].arg_true()
     if not rows.len():
@@ -132,17 +85,24 @@ def numbers(frame: pl.DataFrame, kind: str, text: str) -> pl.Series:
     return out["n"].scatter(rows, clean_numbers(frame[text].gather(rows)))
 
 
+DIGITS = 16
+"""Numbers with this many digits or more may not be exact as Float64 (2**53 has 16 digits)."""
+
+
+def _many_digits(mask: pl.Expr, text: pl.Expr) -> pl.Expr:
+    """``text`` holds at least :data:`DIGITS` digits (tested only where ``mask`` holds and the text is that long)."""
+    return only(mask & (text.str.len_bytes() >= DIGITS), text).str.count_matches("[0-9]") >= DIGITS
+
+
 def inexact_numbers(kind: pl.Expr, text: pl.Expr) -> pl.Expr:
     """Where a number (or numeric string) may not be read exactly as Float64 by :func:`numbers`: 16 digits or more
     (an integer beyond 2**53 is compared exactly by the reference), letters in a JSON number (``Infinity``), and
     non-ASCII strings (digits of other scripts)."""
-    number = pl.when(kind == "number").then(text)  # masked rows are skipped by the string tests
-    string = pl.when(kind == "string").then(text)
+    number, string = kind == "number", kind == "string"
     return (
-        (number.str.count_matches("[0-9]") >= 16)
-        | number.str.contains("[A-Za-z]")
-        | (string.str.count_matches("[0-9]") >= 16)
-        | string.str.contains(r"[^\x00-\x7f]")
+        _many_digits(number | string, text)
+        | only(number, text).str.contains("[A-Za-z]")
+        | (string & (text.str.len_bytes() != text.str.len_chars()))
     ).fill_null(False)
 
 
@@ -150,9 +110,8 @@ def inexact_json_numbers(got: tuple[pl.Expr, pl.Expr], want: tuple[pl.Expr, pl.E
     """Where two JSON numbers (kind, JSON text) may not compare exactly as Float64 (see :func:`inexact_numbers`);
     false unless both are numbers."""
     both = (got[0] == "number") & (want[0] == "number")
-    texts = [pl.when(both).then(text) for _, text in (got, want)]
     return pl.any_horizontal(
-        [(t.str.count_matches("[0-9]") >= 16) | t.str.contains("[A-Za-z]") for t in texts]
+        [_many_digits(both, text) | only(both, text).str.contains("[A-Za-z]") for _, text in (got, want)]
     ).fill_null(False)
 
 
@@ -161,13 +120,12 @@ def _fmt(expr: pl.Expr) -> pl.Expr:
 
 
 def _dates(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.DataFrame:
-    strings = (
-        pl.concat([frame.filter(pl.col("gk") == "string")["gt"], frame.filter(pl.col("wk") == "string")["wt"]])
-        .unique()
-        .to_list()
-    )
-    shown = shown_dates(strings, tuple(spec.formats or ()), spec.compare_time)
-    table = pl.DataFrame({"key": strings, "val": shown}, schema={"key": pl.Utf8, "val": pl.Utf8})
+    """``frame`` with the compared dates ``gd``/``wd`` of its string values ``gt``/``wt`` (each distinct string read
+    once)."""
+    strings = pl.concat([frame.filter(pl.col("gk") == "string")["gt"], frame.filter(pl.col("wk") == "string")["wt"]])
+    strings = strings.unique()
+    shown = shown_date_column(strings, tuple(spec.formats or ()), spec.compare_time)
+    table = pl.DataFrame([strings.alias("key"), shown.alias("val")])
     frame = frame.join(table.rename({"key": "gt", "val": "gd"}), on="gt", how="left", maintain_order="left")
     return frame.join(table.rename({"key": "wt", "val": "wd"}), on="wt", how="left", maintain_order="left")
 
@@ -196,7 +154,7 @@ def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
     fn, scale = m.scorer(spec.algorithm)
     got, want = normed["ng"].to_list(), normed["nw"].to_list()
     if len(got) <= FEW_PAIRS:  # a plain loop: no numpy to import, no threads to start
-        sims = [fn(a, b) for a, b in zip(got, want)]
+        sims: Any = [fn(a, b) for a, b in zip(got, want)]
     else:
         sims = process.cpdist(got, want, scorer=fn, workers=-1, dtype=None)
     work = work.with_columns((pl.Series("sim", sims, dtype=pl.Float64) / scale).alias("sim"))
@@ -243,7 +201,8 @@ def _near_bound(spec: m.FieldSpec, gn: pl.Expr, wn: pl.Expr) -> pl.Expr:
 
 def _outcome(spec: m.FieldSpec, col: Callable[[str], pl.Expr]) -> pl.Expr:
     """A struct ``h`` (hit: true, false, or null when left out), ``r`` (reason) per row; ``col`` names the columns
-    of :func:`_inputs`. Composite values (objects, arrays) are left null for the reference."""
+    of :func:`_inputs` (and ``got_json`` is the column of responses that are JSON). Composite values (objects,
+    arrays) are left null for the reference."""
     gk, wk, gj, wj = col("gk"), col("wk"), col("gj"), col("wj")
     miss = pl.lit(False)
 
@@ -306,7 +265,9 @@ def _outcome(spec: m.FieldSpec, col: Callable[[str], pl.Expr]) -> pl.Expr:
         )
     missing = "missing from the response" if spec.required else "optional field missing from the response (left out)"
     return (
-        pl.when(wk == "missing")
+        pl.when(~pl.col("got_json"))
+        .then(out(False, m.NOT_JSON))
+        .when(wk == "missing")
         .then(out(True, "no expected value"))
         .when(gk == "missing")
         .then(out(False if spec.required else None, missing))
@@ -320,26 +281,49 @@ def _outcome(spec: m.FieldSpec, col: Callable[[str], pl.Expr]) -> pl.Expr:
     )
 
 
-def compare(specs: list[m.FieldSpec], got: list[Side], want: list[Side]) -> pl.DataFrame:
+def prepare(specs: list[m.FieldSpec]) -> None:
+    """Build (and cache) what :func:`compare` runs for these fields: their rules, their date expressions, their
+    fuzzy scorers (importing rapidfuzz): a head start before the first batch."""
+    for i, spec in enumerate(specs):
+        _field_exprs(spec.model_dump_json(exclude_unset=True), i)
+        if spec.match == "date":
+            prepare_dates(tuple(spec.formats or ()), spec.compare_time)
+        elif spec.match == "fuzzy":
+            from rapidfuzz import process  # noqa: F401 - imported by the batch
+
+            m.scorer(spec.algorithm)
+
+
+@lru_cache(maxsize=256)
+def _field_exprs(spec_json: str, i: int) -> list[pl.Expr]:
+    """The columns :func:`compare` computes for field ``i`` (built once per field: building them costs more than
+    running them on a small batch)."""
+    spec = m.FieldSpec.model_validate_json(spec_json)
+    gk, wk = pl.col(f"gk{i}"), pl.col(f"wk{i}")
+    reference = gk.is_in(["object", "array"]) | wk.is_in(["object", "array"]) | pl.col(f"py{i}")
+    if spec.match == "numeric_tolerance":
+        reference = reference | _near_bound(spec, pl.col(f"gn{i}"), pl.col(f"wn{i}"))
+    outcome = _outcome(spec, lambda name: pl.col(f"{name}{i}"))
+    return [
+        outcome.alias(f"o{i}"),
+        pl.col(f"gj{i}").alias(f"a{i}"),  # null when missing
+        pl.col(f"wj{i}").alias(f"e{i}"),
+        (reference & (gk != "missing") & (wk != "missing")).alias(f"p{i}"),
+    ]
+
+
+def compare(specs: list[m.FieldSpec], got: list[Side], want: list[Side], got_json: pl.Series) -> pl.DataFrame:
     """Per field ``i``: ``s{i}`` (score), ``h{i}`` (hit), ``r{i}`` (reason), ``a{i}``/``e{i}`` (actual/expected JSON
     texts) and ``p{i}`` (the row was compared by the reference: composite values, numbers float64 may not read
-    exactly, differences at the tolerance bound; its reason may hold any character). Every field's rule is one
-    expression of one ``select``, so Polars evaluates the fields in parallel."""
+    exactly, differences at the tolerance bound; its reason may hold any character). Where the response is not JSON
+    (``got_json`` false; its values read "missing"), every field misses with :data:`matching.NOT_JSON`. Every
+    field's rule is one expression of one ``select``, so Polars evaluates the fields in parallel."""
     inputs = [_inputs(spec, g, w) for spec, g, w in zip(specs, got, want)]
-    wide = pl.concat([f.rename(lambda c, i=i: f"{c}{i}") for i, f in enumerate(inputs)], how="horizontal")
-    exprs = []
-    for i, spec in enumerate(specs):
-        gk, wk = pl.col(f"gk{i}"), pl.col(f"wk{i}")
-        reference = gk.is_in(["object", "array"]) | wk.is_in(["object", "array"]) | pl.col(f"py{i}")
-        if spec.match == "numeric_tolerance":
-            reference = reference | _near_bound(spec, pl.col(f"gn{i}"), pl.col(f"wn{i}"))
-        exprs += [
-            _outcome(spec, lambda name, i=i: pl.col(f"{name}{i}")).alias(f"o{i}"),
-            pl.col(f"gj{i}").alias(f"a{i}"),  # null when missing
-            pl.col(f"wj{i}").alias(f"e{i}"),
-            (reference & (gk != "missing") & (wk != "missing")).alias(f"p{i}"),
-        ]
-    out = wide.select(exprs)
+    wide = pl.concat([f.rename({c: f"{c}{i}" for c in f.columns}) for i, f in enumerate(inputs)], how="horizontal")
+    wide = wide.with_columns(got_json.alias("got_json"))
+    out = wide.select(
+        expr for i, spec in enumerate(specs) for expr in _field_exprs(spec.model_dump_json(exclude_unset=True), i)
+    )
     out = out.with_columns(
         expr
         for i in range(len(specs))

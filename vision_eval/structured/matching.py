@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vision_eval.structured.dates import check_format, date_text, parse_date, strftime_format  # noqa: F401
-from vision_eval.structured.values import (  # noqa: F401 - re-exported: the one place to import from
+from vision_eval.structured.dates import check_format, date_text, parse_date, strftime_format
+from vision_eval.structured.values import (
     CURRENCY,
     FENCE,
     INTEGER,
@@ -42,6 +42,15 @@ from vision_eval.structured.values import (  # noqa: F401 - re-exported: the one
     to_json,
     tolerance_compare,
 )
+
+__all__ = [  # the row-wise rules, with the parsing rules of values and dates re-exported: the one place to import from
+    "CURRENCY", "FENCE", "INTEGER", "ISO_PREFIX", "ISO_SUFFIX", "MAX_DEPTH", "MISSING", "NOT_AN_OBJECT", "NOT_JSON",
+    "NUMBER", "PARENS", "TOO_DEEP", "Algorithm", "FieldResult", "FieldSpec", "MatchType", "Outcome", "aggregate",
+    "as_float", "as_number", "check_format", "clean_number", "compare_field", "compare_scalar", "compare_values",
+    "date_text", "evaluate_row", "extract_json", "fmt", "kind", "loads", "normalize_text", "numeric_check",
+    "parse_date", "parse_path", "read_json", "resolve", "scorer", "similarity", "strftime_format", "to_json",
+    "tolerance_compare",
+]  # fmt: skip
 
 MatchType = Literal["exact", "numeric_tolerance", "date", "fuzzy"]
 Algorithm = Literal["levenshtein", "token_sort", "token_set", "jaro_winkler"]
@@ -120,7 +129,7 @@ def _deep_equal(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(_deep_equal(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return len(a) == len(b) and all(_deep_equal(x, y) for x, y in zip(a, b))
-    return a == b
+    return bool(a == b)
 
 
 def compare_scalar(spec: FieldSpec, got: Any, want: Any) -> Outcome:

@@ -254,7 +254,7 @@ INTEGER = r"^[+-]?[0-9]+$"
 _INTEGER_RE = re.compile(INTEGER)
 
 
-class _AsciiDigits(dict):
+class _AsciiDigits(dict[int, int]):
     """``str.translate`` table: every Unicode decimal digit to its ASCII digit (filled on first use)."""
 
     def __missing__(self, code: int) -> int:
@@ -330,7 +330,7 @@ def tolerance_compare(got: Number, want: Number, tolerance: float, relative: boo
     exact_g, exact_w = Fraction(got), Fraction(want)
     exact_diff = abs(exact_g - exact_w)
     exact_tol = Fraction(tolerance) * abs(exact_w) if relative and exact_w != 0 else Fraction(tolerance)
-    return exact_diff <= exact_tol + Fraction(SLACK) * max(1, exact_tol), exact_diff, exact_tol
+    return exact_diff <= exact_tol + Fraction(SLACK) * max(Fraction(1), exact_tol), exact_diff, exact_tol
 
 
 def as_float(value: Any) -> float:
@@ -367,4 +367,4 @@ def similarity(a: str, b: str, algorithm: str, normalize: bool) -> float:
     if normalize:
         a, b = normalize_text(a), normalize_text(b)
     fn, scale = scorer(algorithm)
-    return float(fn(a, b)) / scale
+    return float(fn(a, b)) / float(scale)
