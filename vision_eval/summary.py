@@ -10,7 +10,7 @@ import polars as pl
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 
 
-def _aggregates() -> list[pl.Expr]:
+def aggregates() -> list[pl.Expr]:
     processed = pl.col("status") == PROCESSED
     return [
         pl.len().alias("rows"),
@@ -28,13 +28,17 @@ def _aggregates() -> list[pl.Expr]:
 
 def summarize(results: pl.DataFrame) -> pl.DataFrame:
     """One row per evaluator: counts by status, mean score, pass rate, tokens and cost."""
-    return results.group_by("evaluator", "type", maintain_order=True).agg(_aggregates())
+    return results.group_by("evaluator", "type", maintain_order=True).agg(aggregates())
 
 
-def summarize_one(results: pl.DataFrame, evaluator: str, type_name: str) -> pl.DataFrame:
-    """The summary row of one evaluator's results (the same columns as :func:`summarize`, no grouping)."""
+def summarize_one(results: pl.DataFrame | pl.LazyFrame, evaluator: str, type_name: str) -> tuple[pl.DataFrame, int]:
+    """The summary row of one evaluator's results (the same columns as :func:`summarize`, no grouping), computed
+    in one streaming pass, and how many of its rows were answered from the call cache."""
     head = pl.DataFrame({"evaluator": [evaluator], "type": [type_name]})
-    return pl.concat([head, results.select(_aggregates())], how="horizontal")
+    cached = pl.col("cached").fill_null(False).sum().alias("_cached")
+    values = results.lazy().select(*aggregates(), cached).collect(engine="streaming")
+    hits = int(values["_cached"][0] or 0)
+    return pl.concat([head, values.drop("_cached")], how="horizontal"), hits
 
 
 def _fmt(value: Any, kind: str = "") -> str:
