@@ -4,6 +4,8 @@ once (a flag file records it), so the resumed run can use the very same config."
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -14,11 +16,14 @@ from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 
 
 def interrupt_once(flag: str | Path) -> None:
-    """Raise ``KeyboardInterrupt`` unless ``flag`` exists (creating it)."""
+    """Press Ctrl-C (a real SIGINT to this process) unless ``flag`` exists (creating it). In synchronous code the
+    ``KeyboardInterrupt`` arrives at once; inside ``asyncio.run`` the runner cancels the run and raises it, as it
+    does for a user's Ctrl-C."""
     path = Path(flag)
     if not path.exists():
         path.write_text("interrupted")
-        raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)  # the interrupt is delivered here in synchronous code
 
 
 class InterruptSettings(EvaluatorSettings):
@@ -46,6 +51,7 @@ class InterruptAfter(Evaluator):
             while time.monotonic() < deadline:
                 if folder.is_dir() and sum(not p.name.startswith(".") for p in folder.iterdir()) >= settings.after:
                     interrupt_once(settings.flag)
+                    await asyncio.sleep(60)  # the runner cancels this run on the SIGINT
                 await asyncio.sleep(0.01)
             raise AssertionError(f"{folder} never held {settings.after} batches")
         return EvalOutput(batch.select(pl.col("id").alias("sample_id"), pl.lit(1.0).alias("score")))

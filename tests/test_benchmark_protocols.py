@@ -2,7 +2,7 @@
 
 For every metric and protocol (``official``, ``lmms_eval``) a seeded set of several thousand edge cases is scored by
 the evaluator (through ``vision_eval.evaluate``) and by the plain reference implementations in
-``tests/reference/benchmark_protocols.py`` (written from the published definitions). The published examples must
+``tests/protocol_references.py`` (written from the published definitions). The published examples must
 all agree; the generated sets must agree on at least 99.5% of the cases (they agree on all). POPE's dataset-level
 metrics must equal the references'. ``python tests/test_benchmark_protocols.py`` prints the agreement table.
 """
@@ -22,7 +22,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import vision_eval as ve
-from tests.reference import benchmark_protocols as ref
+from tests import protocol_references as ref
 
 CASES = 3000
 TOLERANCE = 1e-12  # leave-one-out means are float sums in a different order

@@ -9,10 +9,13 @@ import polars as pl
 import pytest
 
 import vision_eval
-from vision_eval.validators.chart import ChartOptions, chart_frame
-from vision_eval.validators.count import count_frame
-from vision_eval.validators.json_check import JsonOptions, infer_schema, json_frame
-from vision_eval.validators.ocr import OcrOptions, ocr_frame
+from vision_eval.validators.chart import ChartOptions
+from vision_eval.validators.chart_columns import chart_frame
+from vision_eval.validators.count_columns import count_frame
+from vision_eval.validators.json_check import JsonOptions, infer_schema
+from vision_eval.validators.json_columns import json_frame
+from vision_eval.validators.ocr import OcrOptions
+from vision_eval.validators.ocr_columns import ocr_frame
 
 
 def run(kind: str, rows: list[dict], **settings) -> list[dict]:

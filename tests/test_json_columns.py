@@ -12,128 +12,25 @@ from typing import Any
 import polars as pl
 import pytest
 
-from tests.reference import json_reference
+from tests import equivalence as eq
 from vision_eval.validators import json_columns, json_compare
-from vision_eval.validators.json_check import JsonOptions, extract_candidates, json_frame, json_rows
-
-STRINGS = [
-    *["Acme", "acme ", "ACME  Corp", "", "2024-01-05", 'q"uote', "back\\slash", "é café", "ÉCOLE", "line\nbreak"],
-    *["tab\there", "😀", "İstanbul", "ß", "a  b", " A B ", "x:y", "Widgets", "widgets", "\u2028", "\x7f"],
-]
-NUMBERS = [0, 1, 2.5, -3, 960, 960.0, 1e-3, 0.1, 0.30000000000000004, 100, 100.5, 101, 99.5, -0.0, 12345678, 1e16]
-NUMBERS += [2.5e-7, 10**20, 7]
-
-
-def _scalar(rng: random.Random) -> Any:
-    roll = rng.random()
-    if roll < 0.45:
-        return rng.choice(STRINGS)
-    if roll < 0.85:
-        return rng.choice(NUMBERS)
-    return rng.choice([True, False, None])
-
-
-def _template(rng: random.Random, kind: int) -> Any:
-    """Expected values of a few shapes (rows of one shape are compared as a group)."""
-    s = lambda: _scalar(rng)  # noqa: E731
-    if kind == 0:
-        return {
-            "invoice_number": f"INV-{rng.randint(1, 99)}",
-            "vendor": rng.choice(STRINGS),
-            "total": rng.choice(NUMBERS),
-            "paid": rng.random() < 0.5,
-            "note": None,
-            "line_items": [
-                {"description": rng.choice(STRINGS[:6]), "quantity": rng.randint(1, 3), "amount": rng.choice(NUMBERS)}
-                for _ in range(2)
-            ],
-        }
-    if kind == 1:
-        return [{"label": rng.choice(["cat", "Cat", "dog", "bird"]), "count": rng.randint(0, 3)} for _ in range(3)]
-    if kind == 2:
-        return {"a": {"b": {"c": s(), "d": s()}, "e": [s(), s(), s()]}, "f": s()}
-    if kind == 3:
-        return {"x": {}, "y": [], "z": s(), "x.y": s(), "ü": s(), "it's": s(), "a/b~c": s(), 'q"k': s()}
-    if kind == 4:
-        return [s(), s(), {"k": s()}, {"k": s(), "m": {"n": s()}}]
-    if kind == 5:
-        return {f"k{i}": s() for i in range(23)}
-    return {"rows": [[s(), s()], [s()]], "n": s()}  # arrays inside array items: row-wise
-
-
-def _mutate(rng: random.Random, value: Any, depth: int = 0) -> Any:
-    if isinstance(value, dict):
-        out = {k: _mutate(rng, v, depth + 1) for k, v in value.items() if rng.random() > 0.08}
-        if rng.random() < 0.08:
-            out[rng.choice(["extra", "note2", "ü2", "k]"])] = _scalar(rng)
-        if rng.random() < 0.1:
-            out = dict(reversed(list(out.items())))
-        return out
-    if isinstance(value, list):
-        out = [_mutate(rng, v, depth + 1) for v in value]
-        roll = rng.random()
-        if roll < 0.35:
-            rng.shuffle(out)
-        elif roll < 0.42:
-            out = out[:-1]
-        elif roll < 0.48:
-            out = [*out, _scalar(rng)]
-        return out
-    roll = rng.random()
-    if roll < 0.06:
-        return _scalar(rng)  # another value, maybe of another type
-    if isinstance(value, str) and roll < 0.2:
-        return rng.choice([value.upper(), value.lower(), f"  {value} ", value.replace(" ", "   ")])
-    if isinstance(value, int | float) and not isinstance(value, bool) and roll < 0.3:
-        return rng.choice([value * 1.005, value + 1, float(value), value * 1.02])
-    return value
-
-
-def _text(rng: random.Random, value: Any) -> str:
-    text = json.dumps(value, indent=rng.choice([None, None, 2]), ensure_ascii=rng.random() < 0.3)
-    roll = rng.random()
-    if roll < 0.03:
-        text = text.replace("}", ",}", 1)  # trailing comma
-    elif roll < 0.05 and text.startswith("{") and len(text) > 2:
-        text = '{"invoice_number": "dup", ' + text[1:]  # a repeated key (json.loads keeps the last)
-    elif roll < 0.06:
-        text = text.replace("1", "NaN", 1)
-    elif roll < 0.07:
-        text = text[: len(text) // 2]
-    return text
-
-
-def _response(rng: random.Random, value: Any) -> str | None:
-    text = _text(rng, value)
-    roll = rng.random()
-    if roll < 0.02:
-        return None
-    if roll < 0.04:
-        return rng.choice(["", "   ", "no json at all", "{}", "[]", '{"a": 1e400}', '{"a": "\\ud800"}'])
-    if roll < 0.3:
-        return f"Here you go:\n```json\n{text}\n```\nDone."
-    if roll < 0.4:
-        return f"The answer is {text} as requested."
-    return text
+from vision_eval.validators.json_check import (
+    JsonOptions,
+    candidate_of,
+    extract_candidates,
+    json_row,
+    json_rows,
+    required_message,
+)
+from vision_eval.validators.json_columns import json_frame
 
 
 def _frame(seed: int, n: int) -> pl.DataFrame:
-    rng = random.Random(seed)
-    rows: dict[str, list[Any]] = {"output": [], "expected_output": []}
-    for _ in range(n):
-        kind = rng.randrange(7)
-        want = _template(rng, kind)
-        got = want if rng.random() < 0.15 else _mutate(rng, want)
-        # One spelling per shape (indent, escapes), so rows of a shape share their expected_output's layout.
-        rows["expected_output"].append(json.dumps(want, ensure_ascii=kind % 2 == 0))
-        rows["output"].append(_response(rng, got))
-    return pl.DataFrame(rows, schema={"output": pl.Utf8, "expected_output": pl.Utf8})
+    return eq.frame(eq.json_shaped_pairs(n, seed))
 
 
 def _prepared(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.select(
-        pl.col("output").alias("raw"), extract_candidates(frame["output"]).alias("candidate"), pl.col("expected_output")
-    )
+    return json_columns.prepared(frame)
 
 
 OPTIONS = [
@@ -168,12 +65,8 @@ def test_json_frame_is_the_row_wise_path_on_every_row(monkeypatch: pytest.Monkey
         old = json_rows(_prepared(frame), opts)
         assert new.equals(old), opts
         assert json_columns.score_columns(_prepared(frame), opts).height > 0.3 * frame.height
-        reference = json_reference.json_frame(frame, opts)
-        assert new["status"].to_list() == reference["status"].to_list()
-        assert new["passed"].to_list() == reference["passed"].to_list()
-        assert [json.loads(d) if d else d for d in new["details"]] == [
-            json.loads(d) if d else d for d in reference["details"]
-        ]
+        inputs = [(o, e, opts) for o, e in frame.iter_rows()]
+        eq.assert_same_verdicts(new, eq.by_rows(json_row, inputs), inputs)
 
 
 EXPECTED = {
@@ -257,14 +150,13 @@ def test_targeted_responses_are_decided_or_left_as_designed(opts: JsonOptions) -
             assert (k in rows) == (columnar if columnar is not None else not opts.compare_values), (expected, text)
 
 
-def test_candidate_extraction_matches_the_reference_regexes() -> None:
+def test_candidate_extraction_is_candidate_of() -> None:
     rng = random.Random(9)
     pieces = ["```", "`", "``", "json", "JSON", "Json", " ", "\n", "\t", "\xa0", "\u2003", "{", "}", "[", "]", "a", "é"]
     pieces += ['"x"', ":", ",", "\x1c", "json\n", "```json", "```JSON  "]
+    pieces += ["\x1c", "\x1f", "\x85", "\u2028", "\u3000"]  # whitespace to Python's str.strip, not to Polars'
     texts = [None, "", "   "] + ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(20_000)]
-    frame = pl.DataFrame({"output": texts}, schema={"output": pl.Utf8})
-    expected = frame.select(json_reference.extract_expr(pl.col("output")))["output"]
-    assert extract_candidates(frame["output"]).to_list() == expected.to_list()
+    assert extract_candidates(pl.Series(texts, dtype=pl.Utf8)).to_list() == [candidate_of(t) for t in texts]
 
 
 def test_duckdb_tokens_print_as_msgspec_where_the_columnar_path_relies_on_it() -> None:
@@ -325,3 +217,18 @@ def test_greedy_item_pairing_with_ties_reordering_and_nested_objects() -> None:
         assert decided.height == prepared.height  # nothing structural: every row column-wise
         assert decided["details"].to_list() == expected["details"].to_list()
         assert decided["score"].to_list() == expected["score"].to_list()
+
+
+def test_required_messages_are_jsonschemas() -> None:
+    """The column-wise path and check_one's shortcut write JSON Schema's own messages for absent top-level keys."""
+    from jsonschema import Draft202012Validator
+
+    for key in ["invoice", "it's", 'q"k', "é", "a\nb", "\\", "x.y"]:
+        errors = list(Draft202012Validator({"required": [key]}).iter_errors({}))
+        assert [f"$: {e.message}" for e in errors] == [required_message(key)]
+    expected = json.dumps({"invoice": "A-1", "it's": 1, "total": 5, "lines": [{"q": 1}]})
+    frame = pl.DataFrame(
+        {"output": ['{"lines": [{"q": 2}]}', '{"total": 5, "extra": true}'], "expected_output": [expected] * 2}
+    )
+    details = [json.loads(d) for d in json_frame(frame, JsonOptions())["details"]]
+    assert details[0]["schema_errors"] == [required_message(k) for k in ("invoice", "it's", "total")]

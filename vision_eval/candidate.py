@@ -15,6 +15,7 @@ import polars as pl
 from vision_eval.config import DEFAULT_CANDIDATE_PROMPT, CandidateConfig
 from vision_eval.evaluator import EvalContext
 from vision_eval.images.media import ImageError
+from vision_eval.images.prepared import prepared_images_of
 from vision_eval.images.roots import roots_of
 from vision_eval.llm.budget import NotAttempted
 from vision_eval.llm.requests import PreparedCall, build_call, row_images, row_variables
@@ -53,7 +54,8 @@ def _request(row: dict[str, Any], candidate: CandidateConfig, context: EvalConte
     """The candidate's request for one row (``ImageError`` / ``TemplateError`` when it cannot be built)."""
     variables = row_variables(row)
     present = [c for c in candidate.images if c in row]
-    images = row_images(row, present, roots_of(context), candidate.image, variables=variables)
+    store = prepared_images_of(context)
+    images = row_images(row, present, roots_of(context), candidate.image, variables=variables, store=store)
     for name in ("input", "expected_output"):
         variables[name] = variables[name] or ""
     return build_call(

@@ -39,6 +39,11 @@ class ImagePolicy(StrictModel):
     """A call whose encoded images exceed this many bytes is a row error before anything is sent."""
     max_source_pixels: int = Field(100_000_000, ge=1)
     """Images larger than this (decompression bombs) are row errors."""
+    fast_decode: bool = False
+    """Decode a JPEG that will be downscaled at a reduced size first (libjpeg's DCT scaling to 1/2, 1/4 or 1/8,
+    never below the sent size), then downscale as usual: about 3x faster for large photos. The sent size is the
+    same, but the pixels differ slightly from a full decode (a few levels), so the sent bytes and the call-cache
+    keys change. Off: the sent bytes are exactly those of a full decode."""
 
 
 class JudgeConfig(StrictModel):

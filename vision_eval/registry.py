@@ -6,6 +6,11 @@ that defines it (found by reading the package's sources for ``type_name`` assign
 every module costs about half a second of start-up, numpy and pyarrow included); listing the
 types imports them all. Those modules must keep heavy imports (litellm, scipy, PIL) inside
 functions so that looking up a type stays cheap.
+
+A module that fails to import breaks only its own types: looking one of them up raises
+:class:`BrokenEvaluatorType` with the import error; every other type works. Other packages add types
+through the ``vision_eval.evaluators`` entry point group (``name = "package.module:Class"``), loaded
+when the name is looked up.
 """
 
 from __future__ import annotations
@@ -21,8 +26,30 @@ from vision_eval.evaluator import Evaluator
 
 E = TypeVar("E", bound=type[Evaluator])
 
+ENTRY_POINTS = "vision_eval.evaluators"
+"""The entry point group third-party packages register evaluator types in."""
+
 _REGISTRY: dict[str, type[Evaluator]] = {}
+_BROKEN: dict[str, str] = {}
+"""Module -> why it could not be imported (its types are unavailable, the others are not)."""
 _builtins_loaded = False
+
+
+class BrokenEvaluatorType(KeyError):
+    """The module defining an evaluator type failed to import."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def _import(module: str) -> None:
+    """Import a module of evaluators, recording (not raising) an import failure."""
+    if module in _BROKEN:
+        return
+    try:
+        importlib.import_module(module)
+    except Exception as exc:  # a broken module must not break the other types
+        _BROKEN[module] = f"{type(exc).__name__}: {exc}"
 
 
 def register(cls: E) -> E:
@@ -46,7 +73,10 @@ def _load_builtins() -> None:
 
     for module in pkgutil.iter_modules(package.__path__):
         if not module.name.startswith("_"):
-            importlib.import_module(f"{package.__name__}.{module.name}")
+            _import(f"{package.__name__}.{module.name}")
+    for name, entry in plugin_index().items():
+        if name not in _REGISTRY:
+            _load_plugin(name, entry)
 
 
 _TYPE_NAME = re.compile(r"^\s+type_name(?:\s*:[^=\n]+)?\s*=\s*[\"']([^\"']+)[\"']", re.MULTILINE)
@@ -69,19 +99,59 @@ def builtin_index() -> dict[str, str]:
     return index
 
 
+@lru_cache(maxsize=1)
+def plugin_index() -> dict[str, str]:
+    """Type name -> ``module:attribute`` of every evaluator other installed packages register."""
+    from importlib.metadata import entry_points
+
+    return {entry.name: entry.value for entry in entry_points(group=ENTRY_POINTS)}
+
+
+def _load_plugin(type_name: str, target: str) -> None:
+    module, _, attribute = target.partition(":")
+    _import(module)
+    if module in _BROKEN:
+        return
+    cls = getattr(importlib.import_module(module), attribute, None) if attribute else None
+    if isinstance(cls, type) and issubclass(cls, Evaluator) and type_name not in _REGISTRY:
+        _REGISTRY[type_name] = cls
+
+
+def _broken(type_name: str) -> str | None:
+    """Why ``type_name`` is unavailable, when the module that defines it failed to import."""
+    module = builtin_index().get(type_name) or plugin_index().get(type_name, "").partition(":")[0]
+    return (
+        f"evaluator type {type_name!r} could not be loaded: {module} failed to import ({_BROKEN[module]})"
+        if (module in _BROKEN)
+        else None
+    )
+
+
 def get(type_name: str) -> type[Evaluator]:
-    """The evaluator class registered as ``type_name``; ``KeyError`` if none."""
-    if type_name not in _REGISTRY and not _builtins_loaded:
+    """The evaluator class registered as ``type_name``; ``KeyError`` if none (:class:`BrokenEvaluatorType`, a
+    ``KeyError``, when the module defining it failed to import)."""
+    if type_name not in _REGISTRY:
         module = builtin_index().get(type_name)
         if module is not None:
-            importlib.import_module(module)
+            _import(module)
+        elif type_name in plugin_index():
+            _load_plugin(type_name, plugin_index()[type_name])
         if type_name not in _REGISTRY:
             _load_builtins()
+    if type_name not in _REGISTRY:
+        reason = _broken(type_name)
+        raise BrokenEvaluatorType(reason) if reason else KeyError(type_name)
     return _REGISTRY[type_name]
 
 
+def broken() -> dict[str, str]:
+    """Modules of evaluators that failed to import, with the error (their types are unavailable)."""
+    _load_builtins()
+    return dict(_BROKEN)
+
+
 def names() -> list[str]:
-    """All registered type names, sorted."""
+    """All registered type names, sorted (the types of a module that failed to import are missing)."""
     _load_builtins()
     return sorted(_REGISTRY)
 

@@ -63,6 +63,8 @@ def _resolve_class(name: str, spec: Mapping[str, Any], sources: ConfigSources | 
         raise ConfigError(f"evaluators.{name}", "needs a 'type' (registered name) or a '_target_'", _file(key, sources))
     try:
         return registry.get(str(type_name)), settings
+    except registry.BrokenEvaluatorType as exc:
+        raise ConfigError(key, str(exc), _file(key, sources)) from None
     except KeyError:
         names = registry.names()
         close = difflib.get_close_matches(str(type_name), names, n=3, cutoff=0.5)

@@ -13,10 +13,13 @@ import polars as pl
 
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
-from vision_eval.validators.chart import ChartOptions, chart_frame
-from vision_eval.validators.count import count_frame
-from vision_eval.validators.json_check import JsonOptions, json_frame
-from vision_eval.validators.ocr import OcrOptions, ocr_frame
+from vision_eval.validators.chart import ChartOptions
+from vision_eval.validators.chart_columns import chart_frame
+from vision_eval.validators.count_columns import count_frame
+from vision_eval.validators.json_check import JsonOptions
+from vision_eval.validators.json_columns import json_frame
+from vision_eval.validators.ocr import OcrOptions
+from vision_eval.validators.ocr_columns import ocr_frame
 
 
 def _output(batch: pl.DataFrame, scored: pl.DataFrame) -> EvalOutput:

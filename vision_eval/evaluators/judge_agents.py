@@ -30,6 +30,7 @@ from vision_eval.config import JudgeConfig
 from vision_eval.evaluator import EvalOutput, Evaluator
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
+from vision_eval.images.prepared import prepared_images_of
 from vision_eval.images.roots import roots_of
 from vision_eval.llm.budget import NotAttempted
 from vision_eval.llm.models import check_vision, resolve_judge
@@ -136,7 +137,8 @@ class JudgeAgents(Evaluator):
         return {"panel": panel}
 
     def _images(self, row: dict[str, Any], policy: Any) -> list[PreparedImage]:
-        images = row_images(row, self.settings_.images, roots_of(self.context), policy, chat_input=False)
+        store = prepared_images_of(self.context)
+        images = row_images(row, self.settings_.images, roots_of(self.context), policy, chat_input=False, store=store)
         if not images:
             raise ImageError("row has no images: the agents judge the image itself")
         return images

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,16 +95,31 @@ class Decoded:
     """Height after the EXIF orientation is applied."""
     orientation: int = 1
     """The EXIF orientation tag (1: upright; 2-8: the image was flipped or rotated to apply it)."""
+    scale: int = 1
+    """1: ``image`` has the source's pixels; 2, 4 or 8: a JPEG decoded at that reduction (DCT scaling), so
+    ``image`` is about ``width / scale`` x ``height / scale``."""
+    box: tuple[float, float, float, float] | None = None
+    """With ``scale`` > 1: the region of ``image`` that covers the whole source (a reduced decode rounds its size
+    up, so the last column or row stands for a fraction of a source pixel); give it to ``resize(box=...)``."""
 
 
 def decode(
-    data: bytes, max_pixels: int = 100_000_000, declared: str | None = None, *, any_format: bool = False
+    data: bytes,
+    max_pixels: int = 100_000_000,
+    declared: str | None = None,
+    *,
+    any_format: bool = False,
+    reduce_to: Callable[[int, int], tuple[int, int]] | None = None,
 ) -> Decoded:
     """Decode ``data`` fully with Pillow, refusing empty, unknown, corrupt, truncated and oversized images; the
     EXIF orientation is applied, so the image is upright as a viewer shows it. ``any_format``: any format Pillow
-    reads (BMP, TIFF...), not only the four a model is sent."""
+    reads (BMP, TIFF...), not only the four a model is sent.
+
+    ``reduce_to``: given the upright source size, the smallest size the caller needs; a JPEG is then decoded at
+    the largest DCT reduction (1/2, 1/4, 1/8) that keeps at least that size (Pillow's draft mode; other formats
+    have no reduced decoding). Much faster for large photos, but the pixels are not those of a full decode
+    resized: see ``Decoded.scale`` and ``Decoded.box``."""
     import io
-    import warnings
 
     from PIL import Image, ImageOps, UnidentifiedImageError
 
@@ -110,19 +128,25 @@ def decode(
     else:
         media_type = resolve_media_type(data, declared)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
+        with _bomb_warnings_as_errors():
             image = Image.open(io.BytesIO(data))
             width, height = image.size
             if width * height > max_pixels:
                 raise ImageError(
                     f"image of {width}x{height} pixels refused as a decompression bomb (more than {max_pixels} pixels)"
                 )
-            image.load()
-            orientation = _orientation(image)
-            if orientation != 1:
-                image = ImageOps.exif_transpose(image)
+            if image.format == "GIF":  # Pillow checks the size of a GIF's frames while loading them
+                image.load()
+        scale, box = _draft(image, width, height, reduce_to) if reduce_to else (1, None)
+        image.load()
+        orientation = _orientation(image)
+        if orientation != 1:
+            image = ImageOps.exif_transpose(image)
+            if box is None:
                 width, height = image.size
+            else:
+                width, height = (height, width) if orientation >= 5 else (width, height)
+                box = _transpose_box(box, orientation, image.size)
     except ImageError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):  # Pillow's own limit, met on opening
@@ -137,7 +161,61 @@ def decode(
         raise ImageError(f"{kind} image ({media_type}): {text}" if text else f"{kind} image ({media_type})") from None
     if width <= 0 or height <= 0:
         raise ImageError("image has no pixels")
-    return Decoded(image, media_type, width, height, orientation)
+    return Decoded(image, media_type, width, height, orientation, scale, box)
+
+
+_WARNING_FILTERS = threading.Lock()
+
+
+@contextmanager
+def _bomb_warnings_as_errors() -> Iterator[None]:
+    """Pillow's ``DecompressionBombWarning`` raised as an error. ``warnings.catch_warnings`` swaps process-wide
+    state, so images decoded in worker threads take turns here (for opening, which reads only the header)."""
+    import warnings
+
+    from PIL import Image
+
+    with _WARNING_FILTERS, warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        yield
+
+
+def _draft(
+    image: Any, width: int, height: int, reduce_to: Callable[[int, int], tuple[int, int]]
+) -> tuple[int, tuple[float, float, float, float] | None]:
+    """Ask a JPEG to decode at a reduced size (before ``load``): the scale and the box covering the source, in the
+    stored orientation; ``(1, None)`` when the format or the sizes allow no reduction (then nothing is changed)."""
+    if image.format not in ("JPEG", "MPO"):
+        return 1, None
+    turned = _orientation(image) >= 5  # the caller's sizes are upright; the decoder's are as stored
+    need_w, need_h = reduce_to(*((height, width) if turned else (width, height)))
+    need = (need_h, need_w) if turned else (need_w, need_h)
+    if width < 2 * need[0] or height < 2 * need[1]:
+        return 1, None
+    drafted = image.draft(None, need)
+    if drafted is None or image.size == (width, height):
+        return 1, None
+    return round(width / drafted[1][2]), tuple(drafted[1])
+
+
+def _transpose_box(
+    box: tuple[float, float, float, float], orientation: int, size: tuple[int, int]
+) -> tuple[float, float, float, float]:
+    """``box`` (in the stored orientation) mapped through the flip or rotation ``exif_transpose`` applied for
+    ``orientation``; ``size`` is the upright image's size."""
+    out_w, out_h = size
+    stored_w, stored_h = (out_h, out_w) if orientation >= 5 else (out_w, out_h)
+    maps = {
+        2: lambda x, y: (stored_w - x, y),
+        3: lambda x, y: (stored_w - x, stored_h - y),
+        4: lambda x, y: (x, stored_h - y),
+        5: lambda x, y: (y, x),
+        6: lambda x, y: (stored_h - y, x),
+        7: lambda x, y: (stored_h - y, stored_w - x),
+        8: lambda x, y: (y, stored_w - x),
+    }
+    (x0, y0), (x1, y1) = maps[orientation](box[0], box[1]), maps[orientation](box[2], box[3])
+    return (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
 
 
 def _orientation(image: Any) -> int:

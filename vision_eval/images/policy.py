@@ -63,21 +63,40 @@ def target_size(width: int, height: int, max_side: int | None, max_pixels: int |
 
 
 def policy_record(policy: ImagePolicy) -> dict[str, Any]:
-    """The policy fields that shape the sent bytes (recorded per image)."""
+    """The policy fields that shape the sent bytes (recorded per image; ``fast_decode`` only when on)."""
     return {
         "max_side": policy.max_side,
         "max_pixels": policy.max_pixels,
         "format": policy.format,
         "quality": policy.quality,
         "detail": policy.detail,
+        **({"fast_decode": True} if getattr(policy, "fast_decode", False) else {}),
     }
 
 
-def prepare_image(data: bytes, policy: ImagePolicy, declared: str | None = None, label: str = "") -> PreparedImage:
-    """Decode ``data`` safely and apply ``policy``. Raises ``ImageError`` for unusable images."""
-    decoded = decode(data, max_pixels=policy.max_source_pixels, declared=declared)
+def policy_key(policy: ImagePolicy) -> str:
+    """The policy fields that decide one image's preparation (its bytes, record or refusal), as a string."""
+    return repr(sorted({**policy_record(policy), "max_source_pixels": policy.max_source_pixels}.items()))
+
+
+def prepare_image(
+    data: bytes,
+    policy: ImagePolicy,
+    declared: str | None = None,
+    label: str = "",
+    *,
+    source_sha256: str | None = None,
+) -> PreparedImage:
+    """Decode ``data`` safely and apply ``policy``. Raises ``ImageError`` for unusable images.
+    ``source_sha256``: the sha256 of ``data`` when the caller has it already."""
+
+    def sent_size(width: int, height: int) -> tuple[int, int]:
+        return target_size(width, height, policy.max_side, policy.max_pixels)
+
+    reduce_to = sent_size if getattr(policy, "fast_decode", False) else None
+    decoded = decode(data, max_pixels=policy.max_source_pixels, declared=declared, reduce_to=reduce_to)
     image = decoded.image
-    width, height = target_size(decoded.width, decoded.height, policy.max_side, policy.max_pixels)
+    width, height = sent_size(decoded.width, decoded.height)
     resized = (width, height) != (decoded.width, decoded.height)
     fmt = policy.format
     # The source bytes go as they are only when nothing would change them (an EXIF rotation must be applied,
@@ -86,7 +105,9 @@ def prepare_image(data: bytes, policy: ImagePolicy, declared: str | None = None,
         out, media_type = data, decoded.media_type
     else:
         try:
-            out, media_type = _encode(_eight_bit(image), (width, height), resized, fmt, decoded.media_type, policy)
+            out, media_type = _encode(
+                _eight_bit(image), (width, height), resized, fmt, decoded.media_type, policy, decoded.box
+            )
         except (OSError, ValueError) as exc:  # a pixel format Pillow cannot convert or encode
             raise ImageError(f"cannot re-encode the image ({decoded.media_type}, mode {image.mode})") from exc
     if not out:
@@ -97,7 +118,7 @@ def prepare_image(data: bytes, policy: ImagePolicy, declared: str | None = None,
         width=width,
         height=height,
         sha256=hashlib.sha256(out).hexdigest(),
-        source_sha256=hashlib.sha256(data).hexdigest(),
+        source_sha256=source_sha256 or hashlib.sha256(data).hexdigest(),
         source_width=decoded.width,
         source_height=decoded.height,
         label=label,
@@ -109,12 +130,18 @@ def prepare_image(data: bytes, policy: ImagePolicy, declared: str | None = None,
 
 
 def _encode(
-    image: Any, size: tuple[int, int], resized: bool, fmt: str, source_type: str, policy: ImagePolicy
+    image: Any,
+    size: tuple[int, int],
+    resized: bool,
+    fmt: str,
+    source_type: str,
+    policy: ImagePolicy,
+    box: tuple[float, float, float, float] | None = None,
 ) -> tuple[bytes, str]:
     from PIL import Image
 
     if resized:
-        image = image.resize(size, Image.Resampling.LANCZOS)
+        image = image.resize(size, Image.Resampling.LANCZOS, box=box)
     if fmt == "keep":
         fmt = "png" if source_type in ("image/png", "image/gif") else "jpeg"
     buffer = io.BytesIO()

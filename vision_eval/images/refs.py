@@ -164,10 +164,24 @@ def images_series(
     *,
     allow_urls: bool = False,
 ) -> pl.Series:
-    """The canonical ``images`` column built from any column of image values."""
+    """The canonical ``images`` column built from any column of image values. A text value (a path, a URI) that
+    repeats is resolved and hashed once (a dataset often names the same image in many rows); the file is checked
+    again when it is read."""
     cells = values.to_list() if isinstance(values, pl.Series) else list(values)
     roots = as_roots(root)
-    normalized = [image_refs(v, roots, allow_urls=allow_urls) for v in cells]
+    seen: dict[str, dict[str, Any] | None] = {}
+
+    def ref(item: Any) -> dict[str, Any] | None:
+        if not isinstance(item, str):
+            return image_ref(item, roots, allow_urls=allow_urls)
+        if item not in seen:
+            seen[item] = image_ref(item, roots, allow_urls=allow_urls)
+        return seen[item]
+
+    normalized = []
+    for cell in cells:
+        items = [] if cell is None else cell if isinstance(cell, list | tuple) else [cell]
+        normalized.append([r for r in map(ref, items) if r is not None])
     return pl.Series("images", normalized, dtype=IMAGES_DTYPE)
 
 

@@ -20,6 +20,7 @@ from vision_eval.config import JudgeConfig
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
+from vision_eval.images.prepared import prepared_images_of
 from vision_eval.images.roots import roots_of
 from vision_eval.llm import reliability as rel
 from vision_eval.llm.budget import BUDGET, NotAttempted
@@ -160,7 +161,13 @@ class GradedEvaluator(Evaluator):
         variables = row_variables(row)
         columns = s.images if self.images_required else [c for c in s.images if c in row]
         images = row_images(
-            row, columns, roots_of(self.context), judge_policy, chat_input=s.chat_input_images, variables=variables
+            row,
+            columns,
+            roots_of(self.context),
+            judge_policy,
+            chat_input=s.chat_input_images,
+            variables=variables,
+            store=prepared_images_of(self.context),
         )
         for name in TEXT_VARIABLES:
             if variables[name] is None:
@@ -213,7 +220,9 @@ class GradedEvaluator(Evaluator):
     async def _judge_row(self, row: dict[str, Any], judge: JudgeConfig, usage: Usage) -> dict[str, Any]:
         """All samples of one judge for one row -> {score, passed, grade, scores, errors} or {error, ...}."""
         s: GradedSettings = self.settings  # type: ignore[assignment]
-        has_images = any(row.get(c) for c in s.images)
+        chat = row.get("input")  # a chat-format input may carry images too: prepared off the event loop as well
+        maybe_chat = isinstance(chat, list | dict) or (isinstance(chat, str) and chat.lstrip()[:1] in ("[", "{"))
+        has_images = any(row.get(c) for c in s.images) or (s.chat_input_images and maybe_chat)
         variables, images = (
             await asyncio.to_thread(self._variables, row, judge.image)
             if has_images

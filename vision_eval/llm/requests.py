@@ -3,7 +3,8 @@ OpenAI-shaped messages, and the plan (what would be sent, and its estimated toke
 
 Shared by every model-graded evaluator::
 
-    images = row_images(row, ["images"], roots_of(context), judge.image)          # ImageError -> row error
+    images = row_images(row, ["images"], roots_of(context), judge.image,          # ImageError -> row error
+                        store=prepared_images_of(context))
     call = build_call(template, row_variables(row), images, judge, system=None)  # TemplateError -> row error
     result = await get_scheduler(context).complete(judge, call.messages, estimated_tokens=call.estimated_tokens)
 """
@@ -19,6 +20,7 @@ from typing import Any
 from vision_eval.images.chat import extract_chat, looks_like_chat
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage, check_call_caps, estimate_image_tokens, prepare_image
+from vision_eval.images.prepared import PreparedImages
 from vision_eval.images.providers import openai_message
 from vision_eval.images.refs import image_refs, load_bytes
 from vision_eval.images.roots import ImageRoots
@@ -70,9 +72,11 @@ def row_images(
     *,
     chat_input: bool = True,
     variables: dict[str, Any] | None = None,
+    store: PreparedImages | None = None,
 ) -> list[PreparedImage]:
     """The row's images, in column order, prepared under ``policy``; chat-format ``input`` images follow
-    (and ``variables['input']`` becomes the chat text with their labels). Raises ``ImageError``."""
+    (and ``variables['input']`` becomes the chat text with their labels). Raises ``ImageError``.
+    ``store``: the run's prepared images (each distinct image prepared once per policy)."""
     refs: list[tuple[dict[str, Any], str | None]] = []
     for column in columns:
         if column not in row:
@@ -89,7 +93,8 @@ def row_images(
     for index, (ref, declared) in enumerate(refs, start=1):
         label = f"Image {index}"
         try:
-            prepared.append(prepare_image(ref_bytes(ref), policy, declared=declared, label=label))
+            prepare = store.prepare if store is not None else prepare_image
+            prepared.append(prepare(ref_bytes(ref), policy, declared, label))
         except ImageError as exc:
             raise ImageError(f"{label}: {exc}") from None
     check_call_caps(prepared, policy)

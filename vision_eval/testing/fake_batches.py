@@ -146,6 +146,18 @@ class FakeBatches:
 
         return web.json_response({"error": {"message": f"no such {what}", "type": "not_found_error"}}, status=404)
 
+    def _cancel(self, job_id: str, render: Any) -> Any:
+        """A cancel request: the job stops at its next step; the reply is ``render(job)``."""
+        from aiohttp import web
+
+        job = self.jobs.get(job_id)
+        if job is None:
+            return self._missing("batch")
+        with self._lock:
+            self.cancels += 1
+            job.cancel_requested = job.state == "running"
+        return web.json_response(render(job))
+
     # OpenAI --------------------------------------------------------------------------------------------
     def _file_object(self, file_id: str) -> dict[str, Any]:
         return {"id": file_id, "object": "file", "bytes": len(self.files[file_id]), "created_at": int(time.time()),
@@ -232,15 +244,7 @@ class FakeBatches:
         return web.json_response(self._openai_object(job)) if job is not None else self._missing("batch")
 
     async def _openai_cancel(self, request: Any) -> Any:
-        from aiohttp import web
-
-        job = self.jobs.get(request.match_info["job_id"])
-        if job is None:
-            return self._missing("batch")
-        with self._lock:
-            self.cancels += 1
-            job.cancel_requested = job.state == "running"
-        return web.json_response(self._openai_object(job))
+        return self._cancel(request.match_info["job_id"], self._openai_object)
 
     # Anthropic -----------------------------------------------------------------------------------------
     async def _anthropic_create(self, request: Any) -> Any:
@@ -294,15 +298,7 @@ class FakeBatches:
         return web.Response(text=text, content_type="application/binary")
 
     async def _anthropic_cancel(self, request: Any) -> Any:
-        from aiohttp import web
-
-        job = self.jobs.get(request.match_info["job_id"])
-        if job is None:
-            return self._missing("batch")
-        with self._lock:
-            self.cancels += 1
-            job.cancel_requested = job.state == "running"
-        return web.json_response(self._anthropic_object(job))
+        return self._cancel(request.match_info["job_id"], self._anthropic_object)
 
     # Gemini --------------------------------------------------------------------------------------------
     async def _gemini_create(self, request: Any) -> Any:
@@ -346,12 +342,4 @@ class FakeBatches:
         return web.json_response(self._gemini_object(job)) if job is not None else self._missing("batch")
 
     async def _gemini_cancel(self, request: Any) -> Any:
-        from aiohttp import web
-
-        job = self.jobs.get("batches/" + request.match_info["job_id"])
-        if job is None:
-            return self._missing("batch")
-        with self._lock:
-            self.cancels += 1
-            job.cancel_requested = job.state == "running"
-        return web.json_response({})
+        return self._cancel("batches/" + request.match_info["job_id"], lambda job: {})

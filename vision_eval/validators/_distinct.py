@@ -1,4 +1,5 @@
-"""Distinct values of a string column and each value's index among them (work once per distinct value)."""
+"""Distinct values of a string column and each value's index among them (work once per distinct value), and runs of
+equal values."""
 
 from __future__ import annotations
 
@@ -22,3 +23,11 @@ def codes(values: pl.Series, *, repeats_ok: bool = False) -> tuple[pl.Series, np
         index = distinct.to_frame("v").with_row_index("i")
         code = values.to_frame("v").join(index, on="v", how="left", maintain_order="left")["i"]
     return distinct, code.cast(pl.Int64).fill_null(-1).to_numpy()
+
+
+def run_starts(values: np.ndarray) -> np.ndarray:
+    """Whether each position of ``values`` starts a run of equal values."""
+    start = np.empty(len(values), dtype=bool)
+    start[:1] = True
+    np.not_equal(values[1:], values[:-1], out=start[1:])
+    return start

@@ -6,11 +6,22 @@ pairs are matched first.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 
-from vision_eval.validators._distinct import codes
-from vision_eval.validators.chart_values import Values
+from vision_eval.validators._distinct import codes, run_starts
+
+
+@dataclass(frozen=True)
+class Values:
+    """The values of a text column, in text order within each row: each value's ``row``, ``code`` (its row in the
+    table of distinct values) and ``kind`` (0 money, 1 percent, 2 date)."""
+
+    row: np.ndarray
+    code: np.ndarray
+    kind: np.ndarray
 
 
 def match(
@@ -67,22 +78,14 @@ def match(
     return matched, actual
 
 
-def _run_starts(e: np.ndarray) -> np.ndarray:
-    """Whether each position of ``e`` starts a run of equal values."""
-    start = np.empty(len(e), dtype=bool)
-    start[:1] = True
-    np.not_equal(e[1:], e[:-1], out=start[1:])
-    return start
-
-
 def _first_at_min(e: np.ndarray, dist: np.ndarray) -> np.ndarray:
     """Per run of equal ``e`` (contiguous), the position of its first smallest ``dist``."""
     if not len(e):
         return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(_run_starts(e))
+    starts = np.flatnonzero(run_starts(e))
     lengths = np.diff(starts, append=len(e))
     at_min = np.flatnonzero(dist == np.repeat(np.minimum.reduceat(dist, starts), lengths))
-    return at_min[_run_starts(e[at_min])]
+    return at_min[run_starts(e[at_min])]
 
 
 def _assign(e: np.ndarray, a: np.ndarray, dist: np.ndarray, n_got: int, rounds: int = 8) -> tuple[np.ndarray, ...]:

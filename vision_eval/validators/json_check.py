@@ -1,30 +1,32 @@
-"""JSON answers: extraction (vectorized), parsing, JSON Schema validation and value comparison.
+"""JSON answers: extraction, parsing, JSON Schema validation and value comparison.
 
-:func:`check_one` holds the per-row semantics. :func:`json_frame` scores column-wise the rows
-:mod:`json_columns` can decide exactly (DuckDB reads the expected fields of whole groups of rows at once)
-and the others one by one (:func:`json_rows`: msgspec decoding, equal rows once, schemas compiled once
-per distinct schema, expected texts parsed once per distinct text).
+:func:`json_row` is the definition, one row at a time (:func:`candidate_of` finds the JSON, :func:`check_one` scores
+it). :func:`json_frame` scores column-wise the rows :mod:`json_columns` can decide exactly (DuckDB reads the expected
+fields of whole groups of rows at once) and the others one by one (:func:`json_rows`: candidates found by
+:func:`extract_candidates`, msgspec decoding, equal rows once, schemas compiled once per distinct schema, expected texts
+parsed once per distinct text).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import polars as pl
 
-from vision_eval.halves import in_halves
 from vision_eval.reasons import plain_reason
-from vision_eval.validators.json_columns import score_columns
 from vision_eval.validators.json_tree import MAX_DEPTH, nesting_depth
+from vision_eval.validators.rows import RowResult, results_frame
+from vision_eval.validators.text import SPACE, strip
 
-_FENCE = r"```(?:json|JSON)?\s*([\s\S]*?)```"
-HALF_MIN_ROWS = 10_000
-"""Frames of at least twice this many rows are scored as two halves at once."""
+FENCE = re.compile(f"```(?:json|JSON)?[{SPACE}]*([\\s\\S]*?)```")
+EMBEDDED = re.compile(r"([\{\[][\s\S]*[\}\]])")
 _UNPARSED: Any = object()
 """Marks a text not decoded yet."""
 _TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
@@ -41,14 +43,72 @@ class JsonOptions:
     number_tolerance: float = 0.0
     case_sensitive: bool = False
     require_valid_schema: bool = True
-    fields: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JsonDetails:
+    """The details of a response holding JSON."""
+
+    valid_json: bool
+    schema_valid: bool
+    schema_errors: list[str]
+    """The first 20 JSON Schema messages (``path: message``)."""
+    missing_keys: list[str]
+    """Expected paths the response lacks (``a.b``, ``items[0]``)."""
+    extra_keys: list[str]
+    """Paths of the response the expected value lacks."""
+    type_errors: list[dict[str, Any]]
+    """``{path, expected, actual}`` type names where the kinds differ."""
+    value_mismatches: list[dict[str, Any]]
+    """``{path, expected, actual}`` values where they differ."""
+    fields_matched: int
+    fields_expected: int
+
+
+@dataclass(frozen=True)
+class UnreadJson:
+    """The details of a response holding no JSON (score 0)."""
+
+    missing_keys: list[str]
+    extra_keys: list[str]
+    type_errors: list[dict[str, Any]]
+    value_mismatches: list[dict[str, Any]]
+    valid_json: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class InvalidJson(UnreadJson):
+    """The details of a response whose JSON does not parse (score 0)."""
+
+    raw: str
+    """The response's first 500 characters."""
+
+
+NO_JSON = UnreadJson([], [], [], [], False, "the response holds no JSON")
+
+
+def required_message(key: str) -> str:
+    """JSON Schema's message for a required top-level ``key`` the response lacks."""
+    return f"$: {key!r} is a required property"
+
+
+def candidate_of(text: str | None) -> str | None:
+    """The JSON candidate in a response: the first fenced block (stripped), else from the first ``{``/``[`` to the last
+    ``}``/``]``, else the stripped text."""
+    if text is None:
+        return None
+    if fenced := FENCE.search(text):
+        return strip(fenced[1])
+    if embedded := EMBEDDED.search(text):
+        return embedded[1]
+    return strip(text)
 
 
 def extract_candidates(text: pl.Series) -> pl.Series:
-    r"""The JSON candidate in each response: a fenced block, else from the first ``{``/``[`` to the last ``}``/``]``,
-    else the stripped text.
+    r""":func:`candidate_of` of each response.
 
-    The same as the first match of ``_FENCE`` (group 1), then of ``([\{\[][\s\S]*[\}\]])``, without capture groups
+    The same as the first match of ``FENCE`` (group 1), then of ``EMBEDDED``, without capture groups
     (which make Rust's regex engine several times slower): the first fence pairs with the next one (the lazy body
     stops there, and without one no later fence has one either), and the optional ``json`` tag and the whitespace
     after the fence go before the body is stripped anyway. Step by step, so that no step runs twice."""
@@ -252,10 +312,8 @@ def check_one(
             return {"status": "error", "error": f"expected_output holds {_TOO_LONG}"}
     elif opts.schema is None:
         return {"status": "error", "error": "no schema configured and no expected_output to infer one from"}
-    base: dict[str, Any] = {"missing_keys": [], "extra_keys": [], "type_errors": [], "value_mismatches": []}
     if candidate is None or not candidate.strip():
-        reason = "the response holds no JSON"
-        return {"status": "processed", "score": 0.0, "details": {**base, "valid_json": False, "reason": reason}}
+        return {"status": "processed", "score": 0.0, "details": NO_JSON}
     if nesting_depth(candidate) > MAX_DEPTH:
         return {"status": "error", "error": f"output: JSON nested deeper than {MAX_DEPTH} levels"}
     try:
@@ -265,7 +323,7 @@ def check_one(
             return {"status": "error", "error": f"output holds {_TOO_LONG}"}
         found = "{" in candidate or "[" in candidate
         reason = f"invalid JSON: {exc}" if found else "no JSON object or array found in the response"
-        details = {**base, "valid_json": False, "reason": reason, "raw": (raw or "")[:500]}
+        details = InvalidJson([], [], [], [], False, reason, (raw or "")[:500])
         return {"status": "processed", "score": 0.0, "details": details}
     cmp = _Compare(opts)
     if want is not None:
@@ -281,7 +339,7 @@ def check_one(
         violations = []
     elif not cmp.type_errors and isinstance(want, dict) and isinstance(got, dict) and _only_top_missing(want, got, cmp):
         # The same messages JSON Schema gives: only the inferred top-level ``required`` fails, in its order.
-        violations = [f"$: {key!r} is a required property" for key in want if key not in got]
+        violations = [required_message(key) for key in want if key not in got]
     else:
         violations = schema_errors(got, opts.schema or _inferred_schema(expected or ""))
     if want is None:
@@ -289,17 +347,10 @@ def check_one(
     passed = None
     if violations and opts.require_valid_schema:
         passed = False
-    details = {
-        "valid_json": True,
-        "schema_valid": not violations,
-        "schema_errors": violations[:20],
-        "missing_keys": cmp.missing,
-        "extra_keys": cmp.extra,
-        "type_errors": cmp.type_errors,
-        "value_mismatches": cmp.mismatches,
-        "fields_matched": cmp.hits,
-        "fields_expected": cmp.total,
-    }
+    details = JsonDetails(
+        True, not violations, violations[:20], cmp.missing, cmp.extra, cmp.type_errors, cmp.mismatches, cmp.hits,
+        cmp.total,
+    )  # fmt: skip
     out: dict[str, Any] = {"status": "processed", "score": score, "details": details}
     if passed is not None:
         out["passed"] = passed
@@ -321,68 +372,61 @@ def _decode_all(candidates: list[str | None]) -> list[Any]:
     return out
 
 
-def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
-    """Score every row; ``passed`` is set to false (whatever the score) when the JSON breaks the schema.
-
-    Rows :mod:`json_columns` can decide exactly are scored column-wise, the others by :func:`json_rows`."""
-    return in_halves(lambda part: _json_frame(part, opts), frame, HALF_MIN_ROWS)
-
-
-def _json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
-    prepared = frame.select(
-        pl.col("output").cast(pl.Utf8).alias("raw"),
-        extract_candidates(frame["output"].cast(pl.Utf8)).alias("candidate"),
-        (
-            pl.col("expected_output").cast(pl.Utf8)
-            if "expected_output" in frame.columns
-            else pl.lit(None, pl.Utf8).alias("expected_output")
-        ),
-    )
-    decided = score_columns(prepared, opts).with_columns(
-        pl.lit("processed").alias("status"), pl.lit(None, pl.Utf8).alias("error")
-    )
-    if decided.height == prepared.height:
-        return decided.select(list(RESULT_SCHEMA))
-    rows = pl.Series("row", range(prepared.height), pl.UInt32)
-    rest = rows.filter(~rows.is_in(decided["row"].implode()))
-    scored = json_rows(prepared[rest], opts).with_columns(rest)
-    return (
-        pl.concat([decided.select("row", *RESULT_SCHEMA), scored.select("row", *RESULT_SCHEMA)]).sort("row").drop("row")
-    )
-
-
 RESULT_SCHEMA = {"status": pl.Utf8, "score": pl.Float64, "passed": pl.Boolean, "details": pl.Utf8, "error": pl.Utf8}
 
 
-def json_rows(prepared: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
-    """Score rows (``raw``, ``candidate``, ``expected_output``) one by one with :func:`check_one`, equal rows once."""
-    distinct = prepared.unique(maintain_order=True)
-    import msgspec
+def details_json(details: Any, strict: bool) -> str:
+    """A row's details as JSON text: compact, as msgspec writes it, when both texts are ``strict`` JSON (msgspec read
+    them: finite numbers, strings, lists and objects); else with ``json.dumps``' spacing (and its NaN, Infinity)."""
+    if strict:
+        import msgspec
 
+        return msgspec.json.encode(details).decode()
+    return json.dumps(details, ensure_ascii=False, default=_members)
+
+
+def _members(value: Any) -> Any:
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else str(value)
+
+
+def scored_row(
+    raw: str | None, candidate: str | None, expected: str | None, opts: JsonOptions, got: Any, want: Any
+) -> RowResult:
+    """:func:`check_one` as a result row (``got``, ``want``: the texts as msgspec decoded them, or ``_UNPARSED``); a row
+    that raises (a configured schema failing on it...) is an error with a plain reason, the exception's type in
+    details."""
+    try:
+        result = check_one(raw, candidate, expected, opts, got, want)
+    except Exception as exc:
+        reason = plain_reason(exc)[:300]
+        details = details_json({"exception": type(exc).__name__}, strict=True)
+        return RowResult(
+            "error", details=details, error=f"the row could not be checked{': ' + reason if reason else ''}"
+        )
+    if "details" not in result:
+        return RowResult("error", error=result["error"])
+    strict = got is not _UNPARSED and (want is not _UNPARSED or not expected or not expected.strip())
+    details = details_json(result["details"], strict)
+    return RowResult("processed", result["score"], details, passed=result.get("passed"))
+
+
+def json_row(output: str | None, expected: str | None, opts: JsonOptions) -> RowResult:
+    """The definition: the row's JSON candidate (:func:`candidate_of`) scored by :func:`check_one`."""
+    candidate = candidate_of(output)
+    got, want = _decode_all([candidate, expected])
+    return scored_row(output, candidate, expected, opts, got, want)
+
+
+def json_rows(prepared: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
+    """Score rows (``raw``, ``candidate``, ``expected_output``) one by one as :func:`json_row` does, equal rows once."""
+    distinct = prepared.unique(maintain_order=True)
     decoded = _decode_all(distinct["candidate"].to_list())
     wanted = _decode_all(distinct["expected_output"].to_list())
-    encode = msgspec.json.Encoder().encode
-    results = []
-    for (raw, candidate, expected), got, want in zip(distinct.iter_rows(), decoded, wanted):
-        try:
-            result = check_one(raw, candidate, expected, opts, got, want)
-        except Exception as exc:  # e.g. a configured schema that fails on this row: a plain reason, the type in details
-            reason = plain_reason(exc)[:300]
-            result = {
-                "status": "error",
-                "error": f"the row could not be checked{': ' + reason if reason else ''}",
-                "details": {"exception": type(exc).__name__},
-            }
-        if "details" in result:
-            # Values msgspec decoded are finite numbers, strings, lists and dicts, which it encodes as json.dumps
-            # would (compactly); NaN or infinity (only json.loads yields them) keep json.dumps' spelling.
-            safe = got is not _UNPARSED and (want is not _UNPARSED or not expected or not expected.strip())
-            details = result["details"]
-            result["details"] = (
-                encode(details).decode() if safe else json.dumps(details, ensure_ascii=False, default=str)
-            )
-        results.append(result)
-    scored = pl.DataFrame(results, schema=RESULT_SCHEMA)
+    results = [
+        scored_row(raw, candidate, expected, opts, got, want)
+        for (raw, candidate, expected), got, want in zip(distinct.iter_rows(), decoded, wanted)
+    ]
+    scored = results_frame(results, passed=True).select(list(RESULT_SCHEMA))
     if distinct.height == prepared.height:
         return scored
     keys = ["raw", "candidate", "expected_output"]

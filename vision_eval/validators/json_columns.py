@@ -1,7 +1,7 @@
 """json_validator column-wise: the rows without structural surprise, scored with no Python loop over rows.
 
-:func:`json_check.check_one` (the row-wise semantics) stays the oracle: every row this module cannot decide
-exactly is left to it (:func:`json_check.json_rows`). Per batch:
+:func:`json_check.json_row` is the definition: every row this module cannot decide exactly is left to the row-wise
+path (:func:`json_check.json_rows`). Per batch:
 
 1. Rows are sorted by the *shape* of their ``expected_output`` (:mod:`json_tree`): one regex pass per shape finds
    every row sharing it, so the JSON pointers of the expected fields are known for the whole group.
@@ -9,8 +9,9 @@ exactly is left to it (:func:`json_check.json_rows`). Per batch:
    Array items of the response are read at every position (``/items/0/name``, ``/items/1/name``...).
 3. Fields are compared column-wise (:mod:`json_compare`). The greedy best-overlap pairing of array items becomes a
    hits matrix per row, and the greedy rounds run over all rows at once in numpy.
-4. The details JSON is assembled as text, as msgspec prints it (what :func:`json_check.json_rows` does for rows
-   both sides of which msgspec decodes, the only rows this module accepts).
+4. The details (:class:`json_check.JsonDetails`) are built from named columns, as msgspec prints them (what
+   :func:`json_check.details_json` does for rows both sides of which msgspec decodes, the only rows this module
+   accepts).
 
 Left to the row-wise path: a configured ``json_schema``; texts DuckDB or msgspec read differently from
 ``json.loads`` (trailing commas, NaN/Infinity, huge exponents or integers, deep nesting, repeated expected keys);
@@ -29,7 +30,18 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from vision_eval.halves import in_halves
 from vision_eval.validators import json_compare as jc
+from vision_eval.validators.json_check import (
+    NO_JSON,
+    RESULT_SCHEMA,
+    JsonDetails,
+    JsonOptions,
+    details_json,
+    extract_candidates,
+    json_rows,
+    required_message,
+)
 from vision_eval.validators.json_extras import extra_keys
 from vision_eval.validators.json_tree import (
     MAX_DEPTH,
@@ -41,6 +53,7 @@ from vision_eval.validators.json_tree import (
     shape_regex,
     too_deep,
 )
+from vision_eval.validators.rows import details_column
 
 MIN_GROUP_ROWS = 1000
 """Below this many rows of one shape, the row-wise path is cheaper than a group's fixed cost (~12 ms: the row-wise
@@ -57,11 +70,42 @@ HUGE_NUMBERS = (r"[eE][-+]?[0-9][0-9][0-9]", "[0-9]{300}")
 """Exponents json.loads reads as infinity and msgspec refuses; integers float() refuses."""
 NAN_INF = r"[:\[,][ \t\n\r]*[-+]?(?i:nan|inf)"
 """NaN/Infinity in any spelling (DuckDB reads them all, msgspec none)."""
+HALF_MIN_ROWS = 10_000
+"""Frames of at least twice this many rows are scored as two halves at once."""
 _RESULT_SCHEMA = {"row": pl.UInt32, "score": pl.Float64, "passed": pl.Boolean, "details": pl.Utf8}
-_NO_JSON = json.dumps(  # json.dumps' spacing: json_rows uses it when msgspec decoded no response
-    {"missing_keys": [], "extra_keys": [], "type_errors": [], "value_mismatches": [], "valid_json": False}
-    | {"reason": "the response holds no JSON"}
-)
+_NO_JSON = details_json(NO_JSON, strict=False)  # json_rows' spelling when msgspec decoded no response
+
+
+def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
+    """Score every row as :func:`json_check.json_row` does; ``passed`` is set to false (whatever the score) when the
+    JSON breaks the schema. Rows this module can decide exactly are scored column-wise, the others by ``json_rows``."""
+    return in_halves(lambda part: _json_frame(part, opts), frame, HALF_MIN_ROWS)
+
+
+def prepared(frame: pl.DataFrame) -> pl.DataFrame:
+    """The texts both paths read: ``raw`` (the response), its JSON ``candidate`` and ``expected_output``."""
+    expected = (
+        pl.col("expected_output") if "expected_output" in frame.columns else pl.lit(None).alias("expected_output")
+    )
+    return frame.select(
+        pl.col("output").cast(pl.Utf8).alias("raw"),
+        extract_candidates(frame["output"].cast(pl.Utf8)).alias("candidate"),
+        expected.cast(pl.Utf8),
+    )
+
+
+def _json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
+    texts = prepared(frame)
+    decided = score_columns(texts, opts).with_columns(
+        pl.lit("processed").alias("status"), pl.lit(None, pl.Utf8).alias("error")
+    )
+    if decided.height == texts.height:
+        return decided.select(list(RESULT_SCHEMA))
+    rows = pl.Series("row", range(texts.height), pl.UInt32)
+    rest = rows.filter(~rows.is_in(decided["row"].implode()))
+    scored = json_rows(texts[rest], opts).with_columns(rest)
+    parts = [decided.select("row", *RESULT_SCHEMA), scored.select("row", *RESULT_SCHEMA)]
+    return pl.concat(parts).sort("row").drop("row")
 
 
 def score_columns(prepared: pl.DataFrame, opts: Any, min_rows: int | None = None) -> pl.DataFrame:
@@ -297,7 +341,7 @@ def _score_group(rows: pl.DataFrame, tree: Node, opts: Any) -> pl.DataFrame:
     mismatches = _mismatches(f, tree, ptrs, gate_of, item_entries)
     absent = [~present[t.ptr] for t in tops]
     missing = [pl.when(x).then(pl.lit(encode(t.path))) for x, t in zip(absent, tops)]
-    required = [pl.when(x).then(pl.lit(encode(f"$: {t.path!r} is a required property"))) for x, t in zip(absent, tops)]
+    required = [pl.when(x).then(pl.lit(encode(required_message(t.path)))) for x, t in zip(absent, tops)]
     if tops:
         total = pl.sum_horizontal(pl.when(present[t.ptr]).then(t.scalars).otherwise(t.leaves) for t in tops)
         keys = pl.sum_horizontal(pl.when(present[t.ptr]).then(1 + t.key_count).otherwise(0) for t in tops)
@@ -321,22 +365,17 @@ def _score_group(rows: pl.DataFrame, tree: Node, opts: Any) -> pl.DataFrame:
     f = f.with_columns(_keyed(f, tree, bests, rows, inferred_tops, inferred_arrays))
     f = f.filter(pl.col("empty") | ~(pl.col("bad") | pl.col("kbad")))
     absent = pl.col("absent")
-    details = pl.concat_str(
-        pl.when(absent)
-        .then(pl.lit('{"valid_json":true,"schema_valid":false,"schema_errors":['))
-        .otherwise(pl.lit('{"valid_json":true,"schema_valid":true,"schema_errors":[')),
-        _join(required),
-        pl.lit('],"missing_keys":['),
-        _join(missing),
-        pl.lit('],"extra_keys":['),
-        pl.col("ek").fill_null(""),
-        pl.lit('],"type_errors":[],"value_mismatches":['),
-        _join([pl.col(f"mm{k}") for k in range(len(mismatches))]),
-        pl.lit('],"fields_matched":'),
-        pl.col("hits").cast(pl.Utf8),
-        pl.lit(',"fields_expected":'),
-        pl.col("total").cast(pl.Utf8),
-        pl.lit("}"),
+    details = details_column(
+        JsonDetails,
+        valid_json=pl.lit("true"),
+        schema_valid=pl.when(absent).then(pl.lit("false")).otherwise(pl.lit("true")),
+        schema_errors="[" + _join(required) + "]",
+        missing_keys="[" + _join(missing) + "]",
+        extra_keys="[" + pl.col("ek").fill_null("") + "]",
+        type_errors=pl.lit("[]"),
+        value_mismatches="[" + _join([pl.col(f"mm{k}") for k in range(len(mismatches))]) + "]",
+        fields_matched=pl.col("hits").cast(pl.Utf8),
+        fields_expected=pl.col("total").cast(pl.Utf8),
     )
     h, t = f["hits"].to_numpy(), f["total"].to_numpy()
     # numpy divides as Python does (Polars may multiply by the reciprocal of a constant divisor).
