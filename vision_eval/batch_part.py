@@ -95,6 +95,7 @@ def make_part(
         dimensions=_label(dims, evaluator, with_type=False),
         fields=_label(fields, evaluator, with_type=False),
         tables=dict(out.tables),
+        inputs=dict(out.metric_inputs),
     )
 
 

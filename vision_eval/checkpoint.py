@@ -36,6 +36,10 @@ SAMPLES = ".samples"
 """Folder (beside the evaluators' folders) of each batch's evaluated rows, as samples.parquet holds them."""
 OPEN = ".open-"
 """Prefix of a part kept for the outputs but not for a resume (its batch had calls the budget refused)."""
+TABLE = "table-"
+"""File name prefix of a part's extra tables."""
+INPUT = "input-"
+"""File name prefix of a part's metric inputs."""
 KINDS = {"results": RESULT_SCHEMA, "dimensions": DIMENSION_SCHEMA, "fields": FIELD_SCHEMA}
 """The files of a part and the schema each is saved in (``run_id`` left null: the run fills it when it writes)."""
 NEUTRAL_SETTINGS = frozenset({"description", "min_pass_rate", "min_mean_score", "max_error_rate"})
@@ -55,6 +59,9 @@ class Part:
     dimensions: pl.DataFrame
     fields: pl.DataFrame
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    """Extra tables written as output files (``EvalOutput.tables``)."""
+    inputs: dict[str, pl.DataFrame] = field(default_factory=dict)
+    """The tables its dataset-level metrics need (``EvalOutput.metric_inputs``), never written as outputs."""
 
     def conformed(self) -> Part:
         """The part with its results, dimensions and fields in the schemas of the output files."""
@@ -63,6 +70,7 @@ class Part:
             dimensions=conform(self.dimensions, DIMENSION_SCHEMA),
             fields=conform(self.fields, FIELD_SCHEMA),
             tables=dict(self.tables),
+            inputs=dict(self.inputs),
         )
 
 
@@ -161,7 +169,9 @@ class Checkpoints:
         for name in KINDS:
             getattr(part, name).write_parquet(staging / f"{name}.part")
         for name, table in part.tables.items():
-            table.write_parquet(staging / f"table-{name}.part")
+            table.write_parquet(staging / f"{TABLE}{name}.part")
+        for name, table in part.inputs.items():
+            table.write_parquet(staging / f"{INPUT}{name}.part")
         if not final:
             shutil.rmtree(folder, ignore_errors=True)
         try:
@@ -210,7 +220,15 @@ class Checkpoints:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
+def saved_tables(folder: Path, prefix: str) -> dict[str, Path]:
+    """The files of a saved part's extra tables (``prefix`` :data:`TABLE`) or metric inputs (:data:`INPUT`),
+    by name."""
+    return {p.name[len(prefix) : -len(".part")]: p for p in sorted(folder.glob(f"{prefix}*.part"))}
+
+
 def read_part(folder: Path) -> Part:
     """A part saved by :meth:`Checkpoints.save`."""
-    tables = {p.name[len("table-") : -len(".part")]: pl.read_parquet(p) for p in folder.glob("table-*.part")}
-    return Part(*(pl.read_parquet(folder / f"{name}.part") for name in KINDS), tables=tables)  # type: ignore[arg-type]
+    results, dimensions, fields = (pl.read_parquet(folder / f"{name}.part") for name in KINDS)
+    tables = {name: pl.read_parquet(path) for name, path in saved_tables(folder, TABLE).items()}
+    inputs = {name: pl.read_parquet(path) for name, path in saved_tables(folder, INPUT).items()}
+    return Part(results, dimensions, fields, tables=tables, inputs=inputs)

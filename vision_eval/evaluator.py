@@ -8,6 +8,7 @@ hands them the shared :class:`EvalContext` (scheduler, cache, judge settings).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -107,6 +108,10 @@ class EvalOutput:
     """Per-field comparisons (``FIELD_ROW_SCHEMA``), or ``None``."""
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     """Extra named tables (e.g. ``rankings``); each is written as ``<name>.parquet``."""
+    metric_inputs: dict[str, pl.DataFrame] = field(default_factory=dict)
+    """Named tables the dataset-level metrics need (e.g. AP's detections): saved with the batch's part (so a
+    resumed run has every batch's), handed back to :meth:`Evaluator.summarize` over all batches, never written as
+    output files. Keep them compact (a few numeric columns per row)."""
 
     def conformed(self) -> EvalOutput:
         """The same output with every frame cast to its schema."""
@@ -117,6 +122,7 @@ class EvalOutput:
             else empty(DIMENSION_ROW_SCHEMA),
             fields=conform(self.fields, FIELD_ROW_SCHEMA) if self.fields is not None else empty(FIELD_ROW_SCHEMA),
             tables=dict(self.tables),
+            metric_inputs=dict(self.metric_inputs),
         )
 
 
@@ -188,8 +194,12 @@ class Evaluator:
         """Score a batch asynchronously; the default runs :meth:`evaluate`."""
         return self.evaluate(batch)
 
-    def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
-        """Dataset-level metrics over this evaluator's result rows (e.g. AP, F1). Default: none."""
+    def summarize(self, results: pl.DataFrame, inputs: Mapping[str, pl.LazyFrame] | None = None) -> dict[str, Any]:
+        """Dataset-level metrics over this evaluator's result rows (e.g. AP, F1). Default: none.
+
+        ``inputs``: the ``metric_inputs`` tables of every batch, by name (lazy frames read from the saved parts),
+        given only to an evaluator whose batches returned some. Keep nothing on the instance between batches: a
+        resumed run evaluates only some of them."""
         return {}
 
     def finalize(self, results: pl.DataFrame, dimensions: pl.DataFrame) -> dict[str, pl.DataFrame]:

@@ -35,8 +35,11 @@ def evaluator_tables_and_metrics(ledger: Ledger, evaluators: list[Evaluator]) ->
             dimensions = ledger.frame("dimensions", evaluator.name).collect()
             ledger.finalized[evaluator.name] = dict(evaluator.finalize(results, dimensions))
         if summarizes:
+            inputs = ledger.metric_inputs(evaluator.name)
             try:
-                metrics[evaluator.name] = evaluator.summarize(results)
+                metrics[evaluator.name] = (
+                    evaluator.summarize(results, inputs) if inputs else evaluator.summarize(results)
+                )
             except Exception as exc:  # a metric failure must not lose the results
                 metrics[evaluator.name] = {"error": f"{type(exc).__name__}: {exc}"}
     return metrics

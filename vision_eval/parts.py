@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.checkpoint import KINDS, Checkpoints, Part
+from vision_eval.checkpoint import INPUT, KINDS, TABLE, Checkpoints, Part, saved_tables
 from vision_eval.evaluator import Evaluator
 from vision_eval.summary import summarize_one
 
@@ -84,20 +84,30 @@ class Ledger:
         frames = [pl.scan_parquet(ref) if isinstance(ref, Path) else ref.lazy() for ref in refs]
         return _concat(frames, "diagonal_relaxed")
 
+    def _named(self, name: str, prefix: str) -> dict[str, pl.LazyFrame]:
+        """One evaluator's extra tables (``prefix`` :data:`TABLE`) or metric inputs (:data:`INPUT`) over all of
+        its parts, by name, in dataset order."""
+        own: dict[str, list[pl.LazyFrame]] = {}
+        for ref in self._refs(name):
+            if isinstance(ref, Path):
+                for table, path in saved_tables(ref, prefix).items():
+                    own.setdefault(table, []).append(pl.scan_parquet(path))
+            else:
+                for table, frame in (ref.tables if prefix == TABLE else ref.inputs).items():
+                    own.setdefault(table, []).append(frame.lazy())
+        return {table: _concat(frames, "diagonal_relaxed") for table, frames in own.items()}
+
+    def metric_inputs(self, name: str) -> dict[str, pl.LazyFrame]:
+        """The ``metric_inputs`` of one evaluator's batches, each over all of its parts (read back from disk for a
+        resumed run's reused parts as for the others)."""
+        return self._named(name, INPUT)
+
     def tables(self) -> dict[str, pl.LazyFrame]:
         """The extra tables, each over every evaluator that made one (with an ``evaluator`` column): what its
         batches returned, or what its ``finalize`` computed under the same name."""
         out: dict[str, list[pl.LazyFrame]] = {}
         for name in self.names:
-            own: dict[str, list[pl.LazyFrame]] = {}
-            for ref in self._refs(name):
-                if isinstance(ref, Path):
-                    for path in sorted(ref.glob("table-*.part")):
-                        own.setdefault(path.name[len("table-") : -len(".part")], []).append(pl.scan_parquet(path))
-                else:
-                    for table, frame in ref.tables.items():
-                        own.setdefault(table, []).append(frame.lazy())
-            merged = {table: _concat(frames, "diagonal_relaxed") for table, frames in own.items()}
+            merged = self._named(name, TABLE)
             merged.update({table: frame.lazy() for table, frame in self.finalized.get(name, {}).items()})
             for table, frame in merged.items():
                 out.setdefault(table, []).append(frame.with_columns(pl.lit(name).alias("evaluator")))
