@@ -202,6 +202,8 @@ def test_a_resumed_run_has_the_dataset_metrics_of_an_uninterrupted_one(tmp_path:
     assert expected["ap50"] is not None and 0 < expected["ap50"] < 1 and expected["rows"] == 240
     assert metrics == expected
     assert json.loads((out / "run.json").read_text())["metrics"]["b"] == expected
-    assert resumed.results.filter(pl.col("evaluator") == "b").drop(VOLATILE, "run_id").equals(
-        clean.results.drop(VOLATILE, "run_id")
+    assert (
+        resumed.results.filter(pl.col("evaluator") == "b")
+        .drop(VOLATILE, "run_id")
+        .equals(clean.results.drop(VOLATILE, "run_id"))
     )

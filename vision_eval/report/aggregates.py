@@ -103,10 +103,16 @@ def variant_board(data: ReportInput) -> pl.DataFrame:
         columns, by_evaluator = run_columns(info, label)
         labels.append({RUN_COLUMN: label, **columns})
         protocols.extend({RUN_COLUMN: label, "evaluator": e, "protocol": p} for e, p in by_evaluator.items())
-    frame = data.results.collect().with_columns(pl.col(RUN_COLUMN).fill_null("")).join(
-        pl.DataFrame(labels, schema={RUN_COLUMN: pl.Utf8, "candidate": pl.Utf8, "judge": pl.Utf8, "variant": pl.Utf8}),
-        on=RUN_COLUMN,
-        how="left",
+    frame = (
+        data.results.collect()
+        .with_columns(pl.col(RUN_COLUMN).fill_null(""))
+        .join(
+            pl.DataFrame(
+                labels, schema={RUN_COLUMN: pl.Utf8, "candidate": pl.Utf8, "judge": pl.Utf8, "variant": pl.Utf8}
+            ),
+            on=RUN_COLUMN,
+            how="left",
+        )
     )
     protocol_frame = pl.DataFrame(protocols, schema={RUN_COLUMN: pl.Utf8, "evaluator": pl.Utf8, "protocol": pl.Utf8})
     frame = frame.join(protocol_frame, on=[RUN_COLUMN, "evaluator"], how="left").with_columns(
