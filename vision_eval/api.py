@@ -121,11 +121,16 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
             rundir.release()
 
 
-def _store(config: AppConfig, output_dir: Path | None) -> Checkpoints:
-    """Where the parts go: the run's checkpoint (resumable), a temporary folder without checkpoints, or memory for
-    a run without an output directory."""
+IN_MEMORY_RESULT_ROWS = 1_000_000
+"""A run without an output directory keeps its parts in memory up to this many result rows (rows x evaluators);
+a larger one keeps them in a temporary folder, removed when its result is garbage-collected."""
+
+
+def _store(config: AppConfig, output_dir: Path | None, result_rows: int) -> Checkpoints:
+    """Where the parts go: the run's checkpoint (resumable), a temporary folder without checkpoints, or, for a run
+    without an output directory, memory (a small run) or a temporary folder (a large one)."""
     if output_dir is None:
-        return Checkpoints(None)
+        return Checkpoints(None) if result_rows <= IN_MEMORY_RESULT_ROWS else Checkpoints.temporary(None)
     if config.run.checkpoint:
         return Checkpoints(output_dir / CHECKPOINT)
     return Checkpoints.temporary(output_dir)
@@ -149,7 +154,7 @@ def _run(
         uses, scheduler, budget=config.run.max_cost_usd is not None, send=config.run.preflight, scrub=secrets.scrub
     )
     output_dir = rundir.path if rundir is not None else None
-    store = _store(config, output_dir)
+    store = _store(config, output_dir, stream.total * len(evaluators))
     if store.enabled:
         assert store.journal_dir is not None
         scheduler.use_journal(store.journal_dir, config.run.max_cost_usd)

@@ -118,9 +118,11 @@ class Checkpoints:
         self._fingerprints: dict[int, str] = {}
 
     @classmethod
-    def temporary(cls, run_dir: Path) -> Checkpoints:
-        """A folder of parts inside the run directory, removed when the outputs are written."""
-        return cls(Path(tempfile.mkdtemp(prefix=".parts-", dir=run_dir)), resumable=False)
+    def temporary(cls, run_dir: Path | None) -> Checkpoints:
+        """A folder of parts inside the run directory, removed when the outputs are written (``None``: in the
+        system's temporary folder, for a run without an output directory)."""
+        prefix = ".parts-" if run_dir is not None else "vision-eval-parts-"
+        return cls(Path(tempfile.mkdtemp(prefix=prefix, dir=run_dir)), resumable=False)
 
     @property
     def enabled(self) -> bool:

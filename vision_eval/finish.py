@@ -6,6 +6,8 @@ contents, and the :class:`~vision_eval.output.EvalResult` whose files are the pa
 
 from __future__ import annotations
 
+import shutil
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +83,9 @@ def build_result(
     info: dict[str, Any],
     output_dir: Path | None,
 ) -> EvalResult:
-    """The run's result: summary, metrics, gates and run.json's counts; its frames are the ledger's lazy queries (a
-    run without an output directory collects them: they are in memory already)."""
+    """The run's result: summary, metrics, gates and run.json's counts; its frames are the ledger's lazy queries
+    (collected when the parts are in memory already; a large run without an output directory keeps its temporary
+    folder of parts as long as the result lives)."""
     summary, cache_hits = ledger.summary(evaluators)
     metrics = evaluator_tables_and_metrics(ledger, evaluators)
     gates = run_gates(scheduler, ledger, max_error_rate)
@@ -111,10 +114,13 @@ def build_result(
         "samples": ledger.samples(),
     }
     tables: dict[str, Any] = ledger.tables()
-    if output_dir is None:
+    if not ledger.store.on_disk:  # the parts are in memory already
         frames = {name: frame.collect() for name, frame in frames.items()}
         tables = {name: frame.collect() for name, frame in tables.items()}
-    return EvalResult(**frames, tables=tables, run_info=info, output_dir=output_dir, summary_table=summary)
+    result = EvalResult(**frames, tables=tables, run_info=info, output_dir=output_dir, summary_table=summary)
+    if output_dir is None and ledger.store.directory is not None:  # a large run without an output directory
+        weakref.finalize(result, shutil.rmtree, ledger.store.directory, True)
+    return result
 
 
 def run_info_head(config: Any, sources: Any, run_id: str, rundir: Any) -> dict[str, Any]:
