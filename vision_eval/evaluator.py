@@ -164,6 +164,10 @@ class Evaluator:
     required_columns: ClassVar[tuple[str, ...]] = ("output",)
     default_threshold: ClassVar[float | None] = 1.0
     is_async: ClassVar[bool] = False
+    splittable: ClassVar[bool] = False
+    """True when a vectorized evaluator scores each row on its own (nothing kept between calls, nothing shared between
+    rows of a batch): the engine may then score a large batch as two halves on two of its threads, which keeps both
+    cores busy through the single-core stretches of Polars, DuckDB and numpy work."""
     calls_models: ClassVar[bool] = False
     """True for evaluators whose rows cost model calls: the engine gives them small batches (steady progress,
     checkpoints and budget checks) instead of ``run.batch_size`` rows."""

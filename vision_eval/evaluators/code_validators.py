@@ -38,6 +38,7 @@ class CountValidator(Evaluator):
     settings_model = CountValidatorSettings
     required_columns = ("output", "expected_output")
     default_threshold = 1.0
+    splittable = True
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         return _output(batch, count_frame(batch))
@@ -111,6 +112,7 @@ class JsonValidator(Evaluator):
     settings_model = JsonValidatorSettings
     required_columns = ("output",)
     default_threshold = 1.0
+    splittable = True
 
     def __init__(self, name: str, settings: EvaluatorSettings, context: Any = None) -> None:
         super().__init__(name, settings, context)
