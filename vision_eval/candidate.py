@@ -151,7 +151,7 @@ def generate_outputs(
         progress.add(CANDIDATE, frame.height)
         progress.begin(CANDIDATE)
     generator = Generator(candidate, context, progress)
-    out = run_coroutine(lambda: generator(frame))
+    out: pl.DataFrame = run_coroutine(lambda: generator(frame))
     if progress is not None:
         progress.end(CANDIDATE)
     return out

@@ -1,11 +1,11 @@
 """A run's finished parts, in dataset order, and everything read back from them.
 
 The engine hands each finished part here (:meth:`Ledger.put`) and drops its batch: the part goes to its
-checkpoint folder (or a temporary folder when checkpoints are off; memory for a run without an output
-directory). Afterwards every output is a lazy query over the parts: an evaluator's rows (for its summary row, its
-``summarize`` and ``finalize``), all results in evaluator-major order as results.parquet holds them, the evaluated
-rows, the extra tables. Writing an output file streams its query into one Parquet file (Polars reads a part at a
-time), so nothing ever holds every row.
+checkpoint folder (or a temporary folder when checkpoints are off or a large run has no output directory; memory
+for a small run without one). Afterwards every output is a lazy query over the parts: an evaluator's rows (for its
+summary row, its ``summarize`` and ``finalize``) and metric inputs, all results in evaluator-major order as
+results.parquet holds them, the evaluated rows, the extra tables. Writing an output file streams its query into
+one Parquet file (Polars reads a part at a time), so nothing ever holds every row.
 """
 
 from __future__ import annotations

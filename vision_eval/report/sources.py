@@ -116,8 +116,10 @@ def _with_run(frame: pl.LazyFrame, label: str) -> pl.LazyFrame:
 def _lazy(result: Any, name: str) -> pl.LazyFrame:
     """An ``EvalResult`` frame as a lazy frame (a scan of its file once written; never read whole here)."""
     if hasattr(result, "lazy"):
-        return result.lazy(name)
-    return getattr(result, name).lazy()
+        lazy: pl.LazyFrame = result.lazy(name)
+        return lazy
+    frame: pl.DataFrame = getattr(result, name)
+    return frame.lazy()
 
 
 def from_result(result: Any, label: str = "", directory: str | None = None) -> ReportInput:
