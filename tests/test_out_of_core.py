@@ -174,3 +174,18 @@ def test_the_engine_splits_large_batches_of_splittable_evaluators_only(monkeypat
     monkeypatch.setattr(batch_part, "SPLIT_MIN_ROWS", 10**9)
     whole = ve.evaluate(rows(60), evaluators=validators, run={"batch_size": 30})
     assert verdicts(halved).equals(verdicts(whole)) and halved.fields.drop("run_id").equals(whole.fields.drop("run_id"))
+
+
+def test_equal_id_hashes_are_confirmed_on_the_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The duplicate-id pre-pass keeps a hash per id; ids whose hashes are equal are read again and compared, so a
+    collision is not a repeat and a real repeat is named."""
+    from vision_eval.config import DatasetConfig
+    from vision_eval.data import open_dataset
+
+    real_hash = pl.Series.hash
+    monkeypatch.setattr(pl.Series, "hash", lambda self, *a, **k: real_hash(self.str.len_bytes(), *a, **k))
+    data = rows(12)  # ids s0..s11: ten of them two characters long, so their hashes collide
+    open_dataset(DatasetConfig(), data).check_ids(5)
+    data[11]["id"] = "s3"
+    with pytest.raises(ve.DatasetError, match=r"repeated: s3$"):
+        open_dataset(DatasetConfig(), data).check_ids(5)

@@ -42,7 +42,12 @@ from vision_eval.stack import build_stack
 
 
 def _dry_run(
-    config: AppConfig, context: EvalContext, evaluators: list[Any], candidate: Any, stream: DatasetStream, uses: list[Any]
+    config: AppConfig,
+    context: EvalContext,
+    evaluators: list[Any],
+    candidate: Any,
+    stream: DatasetStream,
+    uses: list[Any],
 ) -> EvalResult:
     from vision_eval.candidate import plan_outputs
     from vision_eval.dryrun import _line
