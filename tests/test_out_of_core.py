@@ -176,11 +176,14 @@ def test_the_engine_splits_large_batches_of_splittable_evaluators_only(monkeypat
     assert verdicts(halved).equals(verdicts(whole)) and halved.fields.drop("run_id").equals(whole.fields.drop("run_id"))
 
 
-def test_equal_id_hashes_are_confirmed_on_the_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("in_place_from", [0, 10**6], ids=["numpy", "polars"])
+def test_equal_id_hashes_are_confirmed_on_the_ids(monkeypatch: pytest.MonkeyPatch, in_place_from: int) -> None:
     """The duplicate-id pre-pass keeps a hash per id; ids whose hashes are equal are read again and compared, so a
-    collision is not a repeat and a real repeat is named."""
+    collision is not a repeat and a real repeat is named (hashes sorted by Polars, or in place in numpy)."""
     from vision_eval.config import DatasetConfig
-    from vision_eval.data import open_dataset
+    from vision_eval.data import ids, open_dataset
+
+    monkeypatch.setattr(ids, "IN_PLACE_ROWS", in_place_from)
 
     real_hash = pl.Series.hash
     monkeypatch.setattr(pl.Series, "hash", lambda self, *a, **k: real_hash(self.str.len_bytes(), *a, **k))

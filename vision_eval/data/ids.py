@@ -1,13 +1,12 @@
 """Repeated ids are refused before anything is evaluated, without holding the ids in memory: a pre-pass reads the
 id column alone (chunk by chunk, with the selection the run applies), keeps one 64-bit hash per id, and only when
-two hashes are equal reads the ids again to confirm on the real values (a hash collision is not a repeat). The
-hashes take 8 bytes per kept row (160 MB at 20M rows), in one array sorted in place."""
+two hashes are equal reads the ids again to confirm on the real values (a hash collision is not a repeat). For a
+large dataset the hashes take 8 bytes per kept row (160 MB at 20M rows), in one array sorted in place."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-import numpy as np
 import polars as pl
 
 from vision_eval.data.canonical import Selection, canonical_ids
@@ -16,6 +15,8 @@ from vision_eval.errors import DatasetError
 
 SHOWN = 5
 """Repeated ids named in the error."""
+IN_PLACE_ROWS = 1_000_000
+"""From this many kept ids on, their hashes are sorted in place in one numpy array."""
 
 
 def _selected_ids(source: Source, column: str, size: int, selection: Callable[[], Selection]) -> Iterator[pl.Series]:
@@ -30,20 +31,30 @@ def _selected_ids(source: Source, column: str, size: int, selection: Callable[[]
             break
 
 
-def _sorted_hashes(source: Source, column: str, size: int, selection: Callable[[], Selection]) -> np.ndarray:
-    """One 64-bit hash per kept id, sorted: filled into one array sized from the row count and sorted in place (8
-    bytes per row, never a second copy; numpy returns the memory to the system once it is freed)."""
-    hashes = np.empty(selection().expected(source.count()), dtype=np.uint64)
+def _repeated_hashes(source: Source, column: str, size: int, selection: Callable[[], Selection]) -> pl.Series:
+    """The hashes that more than one kept id has (one 64-bit hash per id, sorted). From ``IN_PLACE_ROWS`` ids on,
+    the hashes go into one numpy array sized from the row count and sorted in place (8 bytes per row, never a second
+    copy, returned to the system once freed); below, Polars sorts them (numpy is not imported for a small run)."""
+    expected = selection().expected(source.count())
+    if expected < IN_PLACE_ROWS:
+        parts = [ids.hash() for ids in _selected_ids(source, column, size, selection)]
+        if not parts:
+            return pl.Series(dtype=pl.UInt64)
+        hashes = pl.concat(parts).sort()
+        return hashes.filter(hashes == hashes.shift(1)).unique()
+    import numpy as np
+
+    array = np.empty(expected, dtype=np.uint64)
     filled = 0
     for ids in _selected_ids(source, column, size, selection):
         values = ids.hash().to_numpy()
-        if filled + values.size > hashes.size:  # more rows than counted: grow (never happens for a stable source)
-            hashes = np.concatenate([hashes[:filled], np.empty(filled + values.size, dtype=np.uint64)])
-        hashes[filled : filled + values.size] = values
+        if filled + values.size > array.size:  # more rows than counted: grow (never happens for a stable source)
+            array = np.concatenate([array[:filled], np.empty(filled + values.size, dtype=np.uint64)])
+        array[filled : filled + values.size] = values
         filled += values.size
-    hashes = hashes[:filled]
-    hashes.sort()
-    return hashes
+    array = array[:filled]
+    array.sort()
+    return pl.Series(np.unique(array[1:][array[1:] == array[:-1]]), dtype=pl.UInt64)
 
 
 def check_unique_ids(source: Source, column: str, size: int, selection: Callable[[], Selection]) -> None:
@@ -52,12 +63,10 @@ def check_unique_ids(source: Source, column: str, size: int, selection: Callable
     known = source.columns()
     if known is not None and column not in known:
         return  # every id is generated: positions, distinct by construction
-    hashes = _sorted_hashes(source, column, size, selection)
-    suspects = np.unique(hashes[1:][hashes[1:] == hashes[:-1]])
-    del hashes
-    if not suspects.size:
+    suspects = _repeated_hashes(source, column, size, selection)
+    if suspects.is_empty():
         return
-    wanted = pl.Series(suspects, dtype=pl.UInt64).implode()
+    wanted = suspects.implode()
     seen: set[str] = set()
     repeated: dict[str, None] = {}
     for ids in _selected_ids(source, column, size, selection):
