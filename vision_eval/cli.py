@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
@@ -113,8 +113,8 @@ def _task(cfg: DictConfig) -> Any:
     sources = _sources()
     multirun = _is_multirun()
     try:
-        raw = OmegaConf.to_container(cfg, resolve=True)
-        config = validate_config(raw, sources)  # type: ignore[arg-type]
+        raw = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))  # a DictConfig gives a dict
+        config = validate_config(raw, sources)
         result = run_config(config, sources=sources)
     except (OmegaConfBaseException, VisionEvalError) as exc:
         kind = "preflight failed" if isinstance(exc, PreflightError) else "config error"

@@ -16,8 +16,7 @@ from typing import Any
 import polars as pl
 
 from vision_eval.llm.budget import DEFAULT_OUTPUT_TOKENS
-from vision_eval.llm.prices import batch_prices
-from vision_eval.llm.transport import token_prices
+from vision_eval.llm.prices import batch_prices, token_prices
 
 
 @dataclass

@@ -4,20 +4,32 @@ Deterministic evaluators implement :meth:`Evaluator.evaluate` with column operat
 over the whole batch. Model-graded evaluators set ``is_async = True`` and implement
 :meth:`Evaluator.aevaluate`; the engine runs them concurrently on one event loop and
 hands them the shared :class:`EvalContext` (scheduler, cache, judge settings).
+
+An evaluator declares its settings type once, as the type argument of its base class:
+``class CountValidator(Evaluator[CountValidatorSettings])``. That sets ``settings_model`` (the model the config
+is validated with) and types ``self.settings`` as that model. A bare ``Evaluator`` subclass gets the base
+``EvaluatorSettings`` (or the ``settings_model`` it sets itself).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, cast, get_args, get_origin
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
+from typing_extensions import TypeVar
 
 from vision_eval.results import DIMENSION_ROW_SCHEMA, FIELD_ROW_SCHEMA, RESULT_ROW_SCHEMA, conform, empty
+
+if TYPE_CHECKING:
+    from vision_eval.config import JudgeConfig, RunConfig
+    from vision_eval.images.roots import ImageRoots
+
+T = TypeVar("T")
 
 
 class ColumnMap(BaseModel):
@@ -132,35 +144,42 @@ class EvalContext:
 
     dataset_root: Path | None = None
     """Directory that relative image paths resolve against."""
-    image_roots: Any = None
-    """Where image files may be read from (``vision_eval.images.roots.ImageRoots``, set with the dataset);
-    ``None``: the dataset root only."""
-    judge: Any = None
-    """The run's judge settings (``JudgeConfig``) or ``None`` when no judge is configured."""
-    run: Any = None
-    """The run settings (``RunConfig``)."""
+    image_roots: ImageRoots | None = None
+    """Where image files may be read from (set with the dataset); ``None``: the dataset root only."""
+    judge: JudgeConfig | None = None
+    """The run's judge settings, or ``None`` when no judge is configured."""
+    run: RunConfig | None = None
+    """The run settings (``None`` outside a configured run, e.g. a bare ``EvalContext()``)."""
     dry_run: bool = False
     """Plan only: model-graded evaluators return the requests they would send (``skipped`` rows), send nothing."""
     services: dict[str, Any] = field(default_factory=dict)
     """Shared services created lazily by evaluators (scheduler, cache, ...), keyed by name."""
 
-    def service(self, name: str, factory: Any) -> Any:
-        """The shared service ``name``, created by ``factory()`` on first use."""
-        if name not in self.services:
-            self.services[name] = factory()
-        return self.services[name]
+    def service(self, name: str, factory: Callable[[], T]) -> T:
+        """The shared service ``name``, created by ``factory()`` on first use (threads racing here share one)."""
+        service = self.services.get(name)
+        if service is None:
+            service = self.services.setdefault(name, factory())
+        return cast(T, service)
 
 
-class Evaluator:
+SettingsT = TypeVar("SettingsT", bound=EvaluatorSettings, default=EvaluatorSettings, covariant=True)
+"""An evaluator's settings model. Covariant: an ``Evaluator[CountValidatorSettings]`` is an ``Evaluator`` (whose
+settings are at least ``EvaluatorSettings``), so registries and stacks hold any evaluator as ``Evaluator``."""
+
+
+class Evaluator(Generic[SettingsT]):
     """Base class of all evaluators.
 
-    Subclasses set ``type_name`` and ``settings_model`` and implement ``evaluate`` (or
-    ``aevaluate`` with ``is_async = True``), then register with
+    Subclasses name their settings model as the type argument (``class X(Evaluator[XSettings])``), set
+    ``type_name`` and implement ``evaluate`` (or ``aevaluate`` with ``is_async = True``), then register with
     :func:`vision_eval.registry.register`.
     """
 
     type_name: ClassVar[str] = ""
     settings_model: ClassVar[type[EvaluatorSettings]] = EvaluatorSettings
+    """The model the config's settings are validated with: the type argument of the base class (a subclass may
+    also set it directly)."""
     required_columns: ClassVar[tuple[str, ...]] = ("output",)
     default_threshold: ClassVar[float | None] = 1.0
     is_async: ClassVar[bool] = False
@@ -172,9 +191,22 @@ class Evaluator:
     """True for evaluators whose rows cost model calls: the engine gives them small batches (steady progress,
     checkpoints and budget checks) instead of ``run.batch_size`` rows."""
 
-    def __init__(self, name: str, settings: EvaluatorSettings, context: EvalContext | None = None) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = _declared_settings(cls)
+        if declared is None:
+            return
+        if "settings_model" not in cls.__dict__:
+            cls.settings_model = declared
+        elif not issubclass(cls.settings_model, declared):
+            raise TypeError(
+                f"{cls.__name__}.settings_model is {cls.settings_model.__name__}, "
+                f"not the {declared.__name__} its base class declares"
+            )
+
+    def __init__(self, name: str, settings: SettingsT, context: EvalContext | None = None) -> None:
         self.name = name
-        self.settings = settings
+        self.settings: SettingsT = settings
         self.context = context or EvalContext()
 
     @property
@@ -186,8 +218,8 @@ class Evaluator:
         """Dataset columns this evaluator reads (checked before the run starts)."""
         return self.required_columns
 
-    def models(self) -> list[Any]:
-        """The model configs (``JudgeConfig``) this evaluator calls; checked before the run starts."""
+    def models(self) -> list[JudgeConfig]:
+        """The model configs this evaluator calls; checked before the run starts."""
         return []
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
@@ -198,13 +230,16 @@ class Evaluator:
         """Score a batch asynchronously; the default runs :meth:`evaluate`."""
         return self.evaluate(batch)
 
-    def summarize(self, results: pl.DataFrame, inputs: Mapping[str, pl.LazyFrame] | None = None) -> dict[str, Any]:
-        """Dataset-level metrics over this evaluator's result rows (e.g. AP, F1). Default: none.
-
-        ``inputs``: the ``metric_inputs`` tables of every batch, by name (lazy frames read from the saved parts),
-        given only to an evaluator whose batches returned some. Keep nothing on the instance between batches: a
-        resumed run evaluates only some of them."""
+    def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
+        """Dataset-level metrics over this evaluator's result rows (e.g. AP, F1). Default: none."""
         return {}
+
+    def summarize_from(self, results: pl.DataFrame, inputs: Mapping[str, pl.LazyFrame]) -> dict[str, Any]:
+        """Dataset-level metrics of an evaluator whose batches returned ``metric_inputs``: ``inputs`` holds each
+        table over every batch, by name (lazy frames read from the saved parts). Default: :meth:`summarize`.
+
+        Keep nothing on the instance between batches: a resumed run evaluates only some of them."""
+        return self.summarize(results)
 
     def finalize(self, results: pl.DataFrame, dimensions: pl.DataFrame) -> dict[str, pl.DataFrame]:
         """Tables computed once over all of this evaluator's rows (rankings, plateaus...). Default: none.
@@ -216,3 +251,15 @@ class Evaluator:
     def describe(self) -> dict[str, Any]:
         """A JSON-able description for run.json."""
         return {"type": self.type_name, "threshold": self.threshold}
+
+
+def _declared_settings(cls: type) -> type[EvaluatorSettings] | None:
+    """The settings model ``cls`` names as its base's type argument (``Evaluator[X]`` or a generic evaluator
+    base ``Base[X]``), or ``None`` when it names none (a plain subclass, or a type variable)."""
+    for base in cls.__dict__.get("__orig_bases__", ()):
+        origin = get_origin(base)
+        if isinstance(origin, type) and issubclass(origin, Evaluator):
+            for argument in get_args(base):
+                if isinstance(argument, type) and issubclass(argument, EvaluatorSettings):
+                    return argument
+    return None

@@ -28,7 +28,7 @@ def evaluator_tables_and_metrics(ledger: Ledger, evaluators: list[Evaluator]) ->
     for evaluator in evaluators:
         kind = type(evaluator)
         finalizes = kind.finalize is not Evaluator.finalize
-        summarizes = kind.summarize is not Evaluator.summarize
+        summarizes = kind.summarize is not Evaluator.summarize or kind.summarize_from is not Evaluator.summarize_from
         metrics[evaluator.name] = {}
         if not (finalizes or summarizes):
             continue
@@ -40,7 +40,7 @@ def evaluator_tables_and_metrics(ledger: Ledger, evaluators: list[Evaluator]) ->
             inputs = ledger.metric_inputs(evaluator.name)
             try:
                 metrics[evaluator.name] = (
-                    evaluator.summarize(results, inputs) if inputs else evaluator.summarize(results)
+                    evaluator.summarize_from(results, inputs) if inputs else evaluator.summarize(results)
                 )
             except Exception as exc:  # a metric failure must not lose the results
                 metrics[evaluator.name] = {"error": f"{type(exc).__name__}: {exc}"}

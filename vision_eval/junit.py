@@ -29,8 +29,9 @@ def _reason(details: str | None) -> str:
         return details[:MAX_TEXT]
     if isinstance(value, dict):
         for key in ("reason", "reasoning", "message"):
-            if isinstance(value.get(key), str):
-                return value[key][:MAX_TEXT]
+            text = value.get(key)
+            if isinstance(text, str):
+                return text[:MAX_TEXT]
     return details[:MAX_TEXT]
 
 

@@ -10,6 +10,7 @@ is listed unranked, with a note saying why.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -21,11 +22,11 @@ _COUNTS_DRAW_MAX = 1000
 """Most distinct score values for which resamples are drawn as counts of each value."""
 
 
-def _candidate_label(candidate: dict) -> str:
+def _candidate_label(candidate: dict[str, Any]) -> str:
     return str(candidate.get("name") or candidate.get("model") or "dataset output")
 
 
-def run_columns(info: dict, variant: str) -> tuple[dict[str, str], dict[str, str]]:
+def run_columns(info: dict[str, Any], variant: str) -> tuple[dict[str, str], dict[str, str]]:
     """The candidate, judge and variant labels of one run (its run.json ``info``), and the protocol of each of its
     evaluators that has one."""
     config = info.get("config", {})

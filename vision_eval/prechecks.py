@@ -35,7 +35,7 @@ def check_stack(frame: pl.DataFrame, evaluators: list[Evaluator], dataset_cfg: A
         if not evaluator.settings.where:
             continue
         try:
-            frame.head(0).filter(where_expr(evaluator))  # type: ignore[arg-type]
+            frame.head(0).filter(pl.sql_expr(evaluator.settings.where))
         except Exception as exc:  # Polars raises several kinds for a bad predicate
             raise ConfigError(f"evaluators.{evaluator.name}.where", f"invalid filter: {exc}") from None
 

@@ -100,7 +100,7 @@ def batch_counts(results: pl.DataFrame) -> dict[str, Any]:
     return {
         "rows": results.height,
         "errors": int((results["status"] == ERROR).sum()),
-        "tokens": int((results["input_tokens"].sum() or 0) + (results["output_tokens"].sum() or 0)),
+        "tokens": int(results["input_tokens"].sum() or 0) + int(results["output_tokens"].sum() or 0),
         "cost": float(cost.sum()) if cost.is_not_null().any() else None,
     }
 

@@ -37,9 +37,10 @@ def _holds_run(directory: Path) -> bool:
 
 def _lock_owner(directory: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((directory / LOCK).read_text(encoding="utf-8"))
+        owner = json.loads((directory / LOCK).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return owner if isinstance(owner, dict) else None
 
 
 def _alive(owner: dict[str, Any] | None) -> bool:

@@ -40,7 +40,9 @@ def import_object(path: str) -> Any:
     return obj
 
 
-def _resolve_class(name: str, spec: Mapping[str, Any], sources: ConfigSources | None) -> tuple[type[Evaluator], dict]:
+def _resolve_class(
+    name: str, spec: Mapping[str, Any], sources: ConfigSources | None
+) -> tuple[type[Evaluator], dict[str, Any]]:
     settings = dict(spec)
     target = settings.pop("_target_", None)
     if target is not None:

@@ -119,7 +119,7 @@ def _checklist(value: Any, warnings: list[str]) -> list[dict[str, Any]]:
     if not isinstance(value, list):
         warnings.append("checklist is not a list")
         return []
-    items = []
+    items: list[dict[str, Any]] = []
     for entry in value:
         if isinstance(entry, str):
             items.append({"item": entry, "passed": None, "notes": None})

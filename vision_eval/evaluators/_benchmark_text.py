@@ -183,4 +183,4 @@ def number_token_value(token: pl.Expr) -> pl.Expr:
 
 def details_json(**fields: pl.Expr) -> pl.Expr:
     """A ``details`` JSON object built from column expressions."""
-    return pl.struct(**fields).struct.json_encode()
+    return pl.struct([expr.alias(name) for name, expr in fields.items()]).struct.json_encode()

@@ -101,7 +101,7 @@ def strict_answers(expected: pl.Series) -> pl.Series:
 # --- dataset-level metrics ---------------------------------------------------------------------------------------
 
 
-def _ratio(part: int, whole: int) -> float:
+def _ratio(part: float, whole: float) -> float:
     # Both reference scripts give 0 (lmms-eval) or fail (POPE) for an empty denominator; 0 keeps the run going.
     return part / whole if whole else 0.0
 

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 
 import polars as pl
 from pydantic import field_validator, model_validator
+from typing_extensions import TypeVar
 
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.evaluators import _yes_no
@@ -90,7 +91,17 @@ def _unparseable_details(protocol: str, **fields: pl.Expr) -> pl.Expr:
     return details_json(protocol=pl.lit(protocol), **fields, unparseable=pl.lit(True), raw=_raw("output"))
 
 
-class ProtocolMetric(Evaluator):
+class ProtocolSettings(EvaluatorSettings):
+    """Settings every extracted-answer metric has."""
+
+    protocol: Protocol
+    """Whose scoring to reproduce (each metric offers its own protocols and default; see docs/benchmarks.md)."""
+
+
+ProtocolSettingsT = TypeVar("ProtocolSettingsT", bound=ProtocolSettings, default=ProtocolSettings, covariant=True)
+
+
+class ProtocolMetric(Evaluator[ProtocolSettingsT]):
     """Base of the extracted-answer metrics: the protocol, its description and the unparseable count."""
 
     required_columns = ("output", "expected_output")
@@ -99,7 +110,7 @@ class ProtocolMetric(Evaluator):
     @property
     def protocol(self) -> str:
         """The scoring protocol in use."""
-        return self.settings.protocol  # type: ignore[attr-defined]
+        return self.settings.protocol
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **describe_protocol(self.type_name, self.protocol)}
@@ -119,7 +130,7 @@ class ProtocolMetric(Evaluator):
 # --- pope ----------------------------------------------------------------------------------------------------
 
 
-class PopeSettings(EvaluatorSettings):
+class PopeSettings(ProtocolSettings):
     """Settings of ``pope``."""
 
     protocol: Protocol = "official"
@@ -133,7 +144,7 @@ class PopeSettings(EvaluatorSettings):
 
 
 @register
-class Pope(ProtocolMetric):
+class Pope(ProtocolMetric[PopeSettings]):
     """POPE: the yes/no read from ``output`` equals ``expected_output`` (``yes``/``no``).
 
     The summary has accuracy, precision, recall and F1 (``yes`` is the positive class), the share of ``yes``
@@ -141,7 +152,6 @@ class Pope(ProtocolMetric):
     """
 
     type_name: ClassVar[str] = "pope"
-    settings_model = PopeSettings
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         protocol = self.protocol
@@ -232,7 +242,7 @@ def lmms_eval_counts(series: pl.Series) -> pl.Series:
     return with_fallback(frame["n"], frame["exact"], [series.cast(pl.Utf8)], lmms_eval_count)
 
 
-class ExactCountSettings(EvaluatorSettings):
+class ExactCountSettings(ProtocolSettings):
     """Settings of ``exact_count``."""
 
     protocol: Protocol = "lmms_eval"
@@ -256,7 +266,7 @@ class ExactCountSettings(EvaluatorSettings):
 
 
 @register
-class ExactCount(ProtocolMetric):
+class ExactCount(ProtocolMetric[ExactCountSettings]):
     """CountBench: the count read from ``output`` equals the count in ``expected_output``.
 
     ``lmms_eval``: the whole reply, stripped and lowercased (a number word none..twenty as digits), must be the
@@ -265,7 +275,6 @@ class ExactCount(ProtocolMetric):
     """
 
     type_name: ClassVar[str] = "exact_count"
-    settings_model = ExactCountSettings
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         if self.protocol == "lenient":
@@ -294,7 +303,7 @@ class ExactCount(ProtocolMetric):
         )
 
     def _lenient(self, batch: pl.DataFrame) -> EvalOutput:
-        s: ExactCountSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         found = pl.col("output").str.to_lowercase().str.extract_all(NUMBER_PATTERN)
         gold = pl.col("expected_output").str.to_lowercase().str.extract(f"({NUMBER_PATTERN})", 1)
         # Staged: each list is computed once and then read by several expressions.

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 from pydantic import field_validator
+from typing_extensions import TypeVar
 
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.evaluators import _anls, _relaxed, _vqa_answers
@@ -36,24 +37,27 @@ class ReferenceSettings(EvaluatorSettings):
     parse is a row error)."""
 
 
-class ReferenceMetric(Evaluator):
+ReferenceSettingsT = TypeVar("ReferenceSettingsT", bound=ReferenceSettings, default=ReferenceSettings, covariant=True)
+
+
+class ReferenceMetric(Evaluator[ReferenceSettingsT]):
     """Base of the metrics scored against one or more reference answers."""
 
     required_columns = ("output", "expected_output")
 
     def columns_needed(self) -> tuple[str, ...]:
-        column = self.settings.answers_column  # type: ignore[attr-defined]
+        column = self.settings.answers_column
         return ("output", column) if column else self.required_columns
 
     @property
     def protocol(self) -> str:
         """The scoring protocol in use."""
-        return self.settings.protocol  # type: ignore[attr-defined]
+        return self.settings.protocol
 
     @property
     def reference_column(self) -> str:
         """The column the reference answers are read from."""
-        return self.settings.answers_column or "expected_output"  # type: ignore[attr-defined]
+        return self.settings.answers_column or "expected_output"
 
     def details(self, **fields: pl.Expr) -> pl.Expr:
         """A ``details`` JSON object naming the protocol, with ``fields``."""
@@ -114,7 +118,7 @@ class RelaxedAccuracySettings(ReferenceSettings):
 
 
 @register
-class RelaxedAccuracy(ReferenceMetric):
+class RelaxedAccuracy(ReferenceMetric[RelaxedAccuracySettings]):
     """ChartQA relaxed accuracy, the best over the reference answers.
 
     ``official`` / ``lmms_eval``: both sides read by Python's ``float`` (a trailing ``%`` divides by 100); numbers
@@ -124,11 +128,10 @@ class RelaxedAccuracy(ReferenceMetric):
     """
 
     type_name: ClassVar[str] = "relaxed_accuracy"
-    settings_model = RelaxedAccuracySettings
     default_threshold = 1.0
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        s: RelaxedAccuracySettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         if s.protocol == "lenient":
             rows, pairs = self._lenient_pairs(batch, s.tolerance)
         else:
@@ -183,18 +186,17 @@ class AnlsSettings(ReferenceSettings):
 
 
 @register
-class Anls(ReferenceMetric):
+class Anls(ReferenceMetric[AnlsSettings]):
     """Average Normalized Levenshtein Similarity (DocVQA): 1 - the smallest normalized edit distance over the
     reference answers, 0 below ``cutoff``. Both texts are stripped, lowercased and whitespace-collapsed; the
     distance is divided by the longer *raw* text (``official`` / ``lmms_eval``, as the RRC script does) or by the
     longer normalized text (``lenient``)."""
 
     type_name: ClassVar[str] = "anls"
-    settings_model = AnlsSettings
     default_threshold = 0.5
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        s: AnlsSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         if s.protocol == "lenient":
             rows, pairs = pairs_frame(batch, self.reference_column, a=collapse_ws(pl.col("output")))
             pairs = pairs.with_columns(self._lenient_distances(pairs, s.workers))
@@ -243,7 +245,7 @@ class VqaSettings(ReferenceSettings):
 
 
 @register
-class VqaAccuracy(ReferenceMetric):
+class VqaAccuracy(ReferenceMetric[VqaSettings]):
     """VQA accuracy: with N reference answers of which M equal the processed reply, the mean over the N
     leave-one-out subsets of min(1, matches / 3) (so one reference answer scores 0).
 
@@ -254,7 +256,6 @@ class VqaAccuracy(ReferenceMetric):
     """
 
     type_name: ClassVar[str] = "vqa_accuracy"
-    settings_model = VqaSettings
     default_threshold = 0.9
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:

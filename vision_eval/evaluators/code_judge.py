@@ -156,17 +156,16 @@ def _failure(message: str, code: int | None, stdout: str, stderr: str) -> dict[s
 
 
 @register
-class CodeJudge(Evaluator):
+class CodeJudge(Evaluator[CodeJudgeSettings]):
     """Runs a user's command per row or per batch of rows."""
 
     type_name: ClassVar[str] = "code_judge"
-    settings_model = CodeJudgeSettings
     default_threshold = 0.5
     is_async = True
 
-    def __init__(self, name: str, settings: EvaluatorSettings, context: EvalContext | None = None) -> None:
+    def __init__(self, name: str, settings: CodeJudgeSettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
-        s: CodeJudgeSettings = settings  # type: ignore[assignment]
+        s = settings
         self.argv = shlex.split(s.command) if isinstance(s.command, str) else [str(a) for a in s.command]
         if not self.argv:
             raise ValueError("command: empty command")
@@ -182,11 +181,11 @@ class CodeJudge(Evaluator):
     def _limit(self) -> asyncio.Semaphore:
         loop = id(asyncio.get_running_loop())
         if loop not in self._limits:
-            self._limits = {loop: asyncio.Semaphore(self.settings.concurrency)}  # type: ignore[attr-defined]
+            self._limits = {loop: asyncio.Semaphore(self.settings.concurrency)}
         return self._limits[loop]
 
     async def _call(self, stdin: bytes) -> tuple[int, str, str]:
-        s: CodeJudgeSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         async with self._limit():
             return await run_command(self.argv, stdin, s.cwd, s.env, s.timeout)
 
@@ -228,7 +227,7 @@ class CodeJudge(Evaluator):
         return results
 
     async def aevaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        s: CodeJudgeSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         with tempfile.TemporaryDirectory(prefix="vision_eval_code_judge_") as tmp:
             payloads = row_payloads(batch, self.config, Path(tmp))
             if s.batch_size:
@@ -240,5 +239,5 @@ class CodeJudge(Evaluator):
         return EvalOutput(rows_frame({"sample_id": p["id"], **r} for p, r in zip(payloads, results, strict=True)))
 
     def describe(self) -> dict[str, Any]:
-        s: CodeJudgeSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         return {**super().describe(), "command": self.argv, "batch_size": s.batch_size, "timeout": s.timeout}

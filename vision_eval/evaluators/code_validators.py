@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 
 import polars as pl
 
-from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
 from vision_eval.validators.chart import ChartOptions
 from vision_eval.validators.chart_columns import chart_frame
@@ -31,11 +31,10 @@ class CountValidatorSettings(EvaluatorSettings):
 
 
 @register
-class CountValidator(Evaluator):
+class CountValidator(Evaluator[CountValidatorSettings]):
     """Share of the expected (number, object) counts the response states exactly."""
 
     type_name: ClassVar[str] = "count_validator"
-    settings_model = CountValidatorSettings
     required_columns = ("output", "expected_output")
     default_threshold = 1.0
     splittable = True
@@ -64,16 +63,15 @@ class OcrValidatorSettings(EvaluatorSettings):
 
 
 @register
-class OcrValidator(Evaluator):
+class OcrValidator(Evaluator[OcrValidatorSettings]):
     """Normalized text similarity with ``expected_output``, blended with keyword accuracy."""
 
     type_name: ClassVar[str] = "ocr_validator"
-    settings_model = OcrValidatorSettings
     required_columns = ("output", "expected_output")
     default_threshold = 0.9
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        s: OcrValidatorSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         opts = OcrOptions(
             case_sensitive=s.case_sensitive,
             normalize_whitespace=s.normalize_whitespace,
@@ -105,18 +103,17 @@ class JsonValidatorSettings(EvaluatorSettings):
 
 
 @register
-class JsonValidator(Evaluator):
+class JsonValidator(Evaluator[JsonValidatorSettings]):
     """JSON in the response: parses, satisfies the schema, and matches ``expected_output`` field by field."""
 
     type_name: ClassVar[str] = "json_validator"
-    settings_model = JsonValidatorSettings
     required_columns = ("output",)
     default_threshold = 1.0
     splittable = True
 
-    def __init__(self, name: str, settings: EvaluatorSettings, context: Any = None) -> None:
+    def __init__(self, name: str, settings: JsonValidatorSettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
-        s: JsonValidatorSettings = settings  # type: ignore[assignment]
+        s = settings
         if s.json_schema is not None:
             from jsonschema import Draft202012Validator
             from jsonschema.exceptions import SchemaError
@@ -127,11 +124,11 @@ class JsonValidator(Evaluator):
                 raise ValueError(f"json_schema: invalid JSON Schema: {exc.message}") from None
 
     def columns_needed(self) -> tuple[str, ...]:
-        s: JsonValidatorSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         return ("output", "expected_output") if s.json_schema is None or s.require_expected else ("output",)
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        s: JsonValidatorSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         opts = JsonOptions(
             schema=json.dumps(s.json_schema, sort_keys=True) if s.json_schema is not None else None,
             compare_values=s.compare_values,
@@ -154,16 +151,15 @@ class ChartValidatorSettings(EvaluatorSettings):
 
 
 @register
-class ChartValidator(Evaluator):
+class ChartValidator(Evaluator[ChartValidatorSettings]):
     """Share of the expected currency values, percentages and dates the response states."""
 
     type_name: ClassVar[str] = "chart_validator"
-    settings_model = ChartValidatorSettings
     required_columns = ("output", "expected_output")
     default_threshold = 0.9
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        s: ChartValidatorSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         opts = ChartOptions(s.currency_tolerance, s.percent_tolerance, s.zero_tolerance)
         return _output(batch, chart_frame(batch, opts))
 

@@ -98,7 +98,7 @@ class FieldAccuracySettings(EvaluatorSettings):
 
 
 @register
-class FieldAccuracy(Evaluator):
+class FieldAccuracy(Evaluator[FieldAccuracySettings]):
     """Weighted share of fields of the JSON response that match the expected JSON object."""
 
     type_name: ClassVar[str] = "field_accuracy"
@@ -112,7 +112,7 @@ class FieldAccuracy(Evaluator):
         duckpath.warm()
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        s: FieldAccuracySettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         specs = s.fields
         sides = duckpath.extract_sides(batch, ("output", "expected_output"), specs)
         (got_ok, got_deep, got), (want_ok, want_deep, want) = sides["output"], sides["expected_output"]

@@ -61,25 +61,25 @@ class LLMRubricSettings(GradedSettings):
 
 
 @register
-class LLMRubric(GradedEvaluator):
+class LLMRubric(GradedEvaluator[LLMRubricSettings]):
     """The grader decides whether the rubric holds for the output: ``{"reason", "pass", "score"}``."""
 
     type_name: ClassVar[str] = "llm_rubric"
     settings_model = LLMRubricSettings
 
     def templates(self) -> list[str]:
-        s: LLMRubricSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         return [load_prompt(s.prompt, prompts.LLM_RUBRIC), s.rubric]
 
     def extra_variables(self) -> set[str]:
         return {"rubric"}
 
     def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-        s: LLMRubricSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         return [(self.templates()[0], {"rubric": s.rubric}, True)]
 
     async def grade(self, asker: Asker) -> Grade:
-        s: LLMRubricSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         reply = await asker.ask(self.templates()[0], {"rubric": asker.render(s.rubric)})
         verdict = parse_rubric(reply.text)
         low, high = s.scale
@@ -112,7 +112,7 @@ class FactualitySettings(GradedSettings):
 
 
 @register
-class Factuality(GradedEvaluator):
+class Factuality(GradedEvaluator[FactualitySettings]):
     """Facts of ``output`` against ``expected_output`` for the ``input``: category A-E."""
 
     type_name: ClassVar[str] = "factuality"
@@ -120,10 +120,10 @@ class Factuality(GradedEvaluator):
     required_columns = ("output", "expected_output")
 
     def templates(self) -> list[str]:
-        return [load_prompt(self.settings.prompt, prompts.FACTUALITY)]  # type: ignore[attr-defined]
+        return [load_prompt(self.settings.prompt, prompts.FACTUALITY)]
 
     async def grade(self, asker: Asker) -> Grade:
-        s: FactualitySettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         reply = await asker.ask(self.templates()[0])
         category, reason = parse_factuality(reply.text)
         score = {"A": 1.0, "B": 1.0, "C": 1.0, "D": 0.0, "E": 1.0, **s.scores}[category]
@@ -139,14 +139,14 @@ class ClosedQASettings(GradedSettings):
 
 
 @register
-class ClosedQA(GradedEvaluator):
+class ClosedQA(GradedEvaluator[ClosedQASettings]):
     """The grader reasons, then ends with Y (passes) or N (fails)."""
 
     type_name: ClassVar[str] = "closed_qa"
     settings_model = ClosedQASettings
 
     def templates(self) -> list[str]:
-        s: ClosedQASettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         return [load_prompt(s.prompt, prompts.CLOSED_QA), s.criteria]
 
     def extra_variables(self) -> set[str]:
@@ -178,7 +178,7 @@ class GEvalSettings(GradedSettings):
 
 
 @register
-class GEval(GradedEvaluator):
+class GEval(GradedEvaluator[GEvalSettings]):
     """G-Eval: the grader writes evaluation steps per criterion (once, cached), then scores each row 0..10."""
 
     type_name: ClassVar[str] = "g_eval"
@@ -195,7 +195,7 @@ class GEval(GradedEvaluator):
 
     @property
     def criteria(self) -> dict[str, str]:
-        c = self.settings.criteria  # type: ignore[attr-defined]
+        c = self.settings.criteria
         if isinstance(c, str):
             return {"criteria": c}
         if isinstance(c, list):
@@ -203,7 +203,7 @@ class GEval(GradedEvaluator):
         return dict(c)
 
     def templates(self) -> list[str]:
-        s: GEvalSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         return [
             load_prompt(s.prompt, prompts.GEVAL_SCORE),
             load_prompt(s.steps_prompt, prompts.GEVAL_STEPS),
@@ -214,7 +214,7 @@ class GEval(GradedEvaluator):
         return {"criteria", "steps", "max_score", "maxScore"}
 
     def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-        s: GEvalSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         score, step = self.templates()[:2]
         calls = []
         for text in self.criteria.values():
@@ -228,14 +228,14 @@ class GEval(GradedEvaluator):
         return {**super().summarize(results), "step_calls": self.step_calls}
 
     def _logprobs(self, asker: Asker) -> bool:
-        s: GEvalSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         if s.logprobs is not None:
             return s.logprobs
         return uses_direct(asker.judge) or str(asker.judge.model).startswith(LOGPROB_PREFIXES)
 
     async def steps_for(self, asker: Asker, criteria: str) -> list[str]:
         """Step 1, once per (judge, criteria text) for the whole run; concurrent rows share one call."""
-        s: GEvalSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         if s.steps:
             return s.steps
         key = (str(asker.judge.model), criteria)
@@ -266,7 +266,7 @@ class GEval(GradedEvaluator):
         return Grade(mean, mean >= (self.threshold if self.threshold is not None else 0.7), details, dims)
 
     async def _score(self, asker: Asker, criteria: str, steps: list[str]) -> dict[str, Any]:
-        s: GEvalSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         extra = {"criteria": criteria, "steps": TextList(steps, "\n- "), "max_score": GEVAL_MAX, "maxScore": GEVAL_MAX}
         want = self._logprobs(asker)
         params = {"logprobs": True, "top_logprobs": 20} if want else None

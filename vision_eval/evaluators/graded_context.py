@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any, ClassVar
 
 import polars as pl
+from typing_extensions import TypeVar
 
 from vision_eval.llm import grader_prompts as prompts
 from vision_eval.llm.graded import GradedEvaluator
@@ -36,20 +37,23 @@ class ContextSettings(GradedSettings):
     """Column holding the context (text or a list of passages); ``null``: the images alone are the context."""
 
 
-class _ContextEvaluator(GradedEvaluator):
+ContextSettingsT = TypeVar("ContextSettingsT", bound=ContextSettings, default=ContextSettings, covariant=True)
+
+
+class _ContextEvaluator(GradedEvaluator[ContextSettingsT]):
     default_threshold = 0.5
     pass_from_score = True
     reads: ClassVar[tuple[str, ...]] = ("output",)
 
     def columns_needed(self) -> tuple[str, ...]:
-        s: ContextSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         return tuple(dict.fromkeys((*super().columns_needed(), *self.reads, *([s.context] if s.context else []))))
 
     def extra_variables(self) -> set[str]:
         return {"context", "reference", "statements", "groundTruth"}
 
     def prepare_variables(self, row: dict[str, Any], variables: dict[str, Any]) -> None:
-        s: ContextSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         variables["context"] = context_text(row.get(s.context) if s.context else None)
 
     def passes(self, score: float) -> bool:
@@ -64,7 +68,7 @@ class ContextRecallSettings(ContextSettings):
 
 
 @register
-class ContextRecall(_ContextEvaluator):
+class ContextRecall(_ContextEvaluator[ContextRecallSettings]):
     """Share of the reference answer's sentences the grader attributes to the context (and images)."""
 
     type_name: ClassVar[str] = "context_recall"
@@ -73,14 +77,14 @@ class ContextRecall(_ContextEvaluator):
 
     @property
     def reads(self) -> tuple[str, ...]:  # type: ignore[override]
-        return (self.settings.reference,)  # type: ignore[attr-defined]
+        return (self.settings.reference,)
 
     def templates(self) -> list[str]:
-        return [load_prompt(self.settings.prompt, prompts.CONTEXT_RECALL)]  # type: ignore[attr-defined]
+        return [load_prompt(self.settings.prompt, prompts.CONTEXT_RECALL)]
 
     def prepare_variables(self, row: dict[str, Any], variables: dict[str, Any]) -> None:
         super().prepare_variables(row, variables)
-        variables["reference"] = str(row.get(self.settings.reference) or "")  # type: ignore[attr-defined]
+        variables["reference"] = str(row.get(self.settings.reference) or "")
         variables["expected_output"] = variables["groundTruth"] = variables["reference"]
 
     async def grade(self, asker: Asker) -> Grade:
@@ -91,14 +95,14 @@ class ContextRecall(_ContextEvaluator):
 
 
 @register
-class ContextFaithfulness(_ContextEvaluator):
+class ContextFaithfulness(_ContextEvaluator[ContextSettings]):
     """Share of the output's statements the context (and images) supports: statements, then verdicts."""
 
     type_name: ClassVar[str] = "context_faithfulness"
     settings_model = ContextSettings
 
     def templates(self) -> list[str]:
-        return [prompts.FAITHFULNESS_STATEMENTS, load_prompt(self.settings.prompt, prompts.FAITHFULNESS_VERDICTS)]  # type: ignore[attr-defined]
+        return [prompts.FAITHFULNESS_STATEMENTS, load_prompt(self.settings.prompt, prompts.FAITHFULNESS_VERDICTS)]
 
     def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
         statements = ["(statements extracted from the output in step 1)"]
@@ -130,7 +134,7 @@ class SelectBestSettings(GradedSettings):
 
 
 @register
-class SelectBest(GradedEvaluator):
+class SelectBest(GradedEvaluator[SelectBestSettings]):
     """The grader picks the best candidate (first integer in its reply), in several orders against position bias.
 
     The row's score is the first candidate's share of the win (1 won, 0 lost, 1/k in a k-way tie) and it passes
@@ -146,17 +150,17 @@ class SelectBest(GradedEvaluator):
             raise ValueError("select_best needs at least one candidate column and orders >= 1")
 
     def columns_needed(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((*super().columns_needed(), *self.settings.candidates)))  # type: ignore[attr-defined]
+        return tuple(dict.fromkeys((*super().columns_needed(), *self.settings.candidates)))
 
     def templates(self) -> list[str]:
-        s: SelectBestSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         return [load_prompt(s.prompt, prompts.SELECT_BEST), s.criteria]
 
     def extra_variables(self) -> set[str]:
         return {"criteria", "candidates", "outputs"}
 
     def prepare_variables(self, row: dict[str, Any], variables: dict[str, Any]) -> None:
-        s: SelectBestSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         if len(s.candidates) == 1 and isinstance(row.get(s.candidates[0]), list | tuple):
             values = list(row[s.candidates[0]])
             names = [f"candidate_{i}" for i in range(len(values))]
@@ -175,7 +179,7 @@ class SelectBest(GradedEvaluator):
         return [(self.templates()[0], {"criteria": criteria, "candidates": c, "outputs": c}, True) for c in shown]
 
     def _orders(self, n: int) -> list[list[int]]:
-        count = min(self.settings.orders, n)  # type: ignore[attr-defined]
+        count = min(self.settings.orders, n)
         return [[(start + i) % n for i in range(n)] for start in range(count)]
 
     async def grade(self, asker: Asker) -> Grade:

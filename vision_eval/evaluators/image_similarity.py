@@ -89,7 +89,9 @@ def ssim_similarity(a: Any, b: Any) -> float:
     window = min(7, side if side % 2 else side - 1)
     if window < 3:
         return 1.0 if (a == b).all() else 0.0
-    return float(structural_similarity(a, b, channel_axis=2, data_range=255, win_size=window))
+    # scikit-image leaves structural_similarity unannotated.
+    ssim = structural_similarity(a, b, channel_axis=2, data_range=255, win_size=window)  # type: ignore[no-untyped-call]
+    return float(ssim)
 
 
 def phash_distance(a: Any, b: Any, hash_size: int) -> int:
@@ -138,18 +140,17 @@ def compare(candidate: Any, reference: Any, settings: ImageSimilaritySettings) -
 
 
 @register
-class ImageSimilarity(Evaluator):
+class ImageSimilarity(Evaluator[ImageSimilaritySettings]):
     """SSIM, perceptual-hash and colour-histogram similarity of a row's image to its reference image."""
 
     type_name: ClassVar[str] = "image_similarity"
-    settings_model = ImageSimilaritySettings
     default_threshold: ClassVar[float | None] = 0.75
 
     def columns_needed(self) -> tuple[str, ...]:
-        return ("images", self.settings.reference_column)  # type: ignore[attr-defined]
+        return ("images", self.settings.reference_column)
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        s: ImageSimilaritySettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         root = roots_of(self.context)
         references: dict[str, Any] = {}  # a reference shared by many rows is decoded once
         rows, dims = [], []

@@ -27,7 +27,7 @@ from vision_eval.agents.panel_run import (
     tables_from_results,
 )
 from vision_eval.config import JudgeConfig
-from vision_eval.evaluator import EvalOutput, Evaluator
+from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
 from vision_eval.images.prepared import prepared_images_of
@@ -49,17 +49,16 @@ PANEL_SERVICE = "judge_agents_panel"
 
 
 @register
-class JudgeAgents(Evaluator):
+class JudgeAgents(Evaluator[JudgeAgentsSettings]):
     """A weighted panel of judge agents over generated images (see the module docstring)."""
 
     type_name: ClassVar[str] = "judge_agents"
-    settings_model = JudgeAgentsSettings
     required_columns = ("brief",)
     default_threshold = 0.7
     is_async = True
     calls_models = True
 
-    def __init__(self, name: str, settings: JudgeAgentsSettings, context: Any = None) -> None:
+    def __init__(self, name: str, settings: JudgeAgentsSettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
         self.agents: list[AgentDefinition] = load_agents(settings.agents)  # AgentDefinitionError is a ValueError
         self.judges: dict[str, JudgeConfig | None] = {}
@@ -80,14 +79,10 @@ class JudgeAgents(Evaluator):
         self.planning = bool(without)
         self._tables: dict[str, pl.DataFrame] | None = None
 
-    @property
-    def settings_(self) -> JudgeAgentsSettings:
-        return self.settings  # type: ignore[return-value]
-
     def columns_needed(self) -> tuple[str, ...]:
-        return ("brief", *self.settings_.images)
+        return ("brief", *self.settings.images)
 
-    def models(self) -> list[Any]:
+    def models(self) -> list[JudgeConfig]:
         return [judge for judge in self.judges.values() if judge is not None]
 
     def describe(self) -> dict[str, Any]:
@@ -103,7 +98,7 @@ class JudgeAgents(Evaluator):
             }
             for a in self.agents
         ]
-        return {**super().describe(), "agents": agents, "group": self.settings_.group}
+        return {**super().describe(), "agents": agents, "group": self.settings.group}
 
     # panel -----------------------------------------------------------------
     def _panel_judge(self) -> JudgeConfig | None:
@@ -113,7 +108,7 @@ class JudgeAgents(Evaluator):
         """The panel with its document indexes, built once per run and shared by every batch."""
         key = f"{PANEL_SERVICE}:{self.name}"
         loop = asyncio.get_running_loop()
-        task = self.context.services.get(key)
+        task: asyncio.Future[AgentPanel] | None = self.context.services.get(key)
         if task is None or task.get_loop() is not loop:
             judge = self._panel_judge()
             call = {"api_base": judge.api_base, "api_key": api_key_of(judge)} if judge else {}
@@ -123,14 +118,14 @@ class JudgeAgents(Evaluator):
                 self.context.dataset_root,
                 cache_dir,
                 {k: v for k, v in call.items() if v},
-                self.settings_.fallback_score,
+                self.settings.fallback_score,
             )
             task = self.context.services[key] = asyncio.ensure_future(panel.build())
         return await task
 
     def _row_panel(self, row: dict[str, Any]) -> dict[str, Any]:
         """What :func:`tables_from_results` needs about the row: its group and iteration values."""
-        group = self.settings_.group
+        group = self.settings.group
         panel = {group: row[group]} if group and group in row else {}
         if "iteration" in row:
             panel["iteration"] = row["iteration"]
@@ -138,7 +133,7 @@ class JudgeAgents(Evaluator):
 
     def _images(self, row: dict[str, Any], policy: Any) -> list[PreparedImage]:
         store = prepared_images_of(self.context)
-        images = row_images(row, self.settings_.images, roots_of(self.context), policy, chat_input=False, store=store)
+        images = row_images(row, self.settings.images, roots_of(self.context), policy, chat_input=False, store=store)
         if not images:
             raise ImageError("row has no images: the agents judge the image itself")
         return images
@@ -162,7 +157,7 @@ class JudgeAgents(Evaluator):
             graded = await asyncio.gather(*(self._grade_row(panel, row, gate) for row in rows))
         outcomes = [o for found, _ in graded for o in found]
         extra = {str(row["id"]): details for row, (_, details) in zip(rows, graded, strict=True)}
-        return assemble(batch, self.agents, outcomes, self.settings_, extra_details=extra, tables=False)
+        return assemble(batch, self.agents, outcomes, self.settings, extra_details=extra, tables=False)
 
     async def _grade_row(
         self, panel: AgentPanel, row: dict[str, Any], gate: asyncio.Semaphore
@@ -174,7 +169,9 @@ class JudgeAgents(Evaluator):
             try:
                 for item in items:
                     if isinstance(item, AgentRequest):
-                        policy = self.judges[item.agent.name].image  # type: ignore[union-attr]
+                        judge = self.judges[item.agent.name]
+                        assert judge is not None  # outside planning every agent has a judge
+                        policy = judge.image
                         key = policy.model_dump_json()
                         if key not in prepared:
                             prepared[key] = await asyncio.to_thread(self._images, row, policy)
@@ -273,7 +270,7 @@ class JudgeAgents(Evaluator):
     def finalize(self, results: pl.DataFrame, dimensions: pl.DataFrame) -> dict[str, pl.DataFrame]:
         """``rankings``, ``plateaus`` (datasets with ``iteration``) and ``feedback`` over every row."""
         planning = self.planning or self.context.dry_run
-        self._tables = {} if planning else tables_from_results(results, self.agents, self.settings_)
+        self._tables = {} if planning else tables_from_results(results, self.agents, self.settings)
         return self._tables
 
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
@@ -288,8 +285,8 @@ class JudgeAgents(Evaluator):
             metrics["planned_calls"] = len(plans)
             metrics["estimated_input_tokens"] = sum(p["estimated_input_tokens"] for p in plans)
             return metrics
-        tables = self._tables if self._tables is not None else tables_from_results(results, self.agents, self.settings_)
-        metrics["groups"] = group_summary(tables, self.settings_.group)
+        tables = self._tables if self._tables is not None else tables_from_results(results, self.agents, self.settings)
+        metrics["groups"] = group_summary(tables, self.settings.group)
         metrics["plateaued_groups"] = sum(1 for g in metrics["groups"].values() if g.get("plateaued"))
         return metrics
 

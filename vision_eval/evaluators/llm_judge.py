@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from vision_eval.evaluator import EvalContext
 from vision_eval.llm.graded import GradedEvaluator
 from vision_eval.llm.graders import GraderError
 from vision_eval.llm.grading import Asker, Grade, GradedSettings
@@ -22,21 +23,20 @@ from vision_eval.registry import register
 class JudgeFileSettings(GradedSettings):
     """Settings of the judge-file grader (``llm_judge``'s, plus the reliability options)."""
 
-    prompt: str  # type: ignore[assignment]
+    prompt: str
     """Judge file: a stem in ``evaluators/llm-judges/`` or a path (as for ``llm_judge``)."""
     weights: dict[str, float] | None = None
     """Override of some or all dimension weights."""
 
 
 @register
-class LLMJudge(GradedEvaluator):
+class LLMJudge(GradedEvaluator[JudgeFileSettings]):
     """A vision LLM judge over the dimensions of a judge file."""
 
     type_name: ClassVar[str] = "llm_judge"
-    settings_model = JudgeFileSettings
     pass_from_score = True
 
-    def __init__(self, name: str, settings: JudgeFileSettings, context: Any = None) -> None:
+    def __init__(self, name: str, settings: JudgeFileSettings, context: EvalContext | None = None) -> None:
         self.spec: JudgeSpec = load_judge(settings.prompt).with_weights(settings.weights)
         body = self.spec.body
         if "response_format" not in template_variables(body):

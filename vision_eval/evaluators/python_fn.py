@@ -86,18 +86,16 @@ def _wants_frame(function: Callable[..., Any]) -> bool:
 
 
 @register
-class PythonEvaluator(Evaluator):
+class PythonEvaluator(Evaluator[PythonSettings]):
     """Calls a user's Python function."""
 
     type_name: ClassVar[str] = "python"
-    settings_model = PythonSettings
     default_threshold = 0.5
 
-    def __init__(self, name: str, settings: EvaluatorSettings, context: EvalContext | None = None) -> None:
+    def __init__(self, name: str, settings: PythonSettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
         from vision_eval.stack import import_object
 
-        assert isinstance(settings, PythonSettings)
         try:
             self.function = import_object(settings.function)
         except (ImportError, AttributeError) as exc:
@@ -140,15 +138,16 @@ class PythonEvaluator(Evaluator):
             return rows_frame(results)
         if not isinstance(raw, pl.DataFrame):
             raise ValueError(f"frame function returned {type(raw).__name__}, expected a DataFrame or a list")
-        if "sample_id" not in raw.columns:
-            if "id" in raw.columns:
-                raw = raw.rename({"id": "sample_id"})
-            elif raw.height == batch.height:
-                raw = raw.with_columns(batch["id"].alias("sample_id"))
+        frame: pl.DataFrame = raw
+        if "sample_id" not in frame.columns:
+            if "id" in frame.columns:
+                frame = frame.rename({"id": "sample_id"})
+            elif frame.height == batch.height:
+                frame = frame.with_columns(batch["id"].alias("sample_id"))
             else:
                 raise ValueError("frame result has no id/sample_id column and a different length than the batch")
-        if "details" in raw.columns and raw.schema["details"] != pl.Utf8:
-            raw = raw.with_columns(
+        if "details" in frame.columns and frame.schema["details"] != pl.Utf8:
+            frame = frame.with_columns(
                 pl.struct(pl.col("details").alias("d")).struct.json_encode().str.slice(5).str.head(-1).alias("details")
             )
-        return raw
+        return frame

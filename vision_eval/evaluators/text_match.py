@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 
 import polars as pl
 
-from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
 from vision_eval.results import PROCESSED
 
@@ -31,15 +31,14 @@ class ExactMatchSettings(EvaluatorSettings):
 
 
 @register
-class ExactMatch(Evaluator):
+class ExactMatch(Evaluator[ExactMatchSettings]):
     """1 when ``output`` equals ``expected_output`` after normalization, else 0."""
 
     type_name: ClassVar[str] = "exact_match"
-    settings_model = ExactMatchSettings
     required_columns = ("output", "expected_output")
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        s: ExactMatchSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         got = normalized(pl.col("output"), s.case_sensitive, s.collapse_whitespace)
         want = normalized(pl.col("expected_output"), s.case_sensitive, s.collapse_whitespace)
         equal = got == want
@@ -65,14 +64,13 @@ class ContainsSettings(EvaluatorSettings):
 
 
 @register
-class Contains(Evaluator):
+class Contains(Evaluator[ContainsSettings]):
     """Share of the configured strings that occur in ``output``."""
 
     type_name: ClassVar[str] = "contains"
-    settings_model = ContainsSettings
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        s: ContainsSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         values = [s.value] if isinstance(s.value, str) else list(s.value)
         text = pl.col("output") if s.case_sensitive else pl.col("output").str.to_lowercase()
         found = [
@@ -102,21 +100,20 @@ class RegexSettings(EvaluatorSettings):
 
 
 @register
-class Regex(Evaluator):
+class Regex(Evaluator[RegexSettings]):
     """1 when ``output`` matches the pattern, else 0."""
 
     type_name: ClassVar[str] = "regex"
-    settings_model = RegexSettings
 
-    def __init__(self, name: str, settings: EvaluatorSettings, context=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str, settings: RegexSettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
         try:
-            re.compile(settings.pattern)  # type: ignore[attr-defined]
+            re.compile(settings.pattern)
         except re.error as exc:
             raise ValueError(f"pattern: invalid regular expression: {exc}") from None
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        matched = pl.col("output").str.contains(self.settings.pattern).fill_null(False)  # type: ignore[attr-defined]
+        matched = pl.col("output").str.contains(self.settings.pattern).fill_null(False)
         return EvalOutput(
             batch.select(
                 pl.col("id").alias("sample_id"),

@@ -99,9 +99,8 @@ def extract_chat(
                 raw, declared = image
                 if isinstance(raw, str) and declared and not raw.startswith(("data:", "http", "file:")):
                     raw = f"data:{declared};base64,{raw}"
-                ref = image_ref(raw, root, allow_urls=allow_urls)
-                if ref is None:
-                    ref = image_ref(b"")
+                ref = image_ref(raw, root, allow_urls=allow_urls) or image_ref(b"")
+                assert ref is not None  # only a null value has no reference
                 found.images.append(ref)
                 found.media_types.append(declared)
                 pieces.append(f"[Image {start + len(found.images) - 1}]")

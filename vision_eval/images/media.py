@@ -129,7 +129,7 @@ def decode(
         media_type = resolve_media_type(data, declared)
     try:
         with _bomb_warnings_as_errors():
-            image = Image.open(io.BytesIO(data))
+            image: Image.Image = Image.open(io.BytesIO(data))
             width, height = image.size
             if width * height > max_pixels:
                 raise ImageError(

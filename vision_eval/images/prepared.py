@@ -14,10 +14,13 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage, policy_key, prepare_image
+
+if TYPE_CHECKING:
+    from vision_eval.evaluator import EvalContext
 
 SERVICE = "images.prepared"
 """The name of the run's store in ``EvalContext.services``."""
@@ -89,12 +92,6 @@ class PreparedImages:
             self.bytes_held -= len(dropped) if isinstance(dropped, str) else len(dropped.data)
 
 
-def prepared_images_of(context: Any) -> PreparedImages | None:
+def prepared_images_of(context: EvalContext | None) -> PreparedImages | None:
     """The run's store of prepared images (created on first use), or ``None`` without a run context."""
-    services = getattr(context, "services", None)
-    if services is None:
-        return None
-    store = services.get(SERVICE)
-    if store is None:
-        store = services.setdefault(SERVICE, PreparedImages())  # setdefault: two threads may race here
-    return store
+    return context.service(SERVICE, PreparedImages) if context is not None else None

@@ -97,7 +97,7 @@ def image_ref(
     if value is None:
         return None
     if isinstance(value, bytes | bytearray | memoryview):
-        data = bytes(value)
+        data: bytes | None = bytes(value)
         return _ref(data=data, source="bytes", error=None if data else "image bytes are empty")
     if isinstance(value, dict):
         if set(value) >= {"path", "bytes", "sha256", "source", "error"}:

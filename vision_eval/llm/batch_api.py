@@ -20,7 +20,7 @@ import json
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from vision_eval.llm.prices import batch_prices, token_prices
 from vision_eval.llm.transport import CallError, CallResult, _litellm_error, api_key_of, import_litellm
@@ -57,6 +57,37 @@ class JobStatus:
 
 
 Outcome = CallResult | CallError
+
+
+class BatchApi(Protocol):
+    """What the batch runner needs of a provider's batch API (one adapter per provider below)."""
+
+    provider: str
+    """The provider's name (``openai``, ``anthropic``, ``gemini``)."""
+    max_requests: int
+    """Most requests one job may hold."""
+    max_bytes: int
+    """Largest job file (or body) the provider accepts, in bytes."""
+
+    def entry(self, judge: Any, key: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> bytes:
+        """One request in the provider's batch format (``CallError`` when it cannot be batched)."""
+        ...
+
+    async def submit(self, judge: Any, entries: list[bytes]) -> str:
+        """Send a job; its id."""
+        ...
+
+    async def poll(self, judge: Any, job_id: str) -> JobStatus:
+        """The job's state now."""
+        ...
+
+    async def results(self, judge: Any, job_id: str, status: JobStatus) -> dict[str, Outcome]:
+        """The outcome of each request of an ended job, by key."""
+        ...
+
+    async def cancel(self, judge: Any, job_id: str) -> None:
+        """Cancel a job."""
+        ...
 
 
 def bare_model(model: str) -> str:
@@ -383,10 +414,10 @@ class GeminiBatches:
         await _http("POST", f"{self._base(judge)}/{job_id}:cancel", self._headers(judge), judge.timeout_s, {})
 
 
-ADAPTERS = {"openai": OpenAIBatches, "anthropic": AnthropicBatches, "gemini": GeminiBatches}
+ADAPTERS: dict[str, type[BatchApi]] = {"openai": OpenAIBatches, "anthropic": AnthropicBatches, "gemini": GeminiBatches}
 
 
-def batch_api_for(model: str) -> Any | None:
+def batch_api_for(model: str) -> BatchApi | None:
     """The batch adapter for a model id, or ``None`` when its provider has no batch API here."""
     adapter = ADAPTERS.get(model.split("/", 1)[0]) if "/" in model else None
     return adapter() if adapter is not None else None

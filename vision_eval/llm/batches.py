@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vision_eval.llm.batch_api import _cancelled, _expired, batch_api_for, live_cost
+from vision_eval.llm.batch_api import BatchApi, Outcome, _cancelled, _expired, batch_api_for, live_cost
 from vision_eval.llm.batch_store import JobStore
 from vision_eval.llm.prices import batch_prices
 from vision_eval.llm.transport import CallError, CallResult, uses_direct
@@ -56,7 +56,7 @@ class Waiting:
     messages: list[dict[str, Any]]
     params: dict[str, Any]
     counters: tuple[Any, ...]
-    futures: list[asyncio.Future] = field(default_factory=list)
+    futures: list[asyncio.Future[CallResult]] = field(default_factory=list)
     entry: bytes | None = None
     """The request in the provider's batch format, until its job is sent."""
     job: str | None = None
@@ -69,13 +69,13 @@ class Waiting:
 class Collector:
     """The requests of one model waiting to go out in the next job."""
 
-    def __init__(self, runner: BatchRunner, judge: Any, api: Any) -> None:
+    def __init__(self, runner: BatchRunner, judge: Any, api: BatchApi) -> None:
         self.runner, self.judge, self.api = runner, judge, api
         self.limit = max(1, min(judge.batch_size, api.max_requests))
         self.items: list[Waiting] = []
         self.bytes = 0
         self.last = 0.0
-        self.idle_task: asyncio.Task | None = None
+        self.idle_task: asyncio.Task[Any] | None = None
 
     def add(self, waiting: Waiting) -> None:
         size = len(waiting.entry or b"")
@@ -130,7 +130,7 @@ class BatchRunner:
         self._collectors: dict[tuple[str, str | None], Collector] = {}
         self._inflight: dict[str, Waiting] = {}
         self._watched: set[tuple[str, str | None]] = set()
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     def serves(self, judge: Any) -> bool:
         """True when the judge asks for batch mode and its provider has a batch API here (else: live, warned)."""
@@ -157,7 +157,7 @@ class BatchRunner:
         return {"jobs": {**counts, "running": self.counts.running}, "price": dict(self.price_source),
                 "live_fallback": dict(self.live_fallback)}  # fmt: skip
 
-    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task:
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -165,13 +165,19 @@ class BatchRunner:
 
     # --- requests -------------------------------------------------------------------------------------------
     async def request(
-        self, judge: Any, key: str, messages: list, params: dict, counters: tuple, cache: bool = True
+        self,
+        judge: Any,
+        key: str,
+        messages: list[dict[str, Any]],
+        params: dict[str, Any],
+        counters: tuple[Any, ...],
+        cache: bool = True,
     ) -> CallResult:
         """The result of one request sent in a batch job (``CallError`` with the provider's reason on failure);
         ``cache=False`` keeps its result out of the persistent cache (the run's journal always has it)."""
-        api = batch_api_for(str(judge.model))
+        api = _batch_api(str(judge.model))
         self._resume_jobs(judge, api)
-        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[CallResult] = asyncio.get_running_loop().create_future()
         waiting = self._inflight.get(key)
         if waiting is None:
             journal = self.scheduler.journal
@@ -193,13 +199,13 @@ class BatchRunner:
             self._publish()
         return await future
 
-    def _collector(self, judge: Any, api: Any) -> Collector:
+    def _collector(self, judge: Any, api: BatchApi) -> Collector:
         slot = (str(judge.model), judge.api_base)
         if slot not in self._collectors:
             self._collectors[slot] = Collector(self, judge, api)
         return self._collectors[slot]
 
-    def _resume_jobs(self, judge: Any, api: Any) -> None:
+    def _resume_jobs(self, judge: Any, api: BatchApi) -> None:
         """Watch the jobs an earlier attempt of this run submitted for this model (once per event loop)."""
         slot = (str(judge.model), judge.api_base)
         if slot in self._watched:
@@ -210,7 +216,7 @@ class BatchRunner:
             self.spawn(self._watch(judge, api, job.job_id, job.submitted))
         self._publish()
 
-    async def submit(self, judge: Any, api: Any, items: list[Waiting]) -> None:
+    async def submit(self, judge: Any, api: BatchApi, items: list[Waiting]) -> None:
         """Send one job; its id and keys are saved before anyone waits on it."""
         for waiting in items:
             waiting.attempts += 1
@@ -235,7 +241,7 @@ class BatchRunner:
         self.spawn(self._watch(judge, api, job_id, time.time()))
 
     # --- waiting for a job ----------------------------------------------------------------------------------
-    async def _watch(self, judge: Any, api: Any, job_id: str, submitted: float) -> None:
+    async def _watch(self, judge: Any, api: BatchApi, job_id: str, submitted: float) -> None:
         try:
             outcomes, missing = await self._wait(judge, api, job_id, submitted)
         except Exception as error:  # a bug here must fail the requests, never leave their callers waiting
@@ -256,7 +262,9 @@ class BatchRunner:
 
                 await asyncio.sleep(backoff_delay(attempt, error.retry_after, self.scheduler.rng))
 
-    async def _wait(self, judge: Any, api: Any, job_id: str, submitted: float) -> tuple[dict, CallError]:
+    async def _wait(
+        self, judge: Any, api: BatchApi, job_id: str, submitted: float
+    ) -> tuple[dict[str, Outcome], CallError]:
         """Poll until the job ends (cancelling it past ``batch_max_wait_h``); its outcomes, and the error of a
         request it has no outcome for."""
         deadline = submitted + judge.batch_max_wait_h * 3600
@@ -296,7 +304,9 @@ class BatchRunner:
             return outcomes, _expired(f"batch job {job_id} {status.status}")
         return outcomes, CallError(f"batch job {job_id} ended ({status.status}) without a result for this request", 502)
 
-    def _settle(self, judge: Any, job_id: str, submitted: float, outcomes: dict, missing: CallError) -> None:
+    def _settle(
+        self, judge: Any, job_id: str, submitted: float, outcomes: dict[str, Outcome], missing: CallError
+    ) -> None:
         """Record a finished job's results (journal, cache, waiting callers) and retry or fail the rest."""
         model = str(judge.model)
         journal, store = self.scheduler.journal, self.scheduler.cache_for(judge)
@@ -356,8 +366,8 @@ class BatchRunner:
             self.spawn(self._requeue(waiting, error))
             return
         self._inflight.pop(waiting.key, None)
-        error.attempts = waiting.attempts  # type: ignore[attr-defined]
-        error.failures = list(waiting.failures)  # type: ignore[attr-defined]
+        error.attempts = waiting.attempts
+        error.failures = list(waiting.failures)
         for future in waiting.futures:
             if not future.done():
                 future.set_exception(error)
@@ -366,8 +376,8 @@ class BatchRunner:
         from vision_eval.llm.scheduler import backoff_delay
 
         await asyncio.sleep(backoff_delay(waiting.attempts, error.retry_after, self.scheduler.rng))
-        api = batch_api_for(str(waiting.judge.model))
         try:
+            api = _batch_api(str(waiting.judge.model))
             waiting.entry = api.entry(waiting.judge, waiting.key, waiting.messages, waiting.params)
         except CallError as failed:
             failed.retryable = False
@@ -382,6 +392,13 @@ def batched(judge: Any) -> bool:
         return False
     model = str(judge.model)
     return batch_api_for(model) is not None and not (uses_direct(judge) and not model.startswith("openai/"))
+
+
+def _batch_api(model: str) -> BatchApi:
+    api = batch_api_for(model)
+    if api is None:  # the runner only serves judges whose provider has a batch API (``serves``)
+        raise CallError(f"{model}: its provider has no batch API supported here", 400)
+    return api
 
 
 def joins_batch_jobs(judges: list[Any]) -> bool:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from vision_eval.llm.prices import batch_prices
-from vision_eval.llm.transport import CallError, token_prices
+from vision_eval.llm.prices import batch_prices, token_prices
+from vision_eval.llm.transport import CallError
 
 BUDGET = "budget"
 CIRCUIT_BREAKER = "circuit_breaker"

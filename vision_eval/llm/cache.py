@@ -119,7 +119,8 @@ class CallCache:
             self.misses += 1
             return None
         self.hits += 1
-        return json.loads(row[0])
+        value: dict[str, Any] = json.loads(row[0])
+        return value
 
     def put(self, key: str, model: str, value: dict[str, Any]) -> None:
         """Store ``value`` (last writer wins; identical keys carry equivalent values)."""

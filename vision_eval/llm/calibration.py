@@ -58,11 +58,11 @@ def calibration_table(results: pl.DataFrame, dimensions: pl.DataFrame | None, se
     data = _human_values(results)
     human, is_label = _numeric(data["human"].to_list())
     scale = (0.0, 1.0) if is_label else tuple(settings.human_scale)
-    levels = 2 if is_label else (settings.kappa_levels or rel.default_levels(scale))  # type: ignore[arg-type]
+    levels = 2 if is_label else (settings.kappa_levels or rel.default_levels(scale))
     weights = "none" if is_label else settings.kappa_weights
     judge = data["score"].to_list()
     pairs = [(j, h) for j, h in zip(judge, human, strict=True) if h is not None and j is not None]
-    main = _row(None, pairs, scale, levels, weights)  # type: ignore[arg-type]
+    main = _row(None, pairs, scale, levels, weights)
     if is_label:  # a label column: kappa on the verdicts, not on binned scores
         verdicts = [(bool(p), bool(h)) for p, h in zip(data["passed"].to_list(), human, strict=True) if h is not None]
         main["kappa"] = rel.weighted_kappa([int(p) for p, _ in verdicts], [int(h) for _, h in verdicts], 2, "none")
@@ -82,7 +82,7 @@ def calibration_table(results: pl.DataFrame, dimensions: pl.DataFrame | None, se
                 for sid, sc in zip(part["sample_id"], part["score"], strict=True)
                 if sid in by_id and sc is not None
             ]
-            rows.append(_row(dimension[0], pairs, scale, levels, weights))  # type: ignore[arg-type]
+            rows.append(_row(dimension[0], pairs, scale, levels, weights))
     return pl.DataFrame(rows, schema=CALIBRATION_SCHEMA)
 
 

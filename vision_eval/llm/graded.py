@@ -15,9 +15,10 @@ import asyncio
 from typing import Any, ClassVar
 
 import polars as pl
+from typing_extensions import TypeVar
 
 from vision_eval.config import JudgeConfig
-from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
 from vision_eval.images.prepared import prepared_images_of
@@ -77,7 +78,10 @@ async def _all(coroutines: list[Any]) -> list[Any]:
     return list(await asyncio.gather(*coroutines))
 
 
-class GradedEvaluator(Evaluator):
+GradedSettingsT = TypeVar("GradedSettingsT", bound=GradedSettings, default=GradedSettings, covariant=True)
+
+
+class GradedEvaluator(Evaluator[GradedSettingsT]):
     """Base class of the model-graded assertions (see the module docstring)."""
 
     settings_model: ClassVar[type[EvaluatorSettings]] = GradedSettings
@@ -88,7 +92,7 @@ class GradedEvaluator(Evaluator):
     pass_from_score: ClassVar[bool] = False
     """True when ``passed`` is ``score >= threshold`` (else the grader's verdict decides)."""
 
-    def __init__(self, name: str, settings: GradedSettings, context: Any = None) -> None:
+    def __init__(self, name: str, settings: GradedSettingsT, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
         self.judges: list[tuple[str, JudgeConfig]] = []
         members = settings.panel or [None]
@@ -138,7 +142,7 @@ class GradedEvaluator(Evaluator):
         return [judge for _, judge in self.judges]
 
     def columns_needed(self) -> tuple[str, ...]:
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         used: set[str] = set()
         for template in self.templates():
             used |= template_variables(template)
@@ -147,7 +151,7 @@ class GradedEvaluator(Evaluator):
         return tuple(dict.fromkeys((*self.required_columns, *images, *sorted(used))))
 
     def describe(self) -> dict[str, Any]:
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         return {
             **super().describe(),
             "models": [label for label, _ in self.judges],
@@ -157,7 +161,7 @@ class GradedEvaluator(Evaluator):
 
     # --- running --------------------------------------------------------------------------------------
     def _variables(self, row: dict[str, Any], judge_policy: Any) -> tuple[dict[str, Any], list[PreparedImage]]:
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         variables = row_variables(row)
         columns = s.images if self.images_required else [c for c in s.images if c in row]
         images = row_images(
@@ -193,7 +197,7 @@ class GradedEvaluator(Evaluator):
         return EvalOutput(rows_frame([r for r, _ in graded]), dimensions=dimensions)
 
     def _plan_row(self, row: dict[str, Any], policy: Any) -> dict[str, Any]:
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         model = self.judges[0][0] if self.judges else None
         try:
             variables, images = self._variables(row, policy)
@@ -219,7 +223,7 @@ class GradedEvaluator(Evaluator):
 
     async def _judge_row(self, row: dict[str, Any], judge: JudgeConfig, usage: Usage) -> dict[str, Any]:
         """All samples of one judge for one row -> {score, passed, grade, scores, errors} or {error, ...}."""
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         chat = row.get("input")  # a chat-format input may carry images too: prepared off the event loop as well
         maybe_chat = isinstance(chat, list | dict) or (isinstance(chat, str) and chat.lstrip()[:1] in ("[", "{"))
         has_images = any(row.get(c) for c in s.images) or (s.chat_input_images and maybe_chat)
@@ -283,7 +287,7 @@ class GradedEvaluator(Evaluator):
             return {"error": f"prompt template error: {exc}"}
 
     async def _grade_row(self, row: dict[str, Any], gate: asyncio.Semaphore) -> tuple[dict[str, Any], list]:
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         sample_id, usage = row["id"], Usage()
         async with gate:
             try:
@@ -370,7 +374,7 @@ class GradedEvaluator(Evaluator):
         return row_out, dims
 
     def _dimensions(self, sample_id: str, valid: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         out: list[dict[str, Any]] = []
         if s.panel:
             out += [
@@ -385,7 +389,7 @@ class GradedEvaluator(Evaluator):
         return out
 
     def _human(self, row: dict[str, Any]) -> dict[str, Any]:
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         human: dict[str, Any] = {}
         if s.human_score and s.human_score in row:
             human["score"] = row[s.human_score]
@@ -397,7 +401,7 @@ class GradedEvaluator(Evaluator):
     def finalize(self, results: pl.DataFrame, dimensions: pl.DataFrame) -> dict[str, pl.DataFrame]:
         from vision_eval.llm.calibration import calibration_table
 
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         if not (s.human_score or s.human_pass):
             return {}
         table = calibration_table(results, dimensions, s)
@@ -407,7 +411,7 @@ class GradedEvaluator(Evaluator):
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
         from vision_eval.llm.calibration import calibration_table, panel_alpha
 
-        s: GradedSettings = self.settings  # type: ignore[assignment]
+        s = self.settings
         metrics: dict[str, Any] = {"cache_hits": int(results["cached"].fill_null(False).sum())}
         scheduler = self.context.services.get(SERVICE)
         if scheduler is not None:

@@ -186,7 +186,8 @@ def parse_verdict(text: str, spec: JudgeSpec) -> Verdict:
         normalized[key] = (value - low) / (high - low)
     total_weight = sum(spec.dimensions.values())
     score = sum(normalized[k] * w for k, w in spec.dimensions.items()) / total_weight
-    details = obj.get("details") if isinstance(obj.get("details"), dict) else {}
+    given = obj.get("details")
+    details: dict[str, Any] = given if isinstance(given, dict) else {}
     extra = {k: v for k, v in scores.items() if k not in spec.dimensions}
     if extra:
         details = {**details, "extra_scores": extra}

@@ -27,7 +27,7 @@ def resolve_judge(run_judge: JudgeConfig | None, override: dict[str, Any] | None
     if override:
         base = run_judge.model_dump() if run_judge is not None else {}
         try:
-            merged = JudgeConfig.model_validate({**base, **override})
+            merged: JudgeConfig | None = JudgeConfig.model_validate({**base, **override})
         except ValidationError as exc:
             problems = "; ".join(f"judge.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             raise ValueError(problems) from None

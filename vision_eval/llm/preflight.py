@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vision_eval.errors import PreflightError
-from vision_eval.llm.transport import CallError, token_prices
+from vision_eval.llm.prices import token_prices
+from vision_eval.llm.transport import CallError
 
 PING = [{"role": "user", "content": "Reply with the word OK."}]
 PING_MAX_TOKENS = 16

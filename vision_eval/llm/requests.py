@@ -35,7 +35,7 @@ def fetch_url(url: str) -> bytes:
     """Download an image URL (only reached when the dataset allows URLs)."""
     try:
         with urllib.request.urlopen(url, timeout=URL_TIMEOUT_S) as response:
-            data = response.read(URL_MAX_BYTES + 1)
+            data: bytes = response.read(URL_MAX_BYTES + 1)
     except OSError as exc:
         raise ImageError(f"cannot fetch image {url}: {exc}") from None
     if len(data) > URL_MAX_BYTES:

@@ -28,6 +28,7 @@ from vision_eval.llm.cache import CallCache, cache_key
 from vision_eval.llm.transport import CallError, CallResult, DirectOpenAI, LiteLLMTransport, uses_direct
 
 if TYPE_CHECKING:
+    from vision_eval.evaluator import EvalContext
     from vision_eval.llm.batches import BatchRunner
 
 SERVICE = "llm_scheduler"
@@ -124,7 +125,7 @@ class SchedulerStats:
 
 def _hopeless(error: CallError) -> bool:
     """A final failure that says the model cannot be used as configured (not a passing fault)."""
-    return bool(getattr(error, "hopeless", False)) or error.status in HOPELESS_STATUS or error.status is None
+    return error.hopeless or error.status in HOPELESS_STATUS or error.status is None
 
 
 def backoff_delay(attempt: int, retry_after: float | None, rng: random.Random) -> float:
@@ -132,7 +133,7 @@ def backoff_delay(attempt: int, retry_after: float | None, rng: random.Random) -
     else exponential (0.5 s, 1 s, 2 s... capped at 30 s) with full jitter in [50%, 100%]."""
     if retry_after is not None:
         return retry_after * (1.0 + 0.1 * rng.random())
-    return min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)) * (0.5 + 0.5 * rng.random())
+    return min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0 ** (attempt - 1)) * (0.5 + 0.5 * rng.random())
 
 
 class Scheduler:
@@ -413,10 +414,10 @@ class Scheduler:
                         error.status,
                     )
                     error.retryable = False
-                    error.hopeless = True  # type: ignore[attr-defined]
+                    error.hopeless = True
                 if not error.retryable or attempt > judge.max_retries:
-                    error.attempts = attempt  # type: ignore[attr-defined]
-                    error.failures = failures  # type: ignore[attr-defined]
+                    error.attempts = attempt
+                    error.failures = failures
                     raise error
                 for c in counters:
                     c.retries += 1
@@ -426,9 +427,9 @@ class Scheduler:
                 await self.budget.settle(reserved, cost)
 
 
-def get_scheduler(context: Any) -> Scheduler:
+def get_scheduler(context: EvalContext) -> Scheduler:
     """The run's shared scheduler (created on first use from ``run.concurrency`` and ``run.seed``)."""
-    run = getattr(context, "run", None)
-    concurrency = getattr(run, "concurrency", 16) if run is not None else 16
-    seed = getattr(run, "seed", 0) if run is not None else 0
+    run = context.run
+    concurrency = run.concurrency if run is not None else 16
+    seed = run.seed if run is not None else 0
     return context.service(SERVICE, lambda: Scheduler(concurrency, seed))

@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateError, meta
+from jinja2 import StrictUndefined, Template, TemplateError, meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from vision_eval.images.policy import PreparedImage
@@ -36,7 +36,7 @@ class ImageLabel:
         return _MARKER.format(self.index)
 
 
-class ImageLabels(list):
+class ImageLabels(list[ImageLabel]):
     """``image_references``: iterable labels; rendered whole it lists them ("Image 1, Image 2")."""
 
     def __str__(self) -> str:
@@ -51,7 +51,7 @@ _ENV = _environment()
 
 
 @lru_cache(maxsize=256)
-def compile_template(text: str) -> Any:
+def compile_template(text: str) -> Template:
     """A compiled sandboxed template (``TemplateError`` on a syntax error)."""
     return _ENV.from_string(text)
 

@@ -13,9 +13,12 @@ import os
 import time
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vision_eval.llm.prices import token_prices
+
+if TYPE_CHECKING:
+    from vision_eval.config import JudgeConfig
 
 DIRECT_PREFIXES = ("openai/", "hosted_vllm/")
 RETRYABLE_STATUS = {408, 409, 425, 429}
@@ -83,6 +86,13 @@ class CallError(Exception):
         self.status = status
         self.retry_after = retry_after
         self.retryable = status is None or status in RETRYABLE_STATUS or status >= 500
+        self.attempts = 1
+        """Attempts made before giving up (set by the scheduler when it stops retrying)."""
+        self.failures: list[str] = [message]
+        """What each attempt failed with (set by the scheduler when it stops retrying)."""
+        self.hopeless = False
+        """True when the model cannot be used as configured (e.g. it asks to wait longer than
+        ``judge.max_retry_after_s``), whatever the status."""
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -116,11 +126,11 @@ def price(model: str, input_tokens: int | None, output_tokens: int | None) -> fl
     return input_tokens * prices[0] + output_tokens * prices[1]
 
 
-def api_key_of(judge: Any) -> str | None:
+def api_key_of(judge: JudgeConfig) -> str | None:
     """The key from ``api_key`` (Python) or the ``api_key_env`` variable."""
-    if getattr(judge, "api_key", None) is not None:
+    if judge.api_key is not None:
         return judge.api_key.get_secret_value()
-    if getattr(judge, "api_key_env", None):
+    if judge.api_key_env:
         return os.environ.get(judge.api_key_env)
     return None
 

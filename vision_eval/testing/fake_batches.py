@@ -224,7 +224,8 @@ class FakeBatches:
     def _openai_files(self, job: FakeJob) -> tuple[str | None, str | None]:
         with self._lock:
             if job.files is None:
-                good, bad = [], []
+                good: list[dict[str, Any]] = []
+                bad: list[dict[str, Any]] = []
                 for n, (key, status, payload) in enumerate(job.answers):
                     line = {"id": f"batch_req_{n}", "custom_id": key, "error": None,
                             "response": {"status_code": status, "request_id": f"req_{n}", "body": payload}}  # fmt: skip

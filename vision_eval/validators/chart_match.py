@@ -65,7 +65,8 @@ def match(
         pairs.append((e, a, ok, dist))
 
     candidates = [(e[ok], a[ok], dist[ok]) for e, a, ok, dist in pairs]
-    hit_e, hit_a = _assign(*(np.concatenate(column) for column in zip(*candidates, strict=True)), len(got.row))
+    cand_e, cand_a, cand_dist = (np.concatenate(column) for column in zip(*candidates, strict=True))
+    hit_e, hit_a = _assign(cand_e, cand_a, cand_dist, len(got.row))
     hit = np.full(len(row_w), -1, dtype=np.int64)
     hit[hit_e] = hit_a
     matched = hit >= 0
@@ -85,7 +86,8 @@ def _first_at_min(e: np.ndarray, dist: np.ndarray) -> np.ndarray:
     starts = np.flatnonzero(run_starts(e))
     lengths = np.diff(starts, append=len(e))
     at_min = np.flatnonzero(dist == np.repeat(np.minimum.reduceat(dist, starts), lengths))
-    return at_min[run_starts(e[at_min])]
+    first: np.ndarray = at_min[run_starts(e[at_min])]
+    return first
 
 
 def _assign(e: np.ndarray, a: np.ndarray, dist: np.ndarray, n_got: int, rounds: int = 8) -> tuple[np.ndarray, ...]:

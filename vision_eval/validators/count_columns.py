@@ -70,8 +70,9 @@ def normalized(texts: pl.Series) -> pl.Series:
     position)."""
     lower = ascii_digits(texts.str.to_lowercase()).str.replace_all(" ", "  ", literal=True)
     # A literal replacement of the frequent space is much faster than one more multi-pattern entry.
-    padded = pl.select(pl.concat_str(pl.lit("  "), pl.lit(lower).str.replace_many(_PAD, leftmost=True), pl.lit("  ")))
-    padded = padded.to_series()
+    padded = pl.select(
+        pl.concat_str(pl.lit("  "), pl.lit(lower).str.replace_many(_PAD, leftmost=True), pl.lit("  "))
+    ).to_series()
     out = padded.str.replace_many(*_WORDS_THEN_STOPS, leftmost=True)
     colon = padded.str.contains_any([":", "="])
     if colon.any():
@@ -123,7 +124,8 @@ def _expand(count: np.ndarray, start: np.ndarray, groups: np.ndarray) -> tuple[n
 
 
 def _starts(count: np.ndarray) -> np.ndarray:
-    return np.cumsum(count) - count
+    starts: np.ndarray = np.cumsum(count) - count
+    return starts
 
 
 def _lookup(table: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -196,7 +198,7 @@ class _Pairs:
         """Each output mention's object: its first word that is an expected object of the pair, else its last
         word (so only the words before the last need a look)."""
         words, n_words = self.found.words, self.n_words
-        key = self.found.last[mention]
+        key: np.ndarray = self.found.last[mention]
         objects = self.item_text * n_words + self.item_object
         for column in (1, 0):
             candidate = np.flatnonzero(words[mention, column + 1] >= 0)  # a word before the last

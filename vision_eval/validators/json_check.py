@@ -232,7 +232,7 @@ class _Compare:
             return math.isclose(want, got, rel_tol=tol, abs_tol=0.0) if tol else float(want) == float(got)
         if isinstance(want, str) and isinstance(got, str) and not self.opts.case_sensitive:
             return " ".join(want.lower().split()) == " ".join(got.lower().split())
-        return want == got
+        return bool(want == got)
 
     def run(self, want: Any, got: Any, path: str) -> int:
         """Compare; returns the number of matching leaves under ``path``."""
@@ -301,7 +301,7 @@ def check_one(
     ``candidate`` and ``expected`` already parsed (by a batch decoder), else they are parsed here."""
     want: Any = None
     has_expected = expected is not None and bool(expected.strip())
-    if has_expected:
+    if expected is not None and has_expected:
         if nesting_depth(expected) > MAX_DEPTH:
             return {"status": "error", "error": f"expected_output: JSON nested deeper than {MAX_DEPTH} levels"}
         try:
@@ -323,8 +323,8 @@ def check_one(
             return {"status": "error", "error": f"output holds {_TOO_LONG}"}
         found = "{" in candidate or "[" in candidate
         reason = f"invalid JSON: {exc}" if found else "no JSON object or array found in the response"
-        details = InvalidJson([], [], [], [], False, reason, (raw or "")[:500])
-        return {"status": "processed", "score": 0.0, "details": details}
+        invalid = InvalidJson([], [], [], [], False, reason, (raw or "")[:500])
+        return {"status": "processed", "score": 0.0, "details": invalid}
     cmp = _Compare(opts)
     if want is not None:
         cmp.run(want, got, "")
@@ -386,7 +386,8 @@ def details_json(details: Any, strict: bool) -> str:
 
 
 def _members(value: Any) -> Any:
-    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else str(value)
+    is_instance = dataclasses.is_dataclass(value) and not isinstance(value, type)
+    return dataclasses.asdict(value) if is_instance else str(value)
 
 
 def scored_row(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -332,17 +333,17 @@ def _score_group(rows: pl.DataFrame, tree: Node, opts: Any) -> pl.DataFrame:
             bad.append(pl.col(f"ibad{k}"))
             hits.append(pl.col(f"ihits{k}"))
     mismatches = _mismatches(f, tree, ptrs, gate_of, item_entries)
-    absent = [~present[t.ptr] for t in tops]
-    missing = [pl.when(x).then(pl.lit(encode(t.path))) for x, t in zip(absent, tops)]
-    required = [pl.when(x).then(pl.lit(encode(required_message(t.path)))) for x, t in zip(absent, tops)]
+    absent_tops = [~present[t.ptr] for t in tops]
+    missing = [pl.when(x).then(pl.lit(encode(t.path))) for x, t in zip(absent_tops, tops)]
+    required = [pl.when(x).then(pl.lit(encode(required_message(t.path)))) for x, t in zip(absent_tops, tops)]
     if tops:
         total = pl.sum_horizontal(pl.when(present[t.ptr]).then(t.scalars).otherwise(t.leaves) for t in tops)
         keys = pl.sum_horizontal(pl.when(present[t.ptr]).then(1 + t.key_count).otherwise(0) for t in tops)
-        any_absent = pl.any_horizontal(absent)
+        any_absent = pl.any_horizontal(absent_tops)
     else:
         total, keys, any_absent = pl.lit(tree.scalars), pl.lit(tree.key_count), pl.lit(False)
     if len(tops) > 20:  # the row-wise path keeps the first 20 JSON Schema messages
-        bad.append(pl.sum_horizontal(absent) > 20)
+        bad.append(pl.sum_horizontal(absent_tops) > 20)
     # Every colon is at most one key: as many colons as expected keys present means no extra (or repeated) key.
     f = f.with_columns(
         pl.any_horizontal(bad).fill_null(True).alias("bad"),
@@ -354,8 +355,8 @@ def _score_group(rows: pl.DataFrame, tree: Node, opts: Any) -> pl.DataFrame:
     )
     inferred_tops = {t.path: present[t.ptr] for t in tops if id(t) in ptrs.inferred}
     inferred_arrays = [a.ptr for a in ptrs.arrays if id(a) in ptrs.inferred]
-    rows = (~f["bad"] & f["more"]).arg_true()
-    f = f.with_columns(_keyed(f, tree, bests, rows, inferred_tops, inferred_arrays))
+    keyed = (~f["bad"] & f["more"]).arg_true()
+    f = f.with_columns(_keyed(f, tree, bests, keyed, inferred_tops, inferred_arrays))
     f = f.filter(pl.col("empty") | ~(pl.col("bad") | pl.col("kbad")))
     absent = pl.col("absent")
     details = details_column(
@@ -433,5 +434,5 @@ def _mismatches(
     return out
 
 
-def _join(parts: list[pl.Expr]) -> pl.Expr:
+def _join(parts: Sequence[pl.Expr]) -> pl.Expr:
     return pl.concat_str(parts, separator=",", ignore_nulls=True) if parts else pl.lit("")

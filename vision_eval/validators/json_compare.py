@@ -38,7 +38,8 @@ def extract(texts: pl.DataFrame, pointers: dict[str, list[str]]) -> pl.DataFrame
         outer += [f"{c}_x IS NOT NULL AS {c}ok", *(f"{c}_x[{k + 1}] AS {c}{k}" for k in range(len(ptrs)))]
     with duck.cursor() as con:
         con.register("docs", texts.select(list(pointers)).to_arrow())
-        return con.sql(f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM docs)").pl()
+        tokens: pl.DataFrame = con.sql(f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM docs)").pl()
+        return tokens
 
 
 def kind(token: pl.Expr) -> pl.Expr:
@@ -52,8 +53,9 @@ def codes(frame: pl.DataFrame, pairs: list[Pair], opts: Any) -> pl.DataFrame:
     quick = []
     for name, want, got, gate in pairs:
         w, g = pl.col(want), pl.col(got)
-        code = pl.when(g.is_null()).then(MISSING).when(w.is_null()).then(BAD)
-        code = code.when(w == g).then(HIT).otherwise(_DIFFERENT)
+        code = (
+            pl.when(g.is_null()).then(MISSING).when(w.is_null()).then(BAD).when(w == g).then(HIT).otherwise(_DIFFERENT)
+        )
         quick.append((pl.when(gate).then(code).otherwise(BAD) if gate is not None else code).cast(pl.UInt8).alias(name))
     out = frame.select(quick)
     if not pairs:
