@@ -1,7 +1,7 @@
 """The report's overview, over every row whatever the cards show: summary, histograms, dimension means, and for
 several variants the variant x evaluator comparison (mean score, pass rate and the leaderboard's bootstrap interval).
 All grouped by Polars in streaming passes over the (lazy) frames; only the small aggregated tables reach Python.
-The comparison of several variants reads their results whole (the leaderboard's bootstrap needs every score)."""
+The comparison of several variants reads the counts of each distinct score (the leaderboard's bootstrap)."""
 
 from __future__ import annotations
 
@@ -103,18 +103,13 @@ def variant_board(data: ReportInput) -> pl.DataFrame:
         columns, by_evaluator = run_columns(info, label)
         labels.append({RUN_COLUMN: label, **columns})
         protocols.extend({RUN_COLUMN: label, "evaluator": e, "protocol": p} for e, p in by_evaluator.items())
-    frame = (
-        data.results.collect()
-        .with_columns(pl.col(RUN_COLUMN).fill_null(""))
-        .join(
-            pl.DataFrame(
-                labels, schema={RUN_COLUMN: pl.Utf8, "candidate": pl.Utf8, "judge": pl.Utf8, "variant": pl.Utf8}
-            ),
-            on=RUN_COLUMN,
-            how="left",
-        )
-    )
-    protocol_frame = pl.DataFrame(protocols, schema={RUN_COLUMN: pl.Utf8, "evaluator": pl.Utf8, "protocol": pl.Utf8})
+    label_frame = pl.DataFrame(
+        labels, schema={RUN_COLUMN: pl.Utf8, "candidate": pl.Utf8, "judge": pl.Utf8, "variant": pl.Utf8}
+    ).lazy()
+    frame = data.results.with_columns(pl.col(RUN_COLUMN).fill_null("")).join(label_frame, on=RUN_COLUMN, how="left")
+    protocol_frame = pl.DataFrame(
+        protocols, schema={RUN_COLUMN: pl.Utf8, "evaluator": pl.Utf8, "protocol": pl.Utf8}
+    ).lazy()
     frame = frame.join(protocol_frame, on=[RUN_COLUMN, "evaluator"], how="left").with_columns(
         pl.col(RUN_COLUMN).alias("run_dir")
     )
