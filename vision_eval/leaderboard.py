@@ -55,6 +55,16 @@ def _labels(runs: list[Path]) -> tuple[dict[Path, dict[str, str]], dict[Path, di
     return labels, protocols
 
 
+def _looked_up(column: pl.Expr, mapping: dict[str, str]) -> pl.Expr:
+    """``mapping[value]`` for each value of ``column`` (null when absent), as a when/then chain: Polars' streaming
+    engine runs it (``replace_strict`` read every row into memory)."""
+    chain: Any = None
+    for key, value in mapping.items():
+        step = column == key
+        chain = pl.when(step).then(pl.lit(value, pl.Utf8)) if chain is None else chain.when(step).then(pl.lit(value))
+    return pl.lit(None, pl.Utf8) if chain is None else chain.otherwise(pl.lit(None, pl.Utf8))
+
+
 def _read(runs: list[Path], name: str) -> pl.LazyFrame:
     """The runs' ``name`` files as one lazy scan, each row labelled with its run's candidate, judge, variant,
     directory and protocol (nothing is read here)."""
@@ -67,8 +77,7 @@ def _read(runs: list[Path], name: str) -> pl.LazyFrame:
                 *(pl.lit(v).alias(k) for k, v in labels[run].items()), pl.lit(str(run)).alias("run_dir")
             )
             if "evaluator" in frame.collect_schema().names():
-                protocol = pl.col("evaluator").replace_strict(protocols[run], default=None, return_dtype=pl.Utf8)
-                frame = frame.with_columns(protocol.alias(PROTOCOL))
+                frame = frame.with_columns(_looked_up(pl.col("evaluator"), protocols[run]).alias(PROTOCOL))
             frames.append(frame)
     return pl.concat(frames, how="diagonal_relaxed") if frames else pl.LazyFrame()
 
