@@ -88,7 +88,8 @@ def main() -> None:
     results = pl.concat([o.results for o in outs])
     fast_s = time.perf_counter() - start
     start = time.perf_counter()
-    summary = evaluator.summarize(results.with_columns(pl.lit("processed").alias("status")))
+    inputs = {name: pl.concat([o.metric_inputs[name] for o in outs]).lazy() for name in outs[0].metric_inputs}
+    summary = evaluator.summarize(results.with_columns(pl.lit("processed").alias("status")), inputs)
     ap_s = time.perf_counter() - start
     ref_rows = min(args.ref_rows, args.rows)
     sub = frame.head(ref_rows)

@@ -180,7 +180,8 @@ def test_batch_path_matches_row_path() -> None:
 
     batch = pl.DataFrame(rows)
     slow = evaluator._rows(batch)
-    fast = evaluator.evaluate(batch).results
+    fast_output = evaluator.evaluate(batch)
+    fast = fast_output.results
     assert fast["status"].to_list() == ["processed"] * 300
     for f, s in zip(fast.sort("sample_id").to_dicts(), slow.sort("sample_id").to_dicts()):
         assert f["score"] == pytest.approx(s["score"]), f["sample_id"]
@@ -194,12 +195,16 @@ def test_batch_path_matches_row_path() -> None:
 
     from_details = box_batch.dataset_ap(slow["details"], slow["sample_id"])  # scores tie: order must not matter
     assert box_batch.dataset_ap(fast["details"], fast["sample_id"]) == pytest.approx(from_details, abs=1e-12)
-    kept = evaluator.summarize(fast)  # from the AP inputs evaluate() kept
+    inputs = {name: table.lazy() for name, table in fast_output.metric_inputs.items()}
+    kept = evaluator.summarize_from(fast, inputs)  # from the AP inputs evaluate() returned
     assert {k: kept[k] for k in from_details} == pytest.approx({k: round(v, 6) for k, v in from_details.items()})
+    assert evaluator.summarize(fast) == kept  # without them, from the details
     mixed = BboxIou("m", BboxIouSettings())
     mixed_rows = [*rows[:50], {"id": "lists", "output": "[[0, 0, 2, 2]]", "expected_output": "[[0, 0, 2, 2]]"}]
-    mixed_result = mixed.evaluate(pl.DataFrame(mixed_rows)).results  # one row takes the row-wise path
-    assert mixed.summarize(mixed_result)["ap50"] == pytest.approx(
+    mixed_output = mixed.evaluate(pl.DataFrame(mixed_rows))  # one row takes the row-wise path
+    mixed_result = mixed_output.results
+    mixed_inputs = {name: table.lazy() for name, table in mixed_output.metric_inputs.items()}
+    assert mixed.summarize_from(mixed_result, mixed_inputs)["ap50"] == pytest.approx(
         box_batch.dataset_ap(mixed_result["details"], mixed_result["sample_id"])["ap50"], abs=1e-6
     )
     assert frame.run_info["metrics"]["b"]["rows"] == 300

@@ -49,11 +49,10 @@ def test_count_fast_path_is_count_row(seed: int, monkeypatch: pytest.MonkeyPatch
     assert 0 < handed[0] < len(pairs) / 5
 
 
-def test_count_layouts_and_halves(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Texts read once per distinct text and pairs scored once: few distinct rows, each row twice, two halves."""
+def test_count_layouts() -> None:
+    """Texts read once per distinct text and pairs scored once: few distinct rows, each row twice."""
     pairs = eq.count_pairs(1000, 4)
     definition = eq.by_rows(count_row, pairs)
-    monkeypatch.setattr(count_columns, "HALF_MIN_ROWS", 300)
     for order in (list(range(len(pairs))), [i % 40 for i in range(2000)], [i // 2 for i in range(2 * len(pairs))]):
         chosen = [pairs[i] for i in order]
         fast = count_columns.count_frame(eq.frame(chosen))

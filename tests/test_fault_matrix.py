@@ -823,16 +823,17 @@ def test_a_full_disk_while_writing_keeps_earlier_files_and_the_run_resumable(
 ) -> None:
     """ENOSPC injected when samples.parquet is written: the files written before it stay whole, nothing half
     written is left, the run says so (exit 3) and keeps its checkpoint; the resume writes everything."""
+    from vision_eval import output
+
     rows = [{"id": f"r{i}", "output": "a", "expected_output": "a" if i % 2 else "b"} for i in range(10)]
-    real = pl.DataFrame.write_parquet
+    real = output._write_frame
 
-    def full_disk(self: pl.DataFrame, file: Any, *args: Any, **kwargs: Any) -> Any:
-        if ".samples.parquet" in str(file):
-            real(self, file, *args, **kwargs)  # a part of it reaches the disk, then the disk is full
+    def full_disk(frame: Any, path: Path) -> None:
+        real(frame, path)  # a part of it reaches the disk, then the disk is full
+        if ".samples.parquet" in str(path):
             raise OSError(28, "No space left on device")
-        return real(self, file, *args, **kwargs)
 
-    monkeypatch.setattr(pl.DataFrame, "write_parquet", full_disk)
+    monkeypatch.setattr(output, "_write_frame", full_disk)
     out = tmp_path / "run"
     result = ve.evaluate(rows, evaluators={"exact": {"type": "exact_match"}}, output_dir=out)
     assert result.exit_code == 3 and "No space left on device" in result.problems[-1]
@@ -840,7 +841,7 @@ def test_a_full_disk_while_writing_keeps_earlier_files_and_the_run_resumable(
     assert pl.read_parquet(out / "results.parquet").height == 10  # written before the failure: whole
     assert not (out / "samples.parquet").exists() and not list(out.glob(".*.tmp"))
     assert (out / "checkpoint").is_dir()
-    monkeypatch.setattr(pl.DataFrame, "write_parquet", real)
+    monkeypatch.setattr(output, "_write_frame", real)
     resumed = ve.evaluate(rows, evaluators={"exact": {"type": "exact_match"}}, run={"resume": str(out)})
     assert resumed.exit_code == 0 and resumed.run_info["resumed_batches"] == {"exact": 1}
     assert pl.read_parquet(out / "samples.parquet").height == 10 and not (out / "checkpoint").exists()

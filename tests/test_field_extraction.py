@@ -276,13 +276,17 @@ def test_generated_documents_match_reference(result_path: str) -> None:
 
 
 def test_halves_give_the_results_of_one_pass() -> None:
-    """A batch big enough to be scored as two halves on two threads gives, row for row, what one pass gives."""
+    """A batch big enough for the engine to score as two halves on two threads gives, row for row, what one pass
+    gives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from vision_eval.batch_part import SPLIT_MIN_ROWS, evaluate_batch
     from vision_eval.evaluator import EvalContext
-    from vision_eval.evaluators.field_accuracy import HALF_MIN_ROWS, FieldAccuracy, FieldAccuracySettings
+    from vision_eval.evaluators.field_accuracy import FieldAccuracy, FieldAccuracySettings
 
     rng = random.Random(5)
     docs = [_render(rng, {k: _random_value(rng, 2) for k in rng.sample(KEYS, rng.randint(1, 4))}) for _ in range(500)]
-    rows = 2 * HALF_MIN_ROWS + 7
+    rows = 2 * SPLIT_MIN_ROWS + 7
     batch = pl.DataFrame(
         {
             "id": [str(i) for i in range(rows)],
@@ -292,7 +296,10 @@ def test_halves_give_the_results_of_one_pass() -> None:
     )
     fields = [{"path": p, "match": mt} for p in ("a", "b.c", "n", "items[0]") for mt in ("exact", "fuzzy", "date")]
     evaluator = FieldAccuracy("f", FieldAccuracySettings(fields=fields), EvalContext())
-    split, whole = evaluator.evaluate(batch), evaluator._evaluate(batch)
+    assert evaluator.splittable
+    with ThreadPoolExecutor(1) as helper:
+        split = evaluate_batch(evaluator, batch, helper)
+    whole = evaluate_batch(evaluator, batch)
     assert split.results.equals(whole.results, null_equal=True)
     assert split.fields is not None and whole.fields is not None
     key = ["path", "match", "sample_id"]

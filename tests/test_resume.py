@@ -69,8 +69,11 @@ def test_resume_refuses_a_changed_config_and_accepts_changed_gates(tmp_path: Pat
         ve.evaluate(rows(8), evaluators=changed, run={"batch_size": 2, "resume": str(out)})
     gated = stack(log, stop_after=2, flag=tmp_path / "stopped")
     gated["slow"]["min_pass_rate"] = 0.5  # a gate changes no result row: the finished batches are reused
+    # Ctrl-C came during the third batch: it finishes on the engine's worker thread and is saved, nothing later starts
+    finished = len(list((out / "checkpoint" / "slow").glob("[!.]*")))
+    assert finished == 3
     resumed = ve.evaluate(rows(8), evaluators=gated, run={"batch_size": 2, "resume": str(out)})
-    assert resumed.run_info["resumed_batches"]["slow"] == 2 and len(log.read_text().splitlines()) == 2 + 2
+    assert resumed.run_info["resumed_batches"]["slow"] == finished and len(log.read_text().splitlines()) == 4
     assert resumed.output_dir == out and resumed.exit_code == 0 and resumed.results.height == 8
 
 
@@ -151,3 +154,56 @@ def test_ctrl_c_stops_cleanly_and_the_cli_resumes(tmp_path: Path, subprocess_env
     assert done.returncode == 0, done.stderr
     assert pl.read_parquet(tmp_path / "r" / "results.parquet").height == 12
     assert json.loads((tmp_path / "r" / "run.json").read_text())["resumed_batches"] == {"slow": kept}
+
+
+def detection_rows(n: int, seed: int = 7) -> list[dict]:
+    """Rows of labelled, scored boxes near their expected boxes (some missed, some extra); one in 40 is a plain
+    box list, which takes bbox_iou's row-wise path."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        expected, predicted = [], []
+        for _ in range(rng.randint(0, 5)):
+            x, y, w, h = rng.uniform(0, 80), rng.uniform(0, 80), rng.uniform(4, 20), rng.uniform(4, 20)
+            label = rng.choice(["cat", "dog"])
+            expected.append({"label": label, "box": [x, y, x + w, y + h]})
+            if rng.random() < 0.8:
+                dx, dy = rng.gauss(0, 2), rng.gauss(0, 2)
+                box = [x + dx, y + dy, x + w + dx, y + h + dy]
+                predicted.append({"label": label, "box": box, "score": round(rng.random(), 2)})
+        if rng.random() < 0.3:
+            predicted.append({"label": "cat", "box": [1, 1, 9, 9], "score": round(rng.random(), 2)})
+        if i % 40 == 0:
+            expected = [item["box"] for item in expected]
+            predicted = [item["box"] for item in predicted]
+        out.append({"id": f"d{i}", "output": json.dumps(predicted), "expected_output": json.dumps(expected)})
+    return out
+
+
+def test_a_resumed_run_has_the_dataset_metrics_of_an_uninterrupted_one(tmp_path: Path) -> None:
+    """bbox_iou's dataset AP needs every batch's detections: a resumed run reads the batches it reused from their
+    saved parts (the AP inputs travel with each part), so its metrics equal an uninterrupted run's, not only its
+    rows."""
+    from interrupting import interrupter
+
+    rows, out = detection_rows(240), tmp_path / "run"
+    boxes = {"b": {"type": "bbox_iou"}}
+    clean = ve.evaluate(rows, evaluators=boxes, run={"batch_size": 40})
+    stop = {**boxes, "stop": interrupter(out, "b", 1, tmp_path / "stopped")}
+    with pytest.raises(KeyboardInterrupt):
+        ve.evaluate(rows, evaluators=stop, run={"batch_size": 40}, output_dir=out)
+    saved = len(list((out / "checkpoint" / "b").glob("[!.]*")))
+    assert 1 <= saved < 6
+    resumed = ve.evaluate(rows, evaluators=stop, run={"batch_size": 40, "resume": str(out)})
+    assert resumed.run_info["resumed_batches"]["b"] == saved
+    metrics, expected = resumed.run_info["metrics"]["b"], clean.run_info["metrics"]["b"]
+    assert expected["ap50"] is not None and 0 < expected["ap50"] < 1 and expected["rows"] == 240
+    assert metrics == expected
+    assert json.loads((out / "run.json").read_text())["metrics"]["b"] == expected
+    assert (
+        resumed.results.filter(pl.col("evaluator") == "b")
+        .drop(VOLATILE, "run_id")
+        .equals(clean.results.drop(VOLATILE, "run_id"))
+    )

@@ -1,9 +1,11 @@
 """The entry points: run a validated config, or evaluate Python data directly.
 
-A run: build the stack (config errors first), load the dataset, check the columns, check every model
-(keys, prices for a budget, one tiny request: :mod:`vision_eval.llm.preflight`), claim the run directory,
-generate candidate outputs, run the evaluators, judge the gates (:mod:`vision_eval.gates`) and write the
-files. ``run.dry_run`` stops after building the requests (:mod:`vision_eval.dryrun`).
+A run: build the stack (config errors first), open the dataset as a stream of batches and refuse repeated ids
+(reading the id column alone), check the columns on the first batch, check every model (keys, prices for a
+budget, one tiny request: :mod:`vision_eval.llm.preflight`), claim the run directory, then evaluate batch by
+batch (:mod:`vision_eval.engine`: the candidate first, each finished part saved at once), add up the summary,
+metrics and gates from the saved parts (:mod:`vision_eval.finish`) and write the files. ``run.dry_run`` stops
+after building the requests (:mod:`vision_eval.dryrun`).
 """
 
 from __future__ import annotations
@@ -19,70 +21,33 @@ import polars as pl
 from vision_eval.checkpoint import Checkpoints, config_fingerprint
 from vision_eval.columns import image_columns as evaluator_image_columns
 from vision_eval.config import AppConfig, ConfigSources, JudgeConfig, validate_config
-from vision_eval.data import load_dataset, samples_frame
-from vision_eval.data.canonical import describe
+from vision_eval.data import DatasetStream, open_dataset, samples_frame
 from vision_eval.dryrun import evaluator_lines, plan_table
-from vision_eval.engine import EvaluatorRun, run_stack
+from vision_eval.engine import run_stack
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalContext
-from vision_eval.gates import EXIT_INCOMPLETE, Gate, candidate_gate, judge_outcome, worst
+from vision_eval.finish import build_result, dataset_counts, run_info_head
+from vision_eval.gates import EXIT_INCOMPLETE, worst
 from vision_eval.llm.budget import Budget
 from vision_eval.llm.preflight import key_problems, model_uses, preflight
 from vision_eval.llm.scheduler import get_scheduler
-from vision_eval.output import EvalResult, package_versions, status_counts, totals
+from vision_eval.output import EvalResult
+from vision_eval.parts import Ledger
 from vision_eval.prechecks import check_stack
 from vision_eval.progress import Progress
-from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, conform
+from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, conform
 from vision_eval.rundir import CHECKPOINT, RunDir, claim, claim_resume, new_run_id
 from vision_eval.secrets import Secrets
 from vision_eval.stack import build_stack
-from vision_eval.summary import summarize
-
-
-def _concat(frames: list[pl.DataFrame], schema: dict[str, pl.DataType]) -> pl.DataFrame:
-    return pl.concat([conform(f, schema) for f in frames] or [conform(pl.DataFrame(), schema)])
-
-
-def _tables(runs: list[EvaluatorRun]) -> dict[str, pl.DataFrame]:
-    tables: dict[str, list[pl.DataFrame]] = {}
-    for run in runs:
-        for name, table in run.tables.items():
-            tables.setdefault(name, []).append(table.with_columns(pl.lit(run.evaluator.name).alias("evaluator")))
-    return {name: pl.concat(parts, how="diagonal_relaxed") for name, parts in tables.items()}
-
-
-def _metrics(runs: list[EvaluatorRun]) -> dict[str, Any]:
-    metrics = {}
-    for run in runs:
-        try:
-            metrics[run.evaluator.name] = run.evaluator.summarize(run.results)
-        except Exception as exc:  # a metric failure must not lose the results
-            metrics[run.evaluator.name] = {"error": f"{type(exc).__name__}: {exc}"}
-    return metrics
-
-
-def _run_gates(scheduler: Any, frame: pl.DataFrame, limit: float, results: pl.DataFrame) -> list[Gate]:
-    """The run-level stops: a spent budget, tripped circuit breakers, a failing candidate."""
-    gates: list[Gate] = []
-    budget = scheduler.budget
-    if budget.exhausted:
-        left = results.filter(pl.col("details").str.json_path_match("$.not_attempted") == "budget").height
-        message = (
-            f"run: {budget.message()}; {left} result rows skipped; resume with a larger run.max_cost_usd to finish "
-            "(finished calls are not paid twice)"
-        )
-        gates.append(Gate("run", "budget", budget.spent, budget.limit, False, 3, message))
-    for model, reason in scheduler.tripped.items():
-        message = f"run: circuit breaker stopped calling {model}: {reason}"
-        gates.append(Gate("run", "circuit_breaker", None, None, False, 3, message))
-    candidate = candidate_gate(frame, limit)
-    if candidate is not None:
-        gates.append(candidate)
-    return gates
 
 
 def _dry_run(
-    config: AppConfig, context: EvalContext, evaluators: list[Any], candidate: Any, frame: pl.DataFrame, uses: list
+    config: AppConfig,
+    context: EvalContext,
+    evaluators: list[Any],
+    candidate: Any,
+    stream: DatasetStream,
+    uses: list[Any],
 ) -> EvalResult:
     from vision_eval.candidate import plan_outputs
     from vision_eval.dryrun import _line
@@ -90,19 +55,27 @@ def _dry_run(
     context.dry_run = True
     lines = []
     warnings = key_problems(uses)
+    planned: dict[str, Any] = {"calls": 0, "estimated_input_tokens": 0, "errors": []}
+
+    async def plan(batch: pl.DataFrame) -> pl.DataFrame:
+        counted = plan_outputs(batch, candidate, context)
+        for key in ("calls", "estimated_input_tokens", "errors"):
+            planned[key] += counted[key]
+        return batch
+
+    graded = [e for e in evaluators if e.is_async]
+    ledger = Ledger(graded, Checkpoints(None))
+    run_stack(graded, stream.batches(), ledger, total=stream.total, batch_size=config.run.batch_size,
+              prepare=plan if candidate is not None else None)  # fmt: skip
     if candidate is not None:
-        planned = plan_outputs(frame, candidate, context)
         lines.append(_line("candidate", candidate, planned["calls"], planned["estimated_input_tokens"]))
         warnings += [f"candidate request cannot be built for {e}" for e in planned["errors"][:5]]
-    graded = [e for e in evaluators if e.is_async]
-    runs = run_stack(graded, frame, config.run.batch_size) if graded else []
-    for run in runs:
-        lines += evaluator_lines(run.evaluator, run.results)
-    plan = plan_table(lines)
-    results = _concat([r.results for r in runs], RESULT_SCHEMA)
-    info = {"dry_run": True, "plan": plan, "warnings": warnings, "exit_code": 0, "problems": []}
-    return EvalResult(results, _concat([], DIMENSION_SCHEMA), _concat([], FIELD_SCHEMA), samples_frame(frame),
-                      run_info=info)  # fmt: skip
+    for evaluator in graded:
+        lines += evaluator_lines(evaluator, ledger.frame("results", evaluator.name).collect())
+    info = {"dry_run": True, "plan": plan_table(lines), "warnings": warnings, "exit_code": 0, "problems": []}
+    samples = ledger.samples().collect() if stream.total else samples_frame(stream.head())
+    empty = {name: conform(pl.DataFrame(), schema) for name, schema in (("d", DIMENSION_SCHEMA), ("f", FIELD_SCHEMA))}
+    return EvalResult(ledger.frame("results").collect(), empty["d"], empty["f"], samples, run_info=info)
 
 
 def _claim(config: AppConfig) -> tuple[RunDir | None, str]:
@@ -116,8 +89,8 @@ def _claim(config: AppConfig) -> tuple[RunDir | None, str]:
 def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | None = None) -> EvalResult:
     """Run a validated config (``data`` replaces the configured dataset when given).
 
-    Raises ``ConfigError`` / ``PreflightError`` (exit 2) before anything is evaluated; otherwise returns the
-    result, whose ``exit_code`` and ``problems`` say whether every gate held."""
+    Raises ``ConfigError`` / ``PreflightError`` / ``DatasetError`` (exit 2) before anything is evaluated; otherwise
+    returns the result, whose ``exit_code`` and ``problems`` say whether every gate held."""
     started = time.perf_counter()
     context = EvalContext(judge=config.judge if config.judge.enabled else None, run=config.run)
     evaluators = build_stack(config.evaluators, context, sources)  # config errors surface before any loading
@@ -132,23 +105,40 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
                 "candidate.prompt", str(exc), sources.file_for("candidate") if sources else None
             ) from None
     image_columns = evaluator_image_columns(evaluators, candidate.images if candidate is not None else ())
-    frame, root = load_dataset(config.dataset, data, config.run.limit, config.run.shard, image_columns, context=context)
-    context.dataset_root = root
-    if candidate is not None and "output" not in frame.columns:
-        frame = frame.with_columns(pl.lit(None, pl.Utf8).alias("output"))
-    check_stack(frame, evaluators, config.dataset, sources)  # still before any paid call
+    stream = open_dataset(config.dataset, data, config.run.limit, config.run.shard, image_columns, context=context)
+    stream.check_ids(config.run.batch_size)  # repeated ids: refused before anything is evaluated
+    stream.open(config.run.batch_size)
+    head = stream.head()
+    if candidate is not None and "output" not in head.columns:
+        head = head.with_columns(pl.lit(None, pl.Utf8).alias("output"))
+    check_stack(head, evaluators, config.dataset, sources)  # still before any paid call
     uses = model_uses(evaluators, candidate)
     secrets = Secrets.of_models([u.config for u in uses] + [config.judge])
     context.services["secrets"] = secrets
     if config.run.dry_run:
-        return _dry_run(config, context, evaluators, candidate, frame, uses)
+        return _dry_run(config, context, evaluators, candidate, stream, uses)
 
     rundir, run_id = _claim(config)
     try:
-        return _run(config, sources, context, evaluators, candidate, frame, uses, secrets, rundir, run_id, started)
+        return _run(config, sources, context, evaluators, candidate, stream, uses, secrets, rundir, run_id, started)
     finally:
         if rundir is not None:
             rundir.release()
+
+
+IN_MEMORY_RESULT_ROWS = 1_000_000
+"""A run without an output directory keeps its parts in memory up to this many result rows (rows x evaluators);
+a larger one keeps them in a temporary folder, removed when its result is garbage-collected."""
+
+
+def _store(config: AppConfig, output_dir: Path | None, result_rows: int) -> Checkpoints:
+    """Where the parts go: the run's checkpoint (resumable), a temporary folder without checkpoints, or, for a run
+    without an output directory, memory (a small run) or a temporary folder (a large one)."""
+    if output_dir is None:
+        return Checkpoints(None) if result_rows <= IN_MEMORY_RESULT_ROWS else Checkpoints.temporary(None)
+    if config.run.checkpoint:
+        return Checkpoints(output_dir / CHECKPOINT)
+    return Checkpoints.temporary(output_dir)
 
 
 def _run(
@@ -157,7 +147,7 @@ def _run(
     context: EvalContext,
     evaluators: list[Any],
     candidate: Any,
-    frame: pl.DataFrame,
+    stream: DatasetStream,
     uses: list[Any],
     secrets: Secrets,
     rundir: RunDir | None,
@@ -169,73 +159,57 @@ def _run(
         uses, scheduler, budget=config.run.max_cost_usd is not None, send=config.run.preflight, scrub=secrets.scrub
     )
     output_dir = rundir.path if rundir is not None else None
-    store = Checkpoints(output_dir / CHECKPOINT if output_dir is not None and config.run.checkpoint else None)
+    store = _store(config, output_dir, stream.total * len(evaluators))
     if store.enabled:
         assert store.journal_dir is not None
         scheduler.use_journal(store.journal_dir, config.run.max_cost_usd)
         store.start(run_id, config_fingerprint(config))
     else:
         scheduler.budget = Budget(config.run.max_cost_usd)
+    ledger = Ledger(evaluators, store, run_id)
     loaded = time.perf_counter()
     progress = Progress.choose(config.run.progress, config.run.progress_interval_s)
     progress.jobs = scheduler.batch_jobs
     for evaluator in evaluators:
-        progress.add(evaluator.name, frame.height)
+        progress.add(evaluator.name, stream.total)
+    prepare = None
+    if candidate is not None:
+        from vision_eval.candidate import CANDIDATE, Generator
+
+        progress.add(CANDIDATE, stream.total)
+        generator = Generator(candidate, context, progress)
+
+        async def prepare(batch: pl.DataFrame) -> pl.DataFrame:
+            progress.begin(CANDIDATE)
+            return secrets.scrub_frame(await generator(batch), ["candidate_error"])
+
+    calls = candidate is not None or any(e.calls_models for e in evaluators)
     try:
         with progress:
+            stack = run_stack(evaluators, stream.batches(), ledger, total=stream.total,
+                              batch_size=config.run.batch_size, progress=progress, scrub=secrets.scrub_frame,
+                              prepare=prepare, session=scheduler.session if calls else None)  # fmt: skip
             if candidate is not None:
-                from vision_eval.candidate import generate_outputs
-
-                frame = generate_outputs(frame, candidate, context, progress)
-                frame = secrets.scrub_frame(frame, ["candidate_error"])
-            runs = run_stack(evaluators, frame, config.run.batch_size, progress, store, secrets.scrub_frame)
+                progress.end(CANDIDATE)
     except KeyboardInterrupt:
         if store.enabled:
             print(f"interrupted: finished work is kept; resume with run.resume={output_dir}", file=sys.stderr)
         raise
+    if not stack.dataset["rows"]:  # no row evaluated: samples.parquet still has the dataset's columns
+        ledger.put_samples(0, samples_frame(stream.head()))
 
-    results = _concat([r.results for r in runs], RESULT_SCHEMA)
-    summary = pl.concat([r.summary for r in runs if r.summary is not None]) if runs else summarize(results)
-    run_gates = _run_gates(scheduler, frame, config.run.max_error_rate, results)
-    outcome = judge_outcome(summary, results, evaluators, config.run.max_error_rate, run_gates)
     finished = time.perf_counter()
-    complete = not scheduler.budget.exhausted and not scheduler.tripped
-    run_info = {
-        "run_id": run_id,
-        "exit_code": outcome.exit_code,
-        "problems": outcome.problems,
-        "complete": complete,
-        "gates": [g.as_dict() for g in outcome.gates],
-        "top_errors": outcome.as_dict()["top_errors"],
-        "config": config.model_dump(mode="json"),
-        "overrides": list(sources.overrides) if sources else [],
-        "moved_from": str(rundir.moved_from) if rundir is not None and rundir.moved_from else None,
-        "versions": package_versions(),
-        "dataset": {**describe(frame), "root": str(context.dataset_root) if context.dataset_root else None},
-        "evaluators": {r.evaluator.name: r.evaluator.describe() for r in runs},
-        "counts": {"samples": frame.height, "result_rows": results.height, "status": status_counts(summary)},
-        "timings": {
-            "load_s": round(loaded - started, 4),
-            "evaluate_s": round(finished - loaded, 4),
-            "total_s": round(finished - started, 4),
-            "per_evaluator_s": {r.evaluator.name: round(r.seconds, 4) for r in runs},
-        },
-        "resumed_batches": {r.evaluator.name: r.resumed_batches for r in runs},
-        "totals": totals(summary, results),
-        "spending": {"spent_usd": round(scheduler.budget.spent, 6), "budget_usd": config.run.max_cost_usd},
-        "scheduler": scheduler.stats.as_dict(),
-        "metrics": _metrics(runs),
+    info = run_info_head(config, sources, run_id, rundir)
+    info["dataset"] = dataset_counts(stack, stream.head(), context.dataset_root)
+    info["timings"] = {
+        "load_s": round(loaded - started, 4),
+        "evaluate_s": round(finished - loaded, 4),
+        "total_s": round(finished - started, 4),
+        "per_evaluator_s": stack.seconds,
     }
-    result = EvalResult(
-        results=results,
-        dimensions=_concat([r.dimensions for r in runs], DIMENSION_SCHEMA),
-        fields=_concat([r.fields for r in runs], FIELD_SCHEMA),
-        samples=samples_frame(frame),
-        tables=_tables(runs),
-        run_info=run_info,
-        output_dir=output_dir,
-        summary_table=summary,
-    )
+    info["spending"] = {"spent_usd": round(scheduler.budget.spent, 6), "budget_usd": config.run.max_cost_usd}
+    info["scheduler"] = scheduler.stats.as_dict()
+    result = build_result(ledger, evaluators, stack, scheduler, config.run.max_error_rate, info, output_dir)
     try:
         if output_dir is not None:
             result.write(output_dir)
@@ -243,16 +217,16 @@ def _run(
             from vision_eval.junit import write_junit
 
             junit = Path(config.run.junit)
-            write_junit(result.results, run_info["gates"], output_dir / junit if output_dir else junit)
+            write_junit(result.results, info["gates"], output_dir / junit if output_dir else junit)
     except OSError as exc:  # a full disk, a read-only folder: say so, keep what resumes the run
         where = output_dir or config.run.junit
         problem = f"run: could not write the outputs to {where}: {exc}"
         if store.enabled:
             problem += f"; finished work is kept: free the space and resume with run.resume={output_dir}"
-        run_info["problems"].append(problem)
-        run_info["exit_code"] = worst([run_info["exit_code"], EXIT_INCOMPLETE])
+        info["problems"].append(problem)
+        info["exit_code"] = worst([info["exit_code"], EXIT_INCOMPLETE])
         return result
-    if complete and output_dir is not None:
+    if output_dir is not None and (info["complete"] or not store.enabled):
         store.remove()
     return result
 

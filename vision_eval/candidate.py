@@ -86,26 +86,41 @@ async def _generate(row: dict[str, Any], candidate: CandidateConfig, context: Ev
     }
 
 
-async def _generate_all(
-    frame: pl.DataFrame, candidate: CandidateConfig, context: EvalContext, progress: Any
-) -> list[dict]:
-    scheduler = get_scheduler(context)
-    gate = asyncio.Semaphore(scheduler.rows_in_flight([candidate]))  # bounds prepared images held in memory
+class Generator:
+    """Writes ``output`` for one batch at a time (``await generator(frame)``), with one bound on the rows in flight
+    across every batch (it bounds the prepared images held in memory)."""
 
-    async def one(row: dict[str, Any]) -> dict[str, Any]:
+    def __init__(self, candidate: CandidateConfig, context: EvalContext, progress: Any = None) -> None:
+        self.candidate, self.context, self.progress = candidate, context, progress
+        self._gate: asyncio.Semaphore | None = None
+
+    async def _one(self, row: dict[str, Any]) -> dict[str, Any]:
         if row.get("_row_error"):
             produced = {"candidate_error": row["_row_error"]}
         else:
-            async with gate:
-                produced = await _generate(row, candidate, context)
-        if progress is not None:
+            assert self._gate is not None
+            async with self._gate:
+                produced = await _generate(row, self.candidate, self.context)
+        if self.progress is not None:
             tokens = (produced.get("candidate_input_tokens") or 0) + (produced.get("candidate_output_tokens") or 0)
             failed = int("candidate_error" in produced)
-            progress.advance(CANDIDATE, 1, failed, tokens, produced.get("candidate_cost_usd"))
+            self.progress.advance(CANDIDATE, 1, failed, tokens, produced.get("candidate_cost_usd"))
         return produced
 
-    async with scheduler.session():
-        return list(await asyncio.gather(*(one(row) for row in frame.to_dicts())))
+    async def __call__(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """``frame`` with ``output`` produced by the candidate and the ``candidate_*`` columns added."""
+        scheduler = get_scheduler(self.context)
+        if self._gate is None:
+            self._gate = asyncio.Semaphore(scheduler.rows_in_flight([self.candidate]))
+        async with scheduler.session():
+            produced = await asyncio.gather(*(self._one(row) for row in frame.to_dicts()))
+        label = self.candidate.name or str(self.candidate.model)
+        columns = pl.DataFrame(
+            [{**row, "candidate_model": label} for row in produced], schema=CANDIDATE_COLUMNS, strict=False
+        )
+        if "output" in frame.columns:
+            frame = frame.drop("output")
+        return frame.with_columns(columns)
 
 
 def plan_outputs(frame: pl.DataFrame, candidate: CandidateConfig, context: EvalContext) -> dict[str, Any]:
@@ -128,19 +143,15 @@ def plan_outputs(frame: pl.DataFrame, candidate: CandidateConfig, context: EvalC
 def generate_outputs(
     frame: pl.DataFrame, candidate: CandidateConfig, context: EvalContext, progress: Any = None
 ) -> pl.DataFrame:
-    """``frame`` with ``output`` produced by the candidate and the ``candidate_*`` columns added."""
+    """``frame`` (rows in memory) with ``output`` produced by the candidate and the ``candidate_*`` columns added;
+    a run generates a batch at a time with :class:`Generator`."""
     from vision_eval.engine import run_coroutine
 
     if progress is not None:
         progress.add(CANDIDATE, frame.height)
         progress.begin(CANDIDATE)
-    produced = run_coroutine(lambda: _generate_all(frame, candidate, context, progress))
+    generator = Generator(candidate, context, progress)
+    out: pl.DataFrame = run_coroutine(lambda: generator(frame))
     if progress is not None:
         progress.end(CANDIDATE)
-    label = candidate.name or str(candidate.model)
-    columns = pl.DataFrame(
-        [{**row, "candidate_model": label} for row in produced], schema=CANDIDATE_COLUMNS, strict=False
-    )
-    if "output" in frame.columns:
-        frame = frame.drop("output")
-    return frame.with_columns(columns)
+    return out

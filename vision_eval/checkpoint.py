@@ -1,5 +1,9 @@
 """Checkpoints: each finished batch of each evaluator is saved, so a killed run resumes where it stopped.
 
+The saved parts are also the run's storage: a run holds no result in memory, and its output files are the parts
+streamed into one file each at the end (:mod:`vision_eval.parts`). With ``run.checkpoint: false`` the same parts go
+to a temporary folder that nothing resumes from (:meth:`Checkpoints.temporary`).
+
 A batch is keyed by the evaluator's name, type and result-shaping settings, the run's judge, and the ids of
 the batch's rows: a resumed run reuses every finished batch and evaluates only the rest (model calls that
 finished inside an unfinished batch come back from the run's call journal, ``calls.sqlite``, never from the
@@ -24,9 +28,20 @@ import polars as pl
 
 from vision_eval.config import redact
 from vision_eval.evaluator import Evaluator
+from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, conform
 
 MANIFEST = "manifest.json"
 JOURNAL = "calls.sqlite"
+SAMPLES = ".samples"
+"""Folder (beside the evaluators' folders) of each batch's evaluated rows, as samples.parquet holds them."""
+OPEN = ".open-"
+"""Prefix of a part kept for the outputs but not for a resume (its batch had calls the budget refused)."""
+TABLE = "table-"
+"""File name prefix of a part's extra tables."""
+INPUT = "input-"
+"""File name prefix of a part's metric inputs."""
+KINDS = {"results": RESULT_SCHEMA, "dimensions": DIMENSION_SCHEMA, "fields": FIELD_SCHEMA}
+"""The files of a part and the schema each is saved in (``run_id`` left null: the run fills it when it writes)."""
 NEUTRAL_SETTINGS = frozenset({"description", "min_pass_rate", "min_mean_score", "max_error_rate"})
 """Evaluator settings that do not change a result row (gates, text): changing them reuses finished work."""
 NEUTRAL_JUDGE = frozenset(
@@ -44,16 +59,18 @@ class Part:
     dimensions: pl.DataFrame
     fields: pl.DataFrame
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    """Extra tables written as output files (``EvalOutput.tables``)."""
+    inputs: dict[str, pl.DataFrame] = field(default_factory=dict)
+    """The tables its dataset-level metrics need (``EvalOutput.metric_inputs``), never written as outputs."""
 
-    @staticmethod
-    def concat(parts: list[Part]) -> Part:
-        """All parts of one evaluator, in order."""
-        names = {name for part in parts for name in part.tables}
+    def conformed(self) -> Part:
+        """The part with its results, dimensions and fields in the schemas of the output files."""
         return Part(
-            results=pl.concat([p.results for p in parts], how="vertical_relaxed"),
-            dimensions=pl.concat([p.dimensions for p in parts], how="vertical_relaxed"),
-            fields=pl.concat([p.fields for p in parts], how="vertical_relaxed"),
-            tables={n: pl.concat([p.tables[n] for p in parts if n in p.tables], how="diagonal_relaxed") for n in names},
+            results=conform(self.results, RESULT_SCHEMA),
+            dimensions=conform(self.dimensions, DIMENSION_SCHEMA),
+            fields=conform(self.fields, FIELD_SCHEMA),
+            tables=dict(self.tables),
+            inputs=dict(self.inputs),
         )
 
 
@@ -92,15 +109,29 @@ def config_fingerprint(config: Any) -> dict[str, Any]:
 
 
 class Checkpoints:
-    """Batch checkpoints under ``<run dir>/checkpoint`` (disabled when the directory is ``None``)."""
+    """Batch parts under ``<run dir>/checkpoint`` (disabled when the directory is ``None``); ``resumable=False``
+    for a temporary folder of parts that no run resumes from."""
 
-    def __init__(self, directory: str | Path | None) -> None:
+    def __init__(self, directory: str | Path | None, resumable: bool = True) -> None:
         self.directory = Path(directory) if directory is not None else None
+        self.resumable = resumable and self.directory is not None
         self._fingerprints: dict[int, str] = {}
+
+    @classmethod
+    def temporary(cls, run_dir: Path | None) -> Checkpoints:
+        """A folder of parts inside the run directory, removed when the outputs are written (``None``: in the
+        system's temporary folder, for a run without an output directory)."""
+        prefix = ".parts-" if run_dir is not None else "vision-eval-parts-"
+        return cls(Path(tempfile.mkdtemp(prefix=prefix, dir=run_dir)), resumable=False)
 
     @property
     def enabled(self) -> bool:
-        """True when batches are saved."""
+        """True when a resume can reuse the saved batches."""
+        return self.resumable
+
+    @property
+    def on_disk(self) -> bool:
+        """True when parts are saved to files (resumable or not)."""
         return self.directory is not None
 
     def _key(self, evaluator: Evaluator, batch: pl.DataFrame) -> str:
@@ -116,38 +147,53 @@ class Checkpoints:
         assert self.directory is not None
         return self.directory / evaluator.name / self._key(evaluator, batch)
 
+    def find(self, evaluator: Evaluator, batch: pl.DataFrame) -> Path | None:
+        """The folder of this batch's saved part, when a resume can reuse one."""
+        if not self.resumable:
+            return None
+        folder = self._folder(evaluator, batch)
+        return folder if (folder / "results.part").is_file() else None
+
     def load(self, evaluator: Evaluator, batch: pl.DataFrame) -> Part | None:
         """The saved part for this batch, or ``None``."""
-        if self.directory is None:
-            return None
-        folder = self._folder(evaluator, batch)
-        if not (folder / "results.part").is_file():
-            return None
-        tables = {p.name[len("table-") : -len(".part")]: pl.read_parquet(p) for p in folder.glob("table-*.part")}
-        return Part(
-            results=pl.read_parquet(folder / "results.part"),
-            dimensions=pl.read_parquet(folder / "dimensions.part"),
-            fields=pl.read_parquet(folder / "fields.part"),
-            tables=tables,
-        )
+        folder = self.find(evaluator, batch)
+        return read_part(folder) if folder is not None else None
 
-    def save(self, evaluator: Evaluator, batch: pl.DataFrame, part: Part) -> Part:
-        """Save ``part`` atomically and return it."""
-        if self.directory is None:
-            return part
+    def save(self, evaluator: Evaluator, batch: pl.DataFrame, part: Part, final: bool = True) -> Path:
+        """Save ``part`` (conformed) atomically and return its folder. A part that is not ``final`` (its batch
+        had refused calls) is kept for the outputs under a name no resume reads."""
+        assert self.directory is not None
         folder = self._folder(evaluator, batch)
+        if not final:
+            folder = folder.with_name(OPEN + folder.name)
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
-        part.results.write_parquet(staging / "results.part")
-        part.dimensions.write_parquet(staging / "dimensions.part")
-        part.fields.write_parquet(staging / "fields.part")
+        for name in KINDS:
+            getattr(part, name).write_parquet(staging / f"{name}.part")
         for name, table in part.tables.items():
-            table.write_parquet(staging / f"table-{name}.part")
+            table.write_parquet(staging / f"{TABLE}{name}.part")
+        for name, table in part.inputs.items():
+            table.write_parquet(staging / f"{INPUT}{name}.part")
+        if not final:
+            shutil.rmtree(folder, ignore_errors=True)
         try:
             os.rename(staging, folder)
         except OSError:  # another process finished the same batch first: keep theirs
             shutil.rmtree(staging, ignore_errors=True)
-        return part
+        if final:
+            shutil.rmtree(folder.with_name(OPEN + folder.name), ignore_errors=True)
+        return folder
+
+    def save_samples(self, index: int, frame: pl.DataFrame) -> Path:
+        """Save batch ``index``'s evaluated rows (replacing what an earlier attempt saved) and return the file."""
+        assert self.directory is not None
+        folder = self.directory / SAMPLES
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{index:09d}.part"
+        staging = folder / f".{path.name}.{os.getpid()}.tmp"
+        frame.write_parquet(staging)
+        os.replace(staging, path)
+        return path
 
     # --- the run as a whole ----------------------------------------------------------------------------
     def start(self, run_id: str, fingerprint: dict[str, Any]) -> None:
@@ -171,6 +217,20 @@ class Checkpoints:
         return self.directory
 
     def remove(self) -> None:
-        """Delete every checkpoint of the run (it completed: nothing is left to resume)."""
+        """Delete every part of the run (it completed: nothing is left to resume)."""
         if self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def saved_tables(folder: Path, prefix: str) -> dict[str, Path]:
+    """The files of a saved part's extra tables (``prefix`` :data:`TABLE`) or metric inputs (:data:`INPUT`),
+    by name."""
+    return {p.name[len(prefix) : -len(".part")]: p for p in sorted(folder.glob(f"{prefix}*.part"))}
+
+
+def read_part(folder: Path) -> Part:
+    """A part saved by :meth:`Checkpoints.save`."""
+    results, dimensions, fields = (pl.read_parquet(folder / f"{name}.part") for name in KINDS)
+    tables = {name: pl.read_parquet(path) for name, path in saved_tables(folder, TABLE).items()}
+    inputs = {name: pl.read_parquet(path) for name, path in saved_tables(folder, INPUT).items()}
+    return Part(results, dimensions, fields, tables=tables, inputs=inputs)

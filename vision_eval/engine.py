@@ -1,49 +1,50 @@
-"""The engine: config -> dataset frame -> evaluators -> result frames.
+"""The engine: canonical batches in, finished parts out, batch by batch, with a bounded amount of work in flight, so
+memory holds about two batches whatever the size of the dataset.
 
-Guarantees, whatever an evaluator does: every selected sample gets exactly one result row
-per evaluator; rows the dataset marks bad, rows missing a required value and rows whose
-images are unusable are ``error`` rows with the reason, without reaching the evaluator
-(:mod:`vision_eval.prechecks`); an evaluator that raises is retried on halves of the batch, down
-to single rows, so only the rows that make it raise are errors (:mod:`vision_eval.isolation`).
-Model-graded evaluators run in small batches, a few at a time in dataset order, so progress and
-checkpoints advance steadily; rows whose calls the budget refused are ``skipped`` and their batch
-is not checkpointed, so a resume finishes them.
+For each data batch, in dataset order: the candidate writes ``output`` (when the run has one), the batch's rows
+are kept for samples.parquet, then every evaluator runs on it. Vectorized evaluators run one after another on one
+worker thread (Polars spreads each over the cores; a ``splittable`` one's large batch is scored as two halves, the
+second on a helper thread); async ones (model calls) run on the event loop in small
+batches, a window of them in flight per evaluator. Each finished part goes to the ledger at once
+(:mod:`vision_eval.parts`: a checkpoint folder, a temporary folder, or memory) and the batch is dropped. At most
+``WINDOW_BATCHES`` data batches are in flight: while batch k's model calls run, batch k+1 is read (on a thread of
+its own, so reading overlaps evaluating) and its vectorized evaluators run; batch k+2 waits until batch k is done.
+
+One async driver runs it all; the threads are the engine's, not the evaluators'. What a batch guarantees (one row
+per sample, bad rows isolated...) is in :mod:`vision_eval.batch_part`. Rows whose calls the budget refused are
+``skipped``, and their part is kept for the outputs but not for a resume, which finishes them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import polars as pl
 
-from vision_eval.checkpoint import Checkpoints, Part
-from vision_eval.evaluator import EvalOutput, Evaluator
-from vision_eval.isolation import arun_guarded, run_guarded
-from vision_eval.llm.budget import BUDGET
-from vision_eval.prechecks import in_batch_order, split
-from vision_eval.results import (
-    DIMENSION_ROW_SCHEMA,
-    ERROR,
-    FIELD_ROW_SCHEMA,
-    PROCESSED,
-    RESULT_ROW_SCHEMA,
-    SKIPPED,
-    conform,
-    empty,
-)
-from vision_eval.summary import summarize_one
+from vision_eval.batch_part import aevaluate_batch, evaluate_batch, refusals
+from vision_eval.data.canonical import samples_frame
+from vision_eval.data.stream import describe_batches
+from vision_eval.evaluator import Evaluator
+from vision_eval.parts import Ledger
 
+WINDOW_BATCHES = 2
+"""Data batches in flight at once (read, evaluated, not yet finished by every evaluator)."""
 ASYNC_BATCH_ROWS = 64
 """Most rows per batch of a model-graded evaluator (its calls are what progress and a resume count)."""
 ASYNC_STEPS = 50
 """Fewest batches a model-graded evaluator's run is split into (when it has the rows), so progress moves."""
 ASYNC_WINDOW_CALLS = 4
 """Batches of a model-graded evaluator in flight: enough rows for this many times the run's concurrency."""
+UNBOUNDED = 1 << 30
+"""The window when an evaluator's calls join provider batch jobs: a job is sent once its rows are in, so every
+batch may wait for its job at once (those rows stay in memory until their jobs end)."""
 
 
 class Reporter(Protocol):
@@ -65,206 +66,175 @@ class _Silent:
         return None
 
 
-def _align(ids: pl.Series, results: pl.DataFrame) -> pl.DataFrame:
-    """One row per id, in ``ids`` order: unknown ids dropped, repeats after the first dropped, gaps null."""
-    known = pl.DataFrame({"sample_id": ids})
-    results = results.unique("sample_id", keep="first", maintain_order=True)
-    return known.join(results, on="sample_id", how="left", maintain_order="left")
-
-
-def _finish(evaluator: Evaluator, results: pl.DataFrame) -> pl.DataFrame:
-    """Well-formed rows: gaps become errors, bad scores are rejected, ``passed`` is derived."""
-    score = pl.col("score")
-    bad = (
-        pl.when(pl.col("status").is_null() & score.is_null())
-        .then(pl.lit("evaluator returned no result for this row"))
-        .when((pl.col("status") == PROCESSED) & score.is_null())
-        .then(pl.lit("evaluator marked the row processed without a score"))
-        .when(score.is_not_null() & (score.is_nan() | (score < 0) | (score > 1)))
-        .then(pl.format("evaluator returned score {} outside 0..1", score))
-        .when(pl.col("status").is_not_null() & ~pl.col("status").is_in([PROCESSED, ERROR, SKIPPED]))
-        .then(pl.format("evaluator returned unknown status {}", pl.col("status")))
-    )
-    results = results.with_columns(bad.alias("_bad"))
-    status = pl.when(pl.col("_bad").is_not_null()).then(pl.lit(ERROR)).otherwise(pl.col("status").fill_null(PROCESSED))
-    results = results.with_columns(status.alias("status"), pl.coalesce("_bad", "error").alias("error")).drop("_bad")
-    processed = pl.col("status") == PROCESSED
-    threshold = evaluator.threshold
-    derived = pl.col("score") >= threshold if threshold is not None else pl.col("score") >= 1.0
-    return results.with_columns(
-        pl.when(processed).then(pl.col("score")).alias("score"),
-        pl.when(processed).then(pl.coalesce("passed", derived)).alias("passed"),
-        pl.when(pl.col("status") == ERROR).then(pl.col("error")).alias("error"),
-    )
-
-
-def _label(frame: pl.DataFrame, evaluator: Evaluator, with_type: bool) -> pl.DataFrame:
-    columns = [pl.lit(evaluator.name).alias("evaluator")]
-    if with_type:
-        columns += [
-            pl.lit(evaluator.type_name).alias("type"),
-            pl.lit(evaluator.threshold, pl.Float64).alias("threshold"),
-        ]
-    return frame.with_columns(columns)
-
-
-@dataclass
-class EvaluatorRun:
-    """All output of one evaluator over the dataset."""
-
-    evaluator: Evaluator
-    results: pl.DataFrame
-    dimensions: pl.DataFrame
-    fields: pl.DataFrame
-    tables: dict[str, pl.DataFrame]
-    seconds: float
-    resumed_batches: int = 0
-    summary: pl.DataFrame | None = None
-    """Its summary row (counts by status, mean score, pass rate, tokens, cost)."""
-
-
-def _part(
-    evaluator: Evaluator,
-    batch: pl.DataFrame,
-    ready: pl.DataFrame,
-    positions: pl.Series,
-    pre: pl.DataFrame,
-    out: EvalOutput,
-) -> Part:
-    """The finished, labelled output of one batch, in batch order."""
-    rows = conform(out.results, RESULT_ROW_SCHEMA)
-    if rows.height == ready.height and rows["sample_id"].equals(ready["id"], check_names=False):
-        # The usual case: one row per ready sample, in order. The held-back rows are final already; a gather
-        # by position restores batch order (no join).
-        finished = _finish(evaluator, rows).with_columns(positions)
-        combined = in_batch_order(batch, pl.concat([pre, finished], how="vertical_relaxed"))
-    else:
-        combined = _finish(evaluator, _align(batch["id"], pl.concat([pre.drop("_pos"), rows], how="vertical_relaxed")))
-    dims = out.dimensions if out.dimensions is not None else empty(DIMENSION_ROW_SCHEMA)
-    fields = out.fields if out.fields is not None else empty(FIELD_ROW_SCHEMA)
-    return Part(
-        results=_label(combined, evaluator, with_type=True),
-        dimensions=_label(dims, evaluator, with_type=False),
-        fields=_label(fields, evaluator, with_type=False),
-        tables=dict(out.tables),
-    )
-
-
-def _refusals(results: pl.DataFrame) -> tuple[pl.DataFrame, bool]:
-    """Rows whose calls were refused (``details.not_attempted``): budget refusals become ``skipped`` rows
-    saying so; returns the rows and whether any call was refused (such a batch is not checkpointed)."""
-    if results["details"].null_count() == results.height:
-        return results, False
-    kind = pl.col("details").str.json_path_match("$.not_attempted")
-    flags = results.select(kind.alias("kind"))["kind"]
-    if flags.null_count() == flags.len():
-        return results, False
-    budget = (pl.col("status") == ERROR) & (kind == BUDGET)
-    reason = pl.struct(pl.col("error").alias("reason"), kind.alias("not_attempted")).struct.json_encode()
-    results = results.with_columns(
-        pl.when(budget).then(pl.lit(SKIPPED)).otherwise(pl.col("status")).alias("status"),
-        pl.when(budget).then(reason).otherwise(pl.col("details")).alias("details"),
-        pl.when(budget).then(pl.lit(None, pl.Utf8)).otherwise(pl.col("error")).alias("error"),
-    )
-    return results, True
-
-
-def _empty_output() -> EvalOutput:
-    return EvalOutput(empty(RESULT_ROW_SCHEMA)).conformed()
-
-
-def _collect(evaluator: Evaluator, parts: list[Part], seconds: float, resumed: int) -> EvaluatorRun:
-    merged = Part.concat(parts)
-    tables = dict(merged.tables)
-    tables.update(evaluator.finalize(merged.results, merged.dimensions))
-    summary = summarize_one(merged.results, evaluator.name, evaluator.type_name)
-    return EvaluatorRun(evaluator, merged.results, merged.dimensions, merged.fields, tables, seconds, resumed, summary)
-
-
-def _batches(frame: pl.DataFrame, size: int) -> list[pl.DataFrame]:
-    return [frame[i : i + size] for i in range(0, max(frame.height, 1), max(size, 1))] if frame.height else [frame]
-
-
 def _identity(frame: pl.DataFrame) -> pl.DataFrame:
     return frame
 
 
-def run_sync(
-    evaluator: Evaluator,
-    frame: pl.DataFrame,
-    batch_size: int,
-    progress: Reporter | None = None,
-    store: Checkpoints | None = None,
-    scrub: Callable[[pl.DataFrame], pl.DataFrame] = _identity,
-) -> EvaluatorRun:
-    """Run a vectorized evaluator over the frame in batches (each checkpointed when a store is given)."""
-    start = time.perf_counter()
-    store = store or Checkpoints(None)
-    progress = progress or _Silent()
-    progress.begin(evaluator.name)
-    parts, resumed = [], 0
-    for batch in _batches(frame, batch_size):
-        part = store.load(evaluator, batch)
-        if part is None:
-            ready, positions, pre = split(evaluator, batch)
-            out = run_guarded(evaluator, ready) if ready.height else _empty_output()
-            part = _part(evaluator, batch, ready, positions, pre, out)
-            part.results = scrub(part.results)
-            store.save(evaluator, batch, part)
-        else:
-            resumed += 1
-        parts.append(part)
-        progress.advance_batch(evaluator.name, part.results)
-    progress.end(evaluator.name)
-    return _collect(evaluator, parts, time.perf_counter() - start, resumed)
+@dataclass
+class StackRun:
+    """What the engine did: the parts (in the ledger), per evaluator its time and the parts a resume reused, and
+    the evaluated rows' counts for run.json."""
+
+    ledger: Ledger
+    seconds: dict[str, float]
+    """Per evaluator: time spent on its batches (vectorized: summed; async: first start to last end)."""
+    resumed_batches: dict[str, int]
+    dataset: dict[str, Any] = field(default_factory=dict)
+    """``rows``, ``images`` and ``columns`` of the evaluated rows."""
 
 
-async def run_async(
-    evaluator: Evaluator,
-    frame: pl.DataFrame,
-    batch_size: int,
-    progress: Reporter | None = None,
-    store: Checkpoints | None = None,
-    scrub: Callable[[pl.DataFrame], pl.DataFrame] = _identity,
-) -> EvaluatorRun:
-    """Run an async evaluator over the frame, a few batches in flight in dataset order, each checkpointed once
-    every row in it is final; an evaluator that calls models gets small batches."""
-    start = time.perf_counter()
-    store = store or Checkpoints(None)
-    progress = progress or _Silent()
-    progress.begin(evaluator.name)
-    resumed = 0
+@dataclass
+class _Track:
+    """One evaluator's batch size, window and counters."""
+
+    evaluator: Evaluator
+    size: int
+    window: asyncio.Semaphore | None = None
+    seconds: float = 0.0
+    first: float | None = None
+    last: float | None = None
+    resumed: int = 0
+
+    def elapsed(self) -> float:
+        if not self.evaluator.is_async:
+            return self.seconds
+        return (self.last - self.first) if self.first is not None and self.last is not None else 0.0
+
+
+def _joins_batch_jobs(evaluator: Evaluator) -> bool:
+    if not evaluator.calls_models or not any(getattr(m, "batch", False) for m in evaluator.models()):
+        return False
+    from vision_eval.llm.batches import joins_batch_jobs
+
+    return joins_batch_jobs(evaluator.models())
+
+
+def _track(evaluator: Evaluator, total: int, batch_size: int) -> _Track:
+    if not evaluator.is_async:
+        return _Track(evaluator, batch_size)
     size = batch_size
     if evaluator.calls_models:
-        size = max(1, min(batch_size, ASYNC_BATCH_ROWS, math.ceil(frame.height / ASYNC_STEPS)))
+        size = max(1, min(batch_size, ASYNC_BATCH_ROWS, math.ceil(total / ASYNC_STEPS)))
     concurrency = getattr(evaluator.context.run, "concurrency", 16) if evaluator.context.run is not None else 16
-    batches = _batches(frame, size)
-    window = asyncio.Semaphore(max(3, math.ceil(ASYNC_WINDOW_CALLS * concurrency / size) + 1))
-    if evaluator.calls_models and any(getattr(m, "batch", False) for m in evaluator.models()):
-        from vision_eval.llm.batches import joins_batch_jobs
+    window = max(3, math.ceil(ASYNC_WINDOW_CALLS * concurrency / size) + 1)
+    return _Track(evaluator, size, asyncio.Semaphore(UNBOUNDED if _joins_batch_jobs(evaluator) else window))
 
-        if joins_batch_jobs(evaluator.models()):  # a provider batch job is sent once its rows are in: all may wait
-            window = asyncio.Semaphore(len(batches))
 
-    async def one(batch: pl.DataFrame) -> Part:
-        nonlocal resumed
-        async with window:
-            part = store.load(evaluator, batch)
-            if part is None:
-                ready, positions, pre = split(evaluator, batch)
-                out = await arun_guarded(evaluator, ready) if ready.height else _empty_output()
-                part = _part(evaluator, batch, ready, positions, pre, out)
-                part.results, refused = _refusals(scrub(part.results))
-                if not refused:
-                    store.save(evaluator, batch, part)
+class _Driver:
+    """Runs every evaluator over every batch (see the module docstring)."""
+
+    def __init__(
+        self,
+        evaluators: list[Evaluator],
+        ledger: Ledger,
+        total: int,
+        batch_size: int,
+        progress: Reporter,
+        scrub: Callable[[pl.DataFrame], pl.DataFrame],
+        prepare: Callable[[pl.DataFrame], Awaitable[pl.DataFrame]] | None,
+    ) -> None:
+        self.evaluators, self.ledger = evaluators, ledger
+        self.total, self.batch_size = total, batch_size
+        self.progress, self.scrub, self.prepare = progress, scrub, prepare
+        self.tracks: dict[str, _Track] = {}
+        self.dataset: dict[str, Any] = {"rows": 0, "images": 0, "columns": []}
+        self.helper: ThreadPoolExecutor | None = None
+        """The thread that scores the second half of a splittable evaluator's large batch."""
+        self.stopping = False
+        """Set when a batch failed or the run was interrupted: the worker starts no further batch."""
+
+    async def run(self, batches: Iterable[pl.DataFrame], session: Any = None) -> None:
+        self.tracks = {e.name: _track(e, max(self.total, 1), self.batch_size) for e in self.evaluators}
+        waits_for_jobs = any(_joins_batch_jobs(e) for e in self.evaluators if e.is_async)
+        slots = asyncio.Semaphore(UNBOUNDED if waits_for_jobs else WINDOW_BATCHES)
+        compute = ThreadPoolExecutor(1, thread_name_prefix="vision-eval-evaluate")
+        self.helper = ThreadPoolExecutor(1, thread_name_prefix="vision-eval-half")
+        reader = ThreadPoolExecutor(1, thread_name_prefix="vision-eval-read")
+        loop = asyncio.get_running_loop()
+        rows = iter(batches)
+        for evaluator in self.evaluators:
+            self.progress.begin(evaluator.name)
+        try:
+            async with session if session is not None else contextlib.nullcontext(), asyncio.TaskGroup() as group:
+                index = 0
+                while True:
+                    await slots.acquire()
+                    batch = await loop.run_in_executor(reader, next, rows, None)
+                    if batch is None:
+                        break
+                    group.create_task(self._batch(index, batch, slots, compute))
+                    index += 1
+        except* Exception as failure:  # a task failed: the group cancelled the others; raise what it raised
+            raise failure.exceptions[0] from None
+        finally:
+            self.stopping = True
+            compute.shutdown(wait=True, cancel_futures=True)  # a running batch finishes (and is saved) first
+            reader.shutdown(wait=True, cancel_futures=True)
+            self.helper.shutdown(wait=True, cancel_futures=True)
+        for evaluator in self.evaluators:
+            self.progress.end(evaluator.name)
+
+    async def _batch(self, index: int, batch: pl.DataFrame, slots: asyncio.Semaphore, compute: Any) -> None:
+        try:
+            if self.prepare is not None:
+                batch = await self.prepare(batch)
+            describe_batches(self.dataset, batch)
+            self.ledger.put_samples(index, samples_frame(batch))
+            loop = asyncio.get_running_loop()
+            work: list[Awaitable[Any]] = [loop.run_in_executor(compute, self._vectorized, index, batch)]
+            work += [self._async(self.tracks[e.name], index, batch) for e in self.evaluators if e.is_async]
+            await asyncio.gather(*work)
+        finally:
+            slots.release()
+
+    def _vectorized(self, index: int, batch: pl.DataFrame) -> None:
+        """Every vectorized evaluator on ``batch``, each part saved before the next starts (on the worker thread);
+        after a failure (an interrupt raised by an evaluator...) no further batch starts."""
+        if self.stopping:
+            return
+        try:
+            self._vectorized_all(index, batch)
+        except BaseException:
+            self.stopping = True
+            raise
+
+    def _vectorized_all(self, index: int, batch: pl.DataFrame) -> None:
+        for evaluator in self.evaluators:
+            if evaluator.is_async:
+                continue
+            track = self.tracks[evaluator.name]
+            start = time.perf_counter()
+            results = self.ledger.reuse(evaluator, (index, 0), batch)
+            if results is None:
+                part = evaluate_batch(evaluator, batch, self.helper)
+                part.results = self.scrub(part.results)
+                self.ledger.put(evaluator, (index, 0), batch, part)
+                results = part.results
             else:
-                resumed += 1
-        progress.advance_batch(evaluator.name, part.results)
-        return part
+                track.resumed += 1
+            track.seconds += time.perf_counter() - start
+            self.progress.advance_batch(evaluator.name, results)
 
-    parts = await asyncio.gather(*(one(batch) for batch in batches))
-    progress.end(evaluator.name)
-    return _collect(evaluator, list(parts), time.perf_counter() - start, resumed)
+    async def _async(self, track: _Track, index: int, batch: pl.DataFrame) -> None:
+        pieces = [batch.slice(start, track.size) for start in range(0, batch.height, track.size)]
+        await asyncio.gather(*(self._async_piece(track, (index, n), piece) for n, piece in enumerate(pieces)))
+
+    async def _async_piece(self, track: _Track, order: tuple[int, int], piece: pl.DataFrame) -> None:
+        evaluator = track.evaluator
+        assert track.window is not None
+        async with track.window:
+            now = time.perf_counter()
+            track.first = now if track.first is None else track.first
+            results = self.ledger.reuse(evaluator, order, piece)
+            if results is None:
+                part = await aevaluate_batch(evaluator, piece)
+                part.results, refused = refusals(self.scrub(part.results))
+                self.ledger.put(evaluator, order, piece, part, final=not refused)
+                results = part.results
+            else:
+                track.resumed += 1
+            track.last = time.perf_counter()
+        self.progress.advance_batch(evaluator.name, results)
 
 
 def run_coroutine(factory: Callable[[], Any]) -> Any:
@@ -273,33 +243,32 @@ def run_coroutine(factory: Callable[[], Any]) -> Any:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(factory())
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(lambda: asyncio.run(factory())).result()
 
 
 def run_stack(
     evaluators: list[Evaluator],
-    frame: pl.DataFrame,
+    batches: Iterable[pl.DataFrame],
+    ledger: Ledger,
+    *,
+    total: int,
     batch_size: int,
     progress: Reporter | None = None,
-    store: Checkpoints | None = None,
     scrub: Callable[[pl.DataFrame], pl.DataFrame] = _identity,
-) -> list[EvaluatorRun]:
-    """Every evaluator over the frame: vectorized ones first, then all async ones on one loop."""
-    runs: dict[str, EvaluatorRun] = {}
-    for evaluator in evaluators:
-        if not evaluator.is_async:
-            runs[evaluator.name] = run_sync(evaluator, frame, batch_size, progress, store, scrub)
-    pending = [e for e in evaluators if e.is_async]
-    if pending:
+    prepare: Callable[[pl.DataFrame], Awaitable[pl.DataFrame]] | None = None,
+    session: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None = None,
+) -> StackRun:
+    """Every evaluator over every batch (``total`` rows in all), each finished part handed to ``ledger``.
 
-        async def all_async() -> list[EvaluatorRun]:
-            return list(
-                await asyncio.gather(*(run_async(e, frame, batch_size, progress, store, scrub) for e in pending))
-            )
+    ``prepare``: what a batch goes through first (the candidate writing ``output``); ``session``: a context held
+    open while the batches run (the scheduler's transports)."""
+    driver = _Driver(evaluators, ledger, total, batch_size, progress or _Silent(), scrub, prepare)
 
-        for run in run_coroutine(all_async):
-            runs[run.evaluator.name] = run
-    return [runs[e.name] for e in evaluators]
+    async def drive() -> None:
+        await driver.run(batches, session() if session is not None else None)
+
+    run_coroutine(drive)
+    seconds = {name: round(track.elapsed(), 4) for name, track in driver.tracks.items()}
+    resumed = {name: track.resumed for name, track in driver.tracks.items()}
+    return StackRun(ledger, seconds, resumed, driver.dataset)

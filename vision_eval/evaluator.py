@@ -13,7 +13,7 @@ is validated with) and types ``self.settings`` as that model. A bare ``Evaluator
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, cast, get_args, get_origin
@@ -120,6 +120,10 @@ class EvalOutput:
     """Per-field comparisons (``FIELD_ROW_SCHEMA``), or ``None``."""
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     """Extra named tables (e.g. ``rankings``); each is written as ``<name>.parquet``."""
+    metric_inputs: dict[str, pl.DataFrame] = field(default_factory=dict)
+    """Named tables the dataset-level metrics need (e.g. AP's detections): saved with the batch's part (so a
+    resumed run has every batch's), handed back to :meth:`Evaluator.summarize` over all batches, never written as
+    output files. Keep them compact (a few numeric columns per row)."""
 
     def conformed(self) -> EvalOutput:
         """The same output with every frame cast to its schema."""
@@ -130,6 +134,7 @@ class EvalOutput:
             else empty(DIMENSION_ROW_SCHEMA),
             fields=conform(self.fields, FIELD_ROW_SCHEMA) if self.fields is not None else empty(FIELD_ROW_SCHEMA),
             tables=dict(self.tables),
+            metric_inputs=dict(self.metric_inputs),
         )
 
 
@@ -178,6 +183,10 @@ class Evaluator(Generic[SettingsT]):
     required_columns: ClassVar[tuple[str, ...]] = ("output",)
     default_threshold: ClassVar[float | None] = 1.0
     is_async: ClassVar[bool] = False
+    splittable: ClassVar[bool] = False
+    """True when a vectorized evaluator scores each row on its own (nothing kept between calls, nothing shared between
+    rows of a batch): the engine may then score a large batch as two halves on two of its threads, which keeps both
+    cores busy through the single-core stretches of Polars, DuckDB and numpy work."""
     calls_models: ClassVar[bool] = False
     """True for evaluators whose rows cost model calls: the engine gives them small batches (steady progress,
     checkpoints and budget checks) instead of ``run.batch_size`` rows."""
@@ -224,6 +233,13 @@ class Evaluator(Generic[SettingsT]):
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
         """Dataset-level metrics over this evaluator's result rows (e.g. AP, F1). Default: none."""
         return {}
+
+    def summarize_from(self, results: pl.DataFrame, inputs: Mapping[str, pl.LazyFrame]) -> dict[str, Any]:
+        """Dataset-level metrics of an evaluator whose batches returned ``metric_inputs``: ``inputs`` holds each
+        table over every batch, by name (lazy frames read from the saved parts). Default: :meth:`summarize`.
+
+        Keep nothing on the instance between batches: a resumed run evaluates only some of them."""
+        return self.summarize(results)
 
     def finalize(self, results: pl.DataFrame, dimensions: pl.DataFrame) -> dict[str, pl.DataFrame]:
         """Tables computed once over all of this evaluator's rows (rankings, plateaus...). Default: none.

@@ -86,15 +86,11 @@ class Outcome:
         }
 
 
-def top_errors(results: pl.DataFrame, limit: int = TOP_REASONS) -> dict[str, list[tuple[str, int]]]:
-    """The most common error reasons of each evaluator that has errors."""
-    errors = results.filter(pl.col("status") == ERROR)
+def top_errors(results: pl.DataFrame | pl.LazyFrame, limit: int = TOP_REASONS) -> dict[str, list[tuple[str, int]]]:
+    """The most common error reasons of each evaluator that has errors (one streaming pass over the error rows)."""
+    errors = results.lazy().filter(pl.col("status") == ERROR).group_by("evaluator", "error").len()
+    counted = errors.collect(engine="streaming").sort(["evaluator", "len", "error"], descending=[False, True, False])
     out: dict[str, list[tuple[str, int]]] = {}
-    if not errors.height:
-        return out
-    counted = (
-        errors.group_by("evaluator", "error").len().sort(["evaluator", "len", "error"], descending=[False, True, False])
-    )
     for (name,), group in counted.group_by("evaluator", maintain_order=True):
         out[str(name)] = [(str(r), int(n)) for r, n in group.select("error", "len").head(limit).iter_rows()]
     return out
@@ -142,7 +138,7 @@ def evaluator_gates(name: str, settings: Any, stats: dict[str, Any] | None, defa
 
 def judge_outcome(
     summary: pl.DataFrame,
-    results: pl.DataFrame,
+    results: pl.DataFrame | pl.LazyFrame,
     evaluators: list[Any],
     default_error_rate: float,
     run_gates: list[Gate] | None = None,
@@ -150,21 +146,29 @@ def judge_outcome(
     """Every evaluator's gates (from the per-evaluator ``summary``), plus the run-level ones (budget, circuit
     breakers, candidate), and the most common error reasons (from ``results``)."""
     stats = {row["evaluator"]: row for row in summary.iter_rows(named=True)}
-    errors = results if any(row["errors"] for row in stats.values()) else results.head(0)
     gates: list[Gate] = list(run_gates or [])
     for evaluator in evaluators:
         gates += evaluator_gates(evaluator.name, evaluator.settings, stats.get(evaluator.name), default_error_rate)
-    return Outcome(gates=gates, top_errors=top_errors(errors))
+    errors = top_errors(results) if any(row["errors"] for row in stats.values()) else {}
+    return Outcome(gates=gates, top_errors=errors)
 
 
-def candidate_gate(frame: pl.DataFrame, limit: float) -> Gate | None:
-    """The model under test's failure rate (its failed rows are ``skipped`` by every evaluator)."""
-    if "candidate_error" not in frame.columns or not frame.height:
+def candidate_gate(samples: pl.DataFrame | pl.LazyFrame, limit: float) -> Gate | None:
+    """The model under test's failure rate (its failed rows are ``skipped`` by every evaluator), from the evaluated
+    rows (``samples``; read in one streaming pass, plus one over the failed rows' reasons when there are some)."""
+    lazy = samples.lazy()
+    if "candidate_error" not in lazy.collect_schema().names():
         return None
-    failed = frame["candidate_error"].is_not_null().sum()
-    rate = failed / frame.height
-    held = rate <= limit and failed < frame.height
-    reasons = frame.filter(pl.col("candidate_error").is_not_null())["candidate_error"].value_counts(sort=True)
-    first = f": most often {reasons.row(0)[0]!r}" if reasons.height else ""
-    message = f"candidate: {failed} of {frame.height} generations failed ({_pct(rate)} > {_pct(limit)}){first}"
+    counts = lazy.select(pl.len().alias("rows"), pl.col("candidate_error").is_not_null().sum().alias("failed"))
+    rows, failed = counts.collect(engine="streaming").row(0)
+    if not rows:
+        return None
+    rate = failed / rows
+    held = rate <= limit and failed < rows
+    first = ""
+    if failed:
+        reasons = lazy.filter(pl.col("candidate_error").is_not_null()).group_by("candidate_error").len()
+        top = reasons.collect(engine="streaming").sort(["len", "candidate_error"], descending=[True, False])
+        first = f": most often {top.row(0)[0]!r}"
+    message = f"candidate: {failed} of {rows} generations failed ({_pct(rate)} > {_pct(limit)}){first}"
     return Gate("candidate", "max_error_rate", rate, limit, held, EXIT_INCOMPLETE, message)

@@ -29,6 +29,10 @@ def concat_outputs(outputs: list[EvalOutput]) -> EvalOutput:
             k: pl.concat([o.tables[k] for o in outputs if k in o.tables], how="diagonal_relaxed")
             for k in {k for o in outputs for k in o.tables}
         },
+        metric_inputs={
+            k: pl.concat([o.metric_inputs[k] for o in outputs if k in o.metric_inputs], how="diagonal_relaxed")
+            for k in {k for o in outputs for k in o.metric_inputs}
+        },
     ).conformed()
 
 

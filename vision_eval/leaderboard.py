@@ -55,20 +55,50 @@ def _labels(runs: list[Path]) -> tuple[dict[Path, dict[str, str]], dict[Path, di
     return labels, protocols
 
 
-def _read(runs: list[Path], name: str) -> pl.DataFrame:
+def _looked_up(column: pl.Expr, mapping: dict[str, str]) -> pl.Expr:
+    """``mapping[value]`` for each value of ``column`` (null when absent), as a when/then chain: Polars' streaming
+    engine runs it (``replace_strict`` read every row into memory)."""
+    chain: Any = None
+    for key, value in mapping.items():
+        step = column == key
+        chain = pl.when(step).then(pl.lit(value, pl.Utf8)) if chain is None else chain.when(step).then(pl.lit(value))
+    return pl.lit(None, pl.Utf8) if chain is None else chain.otherwise(pl.lit(None, pl.Utf8))
+
+
+def _read(runs: list[Path], name: str) -> pl.LazyFrame:
+    """The runs' ``name`` files as one lazy scan, each row labelled with its run's candidate, judge, variant,
+    directory and protocol (nothing is read here)."""
     labels, protocols = _labels(runs)
     frames = []
     for run in runs:
         path = run / name
         if path.exists():
-            frame = pl.read_parquet(path).with_columns(
+            frame = pl.scan_parquet(path).with_columns(
                 *(pl.lit(v).alias(k) for k, v in labels[run].items()), pl.lit(str(run)).alias("run_dir")
             )
-            if "evaluator" in frame.columns:
-                protocol = pl.col("evaluator").replace_strict(protocols[run], default=None, return_dtype=pl.Utf8)
-                frame = frame.with_columns(protocol.alias(PROTOCOL))
+            if "evaluator" in frame.collect_schema().names():
+                frame = frame.with_columns(_looked_up(pl.col("evaluator"), protocols[run]).alias(PROTOCOL))
             frames.append(frame)
-    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.LazyFrame()
+
+
+def _counted(distinct: np.ndarray, n: int) -> bool:
+    """True when resamples are drawn as counts of each distinct value (few values, each repeated)."""
+    return len(distinct) <= _COUNTS_DRAW_MAX and len(distinct) * 8 <= n
+
+
+def _counted_interval(distinct: np.ndarray, counts: np.ndarray, seed: int, resamples: int) -> tuple[float, float]:
+    """The bootstrap interval of the mean of ``counts[i]`` copies of each ``distinct[i]`` (sorted), drawn as
+    multinomial counts."""
+    n = int(counts.sum())
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(resamples, 5_000_000 // len(distinct)))
+    means = []
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        means.append(rng.multinomial(n, counts / n, size=size) @ distinct / n)
+    low, high = np.percentile(np.concatenate(means), [2.5, 97.5])
+    return float(low), float(high)
 
 
 def bootstrap_interval(values: np.ndarray, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
@@ -82,51 +112,88 @@ def bootstrap_interval(values: np.ndarray, seed: int = 0, resamples: int = BOOTS
         return float("nan"), float("nan")
     if n == 1:
         return float(values[0]), float(values[0])
-    rng = np.random.default_rng(seed)
     distinct, counts = np.unique(values, return_counts=True)
+    if _counted(distinct, n):
+        return _counted_interval(distinct, counts, seed, resamples)
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(resamples, 5_000_000 // n))
     means = []
-    if len(distinct) <= _COUNTS_DRAW_MAX and len(distinct) * 8 <= n:
-        chunk = max(1, min(resamples, 5_000_000 // len(distinct)))
-        for start in range(0, resamples, chunk):
-            size = min(chunk, resamples - start)
-            means.append(rng.multinomial(n, counts / n, size=size) @ distinct / n)
-    else:
-        chunk = max(1, min(resamples, 5_000_000 // n))
-        for start in range(0, resamples, chunk):
-            size = min(chunk, resamples - start)
-            means.append(values[rng.integers(0, n, size=(size, n))].mean(axis=1))
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        means.append(values[rng.integers(0, n, size=(size, n))].mean(axis=1))
     low, high = np.percentile(np.concatenate(means), [2.5, 97.5])
     return float(low), float(high)
 
 
-def leaderboard(results: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
-    """Per candidate x judge x variant x evaluator x protocol: score, interval, rates, tokens, cost, and ``rank``
-    within the evaluator (null when its rows use different protocols: see :func:`unranked`)."""
-    if results.is_empty():
-        return pl.DataFrame()
-    if PROTOCOL not in results.columns:
-        results = results.with_columns(pl.lit(None, pl.Utf8).alias(PROTOCOL))
-    processed = pl.col("status") == "processed"
-    board = results.group_by([*KEY, PROTOCOL], maintain_order=True).agg(
-        pl.len().alias("rows"),
-        pl.col("score").filter(processed).mean().alias("mean_score"),
-        pl.col("score").filter(processed).alias("_scores"),
-        pl.col("passed").filter(processed).cast(pl.Float64).mean().alias("pass_rate"),
-        (pl.col("status") == "error").mean().alias("error_rate"),
-        (pl.col("status") == "skipped").mean().alias("skipped_rate"),
-        pl.col("input_tokens").sum().alias("input_tokens"),
-        pl.col("output_tokens").sum().alias("output_tokens"),
-        pl.when(pl.col("cost_usd").is_not_null().any()).then(pl.col("cost_usd").sum()).alias("cost_usd"),
-        pl.col("run_dir").n_unique().alias("runs"),
+def _intervals(results: pl.LazyFrame, groups: pl.DataFrame, keys: list[str], seed: int) -> list[tuple[float, float]]:
+    """Each group's bootstrap interval, from the counts of its distinct processed scores (one streaming pass); only
+    a group with many distinct scores has its scores read, in row order, to draw from them."""
+    processed = results.filter(pl.col("status") == "processed")
+    numbered = groups.select(keys).with_row_index("_group")
+    counted = (
+        processed.group_by([*keys, "score"])
+        .len()
+        .collect(engine="streaming")
+        .join(numbered, on=keys, how="inner", nulls_equal=True)
+        .sort("_group", "score", nulls_last=True)
     )
-    intervals = [bootstrap_interval(np.asarray(s.to_numpy(), dtype=float), seed) for s in board["_scores"]]
+    by_group = {key[0]: part for key, part in counted.partition_by("_group", as_dict=True).items()}
+    out = []
+    for group in range(groups.height):
+        part = by_group.get(group)
+        if part is None:
+            out.append((float("nan"), float("nan")))
+            continue
+        distinct = np.asarray(part["score"].to_numpy(), dtype=float)
+        counts = part["len"].to_numpy().astype(np.int64)
+        n = int(counts.sum())
+        if n > 1 and _counted(distinct, n) and not np.isnan(distinct).any():
+            out.append(_counted_interval(distinct, counts, seed, BOOTSTRAP_RESAMPLES))
+            continue
+        one = numbered.filter(pl.col("_group") == group).drop("_group").lazy()
+        scores = processed.join(one, on=keys, how="semi", nulls_equal=True, maintain_order="left").select("score")
+        out.append(bootstrap_interval(np.asarray(scores.collect()["score"].to_numpy(), dtype=float), seed))
+    return out
+
+
+def leaderboard(results: pl.DataFrame | pl.LazyFrame, seed: int = 0) -> pl.DataFrame:
+    """Per candidate x judge x variant x evaluator x protocol: score, interval, rates, tokens, cost, and ``rank``
+    within the evaluator (null when its rows use different protocols: see :func:`unranked`). ``results`` is read in
+    streaming passes (a run larger than memory gets a leaderboard)."""
+    lazy = results.lazy()
+    names = lazy.collect_schema().names()
+    if not names:
+        return pl.DataFrame()
+    if PROTOCOL not in names:
+        lazy = lazy.with_columns(pl.lit(None, pl.Utf8).alias(PROTOCOL))
+    processed = pl.col("status") == "processed"
+    keys = [*KEY, PROTOCOL]
+    board = (
+        lazy.group_by(keys, maintain_order=True)
+        .agg(
+            pl.len().alias("rows"),
+            # when/then rather than filter: Polars' streaming engine runs these (a filter inside an aggregation
+            # made it read every row into memory)
+            pl.when(processed).then(pl.col("score")).mean().alias("mean_score"),
+            pl.when(processed).then(pl.col("passed").cast(pl.Float64)).mean().alias("pass_rate"),
+            (pl.col("status") == "error").mean().alias("error_rate"),
+            (pl.col("status") == "skipped").mean().alias("skipped_rate"),
+            pl.col("input_tokens").sum().alias("input_tokens"),
+            pl.col("output_tokens").sum().alias("output_tokens"),
+            pl.when(pl.col("cost_usd").is_not_null().any()).then(pl.col("cost_usd").sum()).alias("cost_usd"),
+            pl.col("run_dir").n_unique().alias("runs"),
+        )
+        .collect(engine="streaming")
+    )
+    if board.is_empty():
+        return pl.DataFrame()
+    intervals = _intervals(lazy, board, keys, seed)
     protocols_of_evaluator = pl.col(PROTOCOL).n_unique().over("evaluator")
     rank = pl.col("mean_score").rank(method="min", descending=True).over("evaluator").cast(pl.Int64)
     return (
-        board.drop("_scores")
-        .with_columns(
-            pl.Series("ci_low", [i[0] for i in intervals]).fill_nan(None),
-            pl.Series("ci_high", [i[1] for i in intervals]).fill_nan(None),
+        board.with_columns(
+            pl.Series("ci_low", [i[0] for i in intervals], pl.Float64).fill_nan(None),
+            pl.Series("ci_high", [i[1] for i in intervals], pl.Float64).fill_nan(None),
         )
         .with_columns(pl.when(protocols_of_evaluator == 1).then(rank).alias("rank"))
         .sort(["evaluator", PROTOCOL, "mean_score"], descending=[False, False, True], nulls_last=True)
@@ -199,7 +266,7 @@ def write_leaderboard(paths: list[str | Path], out_dir: str | Path | None = None
     target = Path(out_dir) if out_dir else Path(paths[0]) if Path(paths[0]).is_dir() else runs[0].parent
     target.mkdir(parents=True, exist_ok=True)
     board.write_parquet(target / "leaderboard.parquet")
-    dims = dimension_board(_read(runs, "dimensions.parquet"))
+    dims = dimension_board(_read(runs, "dimensions.parquet").collect(engine="streaming"))
     if not dims.is_empty():
         dims.write_parquet(target / "leaderboard_dimensions.parquet")
     return board, target

@@ -1,4 +1,4 @@
-"""The result of a run (Polars frames) and how it is written to a run directory."""
+"""The result of a run (Polars frames, read from the run's files when first used) and how it is written."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import os
 import platform
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,13 @@ from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, c
 from vision_eval.summary import summarize
 
 VERSIONED_PACKAGES = ("vision-eval", "polars", "pyarrow", "pydantic", "datasets", "hydra-core", "litellm", "rapidfuzz")
+SCHEMAS: dict[str, dict[str, pl.DataType] | None] = {
+    "results": RESULT_SCHEMA,
+    "dimensions": DIMENSION_SCHEMA,
+    "fields": FIELD_SCHEMA,
+    "samples": None,
+}
+Frame = pl.DataFrame | pl.LazyFrame
 
 
 def package_versions() -> dict[str, str | None]:
@@ -32,27 +38,109 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
-@dataclass
 class EvalResult:
-    """Everything a run produced."""
+    """Everything a run produced.
 
-    results: pl.DataFrame
-    """One row per sample x evaluator (``RESULT_SCHEMA``)."""
-    dimensions: pl.DataFrame
-    """Per-dimension scores (``DIMENSION_SCHEMA``)."""
-    fields: pl.DataFrame
-    """Per-field comparisons (``FIELD_SCHEMA``)."""
-    samples: pl.DataFrame
-    """The evaluated rows (image paths and hashes, no bytes)."""
-    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
-    """Extra tables written as ``<name>.parquet`` (rankings, feedback, calibration...)."""
-    run_info: dict[str, Any] = field(default_factory=dict)
-    """What run.json holds: run id, exit code and problems, gates, config (redacted), versions, counts,
-    timings, totals, spending, metrics."""
-    output_dir: Path | None = None
-    """Where the run was written (``None`` for a run kept in memory or a dry run)."""
-    summary_table: pl.DataFrame | None = field(default=None, repr=False)
-    """The per-evaluator summary when the engine already computed it (else computed from ``results``)."""
+    ``results``, ``dimensions``, ``fields``, ``samples`` and ``tables`` are Polars frames. A run written to a
+    directory holds them as lazy scans of its files, read when first used (a run larger than memory is never
+    loaded unless asked for); frames given to the constructor are used as they are."""
+
+    def __init__(
+        self,
+        results: Frame,
+        dimensions: Frame,
+        fields: Frame,
+        samples: Frame,
+        tables: dict[str, Frame] | None = None,
+        run_info: dict[str, Any] | None = None,
+        output_dir: Path | None = None,
+        summary_table: pl.DataFrame | None = None,
+    ) -> None:
+        self.run_info: dict[str, Any] = run_info if run_info is not None else {}
+        """What run.json holds: run id, exit code and problems, gates, config (redacted), versions, counts,
+        timings, totals, spending, metrics."""
+        self.output_dir = output_dir
+        """Where the run was written (``None`` for a run kept in memory or a dry run)."""
+        self.summary_table = summary_table
+        """The per-evaluator summary when the run already computed it (else computed from ``results``)."""
+        self._frames: dict[str, Frame] = {}
+        self._tables: dict[str, Frame] = dict(tables or {})
+        self._written: dict[str, Path] = {}
+        for name, frame in (("results", results), ("dimensions", dimensions), ("fields", fields), ("samples", samples)):
+            self._set(name, frame)
+
+    def _set(self, name: str, frame: Frame) -> None:
+        schema = SCHEMAS[name]
+        if isinstance(frame, pl.DataFrame) and schema is not None:
+            frame = _with_run_id(conform(frame, schema), self.run_id)
+        self._frames[name] = frame
+
+    def _get(self, name: str) -> pl.DataFrame:
+        frame = self._frames[name]
+        if isinstance(frame, pl.LazyFrame):
+            frame = frame.collect()
+            schema = SCHEMAS[name]
+            self._frames[name] = frame = _with_run_id(conform(frame, schema), self.run_id) if schema else frame
+        return frame
+
+    @property
+    def results(self) -> pl.DataFrame:
+        """One row per sample x evaluator (``RESULT_SCHEMA``)."""
+        return self._get("results")
+
+    @results.setter
+    def results(self, frame: Frame) -> None:
+        self._set("results", frame)
+
+    @property
+    def dimensions(self) -> pl.DataFrame:
+        """Per-dimension scores (``DIMENSION_SCHEMA``)."""
+        return self._get("dimensions")
+
+    @dimensions.setter
+    def dimensions(self, frame: Frame) -> None:
+        self._set("dimensions", frame)
+
+    @property
+    def fields(self) -> pl.DataFrame:
+        """Per-field comparisons (``FIELD_SCHEMA``)."""
+        return self._get("fields")
+
+    @fields.setter
+    def fields(self, frame: Frame) -> None:
+        self._set("fields", frame)
+
+    @property
+    def samples(self) -> pl.DataFrame:
+        """The evaluated rows (image paths and hashes, no bytes)."""
+        return self._get("samples")
+
+    @samples.setter
+    def samples(self, frame: Frame) -> None:
+        self._set("samples", frame)
+
+    @property
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """Extra tables written as ``<name>.parquet`` (rankings, feedback, calibration...)."""
+        for name, frame in self._tables.items():
+            if isinstance(frame, pl.LazyFrame):
+                self._tables[name] = frame.collect()
+        return self._tables  # type: ignore[return-value]
+
+    @tables.setter
+    def tables(self, tables: dict[str, Frame]) -> None:
+        self._tables = dict(tables)
+
+    def lazy(self, name: str) -> pl.LazyFrame:
+        """``results``, ``dimensions``, ``fields``, ``samples`` or a table's name as a lazy frame, without
+        reading it into memory (a scan of the run's file once it is written)."""
+        frame = self._frames[name] if name in self._frames else self._tables[name]
+        return frame.lazy()
+
+    @property
+    def table_names(self) -> list[str]:
+        """The names of the extra tables."""
+        return list(self._tables)
 
     @property
     def run_id(self) -> str | None:
@@ -69,12 +157,6 @@ class EvalResult:
         """Why the exit code is not 0: failed gates, a spent budget, a tripped circuit breaker."""
         return list(self.run_info.get("problems", []))
 
-    def __post_init__(self) -> None:
-        run_id = self.run_info.get("run_id")
-        self.results = _with_run_id(conform(self.results, RESULT_SCHEMA), run_id)
-        self.dimensions = _with_run_id(conform(self.dimensions, DIMENSION_SCHEMA), run_id)
-        self.fields = _with_run_id(conform(self.fields, FIELD_SCHEMA), run_id)
-
     @property
     def summary(self) -> pl.DataFrame:
         """Per evaluator: counts by status, mean score, pass rate, tokens, cost."""
@@ -87,15 +169,29 @@ class EvalResult:
         """Dataset-level metrics per evaluator (AP, F1, agreement...)."""
         return self.run_info.get("metrics", {})
 
+    def __repr__(self) -> str:
+        return f"EvalResult(run_id={self.run_id!r}, output_dir={self.output_dir!r}, exit_code={self.exit_code})"
+
     def write(self, directory: str | Path) -> Path:
-        """Write the Parquet files and run.json into ``directory`` (created if needed). Each file is written
-        under a temporary name and renamed into place, so a failure (a full disk) never leaves a truncated file
-        and never damages a file written before it; the ``OSError`` is raised."""
+        """Write the Parquet files and run.json into ``directory`` (created if needed); a file this result was
+        already written to there is not written again. Each file is written under a temporary name and renamed
+        into place (a lazy frame streamed, a part at a time), so a failure (a full disk) never leaves a truncated
+        file and never damages a file written before it; the ``OSError`` is raised."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        frames = {"results": self.results, "dimensions": self.dimensions, "fields": self.fields}
-        for name, frame in {**frames, "samples": self.samples, **self.tables}.items():
-            _atomic(out / f"{name}.parquet", frame.write_parquet)
+        for name in [*SCHEMAS, *self._tables]:
+            path = out / f"{name}.parquet"
+            if self._written.get(name) == path:
+                continue
+            frame = self._frames[name] if name in SCHEMAS else self._tables[name]
+            _atomic(path, lambda target, frame=frame: _write_frame(frame, target))  # type: ignore[misc]
+            self._written[name] = path
+            if isinstance(frame, pl.LazyFrame):  # read from the written file from now on
+                scan = pl.scan_parquet(path)
+                if name in SCHEMAS:
+                    self._frames[name] = scan
+                else:
+                    self._tables[name] = scan
         info = dict(self.run_info)
         info["summary"] = self.summary.to_dicts()
         info["config"] = redact(info.get("config", {}))
@@ -110,6 +206,13 @@ class EvalResult:
             except Exception as exc:  # the Parquet results are written; a report failure must not lose them
                 warnings.warn(f"report.html not written: {type(exc).__name__}: {exc}", stacklevel=2)
         return out
+
+
+def _write_frame(frame: Frame, path: Path) -> None:
+    if isinstance(frame, pl.LazyFrame):
+        frame.sink_parquet(path)
+    else:
+        frame.write_parquet(path)
 
 
 def _atomic(path: Path, write: Callable[[Path], Any]) -> None:
@@ -137,12 +240,12 @@ def status_counts(summary: pl.DataFrame) -> dict[str, int]:
     return {status: n for status, n in counts.items() if n}
 
 
-def totals(summary: pl.DataFrame, results: pl.DataFrame) -> dict[str, Any]:
+def totals(summary: pl.DataFrame, cache_hits: int) -> dict[str, Any]:
     """Token and cost totals over all result rows (cost null when no evaluator knows its price)."""
     cost = summary["cost_usd"]
     return {
         "input_tokens": int(summary["input_tokens"].sum() or 0),
         "output_tokens": int(summary["output_tokens"].sum() or 0),
         "cost_usd": float(cost.sum()) if cost.is_not_null().any() else None,
-        "cache_hits": int(results["cached"].sum() or 0),
+        "cache_hits": int(cache_hits),
     }

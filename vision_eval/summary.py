@@ -10,15 +10,17 @@ import polars as pl
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 
 
-def _aggregates() -> list[pl.Expr]:
+def aggregates() -> list[pl.Expr]:
     processed = pl.col("status") == PROCESSED
     return [
         pl.len().alias("rows"),
         processed.sum().alias("processed"),
         (pl.col("status") == ERROR).sum().alias("errors"),
         (pl.col("status") == SKIPPED).sum().alias("skipped"),
-        pl.col("score").filter(processed).mean().alias("mean_score"),
-        pl.col("passed").filter(processed).cast(pl.Float64).mean().alias("pass_rate"),
+        # when/then rather than filter: Polars' streaming engine runs these over a scan (a filter inside a grouped
+        # aggregation reads every row into memory)
+        pl.when(processed).then(pl.col("score")).mean().alias("mean_score"),
+        pl.when(processed).then(pl.col("passed").cast(pl.Float64)).mean().alias("pass_rate"),
         pl.col("input_tokens").sum().alias("input_tokens"),
         pl.col("output_tokens").sum().alias("output_tokens"),
         # Unknown prices stay unknown: a sum over only-null costs is null, not 0.
@@ -28,13 +30,17 @@ def _aggregates() -> list[pl.Expr]:
 
 def summarize(results: pl.DataFrame) -> pl.DataFrame:
     """One row per evaluator: counts by status, mean score, pass rate, tokens and cost."""
-    return results.group_by("evaluator", "type", maintain_order=True).agg(_aggregates())
+    return results.group_by("evaluator", "type", maintain_order=True).agg(aggregates())
 
 
-def summarize_one(results: pl.DataFrame, evaluator: str, type_name: str) -> pl.DataFrame:
-    """The summary row of one evaluator's results (the same columns as :func:`summarize`, no grouping)."""
+def summarize_one(results: pl.DataFrame | pl.LazyFrame, evaluator: str, type_name: str) -> tuple[pl.DataFrame, int]:
+    """The summary row of one evaluator's results (the same columns as :func:`summarize`, no grouping), computed
+    in one streaming pass, and how many of its rows were answered from the call cache."""
     head = pl.DataFrame({"evaluator": [evaluator], "type": [type_name]})
-    return pl.concat([head, results.select(_aggregates())], how="horizontal")
+    cached = pl.col("cached").fill_null(False).sum().alias("_cached")
+    values = results.lazy().select(*aggregates(), cached).collect(engine="streaming")
+    hits = int(values["_cached"][0] or 0)
+    return pl.concat([head, values.drop("_cached")], how="horizontal"), hits
 
 
 def _fmt(value: Any, kind: str = "") -> str:

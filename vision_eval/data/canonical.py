@@ -1,8 +1,13 @@
-"""Turn a raw frame into the canonical dataset frame every evaluator reads.
+"""Turn raw rows into the canonical rows every evaluator reads, one chunk at a time.
 
 Canonical columns: ``id`` (text, unique), ``input``, ``output``, ``expected_output`` (text;
 objects become JSON text), ``images`` (list of image references) and any metadata columns.
 ``_row_error`` (null or a reason) marks rows that could not be read.
+
+Which rows are kept depends only on their positions (:class:`Selection`), so a chunk is canonicalized
+without seeing the others and the result is the same whatever the chunk size: ``sample`` (a seeded random
+subset, kept in dataset order), then ``limit``, then ``dataset.shard`` and ``run.shard`` (``i/n``: every n-th
+row of what is left, from the i-th). A generated id is the row's position among the kept rows.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ from typing import Any
 import polars as pl
 
 from vision_eval.config import DatasetConfig, parse_shard
-from vision_eval.data.loading import ROW_ERROR, RawDataset
-from vision_eval.errors import ConfigError, DatasetError
+from vision_eval.data.rows import ROW_ERROR
+from vision_eval.data.sources import RawDataset, Source
+from vision_eval.errors import ConfigError
 from vision_eval.images.refs import IMAGES_DTYPE, images_series
 from vision_eval.images.roots import ImageRoots
 
@@ -35,76 +41,159 @@ def _as_text(column: str, frame: pl.DataFrame) -> pl.Expr:
     return expr.cast(pl.Utf8).alias(column)
 
 
-def _apply_mapping(frame: pl.DataFrame, mapping: dict[str, str]) -> pl.DataFrame:
-    missing = [src for src in mapping if src not in frame.columns]
+def id_source(cfg: DatasetConfig) -> str:
+    """The source column that becomes ``id``: the one ``dataset.columns`` maps to it, else ``id``."""
+    return next((src for src, dst in cfg.columns.items() if dst == "id"), "id")
+
+
+def check_mapping(columns: Sequence[str], mapping: dict[str, str]) -> None:
+    """Raise ``ConfigError`` when ``dataset.columns`` names a source column the dataset does not have."""
+    missing = [src for src in mapping if src not in columns]
     if missing:
         raise ConfigError(
             f"dataset.columns.{missing[0]}",
-            f"source column {missing[0]!r} not in the dataset; it has: {', '.join(frame.columns)}",
+            f"source column {missing[0]!r} not in the dataset; it has: {', '.join(columns)}",
         )
+
+
+def _apply_mapping(frame: pl.DataFrame, mapping: dict[str, str]) -> pl.DataFrame:
+    """Rename the source columns; one a chunk lacks (a JSON key its rows never have) is a column of nulls."""
+    absent = [src for src in mapping if src not in frame.columns]
+    if absent:
+        frame = frame.with_columns(pl.lit(None).alias(src) for src in absent)
     renamed = {src: dst for src, dst in mapping.items() if src != dst}
     clashes = [dst for src, dst in renamed.items() if dst in frame.columns and dst not in renamed]
     frame = frame.drop(clashes)
-    return frame.rename(renamed)
-
-
-def select_rows(frame: pl.DataFrame, cfg: DatasetConfig, limit: int | None, shard: str | None) -> pl.DataFrame:
-    """Apply ``sample`` (seeded), then ``limit``, then ``shard`` (``i/n``, by row position)."""
-    if cfg.sample is not None and cfg.sample < frame.height:
-        frame = frame.sample(n=cfg.sample, seed=cfg.seed, shuffle=True)
-    limits = [x for x in (cfg.limit, limit) if x is not None]
-    if limits:
-        frame = frame.head(min(limits))
-    for text in (cfg.shard, shard):
-        if text is not None:
-            index, count = parse_shard(text)
-            frame = frame.with_row_index("_pos").filter(pl.col("_pos") % count == index).drop("_pos")
+    frame = frame.rename(renamed)
+    if "images" not in frame.columns and "image" in frame.columns and "image" not in mapping.values():
+        frame = frame.rename({"image": "images"})
     return frame
 
 
-def image_roots(raw: RawDataset, cfg: DatasetConfig) -> ImageRoots:
+def _kept_by_shard(count: int, index: int, every: int) -> int:
+    """How many of ``count`` consecutive positions from 0 a shard ``index/every`` keeps."""
+    return max(0, (count - index + every - 1) // every)
+
+
+class Selection:
+    """Which source rows are kept, decided from their positions alone (``sample``, ``limit``, shards)."""
+
+    def __init__(self, cfg: DatasetConfig, rows: int | None, limit: int | None, shard: str | None) -> None:
+        self.sample: pl.Series | None = None
+        if cfg.sample is not None:
+            if rows is None:
+                raise ValueError("dataset.sample needs the row count")
+            if cfg.sample < rows:  # a seeded random subset of the positions, kept in dataset order
+                positions = pl.int_range(0, rows, dtype=pl.Int64, eager=True)
+                self.sample = positions.sample(n=cfg.sample, seed=cfg.seed).sort()
+        limits = [x for x in (cfg.limit, limit) if x is not None]
+        self.limit = min(limits) if limits else None
+        self.shards = [parse_shard(text) for text in (cfg.shard, shard) if text is not None]
+        self._position = 0
+        self._seen = 0
+        self._shard_seen = [0] * len(self.shards)
+        self.kept = 0
+        """Rows kept so far (the next generated id)."""
+
+    def expected(self, rows: int) -> int:
+        """How many rows the selection keeps from a source of ``rows`` rows."""
+        count = self.sample.len() if self.sample is not None else rows
+        if self.limit is not None:
+            count = min(count, self.limit)
+        for index, every in self.shards:
+            count = _kept_by_shard(count, index, every)
+        return count
+
+    @property
+    def done(self) -> bool:
+        """True when no later row can be kept (reading can stop)."""
+        if self.limit is not None and self._seen >= self.limit:
+            return True
+        return self.sample is not None and (self.sample.is_empty() or self._position > self.sample[-1])
+
+    def take(self, height: int) -> pl.Series:
+        """The positions, within the next ``height`` source rows, of the rows kept (advancing past them)."""
+        start, self._position = self._position, self._position + height
+        if self.sample is not None:
+            lo = self.sample.search_sorted(start, side="left")
+            hi = self.sample.search_sorted(start + height, side="left")
+            keep = self.sample.slice(lo, hi - lo) - start
+        else:
+            keep = pl.int_range(0, height, dtype=pl.Int64, eager=True)
+        if self.limit is not None:
+            keep = keep.head(max(0, self.limit - self._seen))
+        self._seen += keep.len()
+        for n, (index, every) in enumerate(self.shards):
+            ranks = pl.int_range(self._shard_seen[n], self._shard_seen[n] + keep.len(), dtype=pl.Int64, eager=True)
+            self._shard_seen[n] += keep.len()
+            keep = keep.filter(ranks % every == index)
+        self.kept += keep.len()
+        return keep
+
+
+def canonical_ids(values: pl.Series, first: int) -> pl.Series:
+    """The ``id`` column of kept rows: the source's values as text, a missing one the row's position among the
+    kept rows (``first`` is the position of the first)."""
+    frame = pl.DataFrame({"id": values})
+    generated = pl.int_range(first, first + values.len(), dtype=pl.Int64).cast(pl.Utf8)
+    return frame.select(pl.coalesce(_as_text("id", frame), generated).alias("id"))["id"]
+
+
+class Canonicalizer:
+    """Raw chunks in, canonical rows out; ``columns`` (the source's, when known) gives every chunk the same
+    columns in the same order (a JSON key missing from a chunk's rows is a column of nulls)."""
+
+    def __init__(
+        self, cfg: DatasetConfig, roots: ImageRoots, image_columns: Sequence[str] = (), columns: Sequence[str] = ()
+    ) -> None:
+        self.cfg = cfg
+        self.roots = roots
+        self.image_columns = list(image_columns)
+        self.columns: dict[str, None] = dict.fromkeys(columns)
+
+    def __call__(self, raw: pl.DataFrame, keep: pl.Series, first: int) -> pl.DataFrame:
+        """The canonical rows of ``raw`` at positions ``keep``; ``first``: the kept position of the first."""
+        self.columns.update(dict.fromkeys(raw.columns))
+        missing = [c for c in self.columns if c not in raw.columns]
+        if missing:
+            raw = raw.with_columns(pl.lit(None).alias(c) for c in missing)
+        frame = raw.select(list(self.columns))
+        if keep.len() != frame.height:
+            frame = frame.select(pl.all().gather(keep))
+        frame = _apply_mapping(frame, self.cfg.columns)
+        ids = canonical_ids(frame["id"] if "id" in frame.columns else pl.repeat(None, frame.height, eager=True), first)
+        frame = frame.with_columns(ids) if "id" in frame.columns else frame.insert_column(0, ids)
+        frame = frame.with_columns([_as_text(c, frame) for c in TEXT_COLUMNS if c in frame.columns])
+        allow = self.cfg.allow_urls
+        for column in ("images", *self.image_columns):  # every image column holds references the same way
+            if column in frame.columns and frame.schema[column] != IMAGES_DTYPE:
+                refs = images_series(frame[column], self.roots, allow_urls=allow)
+                frame = frame.with_columns(refs.alias(column))
+        if ROW_ERROR not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, dtype=pl.Utf8).alias(ROW_ERROR))
+        elif frame.schema[ROW_ERROR] != pl.Utf8:
+            frame = frame.with_columns(pl.col(ROW_ERROR).cast(pl.Utf8))
+        ordered = [c for c in CANONICAL if c in frame.columns]
+        return frame.select([*ordered, *[c for c in frame.columns if c not in ordered]])
+
+
+def image_roots(source: Any, cfg: DatasetConfig) -> ImageRoots:
     """Where the dataset's image paths may point (see :mod:`vision_eval.images.roots`)."""
-    return ImageRoots.for_dataset(raw.root, cfg.image_roots, local=raw.local, confined=raw.confined)
+    return ImageRoots.for_dataset(source.root, cfg.image_roots, local=source.local, confined=source.confined)
 
 
 def canonicalize(
-    raw: RawDataset,
+    raw: RawDataset | Source,
     cfg: DatasetConfig,
     limit: int | None = None,
     shard: str | None = None,
     image_columns: Sequence[str] = (),
 ) -> pl.DataFrame:
-    """The canonical frame for ``raw``: mapped, selected, ids checked, images (and ``image_columns``) referenced."""
-    frame = _apply_mapping(raw.frame, cfg.columns)
-    if "images" not in frame.columns and "image" in frame.columns and "image" not in cfg.columns.values():
-        frame = frame.rename({"image": "images"})
-    frame = select_rows(frame, cfg, limit, shard)
+    """The canonical frame of a whole source (in memory): mapped, selected, ids checked, images referenced."""
+    from vision_eval.data.stream import DatasetStream
 
-    if "id" not in frame.columns:
-        frame = frame.with_row_index("id").with_columns(pl.col("id").cast(pl.Utf8))
-    else:
-        frame = frame.with_columns(_as_text("id", frame))
-        frame = frame.with_columns(
-            pl.when(pl.col("id").is_null())
-            .then(pl.int_range(pl.len()).cast(pl.Utf8))
-            .otherwise(pl.col("id"))
-            .alias("id")
-        )
-    if frame["id"].n_unique() != frame.height:  # cheap check first; find the culprits only when needed
-        duplicated = frame.filter(pl.col("id").is_duplicated())["id"].unique().head(5).to_list()
-        raise DatasetError(f"dataset ids must be unique; repeated: {', '.join(map(str, duplicated))}")
-
-    frame = frame.with_columns([_as_text(c, frame) for c in TEXT_COLUMNS if c in frame.columns])
-    if "images" in frame.columns and frame.schema["images"] != IMAGES_DTYPE:
-        frame = frame.with_columns(images_series(frame["images"], image_roots(raw, cfg), allow_urls=cfg.allow_urls))
-    for column in image_columns:  # other image columns an evaluator reads hold references the same way
-        if column in frame.columns and frame.schema[column] != IMAGES_DTYPE:
-            refs = images_series(frame[column], image_roots(raw, cfg), allow_urls=cfg.allow_urls)
-            frame = frame.with_columns(refs.alias(column))
-    if ROW_ERROR not in frame.columns:
-        frame = frame.with_columns(pl.lit(None, dtype=pl.Utf8).alias(ROW_ERROR))
-    ordered = [c for c in CANONICAL if c in frame.columns]
-    return frame.select([*ordered, *[c for c in frame.columns if c not in ordered]])
+    stream = DatasetStream(raw, cfg, limit, shard, image_columns)
+    return stream.collect()
 
 
 def check_columns(frame: pl.DataFrame, needed: dict[str, tuple[str, ...]], cfg: DatasetConfig) -> None:

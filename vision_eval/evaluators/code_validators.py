@@ -37,6 +37,7 @@ class CountValidator(Evaluator[CountValidatorSettings]):
     type_name: ClassVar[str] = "count_validator"
     required_columns = ("output", "expected_output")
     default_threshold = 1.0
+    splittable = True
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         return _output(batch, count_frame(batch))
@@ -108,6 +109,7 @@ class JsonValidator(Evaluator[JsonValidatorSettings]):
     type_name: ClassVar[str] = "json_validator"
     required_columns = ("output",)
     default_threshold = 1.0
+    splittable = True
 
     def __init__(self, name: str, settings: JsonValidatorSettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)

@@ -16,15 +16,12 @@ import polars as pl
 from pydantic import Field
 
 from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
-from vision_eval.halves import in_halves
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 from vision_eval.structured import duckpath, fastpath
 from vision_eval.structured.matching import NOT_AN_OBJECT, NOT_JSON, TOO_DEEP, FieldSpec
 
 RAW_LIMIT = 2000
-HALF_MIN_ROWS = 20_000
-"""Batches of at least twice this many rows are evaluated as two halves at once."""
 
 
 def score_parts(specs: list[FieldSpec]) -> list[pl.Expr]:
@@ -110,15 +107,13 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
     settings_model = FieldAccuracySettings
     required_columns = ("output", "expected_output")
     default_threshold = 0.8
+    splittable = True
 
     def __init__(self, name: str, settings: FieldAccuracySettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
         duckpath.warm(partial(duckpath.prepare, settings.fields, 2), partial(fastpath.prepare, settings.fields))
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        return in_halves(self._evaluate, batch, HALF_MIN_ROWS, _joined)
-
-    def _evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s = self.settings
         specs = s.fields
         sides = duckpath.extract_sides(batch, ("output", "expected_output"), specs)
@@ -173,11 +168,6 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
             ]
         )
         return EvalOutput(results, fields=fields)
-
-
-def _joined(first: EvalOutput, second: EvalOutput) -> EvalOutput:
-    assert first.fields is not None and second.fields is not None
-    return EvalOutput(pl.concat([first.results, second.results]), fields=pl.concat([first.fields, second.fields]))
 
 
 def _details(frame: pl.DataFrame, n_fields: int) -> pl.Series:

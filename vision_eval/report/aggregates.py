@@ -1,6 +1,7 @@
 """The report's overview, over every row whatever the cards show: summary, histograms, dimension means, and for
 several variants the variant x evaluator comparison (mean score, pass rate and the leaderboard's bootstrap interval).
-All grouped in Polars; only the small aggregated tables reach Python."""
+All grouped by Polars in streaming passes over the (lazy) frames; only the small aggregated tables reach Python.
+The comparison of several variants reads the counts of each distinct score (the leaderboard's bootstrap)."""
 
 from __future__ import annotations
 
@@ -12,32 +13,36 @@ from vision_eval.leaderboard import leaderboard, run_columns
 from vision_eval.report.cards import clean
 from vision_eval.report.sources import LEADERBOARD, RUN_COLUMN, ReportInput
 from vision_eval.results import PROCESSED
-from vision_eval.summary import summarize
+from vision_eval.summary import aggregates
 
 BINS = 10
 _PIVOT_COLUMNS = ("rows", "mean_score", "ci_low", "ci_high", "pass_rate", "error_rate", "rank", "protocol")
 
 
-def evaluators(results: pl.DataFrame) -> list[str]:
+def evaluators(results: pl.LazyFrame) -> list[str]:
     """Evaluator names in order of appearance."""
-    return results["evaluator"].drop_nulls().unique(maintain_order=True).to_list()
+    names = results.select(pl.col("evaluator").drop_nulls().unique(maintain_order=True)).collect(engine="streaming")
+    return names["evaluator"].to_list()
 
 
-def summary(results: pl.DataFrame, labels: list[str]) -> list[dict[str, Any]]:
+def summary(results: pl.LazyFrame, labels: list[str]) -> list[dict[str, Any]]:
     """Per variant and evaluator: counts by status, mean score, pass rate, tokens, cost and threshold."""
+    grouped = (
+        results.group_by(RUN_COLUMN, "evaluator", "type", maintain_order=True)
+        .agg(*aggregates(), pl.col("threshold").first().alias("threshold"))
+        .collect(engine="streaming")
+    )
+    thresholds = grouped.group_by(RUN_COLUMN, "evaluator", maintain_order=True).agg(pl.col("threshold").first())
+    first = {(run, evaluator): value for run, evaluator, value in thresholds.iter_rows()}
     out = []
-    parts = results.partition_by(RUN_COLUMN, as_dict=True, maintain_order=True) if results.height else {}
     for label in labels or [""]:
-        part = parts.get((label,))
-        if part is None:
-            continue
-        thresholds = dict(part.group_by("evaluator").agg(pl.col("threshold").first()).iter_rows())
-        for row in summarize(part).iter_rows(named=True):
-            out.append({"run": label, **clean(row), "threshold": clean(thresholds.get(row["evaluator"]))})
+        for row in grouped.filter(pl.col(RUN_COLUMN) == label).drop(RUN_COLUMN, "threshold").iter_rows(named=True):
+            threshold = clean(first.get((label, row["evaluator"])))
+            out.append({"run": label, **clean(row), "threshold": threshold})
     return out
 
 
-def histograms(results: pl.DataFrame) -> list[dict[str, Any]]:
+def histograms(results: pl.LazyFrame) -> list[dict[str, Any]]:
     """Per variant and evaluator: counts of processed scores in ten bins of 0.1 (one pass, few groups)."""
     scored = (pl.col("status") == PROCESSED) & pl.col("score").is_not_null()
     binned = (pl.col("score").clip(0.0, 1.0) * BINS).floor().cast(pl.Int8).clip(0, BINS - 1)
@@ -45,18 +50,19 @@ def histograms(results: pl.DataFrame) -> list[dict[str, Any]]:
         results.select(RUN_COLUMN, "evaluator", pl.when(scored).then(binned).alias("_bin"))
         .group_by(RUN_COLUMN, "evaluator", maintain_order=True)
         .agg([(pl.col("_bin") == k).sum().alias(f"_{k}") for k in range(BINS)])
+        .collect(engine="streaming")
     )
     return [
         {"run": run or "", "evaluator": evaluator, "counts": list(bins)} for run, evaluator, *bins in counts.iter_rows()
     ]
 
 
-def dimension_means(dimensions: pl.DataFrame) -> list[dict[str, Any]]:
+def dimension_means(dimensions: pl.LazyFrame) -> list[dict[str, Any]]:
     """Per variant, evaluator and dimension: mean score over every row."""
-    if not dimensions.height:
-        return []
-    means = dimensions.group_by(RUN_COLUMN, "evaluator", "dimension", maintain_order=True).agg(
-        pl.col("score").mean().alias("mean_score"), pl.col("score").count().alias("rows")
+    means = (
+        dimensions.group_by(RUN_COLUMN, "evaluator", "dimension", maintain_order=True)
+        .agg(pl.col("score").mean().alias("mean_score"), pl.col("score").count().alias("rows"))
+        .collect(engine="streaming")
     )
     return [clean(row) for row in means.iter_rows(named=True)]
 
@@ -97,12 +103,13 @@ def variant_board(data: ReportInput) -> pl.DataFrame:
         columns, by_evaluator = run_columns(info, label)
         labels.append({RUN_COLUMN: label, **columns})
         protocols.extend({RUN_COLUMN: label, "evaluator": e, "protocol": p} for e, p in by_evaluator.items())
-    frame = data.results.with_columns(pl.col(RUN_COLUMN).fill_null("")).join(
-        pl.DataFrame(labels, schema={RUN_COLUMN: pl.Utf8, "candidate": pl.Utf8, "judge": pl.Utf8, "variant": pl.Utf8}),
-        on=RUN_COLUMN,
-        how="left",
-    )
-    protocol_frame = pl.DataFrame(protocols, schema={RUN_COLUMN: pl.Utf8, "evaluator": pl.Utf8, "protocol": pl.Utf8})
+    label_frame = pl.DataFrame(
+        labels, schema={RUN_COLUMN: pl.Utf8, "candidate": pl.Utf8, "judge": pl.Utf8, "variant": pl.Utf8}
+    ).lazy()
+    frame = data.results.with_columns(pl.col(RUN_COLUMN).fill_null("")).join(label_frame, on=RUN_COLUMN, how="left")
+    protocol_frame = pl.DataFrame(
+        protocols, schema={RUN_COLUMN: pl.Utf8, "evaluator": pl.Utf8, "protocol": pl.Utf8}
+    ).lazy()
     frame = frame.join(protocol_frame, on=[RUN_COLUMN, "evaluator"], how="left").with_columns(
         pl.col(RUN_COLUMN).alias("run_dir")
     )

@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import polars as pl
+
 from vision_eval.leaderboard import markdown, write_leaderboard
 from vision_eval.report import REPORT_FILE, find_run_dirs, load_runs, write_report
 from vision_eval.report.selection import Limits
@@ -79,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     title = args.title or f"vision-eval report: {root.name}"
     limits = Limits(max_samples=args.max_samples, max_failing=min(args.max_failing, args.max_samples), seed=args.seed)
     written = write_report(data, out, title=title, thumb_size=args.thumb_size, limits=limits)
-    samples = data.samples.height
+    samples = data.samples.select(pl.len()).collect(engine="streaming").item()
     print(f"wrote {written} ({len(dirs)} run director{'y' if len(dirs) == 1 else 'ies'}, {samples} sample rows)")
     return 0
 

@@ -19,11 +19,13 @@ MAX_SAMPLES = Limits.max_samples
 """Most sample cards by default (the overview always covers every row)."""
 
 
-def _embedded(frame: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
-    """The rows of ``frame`` (with card keys) that belong to the chosen cards, with their rank."""
-    if not frame.height:
-        return frame.with_columns(pl.lit(None, pl.UInt32).alias(RANK))
-    return frame.join(keys.select(KEY, RANK), on=KEY, how="inner", maintain_order="left")
+def _embedded(frame: pl.LazyFrame, keys: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``frame`` (with card keys) that belong to the chosen cards, with their rank (read in one
+    streaming pass that keeps only those rows)."""
+    chosen = frame.filter(pl.col(KEY).is_in(keys[KEY].implode())).collect(engine="streaming")
+    if not chosen.height:
+        return chosen.with_columns(pl.lit(None, pl.UInt32).alias(RANK))
+    return chosen.join(keys.select(KEY, RANK), on=KEY, how="inner", maintain_order="left")
 
 
 def _images_in_rank_order(samples: pl.DataFrame) -> pl.Series | list[Any]:
@@ -33,12 +35,12 @@ def _images_in_rank_order(samples: pl.DataFrame) -> pl.Series | list[Any]:
 
 
 def _cards(
-    data: ReportInput, keyed: dict[str, pl.DataFrame], limits: Limits, thumb_size: int, compare: bool
+    data: ReportInput, keyed: dict[str, pl.LazyFrame], limits: Limits, thumb_size: int, compare: bool
 ) -> tuple[RawJSON, dict[str, str], dict[str, Any], dict[str, int]]:
     """The cards' JSON array (chosen, then cut to the byte budgets), the thumbnails, the sampling note, and per
     evaluator how many samples changed verdict between variants."""
     samples, results = keyed["samples"], keyed["results"]
-    selection = select_cards(samples, results, compare, limits)
+    selection = select_cards(samples, results, compare, limits, single_run=len(data.runs) == 1)
     chosen = {name: _embedded(frame, selection.keys) for name, frame in keyed.items()}
     sizes = estimate_sizes(chosen["samples"], chosen["results"], chosen["dimensions"], chosen["fields"])
     keys = within_budget(selection.keys, sizes, limits.sample_bytes)

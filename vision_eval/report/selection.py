@@ -3,6 +3,11 @@ whatever the row count: samples that changed between variants, failed or errored
 seeded random sample of the others, all within a byte budget.
 
 A card is one sample of one dataset: the same id in every variant (run group) that read the same rows.
+
+The choice reads the rows lazily. One run's results hold, per evaluator, one row per sample in the samples' order
+(checked in one streaming pass), so its failing samples are a bit per position and nothing per sample is held but
+those bits (:func:`select_by_position`: a run larger than memory gets a report). Several runs are compared by
+sample key (:func:`select_by_key`), which holds every key in memory.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from vision_eval.report.sources import POSITION, RUN_COLUMN
+from vision_eval.report.sources import POSITION, RUN_COLUMN, columns_of
 from vision_eval.results import ERROR, PROCESSED
 
 DATASET = "_ds"
@@ -58,15 +63,16 @@ def verdict() -> pl.Expr:
     )
 
 
-def with_keys(frame: pl.DataFrame, datasets: dict[str, int], id_column: str = "sample_id") -> pl.DataFrame:
+def with_keys(frame: pl.LazyFrame, datasets: dict[str, int], id_column: str = "sample_id") -> pl.LazyFrame:
     """``frame`` with its card key (``_key``), the dataset number of its run group (``_ds``), the sample id as text
     (``sample_id``) and a ``run`` column ("" when it had none)."""
-    if RUN_COLUMN not in frame.columns:
+    names = columns_of(frame)
+    if RUN_COLUMN not in names:
         frame = frame.with_columns(pl.lit("", pl.Utf8).alias(RUN_COLUMN))
     run = pl.col(RUN_COLUMN).fill_null("")
     several = len(set(datasets.values())) > 1
     dataset = run.replace_strict(datasets, default=0, return_dtype=pl.UInt32) if several else pl.lit(0, pl.UInt32)
-    sample_id = pl.col(id_column).cast(pl.Utf8) if id_column in frame.columns else pl.lit(None, pl.Utf8)
+    sample_id = pl.col(id_column).cast(pl.Utf8) if id_column in names else pl.lit(None, pl.Utf8)
     frame = frame.with_columns(run.alias(RUN_COLUMN), dataset.alias(DATASET), sample_id.alias("sample_id"))
     key = pl.format("{}:{}", DATASET, "sample_id") if several else pl.col("sample_id")
     return frame.with_columns(key.alias(KEY))
@@ -145,19 +151,24 @@ def _ordered_keys(samples: pl.DataFrame, flags: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def select_cards(samples: pl.DataFrame, results: pl.DataFrame, compare: bool, limits: Limits) -> Selection:
+def _ranked(first: pl.DataFrame, picked: pl.DataFrame) -> pl.DataFrame:
+    return pl.concat([first.select(KEY, ORDER), picked.select(KEY, ORDER)]).with_row_index(RANK)
+
+
+def select_by_key(samples: pl.LazyFrame, results: pl.LazyFrame, compare: bool, limits: Limits) -> Selection:
     """Choose the cards (``samples`` and ``results`` carry the key of :func:`with_keys`); ``compare``: several
     variants, so a sample whose verdict differs between them counts as failing and is chosen first."""
-    flags, counts = _result_flags(results, compare)
-    flagged = _ordered_keys(samples, flags)
+    needed = results.select(KEY, "evaluator", "status", "passed").collect(engine="streaming")
+    kept = [c for c in (KEY, POSITION) if c in columns_of(samples)]
+    flags, counts = _result_flags(needed, compare)
+    flagged = _ordered_keys(samples.select(kept).collect(engine="streaming"), flags)
     failing_keys = flagged.filter(pl.col("_bad") | pl.col("_changed"))
     first = failing_keys.sort(~pl.col("_changed"), ORDER).head(min(limits.max_failing, limits.max_samples))
     others = flagged.filter(~pl.col("_bad") & ~pl.col("_changed"))
     room = max(0, limits.max_samples - first.height)
     picked = others if others.height <= room else others.sample(room, seed=limits.seed).sort(ORDER)
-    chosen = pl.concat([first.select(KEY, ORDER), picked.select(KEY, ORDER)]).with_row_index(RANK)
     return Selection(
-        keys=chosen,
+        keys=_ranked(first, picked),
         changed=flags.filter(pl.col("changed").list.len() > 0).select(KEY, "changed"),
         changed_counts=counts,
         total=flagged.height,
@@ -166,6 +177,81 @@ def select_cards(samples: pl.DataFrame, results: pl.DataFrame, compare: bool, li
         others_total=others.height,
         others_shown=picked.height,
     )
+
+
+def _aligned(samples: pl.LazyFrame, results: pl.LazyFrame, rows: int) -> list[str] | None:
+    """The evaluators of a run's results, in order, when each holds exactly one row per sample in the samples'
+    order (its rows a contiguous block; checked in one streaming pass by a hash of (sample id, position)); else
+    ``None``."""
+    if not rows or "id" not in columns_of(samples):
+        return None
+    position = (pl.col("_i") % rows).cast(pl.Int64).alias("_p")
+    pair = pl.struct(pl.col("sample_id").cast(pl.Utf8), position).hash().bitwise_xor().alias("_h")
+    blocks = (
+        results.with_row_index("_i")
+        .group_by("evaluator")
+        .agg(pl.col("_i").min().alias("_start"), pl.col("_i").max().alias("_end"), pl.len().alias("_n"), pair)
+        .collect(engine="streaming")
+        .sort("_start")
+    )
+    expected = (
+        samples.with_row_index("_i")
+        .select(pl.struct(pl.col("id").cast(pl.Utf8).alias("sample_id"), position).hash().bitwise_xor().alias("_h"))
+        .collect(engine="streaming")["_h"][0]
+    )
+    for index, (start, end, count, value) in enumerate(blocks.select("_start", "_end", "_n", "_h").iter_rows()):
+        if start != index * rows or end != start + rows - 1 or count != rows or value != expected:
+            return None
+    return [str(name) for name in blocks["evaluator"].to_list()]
+
+
+def select_by_position(samples: pl.LazyFrame, results: pl.LazyFrame, limits: Limits) -> Selection | None:
+    """The cards of one run whose results are aligned with its samples (see :func:`_aligned`), holding one bit per
+    sample; ``None`` when they are not aligned."""
+    rows = int(samples.select(pl.len()).collect().item())
+    evaluators = _aligned(samples, results, rows)
+    if evaluators is None:
+        return None
+    bad = pl.repeat(False, rows, dtype=pl.Boolean, eager=True)
+    failing = results.select(_FAILING.fill_null(False).alias("_bad")).collect(engine="streaming")["_bad"]
+    for index in range(len(evaluators)):
+        bad = bad | failing.slice(index * rows, rows)
+    del failing
+    failing_total = int(bad.sum())
+    first = bad.arg_true().head(min(limits.max_failing, limits.max_samples))
+    others = (~bad).arg_true()
+    room = max(0, limits.max_samples - first.len())
+    picked = others if others.len() <= room else others.sample(room, seed=limits.seed).sort()
+    chosen = pl.concat([first, picked])
+    keys = (
+        samples.with_row_index(ORDER)
+        .filter(pl.col(ORDER).is_in(chosen.implode()))
+        .select(KEY, ORDER)
+        .collect(engine="streaming")
+    )
+    is_first = pl.col(ORDER).is_in(first.implode())
+    ordered = pl.concat([keys.filter(is_first), keys.filter(~is_first)])
+    return Selection(
+        keys=ordered.with_row_index(RANK),
+        changed=pl.DataFrame(schema={KEY: pl.Utf8, "changed": pl.List(pl.Utf8)}),
+        changed_counts={},
+        total=rows,
+        failing_total=failing_total,
+        failing_shown=first.len(),
+        others_total=others.len(),
+        others_shown=picked.len(),
+    )
+
+
+def select_cards(
+    samples: pl.LazyFrame, results: pl.LazyFrame, compare: bool, limits: Limits, single_run: bool = False
+) -> Selection:
+    """Choose the cards: by position for one run (a bit per sample), else by key (see the module docstring)."""
+    if single_run and not compare:
+        chosen = select_by_position(samples, results, limits)
+        if chosen is not None:
+            return chosen
+    return select_by_key(samples, results, compare, limits)
 
 
 def within_budget(keys: pl.DataFrame, sizes: pl.DataFrame, budget: int) -> pl.DataFrame:

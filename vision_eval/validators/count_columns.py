@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from vision_eval.halves import in_halves
 from vision_eval.validators._distinct import codes, run_starts
 from vision_eval.validators.count import (
     COLON,
@@ -30,8 +29,6 @@ from vision_eval.validators.count import (
 from vision_eval.validators.rows import details_column, joined, json_strings, scored_in_parts
 from vision_eval.validators.text import ascii_digits
 
-HALF_MIN_ROWS = 10_000
-"""Frames of at least twice this many rows are scored as two halves on two threads (:mod:`vision_eval.halves`)."""
 WIDE = r"[0-9]{16}"
 """A number the Int64 path does not take."""
 INT64_TOTAL = 2.0**62
@@ -43,11 +40,7 @@ _WORDS_THEN_STOPS = (WORD_PATTERNS + STOP_PATTERNS, WORD_DIGITS + [" , "] * len(
 
 def count_frame(frame: pl.DataFrame) -> pl.DataFrame:
     """Score ``output`` against ``expected_output`` counts, as :func:`count_row` does each row."""
-    texts = frame.select(pl.col("output", "expected_output").cast(pl.Utf8))
-    return in_halves(_count_frame, texts, HALF_MIN_ROWS)
-
-
-def _count_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    frame = frame.select(pl.col("output", "expected_output").cast(pl.Utf8))
     height = frame.height
     texts = pl.concat([frame["output"], frame["expected_output"]]).fill_null("")
     distinct, code = codes(texts, repeats_ok=True)
@@ -68,7 +61,7 @@ def _count_frame(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _handing_over(frame: pl.DataFrame, rows: np.ndarray) -> pl.DataFrame:
-    return scored_in_parts(frame, rows, _count_frame, lambda r: count_row(r["output"], r["expected_output"]))
+    return scored_in_parts(frame, rows, count_frame, lambda r: count_row(r["output"], r["expected_output"]))
 
 
 def normalized(texts: pl.Series) -> pl.Series:

@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from vision_eval.halves import in_halves
 from vision_eval.validators import json_compare as jc
 from vision_eval.validators.json_check import (
     NO_JSON,
@@ -71,8 +70,6 @@ HUGE_NUMBERS = (r"[eE][-+]?[0-9][0-9][0-9]", "[0-9]{300}")
 """Exponents json.loads reads as infinity and msgspec refuses; integers float() refuses."""
 NAN_INF = r"[:\[,][ \t\n\r]*[-+]?(?i:nan|inf)"
 """NaN/Infinity in any spelling (DuckDB reads them all, msgspec none)."""
-HALF_MIN_ROWS = 10_000
-"""Frames of at least twice this many rows are scored as two halves at once."""
 _RESULT_SCHEMA = {"row": pl.UInt32, "score": pl.Float64, "passed": pl.Boolean, "details": pl.Utf8}
 _NO_JSON = details_json(NO_JSON, strict=False)  # json_rows' spelling when msgspec decoded no response
 
@@ -80,7 +77,17 @@ _NO_JSON = details_json(NO_JSON, strict=False)  # json_rows' spelling when msgsp
 def json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
     """Score every row as :func:`json_check.json_row` does; ``passed`` is set to false (whatever the score) when the
     JSON breaks the schema. Rows this module can decide exactly are scored column-wise, the others by ``json_rows``."""
-    return in_halves(lambda part: _json_frame(part, opts), frame, HALF_MIN_ROWS)
+    texts = prepared(frame)
+    decided = score_columns(texts, opts).with_columns(
+        pl.lit("processed").alias("status"), pl.lit(None, pl.Utf8).alias("error")
+    )
+    if decided.height == texts.height:
+        return decided.select(list(RESULT_SCHEMA))
+    rows = pl.Series("row", range(texts.height), pl.UInt32)
+    rest = rows.filter(~rows.is_in(decided["row"].implode()))
+    scored = json_rows(texts[rest], opts).with_columns(rest)
+    parts = [decided.select("row", *RESULT_SCHEMA), scored.select("row", *RESULT_SCHEMA)]
+    return pl.concat(parts).sort("row").drop("row")
 
 
 def prepared(frame: pl.DataFrame) -> pl.DataFrame:
@@ -93,20 +100,6 @@ def prepared(frame: pl.DataFrame) -> pl.DataFrame:
         extract_candidates(frame["output"].cast(pl.Utf8)).alias("candidate"),
         expected.cast(pl.Utf8),
     )
-
-
-def _json_frame(frame: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
-    texts = prepared(frame)
-    decided = score_columns(texts, opts).with_columns(
-        pl.lit("processed").alias("status"), pl.lit(None, pl.Utf8).alias("error")
-    )
-    if decided.height == texts.height:
-        return decided.select(list(RESULT_SCHEMA))
-    rows = pl.Series("row", range(texts.height), pl.UInt32)
-    rest = rows.filter(~rows.is_in(decided["row"].implode()))
-    scored = json_rows(texts[rest], opts).with_columns(rest)
-    parts = [decided.select("row", *RESULT_SCHEMA), scored.select("row", *RESULT_SCHEMA)]
-    return pl.concat(parts).sort("row").drop("row")
 
 
 def score_columns(prepared: pl.DataFrame, opts: Any, min_rows: int | None = None) -> pl.DataFrame:
