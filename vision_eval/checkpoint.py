@@ -94,7 +94,7 @@ def config_fingerprint(config: Any) -> dict[str, Any]:
         name: {k: v for k, v in redact(spec).items() if k not in NEUTRAL_SETTINGS}
         for name, spec in config.evaluators.items()
     }
-    return json.loads(
+    matched: dict[str, Any] = json.loads(
         json.dumps(
             {
                 "dataset": config.dataset.model_dump(mode="json"),
@@ -106,6 +106,7 @@ def config_fingerprint(config: Any) -> dict[str, Any]:
             default=str,
         )
     )
+    return matched
 
 
 class Checkpoints:
@@ -209,7 +210,8 @@ class Checkpoints:
         """The recorded run id and config, or ``None`` when there is no checkpoint."""
         if self.directory is None or not (self.directory / MANIFEST).is_file():
             return None
-        return json.loads((self.directory / MANIFEST).read_text(encoding="utf-8"))
+        recorded: dict[str, Any] = json.loads((self.directory / MANIFEST).read_text(encoding="utf-8"))
+        return recorded
 
     @property
     def journal_dir(self) -> Path | None:

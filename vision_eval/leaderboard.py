@@ -9,6 +9,7 @@ is listed unranked, with a note saying why.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -255,7 +256,7 @@ def markdown(board: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def write_leaderboard(paths: list[str | Path], out_dir: str | Path | None = None) -> tuple[pl.DataFrame, Path]:
+def write_leaderboard(paths: Sequence[str | Path], out_dir: str | Path | None = None) -> tuple[pl.DataFrame, Path]:
     """Build the leaderboard of every run under ``paths`` and write it (default: into the first path)."""
     from vision_eval.report.sources import find_run_dirs
 

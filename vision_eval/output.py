@@ -167,7 +167,8 @@ class EvalResult:
     @property
     def metrics(self) -> dict[str, dict[str, Any]]:
         """Dataset-level metrics per evaluator (AP, F1, agreement...)."""
-        return self.run_info.get("metrics", {})
+        metrics: dict[str, dict[str, Any]] = self.run_info.get("metrics", {})
+        return metrics
 
     def __repr__(self) -> str:
         return f"EvalResult(run_id={self.run_id!r}, output_dir={self.output_dir!r}, exit_code={self.exit_code})"

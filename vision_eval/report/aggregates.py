@@ -95,10 +95,11 @@ def run_entry(source: Any) -> dict[str, Any]:
 
 def variant_board(data: ReportInput) -> pl.DataFrame:
     """The leaderboard of the report's variants, computed from its results (when no leaderboard came with them)."""
-    first = {}
+    first: dict[str, Any] = {}
     for source in data.runs:
         first.setdefault(source.label, source.info)
-    labels, protocols = [], []
+    labels: list[Any] = []
+    protocols: list[Any] = []
     for label, info in first.items():
         columns, by_evaluator = run_columns(info, label)
         labels.append({RUN_COLUMN: label, **columns})

@@ -64,8 +64,8 @@ def _meta_text(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
-        return clean(value)
-    return clean(json.dumps(value, ensure_ascii=False, default=str))
+        return str(clean(value))
+    return str(clean(json.dumps(value, ensure_ascii=False, default=str)))
 
 
 def _cut(column: str) -> pl.Expr:
@@ -129,13 +129,13 @@ def results_json(
     if not results.height:
         return {}
     frame = results.with_columns(_cut(c) for c in ("error", "details") if c in results.columns)
-    extra = []
+    extra: list[str] = []
     for table, columns, name in ((dimensions, DIMENSION_COLUMNS, "dimensions"), (fields, FIELD_COLUMNS, "fields")):
         if table.height:
             frame = frame.join(_grouped(table, columns, name), on=_RESULT_KEY, how="left", maintain_order="left")
             extra.append(name)
-    columns = ([RUN_COLUMN] if compare else []) + _present(frame, RESULT_COLUMNS) + extra
-    encoded = frame.select(KEY, pl.struct(columns).struct.json_encode().alias("_json"))
+    selected = ([RUN_COLUMN] if compare else []) + _present(frame, RESULT_COLUMNS) + extra
+    encoded = frame.select(KEY, pl.struct(selected).struct.json_encode().alias("_json"))
     joined = encoded.group_by(KEY, maintain_order=True).agg(pl.col("_json").str.join(","))
     return dict(joined.iter_rows())
 

@@ -60,7 +60,8 @@ def _cards(
     several = len(set(data.datasets.values())) > 1
     texts = card_texts(keys, embedded_samples, encoded, changed, thumbs, display, several)
 
-    kept, spent, failing_kept = [], 0, 0
+    kept: list[tuple[int, str]] = []
+    spent, failing_kept = 0, 0
     for rank, order, text in sorted(texts):  # the exact size, in case the estimate was short: last ranks go first
         size = len(text.encode("utf-8")) + 1
         if kept and spent + size > limits.sample_bytes:

@@ -207,8 +207,9 @@ def image_entries(
         if not ref:
             continue
         path = ref.get("path")
-        local = path and ref.get("source") != "url"
-        entry: dict[str, Any] = {"name": (display.name(path) if display else Path(path).name) if local else path}
+        local = isinstance(path, str) and path and ref.get("source") != "url"
+        name = (display.name(path) if display else Path(path).name) if isinstance(path, str) and local else path
+        entry: dict[str, Any] = {"name": name}
         reason = _unavailable(ref)
         if reason is not None and display is not None:
             reason = display.text(reason)

@@ -116,7 +116,10 @@ def label_mask(pred: Boxes, gt: Boxes) -> np.ndarray | None:
     """``(n, m)`` True where labels agree, or ``None`` when some box (on either side) has no label."""
     if any(x is None for x in pred.labels + gt.labels):
         return None
-    return np.array(pred.labels, dtype=object).reshape(-1, 1) == np.array(gt.labels, dtype=object).reshape(1, -1)
+    mask: np.ndarray = np.array(pred.labels, dtype=object).reshape(-1, 1) == np.array(gt.labels, dtype=object).reshape(
+        1, -1
+    )
+    return mask
 
 
 @dataclass
@@ -221,7 +224,8 @@ def coco_tp_batch(iou: np.ndarray, scores: np.ndarray, pred_valid: np.ndarray) -
     hard = np.nonzero(contested)[0]
     if hard.size:
         tp[hard] = _greedy_tp(iou[hard], scores[hard], pred_valid[hard])
-    return tp
+    flags: np.ndarray = tp
+    return flags
 
 
 def _greedy_tp(iou: np.ndarray, scores: np.ndarray, pred_valid: np.ndarray) -> np.ndarray:
@@ -247,7 +251,8 @@ def _greedy_tp(iou: np.ndarray, scores: np.ndarray, pred_valid: np.ndarray) -> n
 
 def bits(flags: np.ndarray) -> np.ndarray:
     """Threshold flags ``(..., T)`` packed into ints (bit t = TP at ``COCO_THRESHOLDS[t]``)."""
-    return (flags.astype(np.int64) << np.arange(flags.shape[-1], dtype=np.int64)).sum(axis=-1)
+    packed: np.ndarray = (flags.astype(np.int64) << np.arange(flags.shape[-1], dtype=np.int64)).sum(axis=-1)
+    return packed
 
 
 def ap_from_classes(
