@@ -32,21 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from vision_eval.testing.fake_providers import serve_in_subprocess  # noqa: E402
+
 PROMPT = 'Judge this answer. Respond with {"scores": {"accuracy": <0..1>}, "reasoning": "..."}. Answer #'
-
-
-def spawn_fake(latency: float) -> tuple[subprocess.Popen, str]:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vision_eval.testing.fake_providers", "--latency", str(latency), "--no-inspect"],
-        stdout=subprocess.PIPE,
-        env=env,
-    )
-    line = proc.stdout.readline().decode().strip() if proc.stdout else ""
-    if not line.startswith("PORT "):
-        proc.kill()
-        raise RuntimeError(f"fake server did not start: {line!r}")
-    return proc, f"http://127.0.0.1:{line.split()[1]}/v1"
 
 
 def report(name: str, calls: int, wall: float, cpu: float, concurrency: int, latency: float) -> dict:
@@ -244,7 +232,7 @@ def main() -> None:
         child(args.child, args.base, args.calls, args.concurrency)
         return
 
-    proc, base = spawn_fake(args.latency)
+    proc, base = serve_in_subprocess(args.latency)
     figures = []
     try:
         c, lat = args.concurrency, args.latency

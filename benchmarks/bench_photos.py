@@ -28,7 +28,6 @@ import argparse
 import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,23 +45,10 @@ import vision_eval as ve  # noqa: E402
 import vision_eval.grading.base as grading_base  # noqa: E402
 from vision_eval.config import ImagePolicy  # noqa: E402
 from vision_eval.images.policy import prepare_image  # noqa: E402
+from vision_eval.testing.fake_providers import serve_in_subprocess  # noqa: E402
 from vision_eval.testing.photos import photo  # noqa: E402
 
 PROMPT = "---\ndimensions: {accuracy: 1}\n---\nDoes {{ image_reference }} show this?\nAnswer: {{ output }}\n"
-
-
-def spawn_fake() -> tuple[subprocess.Popen, str]:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vision_eval.testing.fake_providers", "--latency", "0", "--no-inspect"],
-        stdout=subprocess.PIPE,
-        env=env,
-    )
-    line = proc.stdout.readline().decode().strip() if proc.stdout else ""
-    if not line.startswith("PORT "):
-        proc.kill()
-        raise RuntimeError(f"fake server did not start: {line!r}")
-    return proc, f"http://127.0.0.1:{line.split()[1]}/v1"
 
 
 @contextmanager
@@ -201,7 +187,7 @@ def main() -> None:
     n = args.photos
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; {n} distinct 4000x3000 JPEGs, "
           f"concurrency {args.concurrency}, fake at zero latency (images not decoded there)\n")  # fmt: skip
-    proc, base = spawn_fake()
+    proc, base = serve_in_subprocess()
     with tempfile.TemporaryDirectory(prefix="bench-photos-") as tmp:
         folder = Path(tmp)
         start = time.perf_counter()

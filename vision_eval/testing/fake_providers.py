@@ -21,11 +21,15 @@ import base64
 import io
 import json
 import math
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 COLOURS = {
@@ -480,6 +484,20 @@ def _shape(provider: str, model: str, reply: str, prompt: int, completion: int, 
         "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
         **action.extra,
     }
+
+
+def serve_in_subprocess(latency: float = 0.0, inspect_images: bool = False) -> tuple[subprocess.Popen[bytes], str]:
+    """The fake servers in a process of their own (a benchmark's client then has this process to itself): the
+    process and its OpenAI base URL. The child imports this package from the same place as the caller."""
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+    command = [sys.executable, "-m", "vision_eval.testing.fake_providers", "--latency", str(latency)]
+    proc = subprocess.Popen(command + ([] if inspect_images else ["--no-inspect"]), stdout=subprocess.PIPE, env=env)
+    line = proc.stdout.readline().decode().strip() if proc.stdout else ""
+    if not line.startswith("PORT "):
+        proc.kill()
+        raise RuntimeError(f"fake server did not start: {line!r}")
+    return proc, f"http://127.0.0.1:{line.split()[1]}/v1"
 
 
 def main() -> None:
