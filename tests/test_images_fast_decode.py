@@ -126,9 +126,12 @@ def test_fast_decode_reduces_a_jpeg_only_as_far_as_the_sent_size_allows() -> Non
         decoded = decode(data, reduce_to=lambda w, h, m=max_side: target_size(w, h, m, None))
         assert (decoded.width, decoded.height) == (3000, 4000)
         assert decoded.scale == scale
-        assert decoded.image.size == (-(-3000 // scale), -(-4000 // scale))
-        assert (decoded.box is None) == (scale == 1)
-        sent = target_size(3000, 4000, max_side, None)
+        if scale == 1:  # turned upright at once
+            assert decoded.image.size == (3000, 4000) and decoded.box is None
+            continue
+        assert decoded.image.size == (-(-4000 // scale), -(-3000 // scale))  # as stored, turned after resizing
+        assert decoded.box == (0, 0, 4000 / scale, 3000 / scale)
+        sent = decoded.stored_size(target_size(3000, 4000, max_side, None))
         assert decoded.image.size[0] >= sent[0] and decoded.image.size[1] >= sent[1]
 
 
