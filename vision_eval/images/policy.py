@@ -64,14 +64,14 @@ def target_size(width: int, height: int, max_side: int | None, max_pixels: int |
 
 
 def policy_record(policy: ImagePolicy) -> dict[str, Any]:
-    """The policy fields that shape the sent bytes (recorded per image; ``fast_decode`` only when on)."""
+    """The policy fields that shape the sent bytes (recorded per image)."""
     return {
         "max_side": policy.max_side,
         "max_pixels": policy.max_pixels,
         "format": policy.format,
         "quality": policy.quality,
         "detail": policy.detail,
-        **({"fast_decode": True} if getattr(policy, "fast_decode", False) else {}),
+        "fast_decode": bool(getattr(policy, "fast_decode", False)),
     }
 
 
@@ -131,6 +131,7 @@ def prepare_image(
         meta={
             "policy": policy_record(policy),
             **({"exif_orientation": decoded.orientation} if decoded.orientation != 1 else {}),
+            **({"decode_scale": decoded.scale} if decoded.scale > 1 else {}),
         },
     )
 
