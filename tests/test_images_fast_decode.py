@@ -186,3 +186,16 @@ def test_lanczos_matches_pillows_size_mode_and_pixel_placement(mode: str, stored
     error = np.mean((ours_px - pillow_px) ** 2)
     assert error > 0  # resized by libvips, not by Pillow
     assert 10 * np.log10(255**2 / error) > 50 and np.abs(ours_px - pillow_px).max() <= 12
+
+
+def test_a_libvips_failure_is_a_plain_image_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyvips
+
+    from vision_eval.images.media import ImageError
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise pyvips.Error("out of memory")
+
+    monkeypatch.setattr(pyvips.Image, "reduce", failing)
+    with pytest.raises(ImageError, match=r"cannot re-encode the image \(image/jpeg, mode RGB\)"):
+        prepare_image(photo(5, 1280, 960), ImagePolicy(max_side=320))

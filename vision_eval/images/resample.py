@@ -27,8 +27,12 @@ def lanczos(image: Any, size: tuple[int, int], box: tuple[float, float, float, f
         return image.resize(size, Image.Resampling.LANCZOS, box=box)
     import pyvips
 
-    source = pyvips.Image.new_from_memory(image.tobytes(), image.width, image.height, bands, "uchar")
-    reduced = source.reduce(image.width / size[0], image.height / size[1], kernel="lanczos3")
-    if (reduced.width, reduced.height) != size:  # not met in testing; Pillow's size is the contract
-        return image.resize(size, Image.Resampling.LANCZOS, box=box)
-    return Image.frombytes(image.mode, size, reduced.write_to_memory())
+    try:
+        source = pyvips.Image.new_from_memory(image.tobytes(), image.width, image.height, bands, "uchar")
+        reduced = source.reduce(image.width / size[0], image.height / size[1], kernel="lanczos3")
+        if (reduced.width, reduced.height) != size:  # not met in testing; Pillow's size is the contract
+            return image.resize(size, Image.Resampling.LANCZOS, box=box)
+        pixels = reduced.write_to_memory()
+    except pyvips.Error as exc:  # out of memory, or a libvips fault: the row's reason, not a crash
+        raise ValueError(f"libvips cannot resize the image: {exc.message}") from None
+    return Image.frombytes(image.mode, size, pixels)
