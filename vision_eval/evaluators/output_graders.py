@@ -1,7 +1,8 @@
-"""Model-graded assertions with promptfoo's grading contracts, graded with the images in view.
+"""Model-graded assertions on one output with promptfoo's grading contracts, graded with the images in view.
 
-``llm_rubric``, ``g_eval``, ``factuality`` and ``closed_qa`` live here; ``context_recall``,
-``context_faithfulness`` and ``select_best`` in :mod:`vision_eval.evaluators.graded_context`. All share
+``llm_rubric``, ``g_eval``, ``factuality`` and ``closed_qa`` (the output against a rubric, criteria or a reference
+answer) live here; ``context_recall`` and ``context_faithfulness`` in :mod:`vision_eval.evaluators.context_graders`,
+``select_best`` in :mod:`vision_eval.evaluators.select_best`. All share
 :class:`vision_eval.grading.base.GradedEvaluator` (images, samples, panel, calibration, grader errors).
 A reply that breaks the contract, or a call that fails after its retries, is an ``error`` row (raw reply
 in ``details.reply``), never ``passed: false``.
