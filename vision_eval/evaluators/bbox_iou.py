@@ -53,6 +53,7 @@ class BboxIou(Evaluator[BboxIouSettings]):
     settings_model = BboxIouSettings
     required_columns = ("output", "expected_output")
     default_threshold = 0.5
+    splittable = True  # each row is scored on its own; AP reads the rows' inputs only in summarize_from
 
     def columns_needed(self) -> tuple[str, ...]:
         s = self.settings

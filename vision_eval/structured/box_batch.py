@@ -8,7 +8,6 @@ returned for the row-wise path in :mod:`vision_eval.evaluators.bbox_iou`, which 
 from __future__ import annotations
 
 import itertools
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -150,12 +149,11 @@ def evaluate_batch(outputs: pl.Series, expected: pl.Series, opts: BoxOptions, si
         packed = bx.bits(bx.coco_tp_batch(iou, sp, vp))
         p_bits[sel_p] = packed[rp, p_pos[sel_p]]
 
-    # Rows in chunks of similar box counts, so the padded arrays are mostly real boxes; numpy releases the GIL, so
-    # two threads keep both cores busy (each chunk writes only its own rows).
+    # Rows in chunks of similar box counts, so the padded arrays are mostly real boxes (each chunk writes only its
+    # own rows). Threads are the engine's: bbox_iou is splittable, a large batch comes as two halves on two threads.
     by_size = keep[np.lexsort((n_g[keep], n_p[keep]))]
-    chunks = [by_size[lo : lo + CHUNK] for lo in range(0, by_size.size, CHUNK)]
-    with ThreadPoolExecutor(2) as pool:
-        list(pool.map(match_chunk, chunks))
+    for lo in range(0, by_size.size, CHUNK):
+        match_chunk(by_size[lo : lo + CHUNK])
 
     kp, kg = n_p[keep].astype(float), n_g[keep].astype(float)
     t = tp[keep]
