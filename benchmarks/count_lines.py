@@ -20,13 +20,18 @@ from pathlib import PurePosixPath
 
 NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
 NOT_CODE |= {tokenize.ENCODING}
+GRADING = ["vision_eval/grading/", "vision_eval/evaluators/graded", "vision_eval/evaluators/output_graders.py"]
+GRADING += ["vision_eval/evaluators/context_graders.py", "vision_eval/evaluators/select_best.py"]
+GRADING += [f"vision_eval/llm/{m}.py" for m in ("graded", "grading", "graders", "grader_prompts", "calibration")]
+GRADING += ["vision_eval/llm/reliability.py"]
 GROUPS = {
-    "validators (+ tests/reference)": ["vision_eval/validators", "tests/reference"],
-    "structured": ["vision_eval/structured"],
-    "llm + grading": ["vision_eval/llm", "vision_eval/grading"],
+    "validators (+ tests/reference)": ["vision_eval/validators/", "tests/reference/"],
+    "structured": ["vision_eval/structured/"],
+    "llm + grading": ["vision_eval/llm/", "vision_eval/grading/"],
+    "model grading (llm's, grading/, evaluators')": GRADING,
 }
-"""The packages the line goal is measured on (the grading modules lived in ``llm/`` before ``grading/`` existed;
-the validators' row-wise definitions lived in ``tests/reference``)."""
+"""The parts the line goal is measured on, as path prefixes (the grading modules lived in ``llm/`` before
+``grading/`` existed; the validators' row-wise definitions lived in ``tests/reference``)."""
 
 
 def git(*args: str) -> str:
@@ -54,17 +59,20 @@ def package_of(path: str) -> str:
     return "/".join(parts[:2])
 
 
-def count(rev: str, by_file: str | None = None) -> dict[str, int]:
-    """Code lines per package at ``rev`` (per file of the package ``by_file``)."""
+def count(rev: str) -> dict[str, int]:
+    """Code lines per Python file at ``rev``."""
     files = git("ls-tree", "-r", "--name-only", rev, "--", "vision_eval", "tests/reference").split()
+    return {path: code_lines(git("show", f"{rev}:{path}")) for path in files if path.endswith(".py")}
+
+
+def by_package(files: dict[str, int]) -> dict[str, int]:
     totals: dict[str, int] = defaultdict(int)
-    for path in files:
-        if path.endswith(".py") and (by_file is None or package_of(path) == by_file):
-            totals[path if by_file else package_of(path)] += code_lines(git("show", f"{rev}:{path}"))
+    for path, lines in files.items():
+        totals[package_of(path)] += lines
     return dict(totals)
 
 
-def table(base: dict[str, int], head: dict[str, int], labels: tuple[str, str], width: int = 40) -> None:
+def table(base: dict[str, int], head: dict[str, int], labels: tuple[str, str], width: int) -> None:
     print(f"{'':<{width}}{labels[0]:>10}{labels[1]:>10}{'change':>9}")
     for name in sorted(set(base) | set(head), key=lambda n: (n.startswith("tests"), n)):
         old, new = base.get(name, 0), head.get(name, 0)
@@ -77,17 +85,18 @@ def main() -> None:
     parser.add_argument("head", nargs="?", default="HEAD")
     parser.add_argument("--files", metavar="PACKAGE", help="one line per file of this package (vision_eval/llm...)")
     args = parser.parse_args()
-    labels, width = (args.base, args.head), 40
-    if args.files:
-        table(count(args.base, args.files), count(args.head, args.files), labels, width)
-        return
+    labels, width = (args.base, args.head), 46
     base, head = count(args.base), count(args.head)
-    table(base, head, labels, width)
+    if args.files:
+        files = [{k: v for k, v in side.items() if package_of(k) == args.files} for side in (base, head)]
+        table(files[0], files[1], labels, width)
+        return
+    table(by_package(base), by_package(head), labels, width)
     print()
-    for group, members in GROUPS.items():
-        old, new = (sum(side.get(m, 0) for m in members) for side in (base, head))
+    for group, prefixes in GROUPS.items():
+        old, new = (sum(v for k, v in side.items() if k.startswith(tuple(prefixes))) for side in (base, head))
         print(f"{group:<{width}}{old:>10}{new:>10}{new - old:>+9}")
-    old, new = (sum(v for k, v in side.items() if k.startswith("vision_eval")) for side in (base, head))
+    old, new = (sum(v for k, v in side.items() if k.startswith("vision_eval/")) for side in (base, head))
     print(f"{'vision_eval (all)':<{width}}{old:>10}{new:>10}{new - old:>+9}")
 
 
