@@ -95,7 +95,8 @@ class Decoded:
     height: int
     """Height after the EXIF orientation is applied."""
     orientation: int = 1
-    """The EXIF orientation tag (1: upright; 2-8: the image was flipped or rotated to apply it)."""
+    """The EXIF orientation tag (1: upright; 2-8: the image was flipped or rotated to apply it, or, after a reduced
+    decode, is to be once resized)."""
     scale: int = 1
     """1: ``image`` has the source's pixels; 2, 4 or 8: a JPEG decoded at that reduction (DCT scaling), so
     ``image`` is about ``width / scale`` x ``height / scale`` and still as stored: resize it (within ``box``) to
