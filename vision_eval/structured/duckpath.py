@@ -31,6 +31,7 @@ import polars as pl
 
 from vision_eval import duck
 from vision_eval.structured import matching as m
+from vision_eval.structured import msgpath
 from vision_eval.structured.candidates import Paths, candidates, prepare_candidates
 from vision_eval.structured.fastpath import CANONICAL_NUMBER, KIND, Side, python_value
 from vision_eval.structured.masked import only
@@ -116,6 +117,9 @@ class _Stream:
         return self.frame.__arrow_c_stream__(requested_schema)
 
 
+SMALL_BATCH = 50_000
+"""Batches up to this many rows are read by :mod:`msgpath` (msgspec, row by row: no engine to start), larger ones by
+DuckDB (parallel C++, once started). Both give the reference's values."""
 SMALL_RESULT = 20_000
 """Up to this many rows a result comes back as Python rows; larger ones through pyarrow, which costs half as much
 per row but 0.1-0.2 s to import, more than a small batch costs (and importing it in the background would hold the
@@ -188,6 +192,9 @@ def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame
     DuckDB's tokens are the reference's values (the text is a JSON object DuckDB reads as ``json.loads`` does and no key
     on a path repeats), no where the text is decided not to be JSON; tokens of the other rows are null."""
     trusted, lenient = ({n: cands[f"{n}_{flag}"] for n in names} for flag in ("trusted", "lenient"))
+    if cands.height <= SMALL_BATCH and msgpath.supported(paths):
+        # msgspec reads repeated keys as json.loads does: every row it read is decided.
+        return msgpath.tokens(cands.select(names), trusted, lenient, paths)
     tokens = _duckdb_tokens(cands.select(names), trusted, lenient, paths)
     nodes = _nodes(paths)
     counted = []

@@ -1,0 +1,152 @@
+"""``field_accuracy`` extraction for small batches: msgspec reads each candidate object into a structure typed after
+the configured paths, whose leaves are raw JSON tokens (``msgspec.Raw``), the tokens :mod:`duckpath`'s DuckDB query
+returns. No query engine starts: DuckDB's start (~0.1 s with its import) costs more than a small batch.
+
+msgspec accepts exactly the JSON ``json.loads`` accepts, except ``NaN``/``Infinity`` and lone surrogates (it refuses
+them), and, as ``json.loads``, takes the last of repeated keys: so a row it reads holds the reference's values (no
+repeated-key test is needed) and a row it refuses goes to the reference. A value of another type where a path needs
+an object (a string, a number, an array) fails validation: that row goes to the reference too. Paths with an index
+step (a list index or a numeric key, decided per value), or a path that ends where another goes on, are left to
+DuckDB (:func:`supported`).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import polars as pl
+
+from vision_eval.structured.candidates import Paths
+
+TOKEN_SEPARATOR = b"\x1f"
+"""Never inside a raw JSON token (a control character is not JSON outside strings, nor raw inside one)."""
+
+
+def supported(paths: Paths) -> bool:
+    """Whether msgspec can read these paths: keys only, and no path a prefix of another."""
+    if any(not isinstance(step, str) for steps in paths for step in steps):
+        return False
+    return not any(a != b and b[: len(a)] == a for a in paths for b in paths)
+
+
+@lru_cache(maxsize=64)
+def _reader(paths: Paths) -> tuple[Any, list[list[str]]]:
+    """A decoder of the structure the paths need, and per path its attribute names (one per step)."""
+    import msgspec
+
+    tree: dict[str, Any] = {}
+    for steps in paths:
+        node = tree
+        for step in steps:
+            node = node.setdefault(str(step), {})
+
+    def struct(node: dict[str, Any], name: str) -> tuple[Any, dict[str, str]]:
+        fields: list[tuple[str, Any, Any]] = []
+        attrs: dict[str, str] = {}
+        for j, (key, below) in enumerate(node.items()):
+            attr = f"f{j}"
+            attrs[key] = attr
+            if below:
+                sub, _ = struct(below, f"{name}_{j}")
+                fields.append((attr, sub | None, None))
+            else:
+                fields.append((attr, msgspec.Raw, msgspec.Raw()))
+        return msgspec.defstruct(name, fields, rename={a: k for k, a in attrs.items()}), attrs
+
+    root, _ = struct(tree, "Doc")
+    chains = []
+    for steps in paths:
+        node, chain = tree, []
+        for step in steps:
+            chain.append(f"f{list(node).index(str(step))}")
+            node = node[str(step)]
+        chains.append(chain)
+    return msgspec.json.Decoder(root), chains
+
+
+def prepare(paths: Paths) -> None:
+    """Build (and cache) the decoder for these paths, importing msgspec."""
+    if supported(paths):
+        _reader(paths)
+
+
+def tokens(
+    texts: pl.DataFrame, trusted: dict[str, pl.Series], lenient: dict[str, pl.Series], paths: Paths
+) -> pl.DataFrame:
+    """What :func:`duckpath._duckdb_tokens` returns, read by msgspec: per text column ``c``: ``c_ok`` (a ``trusted``
+    text msgspec read), ``c_no`` (a ``lenient`` text decided not to be JSON, see :func:`_not_json`) and ``c_t{i}``,
+    the token of path ``i`` (null where the path does not resolve or the text was not read): its raw text, but a
+    string written with escapes is written as DuckDB writes it (escaped only where JSON requires it)."""
+    import msgspec
+
+    decoder, chains = _reader(paths)
+    decode, error = decoder.decode, (msgspec.DecodeError, msgspec.ValidationError)
+    empty = msgspec.Raw()
+    out: list[pl.Series] = []
+    for c in texts.columns:
+        rows = trusted[c].arg_true()
+        docs: list[Any] = []
+        for text in texts[c].gather(rows).to_list():
+            try:
+                docs.append(decode(text))
+            except error:
+                docs.append(None)
+        read = pl.Series([d is not None for d in docs], dtype=pl.Boolean)
+        ok = pl.Series(f"{c}_ok", [False] * texts.height, dtype=pl.Boolean).scatter(rows, read)
+        out += [ok, _not_json(texts[c], lenient[c]).alias(f"{c}_no")]
+        if not rows.len():
+            out += [pl.Series(f"{c}_t{i}", [None] * texts.height, dtype=pl.Utf8) for i in range(len(chains))]
+            continue
+        leaves: list[Any] = []
+        for chain in chains:
+            level = docs
+            for attr in chain[:-1]:
+                level = [None if d is None else getattr(d, attr) for d in level]
+            leaf = chain[-1]
+            leaves += [empty if d is None else getattr(d, leaf) for d in level]
+        joined = TOKEN_SEPARATOR.join(leaves).decode()
+        pieces = _unescaped(pl.Series([joined]).str.split(TOKEN_SEPARATOR.decode()).explode())
+        for i in range(len(chains)):
+            piece = pieces.slice(i * rows.len(), rows.len())
+            token = pl.select(pl.when(piece != "").then(piece)).to_series()
+            out.append(pl.Series(f"{c}_t{i}", [None] * texts.height, dtype=pl.Utf8).scatter(rows, token))
+    return pl.DataFrame(out)
+
+
+def _unescaped(pieces: pl.Series) -> pl.Series:
+    """String tokens written with escapes (``"Z\\u00fcrich"``) rewritten with as few as JSON allows, as DuckDB
+    returns them (most then need no re-reading by ``json.loads``)."""
+    import msgspec
+
+    rows = (pieces.str.starts_with('"') & pieces.str.contains("\\", literal=True)).arg_true()
+    if not rows.len():
+        return pieces
+    encode, decode = msgspec.json.encode, msgspec.json.decode
+    texts = [encode(decode(t)).decode() for t in pieces.gather(rows).to_list()]
+    return pieces.scatter(rows, pl.Series(texts, dtype=pl.Utf8))
+
+
+_TRAILING_COMMAS = r'("(?:[^"\\]|\\.)*")|,([ \t\n\r]*[\]}])'
+"""A JSON string (kept), or a comma before a closing bracket outside strings (dropped)."""
+
+
+def _not_json(texts: pl.Series, lenient: pl.Series) -> pl.Series:
+    """Where a ``lenient`` text (an object with a trailing comma outside its strings, no fence) is one JSON value
+    once its trailing commas are dropped: ``json.loads`` fails at such a comma, on the whole text and on the object
+    at its first ``{`` alike, so the text holds no JSON the reference reads (what DuckDB's ``json_valid``, which
+    accepts trailing commas, decides on the large batches)."""
+    import msgspec
+
+    rows = lenient.arg_true()
+    out = pl.Series([False] * texts.len(), dtype=pl.Boolean)
+    if not rows.len():
+        return out
+    valid = []
+    for text in texts.gather(rows).str.replace_all(_TRAILING_COMMAS, "${1}${2}").to_list():
+        try:
+            msgspec.json.decode(text)
+            valid.append(True)
+        except msgspec.DecodeError:
+            valid.append(False)
+    return out.scatter(rows, pl.Series(valid, dtype=pl.Boolean))
