@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from functools import partial
 from typing import ClassVar, Literal
 
 import polars as pl
@@ -108,10 +107,6 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
     required_columns = ("output", "expected_output")
     default_threshold = 0.8
     splittable = True
-
-    def __init__(self, name: str, settings: FieldAccuracySettings, context: EvalContext | None = None) -> None:
-        super().__init__(name, settings, context)
-        duckpath.warm(partial(duckpath.prepare, settings.fields, 2), partial(fastpath.prepare, settings.fields))
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s = self.settings
