@@ -52,7 +52,9 @@ def _reader(paths: Paths) -> tuple[Any, list[list[str]]]:
                 fields.append((attr, sub | None, None))
             else:
                 fields.append((attr, msgspec.Raw, msgspec.Raw()))
-        return msgspec.defstruct(name, fields, rename={a: k for k, a in attrs.items()}), attrs
+        # gc=False: the structures hold no cycles, and tracking 10^4 of them set off collections of the whole heap.
+        struct_type = msgspec.defstruct(name, fields, rename={a: k for k, a in attrs.items()}, gc=False)
+        return struct_type, attrs
 
     root, _ = struct(tree, "Doc")
     chains = []
@@ -93,10 +95,10 @@ def tokens(
             except error:
                 docs.append(None)
         read = pl.Series([d is not None for d in docs], dtype=pl.Boolean)
-        ok = pl.Series(f"{c}_ok", [False] * texts.height, dtype=pl.Boolean).scatter(rows, read)
+        ok = _constant(f"{c}_ok", False, pl.Boolean, texts.height).scatter(rows, read)
         out += [ok, _not_json(texts[c], lenient[c]).alias(f"{c}_no")]
         if not rows.len():
-            out += [pl.Series(f"{c}_t{i}", [None] * texts.height, dtype=pl.Utf8) for i in range(len(chains))]
+            out += [_constant(f"{c}_t{i}", None, pl.Utf8, texts.height) for i in range(len(chains))]
             continue
         leaves: list[Any] = []
         for chain in chains:
@@ -110,8 +112,12 @@ def tokens(
         for i in range(len(chains)):
             piece = pieces.slice(i * rows.len(), rows.len())
             token = pl.select(pl.when(piece != "").then(piece)).to_series()
-            out.append(pl.Series(f"{c}_t{i}", [None] * texts.height, dtype=pl.Utf8).scatter(rows, token))
+            out.append(_constant(f"{c}_t{i}", None, pl.Utf8, texts.height).scatter(rows, token))
     return pl.DataFrame(out)
+
+
+def _constant(name: str, value: bool | None, dtype: type[pl.DataType], height: int) -> pl.Series:
+    return pl.Series(name, dtype=dtype).extend_constant(value, height)
 
 
 def _unescaped(pieces: pl.Series) -> pl.Series:
@@ -139,7 +145,7 @@ def _not_json(texts: pl.Series, lenient: pl.Series) -> pl.Series:
     import msgspec
 
     rows = lenient.arg_true()
-    out = pl.Series([False] * texts.len(), dtype=pl.Boolean)
+    out = _constant("no", False, pl.Boolean, texts.len())
     if not rows.len():
         return out
     valid = []
