@@ -14,7 +14,7 @@ from typing import ClassVar, Literal
 import polars as pl
 from pydantic import Field
 
-from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 from vision_eval.structured import duckpath, fastpath

@@ -120,7 +120,9 @@ def _groups(fmt_text: str) -> pl.Expr:
     ``t``."""
     plan = _plan(fmt_text)
     assert plan is not None
-    return pl.col("t").str.extract_groups(f"(?i)^(?P<all_>{plan[0]})")
+    # ASCII mode: only printable-ASCII strings are decided here, on which Python's Unicode classes (\d, \s) and
+    # case folding match what ASCII's do; they compile and run faster.
+    return pl.col("t").str.extract_groups(f"(?i-u)^(?P<all_>{plan[0]})")
 
 
 def _iso(column: str) -> tuple[pl.Expr, Parts]:
@@ -146,10 +148,17 @@ def _iso(column: str) -> tuple[pl.Expr, Parts]:
     return pl.when(ok).then(True), [year, month, day, *time]
 
 
-def _dateutil_months() -> dict[str, int]:
-    from dateutil.parser import parserinfo
+DATEUTIL_MONTHS = [
+    ("Jan", "January"), ("Feb", "February"), ("Mar", "March"), ("Apr", "April"), ("May", "May"), ("Jun", "June"),
+    ("Jul", "July"), ("Aug", "August"), ("Sep", "Sept", "September"), ("Oct", "October"), ("Nov", "November"),
+    ("Dec", "December"),
+]  # fmt: skip
+"""python-dateutil's month names (``parserinfo.MONTHS``, checked by the tests): written out, so that a batch no
+string of which dateutil must read does not import it."""
 
-    return {name.lower(): i for i, names in enumerate(parserinfo.MONTHS, start=1) for name in names}
+
+def _dateutil_months() -> dict[str, int]:
+    return {name.lower(): i for i, names in enumerate(DATEUTIL_MONTHS, start=1) for name in names}
 
 
 _MONTH_NAME = r"(?P<b>[A-Za-z]{3,9})"
@@ -238,13 +247,6 @@ def _stages(formats: tuple[str, ...], compare_time: bool, round_: int) -> Stages
     year, month, day, *time = [pl.col(f"c{j}") for j in range(6)]
     shown = pl.when(pl.col("first").is_null()).then(_shown(year, month, day, time, compare_time)).alias("d")
     return groups, steps, decide, shown
-
-
-def prepare_dates(formats: tuple[str, ...], compare_time: bool) -> None:
-    """Build (and cache) the expressions of both rounds of :func:`shown_date_column` (Python's strptime expressions
-    and the month tables included)."""
-    _stages(formats, compare_time, 0)
-    _stages(formats, compare_time, 1)
 
 
 def _round(frame: pl.DataFrame, stages: Stages) -> pl.DataFrame:

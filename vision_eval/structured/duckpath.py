@@ -22,8 +22,6 @@ objects/arrays are re-read with ``json.loads``.
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -32,7 +30,7 @@ import polars as pl
 from vision_eval import duck
 from vision_eval.structured import matching as m
 from vision_eval.structured import msgpath
-from vision_eval.structured.candidates import Paths, candidates, prepare_candidates
+from vision_eval.structured.candidates import Paths, candidates
 from vision_eval.structured.fastpath import CANONICAL_NUMBER, KIND, Side, python_value
 from vision_eval.structured.masked import only
 
@@ -142,34 +140,6 @@ def query(table: pl.DataFrame, sql: str) -> pl.DataFrame:
     return pl.DataFrame([pl.Series(name, values, dtype=dtype) for (name, dtype), values in zip(names, columns)])
 
 
-_WARM: list[bool] = []
-
-
-def warm(*tasks: Callable[[], None]) -> None:
-    """Start what the first batch would otherwise wait for, in a background thread: DuckDB (its import and start,
-    ~0.05 s), python-dateutil and ``_strptime`` (once per process), then ``tasks`` (an evaluator's own: building its
-    expressions, see :func:`prepare`). They overlap the dataset's loading (evaluators are built before the data are
-    read) instead of delaying the first batch."""
-    first = not _WARM
-    _WARM.append(True)
-
-    def start() -> None:
-        if first:
-            query(pl.DataFrame({"t": ["{}"]}), "SELECT json_valid(t) AS ok FROM texts")
-            import _strptime  # type: ignore[import-not-found]  # noqa: F401 - datetime.strptime imports it on first use
-
-            import dateutil.parser  # noqa: F401
-        for task in tasks:
-            try:
-                task()
-            except Exception:  # only a head start: the batch that needs it reports the error
-                continue
-
-    # Not a daemon: a process that exits at once (a config error right after the stack is built) waits the few
-    # milliseconds for it; a daemon thread inside DuckDB at interpreter shutdown aborts the process (exit -6).
-    threading.Thread(target=start, name="field-accuracy-warm", daemon=False).start()
-
-
 def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:
     """Whether an object on a path holds one of the path's keys more than once (DuckDB would read the first
     occurrence, ``json.loads`` reads the last)."""
@@ -217,21 +187,6 @@ def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame
         # Tokens of rows DuckDB may misread are dropped before they are read (json.loads would refuse "-inf").
         *(pl.when(ok[n]).then(pl.col(f"{n}_t{i}")).alias(f"{n}_t{i}") for n in names for i in range(len(paths))),
     )
-
-
-def prepare(specs: list[m.FieldSpec], sides: int) -> None:
-    """Build (and cache) the expressions :func:`extract_sides` runs for these fields on ``sides`` text columns: a
-    head start before the first batch."""
-    paths = tuple(m.parse_path(spec.path) for spec in specs)
-    names = tuple(f"c{j}" for j in range(sides))
-    prepare_candidates(names, paths)
-    texts = [spec.match != "exact" for spec in specs]
-    _side_exprs(tuple(f"{n}_t{i}" for n in names for i in range(len(paths))), tuple(texts * len(names)))
-    # DuckDB's first run of the extraction costs 20-100 ms more than the next ones (binding, starting the JSON
-    # functions and its threads): run it on a vector of small objects.
-    rows = pl.Series([True] * 2048)
-    sample = pl.DataFrame({n: ['{"a": 1}'] * rows.len() for n in names})
-    _duckdb_tokens(sample, {n: rows for n in names}, {n: rows for n in names}, paths)
 
 
 def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.FieldSpec]) -> dict[str, Any]:
