@@ -336,7 +336,7 @@ def test_field_accuracy_is_evaluate_row(
     from vision_eval.structured import duckpath, matching, msgpath
 
     if engine != "msgspec":
-        monkeypatch.setattr(duckpath, "SMALL_BATCH", 0)
+        monkeypatch.setattr(duckpath, "MSGSPEC_ROWS", 0)
     if engine == "duckdb arrow":
         monkeypatch.setattr(duckpath, "SMALL_RESULT", 0)
     read_by_msgspec = [0]

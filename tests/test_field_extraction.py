@@ -93,7 +93,7 @@ def result_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     """Small batches are read by msgspec; larger ones by DuckDB, whose results come back as Python rows or (the
     largest) through Arrow: all three are tested."""
     if request.param != "msgspec":
-        monkeypatch.setattr(duckpath, "SMALL_BATCH", 0)
+        monkeypatch.setattr(duckpath, "MSGSPEC_ROWS", 0)
     if request.param == "arrow":
         monkeypatch.setattr(duckpath, "SMALL_RESULT", 0)
     return str(request.param)
@@ -220,6 +220,31 @@ def test_msgspec_leaves_the_reference_only_what_it_refuses(monkeypatch: pytest.M
     assert ok.to_list() == [m.extract_json(t)[0] for t in batch["output"]]
 
 
+def test_an_evaluator_reads_its_first_rows_with_msgspec_then_with_duckdb(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vision_eval.evaluator import EvalContext
+    from vision_eval.evaluators.field_accuracy import FieldAccuracy, FieldAccuracySettings
+    from vision_eval.structured import msgpath
+
+    readers: list[str] = []
+
+    def logged(reader: Any, label: str) -> Any:
+        def read(*args: Any) -> Any:
+            readers.append(label)
+            return reader(*args)
+
+        return read
+
+    monkeypatch.setattr(msgpath, "tokens", logged(msgpath.tokens, "msgspec"))
+    monkeypatch.setattr(duckpath, "_duckdb_tokens", logged(duckpath._duckdb_tokens, "duckdb"))
+    monkeypatch.setattr(duckpath, "MSGSPEC_ROWS", 2 * len(DOCS))
+    evaluator = FieldAccuracy("f", FieldAccuracySettings(fields=KEY_FIELDS), EvalContext())
+    batch = pl.DataFrame({"id": [str(i) for i in range(len(DOCS))], "output": DOCS, "expected_output": DOCS[::-1]})
+    outs = [evaluator.evaluate(batch) for _ in range(3)]
+    assert readers == ["msgspec", "msgspec", "duckdb"]
+    assert outs[0].results.equals(outs[2].results)
+    assert outs[0].fields is not None and outs[0].fields.equals(outs[2].fields)
+
+
 def test_plain_documents_never_reach_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
     """Plain, fenced and prose-wrapped objects are read by DuckDB (index paths: at every batch size); only what it
     may misread goes row by row."""
@@ -332,7 +357,8 @@ def test_generated_documents_match_reference(result_path: str) -> None:
     paths = ["a", "b.c", "items[0]", "items.1.n", "0", "b.0.a", "é", "weird key", "n"]
     fields = [{"path": p, "match": "fuzzy"} for p in paths]
     specs = [m.FieldSpec(**f) for f in fields]
-    ok, _, sides = duckpath.extract_sides(pl.DataFrame({"output": texts}), ("output",), specs)["output"]
+    frame = pl.DataFrame({"output": texts})
+    ok, _, sides = duckpath.extract_sides(frame, ("output",), specs, result_path == "msgspec")["output"]
     for row, text in enumerate(texts):
         good, value = m.extract_json(text)
         assert ok[row] == good, text

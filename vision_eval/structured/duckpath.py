@@ -115,9 +115,10 @@ class _Stream:
         return self.frame.__arrow_c_stream__(requested_schema)
 
 
-SMALL_BATCH = 50_000
-"""Batches up to this many rows are read by :mod:`msgpath` (msgspec, row by row: no engine to start), larger ones by
-DuckDB (parallel C++, once started). Both give the reference's values."""
+MSGSPEC_ROWS = 100_000
+"""An evaluator reads its first rows, up to this many, with :mod:`msgpath` (msgspec, row by row: no engine to start);
+the later ones (and a first batch larger than this) with DuckDB, which costs ~0.1 s to start, then reads faster, in
+parallel C++ that releases the interpreter lock (the halves of a batch overlap). Both give the reference's values."""
 SMALL_RESULT = 20_000
 """Up to this many rows a result comes back as Python rows; larger ones through pyarrow, which costs half as much
 per row but 0.1-0.2 s to import, more than a small batch costs (and importing it in the background would hold the
@@ -157,12 +158,13 @@ def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:
     return query(texts.alias("t").to_frame(), sql).to_series()
 
 
-def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame:
+def _decide(cands: pl.DataFrame, names: list[str], paths: Paths, by_msgspec: bool) -> pl.DataFrame:
     """``{c}_ok``, ``{c}_no`` and ``{c}_t{i}`` per text column ``c`` (of :func:`candidates.candidates`): ok where
     DuckDB's tokens are the reference's values (the text is a JSON object DuckDB reads as ``json.loads`` does and no key
-    on a path repeats), no where the text is decided not to be JSON; tokens of the other rows are null."""
+    on a path repeats), no where the text is decided not to be JSON; tokens of the other rows are null. Read by
+    msgspec instead where ``by_msgspec`` and it can read the paths (:func:`msgpath.supported`)."""
     trusted, lenient = ({n: cands[f"{n}_{flag}"] for n in names} for flag in ("trusted", "lenient"))
-    if cands.height <= SMALL_BATCH and msgpath.supported(paths):
+    if by_msgspec and msgpath.supported(paths):
         # msgspec reads repeated keys as json.loads does: every row it read is decided.
         return msgpath.tokens(cands.select(names), trusted, lenient, paths)
     tokens = _duckdb_tokens(cands.select(names), trusted, lenient, paths)
@@ -189,14 +191,17 @@ def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame
     )
 
 
-def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.FieldSpec]) -> dict[str, Any]:
+def extract_sides(
+    batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.FieldSpec], by_msgspec: bool = True
+) -> dict[str, Any]:
     """Per column ``(ok, deep, sides)``: whether each row holds JSON (a JSON object for ``expected_output``), whether
-    it nests deeper than :data:`values.MAX_DEPTH` (never read), and per field its values (:class:`Side`)."""
+    it nests deeper than :data:`values.MAX_DEPTH` (never read), and per field its values (:class:`Side`). Read by
+    msgspec where ``by_msgspec`` and it can read the paths, else by DuckDB (see :data:`MSGSPEC_ROWS`)."""
     paths = tuple(m.parse_path(spec.path) for spec in specs)
     names = [f"c{j}" for j in range(len(columns))]
     raw = batch.select(pl.col(col).cast(pl.Utf8).alias(n) for col, n in zip(columns, names))
     cands = candidates(raw, paths)
-    decided = _decide(cands, names, paths)
+    decided = _decide(cands, names, paths, by_msgspec)
     texts = [spec.match != "exact" for spec in specs]  # exact compares JSON texts, the others read the value
     escaped = [cands[f"{n}_esc"] for n in names for _ in paths]
     # Both sides in one call: fewer, wider Polars operations.
