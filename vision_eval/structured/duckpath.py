@@ -162,9 +162,9 @@ def _decide(cands: pl.DataFrame, names: list[str], paths: Paths, by_msgspec: boo
     """``{c}_ok``, ``{c}_no`` and ``{c}_t{i}`` per text column ``c`` (of :func:`candidates.candidates`): ok where
     DuckDB's tokens are the reference's values (the text is a JSON object DuckDB reads as ``json.loads`` does and no key
     on a path repeats), no where the text is decided not to be JSON; tokens of the other rows are null. Read by
-    msgspec instead where ``by_msgspec`` and it can read the paths (:func:`msgpath.supported`)."""
+    msgspec instead where ``by_msgspec`` (it can read the paths: :func:`msgpath.supported`)."""
     trusted, lenient = ({n: cands[f"{n}_{flag}"] for n in names} for flag in ("trusted", "lenient"))
-    if by_msgspec and msgpath.supported(paths):
+    if by_msgspec:
         # msgspec reads repeated keys as json.loads does: every row it read is decided.
         return msgpath.tokens(cands.select(names), trusted, lenient, paths)
     tokens = _duckdb_tokens(cands.select(names), trusted, lenient, paths)
@@ -200,7 +200,8 @@ def extract_sides(
     paths = tuple(m.parse_path(spec.path) for spec in specs)
     names = [f"c{j}" for j in range(len(columns))]
     raw = batch.select(pl.col(col).cast(pl.Utf8).alias(n) for col, n in zip(columns, names))
-    cands = candidates(raw, paths)
+    by_msgspec = by_msgspec and msgpath.supported(paths)
+    cands = candidates(raw, paths, count_keys=not by_msgspec)  # msgspec reads repeated keys as json.loads does
     decided = _decide(cands, names, paths, by_msgspec)
     texts = [spec.match != "exact" for spec in specs]  # exact compares JSON texts, the others read the value
     escaped = [cands[f"{n}_esc"] for n in names for _ in paths]
