@@ -51,6 +51,13 @@ def _plan(fmt_text: str) -> tuple[str, tuple[str, ...]] | None:
     return _strptime._TimeRE_cache.pattern(code), directives
 
 
+def _directive(name: str) -> str:
+    """Python's strptime expression for one directive (``d``: ``(?P<d>3[0-1]|...| [1-9])``)."""
+    import _strptime
+
+    return str(_strptime._TimeRE_cache[name])
+
+
 def _months() -> dict[str, int]:
     import _strptime
 
@@ -93,7 +100,9 @@ def _by_format(fmt_text: str, column: str) -> tuple[pl.Expr, Parts] | None:
     groups = pl.col(column)
 
     def number(name: str) -> pl.Expr:
-        return groups.struct.field(name).str.strip_chars(" ").cast(pl.Int32, strict=False)
+        field = groups.struct.field(name)
+        # Stripped only where the directive's expression admits a space (%d's " 5"): most hold digits only.
+        return (field.str.strip_chars(" ") if " " in _directive(name) else field).cast(pl.Int32, strict=False)
 
     if "Y" in directives:
         year = number("Y")
