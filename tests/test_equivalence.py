@@ -308,7 +308,7 @@ FIELD_SETS: list[list[dict[str, Any]]] = [
         {"path": "a.b.c"},
     ],
 ]
-ENGINES = ["msgspec", "duckdb rows", "duckdb arrow"]
+ENGINES = ["msgspec", "msgspec in small steps", "duckdb rows", "duckdb arrow"]
 TRAILING_COMMAS = [
     '{"a": "x",}', '{"a": [1, 2,], "total": 3}', '{"a": "x"} and {"b": 2,}', '{"a": 1,} {"a": 2}', '{"a": NaN,}',
     '{"a": "\\ud800",}', '{"a": "p,}q"}', '{"a": "p,}q",}', '{"a": {"b": {"c": 1,},},}', '{"a": 1,}}', '{"a": 1 ,\n}',
@@ -335,8 +335,10 @@ def test_field_accuracy_is_evaluate_row(
     from vision_eval.evaluators.field_accuracy import FieldAccuracy, FieldAccuracySettings
     from vision_eval.structured import duckpath, matching, msgpath
 
-    if engine != "msgspec":
+    if engine.startswith("duckdb"):
         monkeypatch.setattr(duckpath, "MSGSPEC_ROWS", 0)
+    if engine == "msgspec in small steps":
+        monkeypatch.setattr(msgpath, "CHUNK", 37)
     if engine == "duckdb arrow":
         monkeypatch.setattr(duckpath, "SMALL_RESULT", 0)
     read_by_msgspec = [0]
@@ -367,5 +369,6 @@ def test_field_accuracy_is_evaluate_row(
             assert (r["path"], r["hit"], r["score"], r["reason"], r["expected"]) == shown, (output, expected)
             if fr.reason != matching.NOT_JSON:
                 assert r["actual"] == _surrogates_shown(matching.to_json(value)), (output, expected, path)
-    uses_msgspec = engine == "msgspec" and msgpath.supported(tuple(matching.parse_path(f["path"]) for f in fields))
+    supported = msgpath.supported(tuple(matching.parse_path(f["path"]) for f in fields))
+    uses_msgspec = engine.startswith("msgspec") and supported
     assert (read_by_msgspec[0] > 0) == uses_msgspec

@@ -74,40 +74,54 @@ def tokens(
     text msgspec read), ``c_no`` (a ``lenient`` text decided not to be JSON, see :func:`_not_json`) and ``c_t{i}``,
     the token of path ``i`` (null where the path does not resolve or the text was not read): its raw text, but a
     string written with escapes is written as DuckDB writes it (escaped only where JSON requires it)."""
-    import msgspec
-
     decoder, chains = _reader(paths)
-    decode, error = decoder.decode, (msgspec.DecodeError, msgspec.ValidationError)
-    empty = msgspec.Raw()
     out: list[pl.Series] = []
     for c in texts.columns:
         rows = trusted[c].arg_true()
-        docs: list[Any] = []
-        for text in texts[c].gather(rows).to_list():
-            try:
-                docs.append(decode(text))
-            except error:
-                docs.append(None)
-        read = pl.Series([d is not None for d in docs], dtype=pl.Boolean)
-        ok = _constant(f"{c}_ok", False, pl.Boolean, texts.height).scatter(rows, read)
-        out += [ok, _not_json(texts[c], lenient[c]).alias(f"{c}_no")]
-        if not rows.len():
-            out += [_constant(f"{c}_t{i}", None, pl.Utf8, texts.height) for i in range(len(chains))]
-            continue
-        leaves: list[Any] = []
-        for chain in chains:
-            level = docs
-            for attr in chain[:-1]:
-                level = [None if d is None else getattr(d, attr) for d in level]
-            leaf = chain[-1]
-            leaves += [empty if d is None else getattr(d, leaf) for d in level]
-        joined = TOKEN_SEPARATOR.join(leaves).decode()
-        pieces = _unescaped(pl.Series([joined]).str.split(TOKEN_SEPARATOR.decode()).explode())
+        read, pieces = _read(texts[c].gather(rows), decoder, chains)
+        out += [
+            _constant(f"{c}_ok", False, pl.Boolean, texts.height).scatter(rows, read),
+            _not_json(texts[c], lenient[c]).alias(f"{c}_no"),
+        ]
         for i in range(len(chains)):
             piece = pieces.slice(i * rows.len(), rows.len())
             token = pl.select(pl.when(piece != "").then(piece)).to_series()
             out.append(_constant(f"{c}_t{i}", None, pl.Utf8, texts.height).scatter(rows, token))
     return pl.DataFrame(out)
+
+
+CHUNK = 2048
+"""Texts read per step: the Python objects of a step (texts, structures, joined tokens) stay small enough to reuse
+the memory of the step before (a batch's worth at once is fresh memory, a page fault per 4 KiB)."""
+
+
+def _read(texts: pl.Series, decoder: Any, chains: list[list[str]]) -> tuple[pl.Series, pl.Series]:
+    """Whether msgspec read each text, and the tokens of every path (path by path, text by text; empty where the
+    path does not resolve or the text was not read)."""
+    import msgspec
+
+    decode, error, empty = decoder.decode, (msgspec.DecodeError, msgspec.ValidationError), msgspec.Raw()
+    read: list[bool] = []
+    joined: list[list[str]] = [[] for _ in chains]
+    for start in range(0, texts.len(), CHUNK):
+        docs: list[Any] = []
+        for text in texts.slice(start, CHUNK).to_list():
+            try:
+                docs.append(decode(text))
+            except error:
+                docs.append(None)
+        read += [d is not None for d in docs]
+        for chain, parts in zip(chains, joined):
+            level = docs
+            for attr in chain[:-1]:
+                level = [None if d is None else getattr(d, attr) for d in level]
+            leaf = chain[-1]
+            parts.append(TOKEN_SEPARATOR.join([empty if d is None else getattr(d, leaf) for d in level]).decode())
+    pieces = [part for parts in joined for part in parts]
+    if not pieces:
+        return pl.Series(read, dtype=pl.Boolean), pl.Series([], dtype=pl.Utf8)
+    tokens = pl.Series(pieces, dtype=pl.Utf8).str.split(TOKEN_SEPARATOR.decode()).explode()
+    return pl.Series(read, dtype=pl.Boolean), _unescaped(tokens)
 
 
 def _constant(name: str, value: bool | None, dtype: type[pl.DataType], height: int) -> pl.Series:
