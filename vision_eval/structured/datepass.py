@@ -229,8 +229,8 @@ def _stages(formats: tuple[str, ...], compare_time: bool, round_: int) -> Stages
     Round 0 holds the field's formats, round 1 ISO 8601 and dateutil's shapes (read only on what round 0 passed on).
     The stages: every rule's regex groups, then its outcome and parts, then per string the first rule that decides
     it (``first``: the format the row-wise parser starts from, null where decided, :data:`PASSED` where every rule
-    raised; ``c0..c5``: the chosen rule's year, month, day, hour, minute, second), then the shown date ``d``. Each
-    stage runs its rules in parallel."""
+    raised; ``c0..c5``: the chosen rule's year, month, day, hour, minute, second; only ``c0..c2`` without
+    ``compare_time``), then the shown date ``d``. Each stage runs its rules in parallel."""
     rules = list(enumerate(_rules(formats)))
     chosen_rules = rules[: len(formats)] if round_ == 0 else rules[len(formats) :]
     if not chosen_rules or (round_ == 1 and any(rule is None for _, rule in rules)):
@@ -238,7 +238,8 @@ def _stages(formats: tuple[str, ...], compare_time: bool, round_: int) -> Stages
     t = pl.col("t")
     simple = pl.col("s").str.contains(_PRINTABLE) & (t.str.len_bytes() <= MAX_DATE_LENGTH)
     first: Any = pl.when(~simple).then(0).when(t == "").then(None)  # empty strings: no date
-    chosen: list[Any] = [pl.when(~simple | (t == "")).then(None) for _ in range(6)]
+    shown_parts = 6 if compare_time else 3  # the time parts are carried on only where they are shown
+    chosen: list[Any] = [pl.when(~simple | (t == "")).then(None) for _ in range(shown_parts)]
     groups: list[pl.Expr] = []
     steps: list[pl.Expr] = []
     turn = PASSED if round_ == 0 else len(formats)  # then: the next round; after the last, dateutil's turn
@@ -248,12 +249,12 @@ def _stages(formats: tuple[str, ...], compare_time: bool, round_: int) -> Stages
             break
         columns, matched, parts = rule
         groups += columns
-        steps += [matched.alias(f"m{k}"), *(part.alias(f"p{k}_{j}") for j, part in enumerate(parts))]
+        steps += [matched.alias(f"m{k}"), *(part.alias(f"p{k}_{j}") for j, part in enumerate(parts[:shown_parts]))]
         m_k = pl.col(f"m{k}")
         first = first.when(m_k.fill_null(False)).then(None).when(m_k.is_null()).then(k)
         chosen = [c.when(m_k.fill_null(True)).then(pl.col(f"p{k}_{j}")) for j, c in enumerate(chosen)]
     decide = [first.otherwise(turn).cast(pl.Int32).alias("first"), *(c.alias(f"c{j}") for j, c in enumerate(chosen))]
-    year, month, day, *time = [pl.col(f"c{j}") for j in range(6)]
+    year, month, day, *time = [pl.col(f"c{j}") for j in range(shown_parts)]
     shown = pl.when(pl.col("first").is_null()).then(_shown(year, month, day, time, compare_time)).alias("d")
     return groups, steps, decide, shown
 
