@@ -71,6 +71,12 @@ def candidates(raw: pl.DataFrame, paths: Paths, count_keys: bool = True) -> pl.D
     return plan.collect()
 
 
+def prepare_candidates(names: tuple[str, ...], paths: Paths, count_keys: bool) -> None:
+    """Build (and cache) the expressions :func:`candidates` runs on these columns for these paths."""
+    _stages(names, paths, count_keys)
+    _loose_stages()
+
+
 @lru_cache(maxsize=64)
 def _stages(names: tuple[str, ...], paths: Paths, count_keys: bool) -> tuple[list[pl.Expr], list[list[pl.Expr]]]:
     """What :func:`candidates` computes on every text before it finds the candidates (``c_shallow``, ``c_esc``,

@@ -259,6 +259,13 @@ def _stages(formats: tuple[str, ...], compare_time: bool, round_: int) -> Stages
     return groups, steps, decide, shown
 
 
+def prepare_dates(formats: tuple[str, ...], compare_time: bool) -> None:
+    """Build (and cache) the expressions of both rounds of :func:`shown_date_column` (Python's strptime expressions
+    and the month tables included)."""
+    _stages(formats, compare_time, 0)
+    _stages(formats, compare_time, 1)
+
+
 def _round(frame: pl.DataFrame, stages: Stages) -> pl.DataFrame:
     groups, steps, decide, shown = stages
     return frame.with_columns(groups).with_columns(steps).select(decide).select(shown, "first")

@@ -30,7 +30,7 @@ import polars as pl
 from vision_eval import duck
 from vision_eval.structured import matching as m
 from vision_eval.structured import msgpath
-from vision_eval.structured.candidates import Paths, candidates
+from vision_eval.structured.candidates import Paths, candidates, prepare_candidates
 from vision_eval.structured.fastpath import CANONICAL_NUMBER, KIND, Side, python_value
 from vision_eval.structured.masked import only
 
@@ -139,6 +139,23 @@ def query(table: pl.DataFrame, sql: str) -> pl.DataFrame:
         rows = result.fetchall()
     columns = list(zip(*rows)) if rows else [()] * len(names)
     return pl.DataFrame([pl.Series(name, values, dtype=dtype) for (name, dtype), values in zip(names, columns)])
+
+
+def warm_up(specs: list[m.FieldSpec]) -> None:
+    """Build (and cache) what the first batch of these fields would otherwise wait for: the extraction's expressions
+    and msgspec's reader, or, for paths only DuckDB reads, DuckDB itself (its import and start, ~0.1 s; a run whose
+    first rows msgspec reads starts it only when its rows go beyond :data:`MSGSPEC_ROWS`). field_accuracy's
+    ``warm_up``, which a run calls on the engine's thread while the dataset loads."""
+    paths = tuple(m.parse_path(spec.path) for spec in specs)
+    by_msgspec = msgpath.supported(paths)
+    names = ("c0", "c1")
+    prepare_candidates(names, paths, count_keys=not by_msgspec)
+    texts = [spec.match != "exact" for spec in specs]
+    _side_exprs(tuple(f"{n}_t{i}" for n in names for i in range(len(paths))), tuple(texts * len(names)))
+    if by_msgspec:
+        msgpath.prepare(paths)
+    else:
+        query(pl.DataFrame({"t": ["{}"]}), "SELECT json_valid(t) AS ok FROM texts")
 
 
 def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:

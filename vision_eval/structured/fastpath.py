@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from vision_eval.structured import matching as m
-from vision_eval.structured.datepass import shown_date_column
+from vision_eval.structured.datepass import prepare_dates, shown_date_column
 from vision_eval.structured.masked import only
 from vision_eval.structured.values import SAFE_MARGIN, SLACK
 
@@ -279,6 +279,17 @@ def _outcome(spec: m.FieldSpec, col: Callable[[str], pl.Expr]) -> pl.Expr:
         .then(out(None, None))
         .otherwise(rule)
     )
+
+
+def prepare(specs: list[m.FieldSpec]) -> None:
+    """Build (and cache) what :func:`compare` runs for these fields: their rules, their date expressions (importing
+    ``_strptime``), their fuzzy scorers (importing rapidfuzz)."""
+    for i, spec in enumerate(specs):
+        _field_exprs(spec.model_dump_json(exclude_unset=True), i)
+        if spec.match == "date":
+            prepare_dates(tuple(spec.formats or ()), spec.compare_time)
+        elif spec.match == "fuzzy":
+            m.scorer(spec.algorithm)
 
 
 @lru_cache(maxsize=256)

@@ -67,6 +67,11 @@ def _reader(paths: Paths) -> tuple[Any, list[list[str]]]:
     return msgspec.json.Decoder(root), chains
 
 
+def prepare(paths: Paths) -> None:
+    """Build (and cache) the reader of these paths (importing msgspec)."""
+    _reader(paths)
+
+
 def tokens(
     texts: pl.DataFrame, trusted: dict[str, pl.Series], lenient: dict[str, pl.Series], paths: Paths
 ) -> pl.DataFrame:
