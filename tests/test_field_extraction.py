@@ -402,3 +402,25 @@ def test_halves_give_the_results_of_one_pass() -> None:
     ordered = [f.sort(key, maintain_order=True) for f in (split.fields, whole.fields)]
     assert ordered[0].equals(ordered[1], null_equal=True)
     assert set(whole.results["status"].to_list()) >= {"processed", "error"}
+
+
+def test_warm_up_builds_ahead_and_starts_duckdb_only_for_paths_msgspec_cannot_read(
+    subprocess_env: dict[str, str],
+) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from vision_eval.evaluators.field_accuracy import FieldAccuracy, FieldAccuracySettings\n"
+        "from vision_eval.structured import msgpath\n"
+        "fields = [{'path': 'a.b'}, {'path': 'd', 'match': 'date', 'formats': ['DD.MM.YYYY']}]\n"
+        "fields += [{'path': 'v', 'match': 'fuzzy'}]\n"
+        "FieldAccuracy('f', FieldAccuracySettings(fields=fields)).warm_up()\n"
+        "loaded = [m in sys.modules for m in ('duckdb', 'msgspec', 'rapidfuzz', '_strptime')]\n"
+        "print(loaded, msgpath._reader.cache_info().currsize)\n"
+        "FieldAccuracy('g', FieldAccuracySettings(fields=[{'path': 'a[0]'}])).warm_up()\n"
+        "print('duckdb' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env, check=True)
+    assert out.stdout.split("\n")[:2] == ["[False, True, True, True] 1", "True"], out.stdout + out.stderr
