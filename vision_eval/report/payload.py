@@ -56,25 +56,20 @@ def _cards(
         _images_in_rank_order(embedded_samples), thumb_size, display=display, budget=limits.thumb_bytes
     )
     encoded = results_json(embedded_results, chosen["dimensions"], chosen["fields"], compare)
-    changed = dict(selection.changed.join(keys.select(KEY), on=KEY).iter_rows())
+    changed = selection.changed.join(keys.select(KEY), on=KEY)
     several = len(set(data.datasets.values())) > 1
     texts = card_texts(keys, embedded_samples, encoded, changed, thumbs, display, several)
 
-    kept: list[tuple[int, str]] = []
-    spent, failing_kept = 0, 0
-    for rank, order, text in sorted(texts):  # the exact size, in case the estimate was short: last ranks go first
-        size = len(text.encode("utf-8")) + 1
-        if kept and spent + size > limits.sample_bytes:
-            break
-        kept.append((order, text))
-        spent += size
-        failing_kept += rank < selection.failing_shown  # the failing cards have the first ranks
-    kept.sort()
+    # The exact size, in case the estimate was short: the last ranks go first (the first card is always kept).
+    spent = (pl.col("_json").str.len_bytes() + 1).cum_sum()
+    kept = texts.sort(RANK).filter((spent <= limits.sample_bytes) | (pl.int_range(pl.len()) == 0))
+    failing_kept = int((kept[RANK] < selection.failing_shown).sum())  # the failing cards have the first ranks
     note = selection.note(limits)
-    note["left_out_for_size"] = selection.keys.height - len(kept)
-    note.update(shown=len(kept), failing_shown=failing_kept, others_shown=len(kept) - failing_kept)
+    note["left_out_for_size"] = selection.keys.height - kept.height
+    note.update(shown=kept.height, failing_shown=failing_kept, others_shown=kept.height - failing_kept)
     uris = {key: thumb.uri for key, thumb in thumbs.items() if thumb.uri}
-    return RawJSON("[" + ",".join(text for _, text in kept) + "]"), uris, note, selection.changed_counts
+    cards = kept.sort(ORDER)["_json"].str.join(",").item() if kept.height else ""
+    return RawJSON("[" + cards + "]"), uris, note, selection.changed_counts
 
 
 def build_payload(
