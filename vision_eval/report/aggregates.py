@@ -19,52 +19,42 @@ BINS = 10
 _PIVOT_COLUMNS = ("rows", "mean_score", "ci_low", "ci_high", "pass_rate", "error_rate", "rank", "protocol")
 
 
-def evaluators(results: pl.LazyFrame) -> list[str]:
-    """Evaluator names in order of appearance."""
-    names = results.select(pl.col("evaluator").drop_nulls().unique(maintain_order=True)).collect(engine="streaming")
-    return names["evaluator"].to_list()
-
-
-def summary(results: pl.LazyFrame, labels: list[str]) -> list[dict[str, Any]]:
-    """Per variant and evaluator: counts by status, mean score, pass rate, tokens, cost and threshold."""
-    grouped = (
-        results.group_by(RUN_COLUMN, "evaluator", "type", maintain_order=True)
-        .agg(*aggregates(), pl.col("threshold").first().alias("threshold"))
-        .collect(engine="streaming")
-    )
-    thresholds = grouped.group_by(RUN_COLUMN, "evaluator", maintain_order=True).agg(pl.col("threshold").first())
-    first = {(run, evaluator): value for run, evaluator, value in thresholds.iter_rows()}
-    out = []
-    for label in labels or [""]:
-        for row in grouped.filter(pl.col(RUN_COLUMN) == label).drop(RUN_COLUMN, "threshold").iter_rows(named=True):
-            threshold = clean(first.get((label, row["evaluator"])))
-            out.append({"run": label, **clean(row), "threshold": threshold})
-    return out
-
-
-def histograms(results: pl.LazyFrame) -> list[dict[str, Any]]:
-    """Per variant and evaluator: counts of processed scores in ten bins of 0.1 (one pass, few groups)."""
+def overview(results: pl.LazyFrame, dimensions: pl.LazyFrame, labels: list[str]) -> dict[str, Any]:
+    """The overview over every row, in one streaming pass over the results and one over the dimensions (collected
+    together): ``evaluators`` (in order of appearance); ``summary``, per variant and evaluator: counts by status,
+    mean score, pass rate, tokens, cost and threshold; ``histograms``: counts of processed scores in ten bins of 0.1;
+    ``dimensions``: per variant, evaluator and dimension, the mean score."""
     scored = (pl.col("status") == PROCESSED) & pl.col("score").is_not_null()
-    binned = (pl.col("score").clip(0.0, 1.0) * BINS).floor().cast(pl.Int8).clip(0, BINS - 1)
-    counts = (
-        results.select(RUN_COLUMN, "evaluator", pl.when(scored).then(binned).alias("_bin"))
-        .group_by(RUN_COLUMN, "evaluator", maintain_order=True)
-        .agg([(pl.col("_bin") == k).sum().alias(f"_{k}") for k in range(BINS)])
-        .collect(engine="streaming")
+    binned = pl.when(scored).then((pl.col("score").clip(0.0, 1.0) * BINS).floor().cast(pl.Int8).clip(0, BINS - 1))
+    bins = [f"_{k}" for k in range(BINS)]
+    by_type = results.group_by(RUN_COLUMN, "evaluator", "type", maintain_order=True).agg(
+        *aggregates(),
+        pl.col("threshold").first().alias("threshold"),
+        *((binned == k).sum().alias(name) for k, name in enumerate(bins)),
     )
-    return [
-        {"run": run or "", "evaluator": evaluator, "counts": list(bins)} for run, evaluator, *bins in counts.iter_rows()
-    ]
-
-
-def dimension_means(dimensions: pl.LazyFrame) -> list[dict[str, Any]]:
-    """Per variant, evaluator and dimension: mean score over every row."""
-    means = (
-        dimensions.group_by(RUN_COLUMN, "evaluator", "dimension", maintain_order=True)
-        .agg(pl.col("score").mean().alias("mean_score"), pl.col("score").count().alias("rows"))
-        .collect(engine="streaming")
+    means = dimensions.group_by(RUN_COLUMN, "evaluator", "dimension", maintain_order=True).agg(
+        pl.col("score").mean().alias("mean_score"), pl.col("score").count().alias("rows")
     )
-    return [clean(row) for row in means.iter_rows(named=True)]
+    grouped, dimension_means = pl.collect_all([by_type, means], engine="streaming")
+    per_evaluator = grouped.group_by(RUN_COLUMN, "evaluator", maintain_order=True).agg(
+        pl.col("threshold").first(), *(pl.col(name).sum() for name in bins)
+    )
+    first = {(run, evaluator): value for run, evaluator, value, *_ in per_evaluator.iter_rows()}
+    summary = []
+    rows = grouped.drop(*bins)
+    for label in labels or [""]:
+        for row in rows.filter(pl.col(RUN_COLUMN) == label).drop(RUN_COLUMN, "threshold").iter_rows(named=True):
+            threshold = clean(first.get((label, row["evaluator"])))
+            summary.append({"run": label, **clean(row), "threshold": threshold})
+    return {
+        "evaluators": grouped["evaluator"].drop_nulls().unique(maintain_order=True).to_list(),
+        "summary": summary,
+        "histograms": [
+            {"run": run or "", "evaluator": evaluator, "counts": list(counts)}
+            for run, evaluator, _, *counts in per_evaluator.iter_rows()
+        ],
+        "dimensions": [clean(row) for row in dimension_means.iter_rows(named=True)],
+    }
 
 
 def table(frame: pl.DataFrame) -> dict[str, Any]:
@@ -117,7 +107,7 @@ def variant_board(data: ReportInput) -> pl.DataFrame:
     return leaderboard(frame)
 
 
-def pivot(data: ReportInput, changed_counts: dict[str, int]) -> dict[str, Any] | None:
+def pivot(data: ReportInput, evaluators: list[str], changed_counts: dict[str, int]) -> dict[str, Any] | None:
     """For several variants: per variant x evaluator the leaderboard's mean score, 95% interval, pass and error
     rates and rank, and per evaluator how many samples changed verdict between variants."""
     labels = data.labels
@@ -132,7 +122,7 @@ def pivot(data: ReportInput, changed_counts: dict[str, int]) -> dict[str, Any] |
     kept = ["variant", "evaluator", *(c for c in _PIVOT_COLUMNS if c in cells.columns)]
     return {
         "variants": labels,
-        "evaluators": evaluators(data.results),
+        "evaluators": evaluators,
         "cells": [clean(row) for row in cells.select(kept).iter_rows(named=True)],
         "changed": changed_counts,
     }

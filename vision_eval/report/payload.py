@@ -90,7 +90,7 @@ def build_payload(
     labels = data.labels or [""]
     compare = len(labels) > 1
     samples, thumbs, sampling, changed_counts = _cards(data, keyed, limits, thumb_size, compare)
-    results = keyed["results"]
+    overview = aggregates.overview(keyed["results"], keyed["dimensions"], labels)
     board = data.tables.get(LEADERBOARD)
     return {
         "title": title,
@@ -99,11 +99,8 @@ def build_payload(
         "sampling": sampling,
         "runs": [aggregates.run_entry(source) for source in data.runs],
         "labels": data.labels,
-        "evaluators": aggregates.evaluators(results),
-        "summary": aggregates.summary(results, labels),
-        "histograms": aggregates.histograms(results),
-        "dimensions": aggregates.dimension_means(keyed["dimensions"]),
-        "pivot": aggregates.pivot(data, changed_counts) if compare else None,
+        **overview,
+        "pivot": aggregates.pivot(data, overview["evaluators"], changed_counts) if compare else None,
         "leaderboard": aggregates.table(board.drop(RUN_COLUMN, strict=False)) if board is not None else None,
         "tables": sorted(name for name in data.tables if name != LEADERBOARD),
         "thumbs": thumbs,

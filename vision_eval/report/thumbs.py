@@ -93,7 +93,7 @@ def thumbnail(
             image.draft("RGB", (max_side, max_side))  # JPEG decodes at a reduced scale: much faster
             image.seek(0)
             small = ImageOps.exif_transpose(image)
-            small.thumbnail((max_side, max_side))
+            small.thumbnail((max_side, max_side), Image.Resampling.BILINEAR)  # antialiased; half the time of bicubic
             alpha = small.mode in ("RGBA", "LA", "PA") or (small.mode == "P" and "transparency" in small.info)
             buffer = io.BytesIO()
             if alpha:
