@@ -22,7 +22,7 @@ import polars as pl
 import pytest
 
 import vision_eval as ve
-from vision_eval.report import build_html, load_runs, script_json, write_report
+from vision_eval.report import build_html, from_result, load_runs, script_json, write_report
 from vision_eval.report.cli import main as report_main
 
 XSS = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
@@ -177,6 +177,44 @@ def test_overview_summary_and_histograms(demo: tuple[ve.EvalResult, Path], demo_
     odd_circles = sum(1 for i in range(1, 60, 2) if i % 3 == 0)
     assert hists["has_circle"][9] == odd_circles
     assert sum(hists["has_circle"]) == 31
+
+
+def test_overview_summary_is_the_runs_summary_and_histograms_count_every_score() -> None:
+    """The overview's numbers come from a few grouped cells, not from the rows: they must be what ``summarize``
+    computes over the rows, for every status, null passed, unknown costs and scores on bin edges."""
+    from vision_eval.report.aggregates import overview
+    from vision_eval.summary import summarize
+
+    n = 40
+    results = pl.DataFrame(
+        {
+            "sample_id": [f"s{i}" for i in range(n)] * 2,
+            "evaluator": ["a"] * n + ["b"] * n,
+            "type": ["exact_match"] * n + ["llm_judge"] * n,
+            "status": [["processed", "error", "skipped", "processed"][i % 4] for i in range(2 * n)],
+            "score": [None if i % 9 == 0 else (i % 11) / 10 for i in range(2 * n)],
+            "passed": [None if i % 7 == 0 else i % 3 == 0 for i in range(2 * n)],
+            "input_tokens": [None] * n + list(range(n)),
+            "output_tokens": [None] * n + [2] * n,
+            "cost_usd": [None] * n + [None if i % 5 else 0.001 * i for i in range(n)],
+            "threshold": [0.5] * n + [None] * n,
+        }
+    )
+    result = ve.EvalResult(results, pl.DataFrame(), pl.DataFrame(), pl.DataFrame({"id": [f"s{i}" for i in range(n)]}))
+    data = from_result(result)
+    got = overview(data.results, data.dimensions, [""])
+    expected = summarize(result.results).to_dicts()
+    rows = [{k: v for k, v in row.items() if k not in ("run", "threshold")} for row in got["summary"]]
+    assert [row.keys() for row in rows] == [row.keys() for row in expected]
+    for row, want in zip(rows, expected):
+        assert row == pytest.approx(want, nan_ok=True), row["evaluator"]
+    assert [row["threshold"] for row in got["summary"]] == [0.5, None]
+    for evaluator, counts in ((h["evaluator"], h["counts"]) for h in got["histograms"]):
+        scores = result.results.filter(
+            (pl.col("evaluator") == evaluator) & (pl.col("status") == "processed") & pl.col("score").is_not_null()
+        )["score"]
+        assert counts == [sum(1 for s in scores if min(int(s * 10), 9) == k) for k in range(10)]
+    assert got["evaluators"] == ["a", "b"]
 
 
 def judge_like_result() -> ve.EvalResult:

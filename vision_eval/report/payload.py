@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,10 +53,16 @@ def _cards(
     display = PathDisplay(roots, images)
     embedded_samples = display.frame(chosen["samples"], ["row_error", "_row_error"])
     embedded_results = display.frame(chosen["results"], ["error", "details"])
-    thumbs = build_thumbnails(
-        _images_in_rank_order(embedded_samples), thumb_size, display=display, budget=limits.thumb_bytes
-    )
-    encoded = results_json(embedded_results, chosen["dimensions"], chosen["fields"], compare)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # Pillow releases the GIL: thumbnails beside the results' JSON
+        pending = pool.submit(
+            build_thumbnails,
+            _images_in_rank_order(embedded_samples),
+            thumb_size,
+            display=display,
+            budget=limits.thumb_bytes,
+        )
+        encoded = results_json(embedded_results, chosen["dimensions"], chosen["fields"], compare)
+        thumbs = pending.result()
     changed = selection.changed.join(keys.select(KEY), on=KEY)
     several = len(set(data.datasets.values())) > 1
     texts = card_texts(keys, embedded_samples, encoded, changed, thumbs, display, several)
@@ -89,8 +96,10 @@ def build_payload(
     }
     labels = data.labels or [""]
     compare = len(labels) > 1
-    samples, thumbs, sampling, changed_counts = _cards(data, keyed, limits, thumb_size, compare)
-    overview = aggregates.overview(keyed["results"], keyed["dimensions"], labels)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # Polars releases the GIL: the overview runs beside the cards
+        pending = pool.submit(aggregates.overview, keyed["results"], keyed["dimensions"], labels)
+        samples, thumbs, sampling, changed_counts = _cards(data, keyed, limits, thumb_size, compare)
+        overview = pending.result()
     board = data.tables.get(LEADERBOARD)
     return {
         "title": title,
