@@ -20,13 +20,20 @@ MAX_SAMPLES = Limits.max_samples
 """Most sample cards by default (the overview always covers every row)."""
 
 
-def _embedded(frame: pl.LazyFrame, keys: pl.DataFrame) -> pl.DataFrame:
-    """The rows of ``frame`` (with card keys) that belong to the chosen cards, with their rank (read in one
-    streaming pass that keeps only those rows)."""
-    chosen = frame.filter(pl.col(KEY).is_in(keys[KEY].implode())).collect(engine="streaming")
-    if not chosen.height:
-        return chosen.with_columns(pl.lit(None, pl.UInt32).alias(RANK))
-    return chosen.join(keys.select(KEY, RANK), on=KEY, how="inner", maintain_order="left")
+def _embedded(frames: dict[str, pl.LazyFrame], keys: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The rows of each frame (with card keys) that belong to the chosen cards, with their rank (read in streaming
+    passes that keep only those rows, collected together)."""
+    wanted = keys[KEY].implode()
+    collected = pl.collect_all(
+        [frame.filter(pl.col(KEY).is_in(wanted)) for frame in frames.values()], engine="streaming"
+    )
+    out = {}
+    for name, chosen in zip(frames, collected):
+        if not chosen.height:
+            out[name] = chosen.with_columns(pl.lit(None, pl.UInt32).alias(RANK))
+        else:
+            out[name] = chosen.join(keys.select(KEY, RANK), on=KEY, how="inner", maintain_order="left")
+    return out
 
 
 def _images_in_rank_order(samples: pl.DataFrame) -> pl.Series | list[Any]:
@@ -42,7 +49,7 @@ def _cards(
     evaluator how many samples changed verdict between variants."""
     samples, results = keyed["samples"], keyed["results"]
     selection = select_cards(samples, results, compare, limits, single_run=len(data.runs) == 1)
-    chosen = {name: _embedded(frame, selection.keys) for name, frame in keyed.items()}
+    chosen = _embedded(keyed, selection.keys)
     sizes = estimate_sizes(chosen["samples"], chosen["results"], chosen["dimensions"], chosen["fields"])
     keys = within_budget(selection.keys, sizes, limits.sample_bytes)
     if keys.height < selection.keys.height:
