@@ -24,7 +24,14 @@ def _cells(results: pl.LazyFrame) -> pl.LazyFrame:
     cells: one cheap streaming pass over the rows, rather than a dozen conditional aggregations of every row."""
     scored = (pl.col("status") == PROCESSED) & pl.col("score").is_not_null()
     binned = (pl.col("score").clip(0.0, 1.0) * BINS).floor().cast(pl.Int8).clip(0, BINS - 1)
-    keys = [RUN_COLUMN, "evaluator", "type", "status", "passed", pl.when(scored).then(binned).alias("_bin")]
+    keys: list[str | pl.Expr] = [
+        RUN_COLUMN,
+        "evaluator",
+        "type",
+        "status",
+        "passed",
+        pl.when(scored).then(binned).alias("_bin"),
+    ]
     return results.group_by(*keys, maintain_order=True).agg(
         pl.len().alias("_rows"),
         pl.col("score").sum().alias("_score_sum"),
