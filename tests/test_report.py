@@ -292,6 +292,24 @@ def test_every_run_writes_a_report_unless_disabled(tmp_path: Path) -> None:
     assert (off / "results.parquet").is_file() and not (off / "report.html").exists()
 
 
+def test_the_report_reads_a_written_run_lazily(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A written run holds its frames as scans: the report reads them in streaming passes and never loads them whole
+    (which a run larger than memory could not afford), and still shows every sample."""
+    from vision_eval.output import EvalResult
+
+    out = tmp_path / "run"
+    result = ve.evaluate(demo_rows(tmp_path, n=8), evaluators=EVALUATORS, output_dir=out, run={"write_report": False})
+    loaded: list[str] = []
+    read_whole = EvalResult._get
+    monkeypatch.setattr(EvalResult, "_get", lambda self, name: loaded.append(name) or read_whole(self, name))
+    page = write_report(result, out)
+    assert loaded == []
+    assert {s["id"] for s in payload_of(page.read_text())["samples"]} == {f"s{i:03d}" for i in range(8)} | {
+        "xss",
+        "no-output",
+    }
+
+
 def test_a_failing_report_keeps_the_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import vision_eval.report as report
 
