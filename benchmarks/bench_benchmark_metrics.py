@@ -2,10 +2,10 @@
 in the same run.
 
 The references compute the same scores one row at a time: for ``lenient`` with their own ``re`` and Python loops
-(json.loads of the answers, rapidfuzz per pair for ANLS), for ``official`` / ``lmms_eval`` with the protocols'
-row-wise definitions (the functions the column paths hand doubtful rows to); ``tests/test_benchmark_metrics.py``
-checks that both agree. ``official`` and ``lmms_eval`` score relaxed accuracy and ANLS identically, so only
-``official`` is timed for those.
+(json.loads of the answers, rapidfuzz per pair for ANLS; exact_count with its row-wise definition), for
+``official`` / ``lmms_eval`` with the protocols' row-wise definitions (the functions the column paths hand doubtful
+rows to); ``tests/test_benchmark_metrics.py`` checks that both agree. ``official`` and ``lmms_eval`` score relaxed
+accuracy and ANLS identically, so only ``official`` is timed for those.
 
 Run: ``PYTHONPATH=$PWD python benchmarks/bench_benchmark_metrics.py [--rows 200000] [--ref-rows 50000]``.
 """
@@ -22,10 +22,9 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.evaluators import _anls, _relaxed, _vqa_answers, _yes_no
-from vision_eval.evaluators._benchmark_text import NUMBER_PATTERN, NUMBER_WORDS
+from vision_eval.evaluators import _anls, _counts, _relaxed, _vqa_answers, _yes_no
+from vision_eval.evaluators._benchmark_text import NUMBER_WORDS
 from vision_eval.evaluators._vqa_answers import LENIENT_CONTRACTIONS as VQA_CONTRACTIONS
-from vision_eval.evaluators.benchmark_extracted import lmms_eval_count
 
 # --- row-wise references ---------------------------------------------------------------------------------
 
@@ -125,20 +124,9 @@ def pope_ref(output: str, expected: str) -> float | None:
     return None if pred is None or gold is None else float(pred == gold)
 
 
-_COUNT = re.compile(NUMBER_PATTERN)
-
-
-def _count_value(token: str) -> float:
-    word = " ".join(token.split())
-    return float(NUMBER_WORDS[word]) if word in NUMBER_WORDS else float(token.replace(",", ""))
-
-
-def count_ref(output: str, expected: str) -> float | None:
-    found = _COUNT.findall(output.lower())
-    gold = _COUNT.search(expected.lower())
-    if not found or gold is None:
-        return None
-    return float(_count_value(found[0]) == _count_value(gold.group(0)))
+def count_lenient(output: str, expected: str) -> float | None:
+    reading = _counts.lenient_count(output, expected, "first")
+    return None if reading.error else float(reading.predicted == reading.expected)
 
 
 def relaxed_official(output: str, expected: str, tol: float = 0.05) -> float:
@@ -173,8 +161,8 @@ def pope_lmms_eval(output: str, expected: str) -> float | None:
 
 
 def count_lmms_eval(output: str, expected: str) -> float | None:
-    gold = lmms_eval_count(expected)
-    return float(lmms_eval_count(output) == gold) if re.fullmatch("[0-9]+", gold) else None
+    gold = _counts.lmms_eval_count(expected)
+    return float(_counts.lmms_eval_count(output) == gold) if re.fullmatch("[0-9]+", gold) else None
 
 
 REFERENCES: dict[tuple[str, str], Callable[[str, str], float | None]] = {
@@ -189,7 +177,7 @@ REFERENCES: dict[tuple[str, str], Callable[[str, str], float | None]] = {
     ("pope", "lmms_eval"): pope_lmms_eval,
     ("pope", "lenient"): pope_ref,
     ("exact_count", "lmms_eval"): count_lmms_eval,
-    ("exact_count", "lenient"): count_ref,
+    ("exact_count", "lenient"): count_lenient,
 }
 """(metric, protocol) -> the row-wise reference the vectorized path is timed and tested against."""
 

@@ -148,10 +148,11 @@ def test_code_judge_script_fuzzy_and_boxes() -> None:
     assert set(strict) == {"score", "hits", "misses", "reasoning"}
 
 
-def test_batch_path_matches_row_path() -> None:
+def random_rows(count: int) -> list[dict[str, Any]]:
+    """Labelled boxes near their expected boxes, some near-duplicates, some mislabelled, some without labels."""
     rng = np.random.default_rng(3)
     rows = []
-    for i in range(300):
+    for i in range(count):
         n = int(rng.integers(0, 7))
         xy = rng.uniform(0, 50, size=(n, 2))
         gt = np.hstack([xy, xy + rng.uniform(0, 20, size=(n, 2))]).round(1)
@@ -172,6 +173,11 @@ def test_batch_path_matches_row_path() -> None:
                 item["label"] = str(lab)
         exp = [{"label": str(lab), "box": b.tolist()} for lab, b in zip(labels, gt)]
         rows.append({"id": str(i), "output": json.dumps(out), "expected_output": json.dumps(exp)})
+    return rows
+
+
+def test_batch_path_matches_row_path() -> None:
+    rows = random_rows(300)
     frame = vision_eval.evaluate(rows, evaluators={"b": {"type": "bbox_iou"}})
     from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
 
@@ -302,3 +308,31 @@ def test_average_precision_of_all_thresholds_at_once() -> None:
         n_gt = int(rng.integers(1, 50))
         each = [bx.average_precision(scores, flags[t], n_gt) for t in range(10)]
         assert bx.average_precision(scores, flags, n_gt).tolist() == each
+
+
+def test_the_engine_may_score_halves_of_a_batch_with_the_same_rows_and_ap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bbox_iou starts no threads of its own: it is splittable, so the engine scores a large batch as two halves on
+    two of its threads; rows, AP inputs and dataset metrics are those of one call on the whole batch."""
+    from vision_eval import batch_part
+    from vision_eval.evaluators.bbox_iou import BboxIou
+
+    heights: list[int] = []
+    evaluate = BboxIou.evaluate
+
+    def recorded(self: BboxIou, batch: Any) -> Any:
+        heights.append(batch.height)
+        return evaluate(self, batch)
+
+    monkeypatch.setattr(BboxIou, "evaluate", recorded)
+    rows = random_rows(300)
+    stack = {"b": {"type": "bbox_iou"}}
+    monkeypatch.setattr(batch_part, "SPLIT_MIN_ROWS", 50)
+    halved = vision_eval.evaluate(rows, evaluators=stack, run={"batch_size": 300})
+    assert heights == [150, 150]
+    monkeypatch.setattr(batch_part, "SPLIT_MIN_ROWS", 10**9)
+    whole = vision_eval.evaluate(rows, evaluators=stack, run={"batch_size": 300})
+    assert heights == [150, 150, 300]
+    volatile = ["run_id", "latency_s"]
+    assert halved.results.drop(volatile).equals(whole.results.drop(volatile))
+    assert halved.run_info["metrics"]["b"] == whole.run_info["metrics"]["b"]
+    assert 0 < whole.run_info["metrics"]["b"]["ap50"] < 1

@@ -517,6 +517,18 @@ def test_exact_count_pick_modes() -> None:
     assert strict.run_info["metrics"]["m"]["unparseable"] == 3
 
 
+def test_exact_count_lenient_reads_digits_of_any_script() -> None:
+    """Digits Polars cannot cast are read by the row-wise definition: one count, not "several different counts"."""
+    rows = [
+        {"id": "arabic", "output": "I see ٣ cats", "expected_output": "3"},
+        {"id": "fullwidth", "output": "１２ birds", "expected_output": "12"},
+        {"id": "ascii", "output": "3 cats", "expected_output": "3"},
+    ]
+    result = run(rows, {"type": "exact_count", "protocol": "lenient", "pick": "only"})
+    assert scores(result) == {"arabic": 1.0, "fullwidth": 1.0, "ascii": 1.0}
+    assert details(result, "arabic")["found"] == [3.0]
+
+
 @pytest.mark.parametrize("protocol", ["official", "lmms_eval", "lenient"])
 def test_pope_gold_must_be_yes_or_no(protocol: str) -> None:
     result = run([{"id": "a", "output": "yes", "expected_output": "maybe"}], {"type": "pope", "protocol": protocol})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import ClassVar
 
@@ -212,3 +213,35 @@ def test_heavy_libraries_load_only_when_used(subprocess_env: dict[str, str]) -> 
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env, check=True)
     assert out.stdout.split("\n")[:1] == ["['duckdb']"], out.stdout + out.stderr
+
+
+class WarmingUpSettings(ve.EvaluatorSettings):
+    fail: bool = False
+    """The warm-up raises."""
+
+
+class WarmingUp(ve.Evaluator[WarmingUpSettings]):
+    """Records the thread its warm-up ran on."""
+
+    type_name: ClassVar[str] = "warming_up"
+    required_columns = ()
+    threads: ClassVar[list[str]] = []
+
+    def warm_up(self) -> None:
+        WarmingUp.threads.append(threading.current_thread().name)
+        if self.settings.fail:
+            raise RuntimeError("no head start today")
+
+    def evaluate(self, batch: pl.DataFrame) -> ve.EvalOutput:
+        return ve.EvalOutput(batch.select(pl.col("id").alias("sample_id"), pl.lit(1.0).alias("score")))
+
+
+def test_the_run_warms_evaluators_up_on_a_thread_of_its_own_and_a_failed_warm_up_costs_nothing() -> None:
+    WarmingUp.threads.clear()
+    stack = {"a": {"_target_": f"{__name__}.WarmingUp", "fail": True}, "b": {"_target_": f"{__name__}.WarmingUp"}}
+    result = ve.evaluate([{"id": "x"}, {"id": "y"}], evaluators=stack)
+    for thread in threading.enumerate():  # a head start: the run does not wait for it
+        if thread.name == "vision-eval-warm-up":
+            thread.join()
+    assert WarmingUp.threads == ["vision-eval-warm-up"] * 2  # b warmed up after a failed
+    assert result.results["score"].to_list() == [1.0] * 4

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from tests import equivalence as eq
-from vision_eval.evaluators import _anls, _relaxed, _vqa_answers, _yes_no
+from vision_eval.evaluators import _anls, _counts, _relaxed, _vqa_answers, _yes_no
 from vision_eval.validators import chart_columns, count_columns, json_columns, ocr_columns
 from vision_eval.validators._distinct import codes
 from vision_eval.validators.chart import ChartOptions, chart_row
@@ -232,6 +232,28 @@ def test_benchmark_lenient_yes_no_hands_over_where_word_boundaries_differ(monkey
     assert _yes_no.lenient_readings(pl.Series(texts, dtype=pl.Utf8)).to_list() == definition
     assert definition[: len(differing)] == ["no", "no", "yes", None, "no", "yes"]
     assert calls[0] == len(differing)
+
+
+@pytest.mark.parametrize("pick", ["first", "last", "only"])
+@pytest.mark.parametrize("references", ["texts", "bare"])
+def test_benchmark_lenient_count_is_its_definition(
+    pick: _counts.Pick, references: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """exact_count's lenient protocol: every row's numbers, answer, expected count and error are those of
+    ``lenient_count``; the rows Polars may read otherwise (other scripts, odd spaces) are handed to it."""
+    pairs = [(o or "", e or "") for o, e in eq.count_pairs(3000, 5)]
+    if references == "bare":  # every reference a plain number: the column path skips reading them
+        pairs = [(o, f"{i % 13}" if i % 3 else f"{i % 7}.5") for i, (o, _) in enumerate(pairs)]
+    definition = [_counts.lenient_count(o, e, pick) for o, e in pairs]
+    handed = counted(monkeypatch, _counts, "lenient_count")
+    outputs, expected = (pl.Series([p[k] for p in pairs], dtype=pl.Utf8) for k in (0, 1))
+    fast = _counts.lenient_counts(outputs, expected, pick)
+    for given, row, want in zip(pairs, fast.iter_rows(), definition, strict=True):
+        assert row == (want.found, want.predicted, want.expected, want.error), given
+    assert 0 < handed[0] < len(pairs) / 2
+    assert {w.error for w in definition} >= {None, _counts.NO_COUNT} and any(
+        w.predicted == w.expected for w in definition
+    )
 
 
 def test_benchmark_pair_metrics_are_their_definitions() -> None:

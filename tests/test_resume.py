@@ -207,3 +207,37 @@ def test_a_resumed_run_has_the_dataset_metrics_of_an_uninterrupted_one(tmp_path:
         .drop(VOLATILE, "run_id")
         .equals(clean.results.drop(VOLATILE, "run_id"))
     )
+
+
+def test_a_resumed_g_eval_run_reports_the_step_calls_of_an_uninterrupted_one(tmp_path: Path, fresh_fake) -> None:
+    """g_eval asks for evaluation steps once per (judge, criteria text): the count it reports is read from every
+    batch's saved part, so a resumed run (which evaluates only the remaining batches) reports the whole run's."""
+    from interrupting import interrupter
+
+    def respond(request) -> str:
+        if "evaluation procedures" in request.text:
+            return '{"steps": ["look", "compare"]}'
+        return '{"score": 7, "reason": "on topic"}'
+
+    fresh_fake.responder = respond
+    fresh_fake.latency = 0.02  # the interrupt lands mid-run
+    try:
+        rows = [{"id": f"g{i:02d}", "output": f"text {i}", "topic": f"topic {i}"} for i in range(40)]
+        judge = {"model": "openai/gpt-4o-mini", "api_base": fresh_fake.openai_base, "api_key": "k", "cache": False}
+        graded = {"g": {"type": "g_eval", "criteria": "Stays on {{ topic }}", "logprobs": False}}
+        clean = ve.evaluate(rows, evaluators=graded, judge=judge, run={"batch_size": 10})
+        out = tmp_path / "run"
+        stop = {**graded, "stop": interrupter(out, "g", 2, tmp_path / "stopped")}
+        with pytest.raises(KeyboardInterrupt):
+            ve.evaluate(rows, evaluators=stop, judge=judge, run={"batch_size": 10}, output_dir=out)
+        saved = len(list((out / "checkpoint" / "g").glob("[!.]*")))
+        assert 2 <= saved < 20
+        resumed = ve.evaluate(rows, evaluators=stop, judge=judge, run={"batch_size": 10, "resume": str(out)})
+    finally:
+        fresh_fake.responder, fresh_fake.latency = None, 0.0
+    assert resumed.run_info["resumed_batches"]["g"] == saved
+    assert clean.run_info["metrics"]["g"]["step_calls"] == 40  # one criteria text per row
+    assert resumed.run_info["metrics"]["g"]["step_calls"] == 40
+    assert json.loads((out / "run.json").read_text())["metrics"]["g"]["step_calls"] == 40
+    scores = resumed.results.filter(pl.col("evaluator") == "g").sort("sample_id")
+    assert scores["score"].to_list() == [0.7] * 40

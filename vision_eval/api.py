@@ -23,7 +23,7 @@ from vision_eval.columns import image_columns as evaluator_image_columns
 from vision_eval.config import AppConfig, ConfigSources, JudgeConfig, validate_config
 from vision_eval.data import DatasetStream, open_dataset, samples_frame
 from vision_eval.dryrun import evaluator_lines, plan_table
-from vision_eval.engine import run_stack
+from vision_eval.engine import run_stack, start_warm_ups
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalContext
 from vision_eval.finish import build_result, dataset_counts, run_info_head
@@ -94,6 +94,7 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
     started = time.perf_counter()
     context = EvalContext(judge=config.judge if config.judge.enabled else None, run=config.run)
     evaluators = build_stack(config.evaluators, context, sources)  # config errors surface before any loading
+    start_warm_ups(evaluators)
     candidate = config.candidate if config.candidate.enabled else None
     if candidate is not None:
         from vision_eval.candidate import check_candidate

@@ -10,7 +10,8 @@ batches, a window of them in flight per evaluator. Each finished part goes to th
 ``WINDOW_BATCHES`` data batches are in flight: while batch k's model calls run, batch k+1 is read (on a thread of
 its own, so reading overlaps evaluating) and its vectorized evaluators run; batch k+2 waits until batch k is done.
 
-One async driver runs it all; the threads are the engine's, not the evaluators'. What a batch guarantees (one row
+One async driver runs it all; the threads are the engine's, not the evaluators' (so is the one that runs their
+one-off warm-ups while the dataset loads, :func:`start_warm_ups`). What a batch guarantees (one row
 per sample, bad rows isolated...) is in :mod:`vision_eval.batch_part`. Rows whose calls the budget refused are
 ``skipped``, and their part is kept for the outputs but not for a resume, which finishes them.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -235,6 +237,24 @@ class _Driver:
                 track.resumed += 1
             track.last = time.perf_counter()
         self.progress.advance_batch(evaluator.name, results)
+
+
+def start_warm_ups(evaluators: Iterable[Evaluator]) -> threading.Thread:
+    """Every evaluator's :meth:`~vision_eval.evaluator.Evaluator.warm_up`, one after another on a thread of the run's
+    own, started now (while the dataset loads). Not a daemon: a process that exits at once (a config error right
+    after the stack is built) waits for it, since a daemon thread inside DuckDB at interpreter shutdown aborts the
+    process (exit -6)."""
+
+    def warm() -> None:
+        for evaluator in evaluators:
+            try:
+                evaluator.warm_up()
+            except Exception:  # only a head start: the batch that needs the work reports the error
+                continue
+
+    thread = threading.Thread(target=warm, name="vision-eval-warm-up", daemon=False)
+    thread.start()
+    return thread
 
 
 def run_coroutine(factory: Callable[[], Any]) -> Any:

@@ -222,6 +222,11 @@ class Evaluator(Generic[SettingsT]):
         """The model configs this evaluator calls; checked before the run starts."""
         return []
 
+    def warm_up(self) -> None:
+        """One-off work the first batch would otherwise wait for (imports, starting DuckDB, building expressions).
+        The run calls it on a background thread of its own once the stack is built, so it overlaps the dataset's
+        loading; an exception here is ignored (the batch that needs the work reports it). Default: nothing."""
+
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         """Score a batch synchronously (vectorized). ``batch`` always has ``id``."""
         raise NotImplementedError(f"{type(self).__name__} does not implement evaluate()")

@@ -53,6 +53,7 @@ class BboxIou(Evaluator[BboxIouSettings]):
     settings_model = BboxIouSettings
     required_columns = ("output", "expected_output")
     default_threshold = 0.5
+    splittable = True  # each row is scored on its own; AP reads the rows' inputs only in summarize_from
 
     def columns_needed(self) -> tuple[str, ...]:
         s = self.settings
@@ -116,29 +117,19 @@ class BboxIou(Evaluator[BboxIouSettings]):
             label_aware=s.label_aware,
         )
         fast = box_batch.evaluate_batch(batch["output"], batch["expected_output"], opts, sizes)
-        frames = []
         ids = batch["id"].to_numpy()
-        done, slow = fast.frame, fast.fallback
-        dets = [fast.dets.with_columns(pl.Series("sample_id", ids[fast.dets["row"].to_numpy()], pl.Utf8))]
-        gts = [fast.gts]
-        frames.append(
-            done.select(
-                pl.Series("sample_id", ids[done["row"].to_numpy()], dtype=pl.Utf8),
-                pl.lit(PROCESSED).alias("status"),
-                pl.col(s.score).alias("score"),
-                pl.col("details"),
-            )
+        decided = fast.frame.select(
+            pl.Series("sample_id", ids[fast.frame["row"].to_numpy()], dtype=pl.Utf8),
+            pl.lit(PROCESSED).alias("status"),
+            pl.col(s.score).alias("score"),
+            pl.col("details"),
         )
-        rows = self._rows(batch[slow])
+        fast_dets = fast.dets.with_columns(pl.Series("sample_id", ids[fast.dets["row"].to_numpy()], pl.Utf8))
+        rows = self._rows(batch[fast.fallback])
         processed = rows.filter(pl.col("status") == PROCESSED)
-        if processed.height:
-            slow_dets, slow_gts = box_batch.ap_inputs(processed["details"])
-            n_dets = processed["details"].str.json_decode(box_batch.AP_DTYPE).struct.field("ap_dets").list.len()
-            dets.append(slow_dets.with_columns(processed["sample_id"].gather(_repeat(n_dets.fill_null(0)))))
-            gts.append(slow_gts)
-        frames.append(rows)
-        results = pl.concat([conform(f, RESULT_ROW_SCHEMA) for f in frames])
-        return EvalOutput(results, metric_inputs=_ap_tables(dets, gts))
+        slow_dets, slow_gts = box_batch.ap_inputs(processed["details"], processed["sample_id"])
+        results = pl.concat([conform(decided, RESULT_ROW_SCHEMA), conform(rows, RESULT_ROW_SCHEMA)])
+        return EvalOutput(results, metric_inputs=_ap_tables([fast_dets, slow_dets], [fast.gts, slow_gts]))
 
     def _rows(self, batch: pl.DataFrame) -> pl.DataFrame:
         s = self.settings
@@ -186,8 +177,3 @@ def _ap_tables(dets: list[pl.DataFrame], gts: list[pl.DataFrame]) -> dict[str, p
         AP_DETS: detections.cast(AP_DETS_SCHEMA),  # type: ignore[arg-type]
         AP_GTS: per_label.cast(AP_GTS_SCHEMA),  # type: ignore[arg-type]
     }
-
-
-def _repeat(counts: pl.Series) -> pl.Series:
-    """Row positions repeated ``counts`` times (0, 0, 1, 2, 2, ...)."""
-    return pl.Series(np.repeat(np.arange(counts.len()), counts.to_numpy()), dtype=pl.UInt32)

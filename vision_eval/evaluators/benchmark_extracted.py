@@ -18,21 +18,14 @@ from typing_extensions import TypeVar
 
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.evaluators import _yes_no
-from vision_eval.evaluators._benchmark_text import (
-    NUMBER_PATTERN,
-    details_json,
-    is_ascii,
-    number_token_value,
-    py_strip,
-    with_fallback,
-)
+from vision_eval.evaluators._benchmark_text import details_json
+from vision_eval.evaluators._counts import UNPARSEABLE_REASON, lenient_counts, lmms_eval_counts
 from vision_eval.evaluators._protocols import Protocol, check_protocol, describe_protocol
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform
 
 RAW_CHARS = 500
 """How much of an unparseable reply is kept in ``details.raw``."""
-UNPARSEABLE_REASON = "cannot extract"
 
 
 def _results(
@@ -73,18 +66,11 @@ def _results(
     return EvalOutput(conform(frame, RESULT_ROW_SCHEMA))
 
 
-def _fast_gold(
-    expected: pl.Series, parse: Callable[[], pl.Expr | pl.Series], kind: Literal["yes_no", "number"]
-) -> pl.Expr:
-    """``_gold``: the reference parsed by ``parse()``, skipped when every reference of the batch already is a bare
-    answer (``yes``/``no``, or a plain number), as benchmark references almost always are."""
+def _fast_gold(expected: pl.Series, parse: Callable[[], pl.Series]) -> pl.Expr:
+    """``_gold``: the reference read by ``parse()``, skipped when every reference of the batch already is a bare
+    ``yes``/``no``, as benchmark references almost always are."""
     bare = expected.str.strip_chars().str.to_lowercase()
-    if kind == "yes_no" and bare.is_in(["yes", "no"]).all():
-        return pl.lit(bare).alias("_gold")
-    if kind == "number" and bare.str.contains(r"^[0-9]+(?:\.[0-9]+)?$").all():
-        return pl.lit(bare.cast(pl.Float64)).alias("_gold")
-    parsed = parse()
-    return (pl.lit(parsed) if isinstance(parsed, pl.Series) else parsed).alias("_gold")
+    return pl.lit(bare if bare.is_in(["yes", "no"]).all() else parse()).alias("_gold")
 
 
 def _raw(column: str) -> pl.Expr:
@@ -193,7 +179,7 @@ class Pope(ProtocolMetric[PopeSettings]):
             "output",
             "expected_output",
             _yes_no.lenient_readings(batch["output"]).alias("_pred"),
-            _fast_gold(batch["expected_output"], lambda: _yes_no.lenient_readings(batch["expected_output"]), "yes_no"),
+            _fast_gold(batch["expected_output"], lambda: _yes_no.lenient_readings(batch["expected_output"])),
         )
         error = (
             pl.when(pl.col("_gold").is_null())
@@ -223,27 +209,6 @@ class Pope(ProtocolMetric[PopeSettings]):
 
 
 # --- exact_count -----------------------------------------------------------------------------------------------
-
-COUNT_WORDS = {"none": "0", "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6"}
-COUNT_WORDS |= {"seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12"}
-COUNT_WORDS |= {"thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17"}
-COUNT_WORDS |= {"eighteen": "18", "nineteen": "19", "twenty": "20"}
-"""The number words lmms-eval's CountBench task turns into digits (a whole reply of that word only)."""
-
-
-def lmms_eval_count(text: str) -> str:
-    """lmms-eval's CountBench reading of a reply or of a count: stripped, lowercased, a number word as digits."""
-    normalized = str(text).strip().lower()
-    return COUNT_WORDS.get(normalized, normalized)
-
-
-def lmms_eval_counts(series: pl.Series) -> pl.Series:
-    """:func:`lmms_eval_count` of every string (Polars for ASCII text, Python for the rest)."""
-    frame = pl.DataFrame({"t": series.cast(pl.Utf8)})
-    frame = frame.select(
-        py_strip(pl.col("t").str.to_lowercase()).replace(COUNT_WORDS).alias("n"), is_ascii(pl.col("t")).alias("exact")
-    )
-    return with_fallback(frame["n"], frame["exact"], [series.cast(pl.Utf8)], lmms_eval_count)
 
 
 class ExactCountSettings(ProtocolSettings):
@@ -307,36 +272,11 @@ class ExactCount(ProtocolMetric[ExactCountSettings]):
         )
 
     def _lenient(self, batch: pl.DataFrame) -> EvalOutput:
-        s = self.settings
-        found = pl.col("output").str.to_lowercase().str.extract_all(NUMBER_PATTERN)
-        gold = pl.col("expected_output").str.to_lowercase().str.extract(f"({NUMBER_PATTERN})", 1)
-        # Staged: each list is computed once and then read by several expressions.
-        batch = batch.select(
-            "id",
-            "output",
-            "expected_output",
-            found.list.eval(number_token_value(pl.element())).alias("_values"),
-            _fast_gold(batch["expected_output"], lambda: number_token_value(gold), "number"),
-        ).with_columns(pl.col("_values").list.n_unique().alias("_distinct"))
-        values = pl.col("_values")
-        if s.pick == "first":
-            pred = values.list.first()
-        elif s.pick == "last":
-            pred = values.list.last()
-        else:
-            pred = pl.when(pl.col("_distinct") == 1).then(values.list.first())
-        batch = batch.with_columns(pred.alias("_pred"))
-        error = (
-            pl.when(pl.col("_gold").is_null())
-            .then(pl.lit("expected_output holds no count"))
-            .when(pl.col("_distinct") == 0)
-            .then(pl.lit(f"{UNPARSEABLE_REASON} a count from the output"))
-            .when(pl.col("_pred").is_null())
-            .then(pl.lit("the output gives several different counts"))
-        )
+        read = lenient_counts(batch["output"], batch["expected_output"], self.settings.pick)
+        batch = pl.concat([batch.select("id", "output", "expected_output"), read], how="horizontal")
         return _results(
             batch,
-            error,
+            pl.col("_error"),
             (pl.col("_pred") == pl.col("_gold")).cast(pl.Float64),
             details_json(
                 protocol=pl.lit("lenient"), predicted=pl.col("_pred"), expected=pl.col("_gold"), found=pl.col("_values")

@@ -15,7 +15,7 @@ from typing import ClassVar, Literal
 import polars as pl
 from pydantic import Field
 
-from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 from vision_eval.structured import duckpath, fastpath
@@ -109,9 +109,9 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
     default_threshold = 0.8
     splittable = True
 
-    def __init__(self, name: str, settings: FieldAccuracySettings, context: EvalContext | None = None) -> None:
-        super().__init__(name, settings, context)
-        duckpath.warm(partial(duckpath.prepare, settings.fields, 2), partial(fastpath.prepare, settings.fields))
+    def warm_up(self) -> None:
+        fields = self.settings.fields
+        duckpath.warm(partial(duckpath.prepare, fields, 2), partial(fastpath.prepare, fields))
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s = self.settings

@@ -1,5 +1,5 @@
 """Model grading: everything the model-graded evaluators share (the evaluators themselves live in
-:mod:`vision_eval.evaluators`: ``graded``, ``graded_context``, ``llm_judge``).
+:mod:`vision_eval.evaluators`: ``output_graders``, ``context_graders``, ``select_best``, ``llm_judge``).
 
 - :mod:`~vision_eval.grading.base`: ``GradedEvaluator``, the one base class of every model-graded evaluator
   (images, calls, samples, panels, failures as ``error`` rows).

@@ -8,7 +8,6 @@ returned for the row-wise path in :mod:`vision_eval.evaluators.bbox_iou`, which 
 from __future__ import annotations
 
 import itertools
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -150,12 +149,11 @@ def evaluate_batch(outputs: pl.Series, expected: pl.Series, opts: BoxOptions, si
         packed = bx.bits(bx.coco_tp_batch(iou, sp, vp))
         p_bits[sel_p] = packed[rp, p_pos[sel_p]]
 
-    # Rows in chunks of similar box counts, so the padded arrays are mostly real boxes; numpy releases the GIL, so
-    # two threads keep both cores busy (each chunk writes only its own rows).
+    # Rows in chunks of similar box counts, so the padded arrays are mostly real boxes (each chunk writes only its
+    # own rows). Threads are the engine's: bbox_iou is splittable, a large batch comes as two halves on two threads.
     by_size = keep[np.lexsort((n_g[keep], n_p[keep]))]
-    chunks = [by_size[lo : lo + CHUNK] for lo in range(0, by_size.size, CHUNK)]
-    with ThreadPoolExecutor(2) as pool:
-        list(pool.map(match_chunk, chunks))
+    for lo in range(0, by_size.size, CHUNK):
+        match_chunk(by_size[lo : lo + CHUNK])
 
     kp, kg = n_p[keep].astype(float), n_g[keep].astype(float)
     t = tp[keep]
@@ -222,22 +220,18 @@ AP_DTYPE = pl.Struct(
 )
 
 
-def ap_inputs(details: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``(dets, gts)`` frames (s, l, b) and (l, n) from result ``details`` JSON (both paths write them)."""
-    decoded = details.str.json_decode(AP_DTYPE).to_frame("d").unnest("d")
-    dets = decoded.select(pl.col("ap_dets").explode()).drop_nulls().unnest("ap_dets")
+def ap_inputs(details: pl.Series, sample_ids: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(dets, gts)`` frames (sample_id, s, l, b) and (l, n) from the ``details`` JSON of processed rows (both paths
+    write them)."""
+    decoded = pl.DataFrame({"sample_id": sample_ids, "d": details.str.json_decode(AP_DTYPE)}).unnest("d")
+    dets = decoded.select("sample_id", "ap_dets").explode("ap_dets").drop_nulls("ap_dets").unnest("ap_dets")
     gts = decoded.select(pl.col("ap_gt").explode()).drop_nulls().unnest("ap_gt")
     return dets, gts
 
 
-def dataset_ap(details: pl.Series, sample_ids: pl.Series | None = None) -> dict[str, float]:
+def dataset_ap(details: pl.Series, sample_ids: pl.Series) -> dict[str, float]:
     """AP50 and AP@[.5:.95] from the ``details`` of processed rows (``sample_ids`` break score ties)."""
-    dets, gts = ap_inputs(details)
-    if sample_ids is not None:
-        decoded = details.str.json_decode(AP_DTYPE).struct.field("ap_dets").list.len().fill_null(0)
-        index = np.repeat(np.arange(decoded.len()), decoded.to_numpy())
-        dets = dets.with_columns(sample_ids.gather(pl.Series(index, dtype=pl.UInt32)).alias("sample_id"))
-    return ap_from_frames(dets, gts)
+    return ap_from_frames(*ap_inputs(details, sample_ids))
 
 
 def ap_from_frames(dets: pl.DataFrame, gts: pl.DataFrame) -> dict[str, float]:

@@ -22,7 +22,6 @@ objects/arrays are re-read with ``json.loads``.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -142,28 +141,18 @@ _WARM: list[bool] = []
 
 
 def warm(*tasks: Callable[[], None]) -> None:
-    """Start what the first batch would otherwise wait for, in a background thread: DuckDB (its import and start,
-    ~0.05 s), python-dateutil and ``_strptime`` (once per process), then ``tasks`` (an evaluator's own: building its
-    expressions, see :func:`prepare`). They overlap the dataset's loading (evaluators are built before the data are
-    read) instead of delaying the first batch."""
-    first = not _WARM
-    _WARM.append(True)
+    """What the first batch would otherwise wait for: DuckDB (its import and start, ~0.05 s), python-dateutil and
+    ``_strptime`` (once per process), then ``tasks`` (an evaluator's own: building its expressions, see
+    :func:`prepare`). field_accuracy's ``warm_up``, which the run calls on a background thread while the dataset
+    loads."""
+    if not _WARM:
+        _WARM.append(True)
+        query(pl.DataFrame({"t": ["{}"]}), "SELECT json_valid(t) AS ok FROM texts")
+        import _strptime  # type: ignore[import-not-found]  # noqa: F401 - datetime.strptime imports it on first use
 
-    def start() -> None:
-        if first:
-            query(pl.DataFrame({"t": ["{}"]}), "SELECT json_valid(t) AS ok FROM texts")
-            import _strptime  # type: ignore[import-not-found]  # noqa: F401 - datetime.strptime imports it on first use
-
-            import dateutil.parser  # noqa: F401
-        for task in tasks:
-            try:
-                task()
-            except Exception:  # only a head start: the batch that needs it reports the error
-                continue
-
-    # Not a daemon: a process that exits at once (a config error right after the stack is built) waits the few
-    # milliseconds for it; a daemon thread inside DuckDB at interpreter shutdown aborts the process (exit -6).
-    threading.Thread(target=start, name="field-accuracy-warm", daemon=False).start()
+        import dateutil.parser  # noqa: F401
+    for task in tasks:
+        task()
 
 
 def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:

@@ -1,7 +1,8 @@
-"""Model-graded assertions with promptfoo's grading contracts, graded with the images in view.
+"""Model-graded assertions on one output with promptfoo's grading contracts, graded with the images in view.
 
-``llm_rubric``, ``g_eval``, ``factuality`` and ``closed_qa`` live here; ``context_recall``,
-``context_faithfulness`` and ``select_best`` in :mod:`vision_eval.evaluators.graded_context`. All share
+``llm_rubric``, ``g_eval``, ``factuality`` and ``closed_qa`` (the output against a rubric, criteria or a reference
+answer) live here; ``context_recall`` and ``context_faithfulness`` in :mod:`vision_eval.evaluators.context_graders`,
+``select_best`` in :mod:`vision_eval.evaluators.select_best`. All share
 :class:`vision_eval.grading.base.GradedEvaluator` (images, samples, panel, calibration, grader errors).
 A reply that breaks the contract, or a call that fails after its retries, is an ``error`` row (raw reply
 in ``details.reply``), never ``passed: false``.
@@ -24,11 +25,15 @@ select_best                 none       the row's first candidate wins in every o
 from __future__ import annotations
 
 import asyncio
+import hashlib
+from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any, ClassVar
 
 import polars as pl
 from pydantic import field_validator
 
+from vision_eval.evaluator import EvalOutput
 from vision_eval.grading import prompts
 from vision_eval.grading.base import GradedEvaluator
 from vision_eval.grading.calls import Asker
@@ -157,9 +162,20 @@ class GEvalSettings(GradedSettings):
     """Without logprobs, average this many step-2 scores (the G-Eval paper's sampling); 1 = one reply."""
 
 
+STEP_REQUESTS = "step_requests"
+"""The metric input naming the step-1 requests a batch's rows needed: one row per (judge, criteria text)."""
+STEP_REQUESTS_SCHEMA = {"model": pl.Utf8, "criteria_sha256": pl.Utf8}
+_batch_step_requests: ContextVar[set[tuple[str, str]] | None] = ContextVar("g_eval_step_requests", default=None)
+"""The step-1 requests of the batch being graded (the tasks grading its rows share the batch's context)."""
+
+
 @register
 class GEval(GradedEvaluator[GEvalSettings]):
-    """G-Eval: the grader writes evaluation steps per criterion (once, cached), then scores each row 0..10."""
+    """G-Eval: the grader writes evaluation steps per criterion (once, cached), then scores each row 0..10.
+
+    The steps are a pure function of (judge, criteria text), so the instance keeps them for the run; what the
+    run reports (``step_calls``) is counted from the requests every batch saved with its part
+    (:data:`STEP_REQUESTS`), so a resumed run counts the batches it reused too."""
 
     type_name: ClassVar[str] = "g_eval"
     default_threshold = 0.7
@@ -171,7 +187,7 @@ class GEval(GradedEvaluator[GEvalSettings]):
         if settings.n_samples < 1:
             raise ValueError("n_samples must be at least 1")
         self._steps: dict[tuple[str, str], asyncio.Future[list[str]]] = {}
-        self.step_calls = 0
+        """Step-1 replies by (judge, criteria text): asked once, whichever batch needs them first."""
 
     @property
     def criteria(self) -> dict[str, str]:
@@ -200,8 +216,27 @@ class GEval(GradedEvaluator[GEvalSettings]):
             calls += [(step, {"criteria": text}, False) for text in self.criteria.values()]
         return calls
 
+    async def aevaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        """The base's grading, plus the step-1 requests this batch's rows needed (a metric input)."""
+        requested: set[tuple[str, str]] = set()
+        token = _batch_step_requests.set(requested)
+        try:
+            out = await super().aevaluate(batch)
+        finally:
+            _batch_step_requests.reset(token)
+        requests = pl.DataFrame(sorted(requested), schema=STEP_REQUESTS_SCHEMA, orient="row")
+        out.metric_inputs[STEP_REQUESTS] = requests
+        return out
+
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
-        return {**super().summarize(results), "step_calls": self.step_calls}
+        """Without metric inputs no batch reached the judge: no step-1 request was made."""
+        return self.summarize_from(results, {})
+
+    def summarize_from(self, results: pl.DataFrame, inputs: Mapping[str, pl.LazyFrame]) -> dict[str, Any]:
+        """``step_calls``: the distinct step-1 requests (judge x criteria text) over every batch of the run."""
+        requests = inputs.get(STEP_REQUESTS)
+        calls = requests.unique().select(pl.len()).collect().item() if requests is not None else 0
+        return {**super().summarize(results), "step_calls": calls}
 
     def _logprobs(self, asker: Asker) -> bool:
         s = self.settings
@@ -215,12 +250,14 @@ class GEval(GradedEvaluator[GEvalSettings]):
         if s.steps:
             return s.steps
         key = (str(asker.judge.model), criteria)
+        requested = _batch_step_requests.get()
+        if requested is not None:
+            requested.add((key[0], hashlib.sha256(criteria.encode()).hexdigest()))
         if key not in self._steps:
             self._steps[key] = asyncio.ensure_future(self._ask_steps(asker, criteria))
         return list(await asyncio.shield(self._steps[key]))
 
     async def _ask_steps(self, asker: Asker, criteria: str) -> list[str]:
-        self.step_calls += 1
         reply = await asker.ask(self.templates()[1], {"criteria": criteria}, images=False, sample=0)
         return parse_steps(reply.text)
 
