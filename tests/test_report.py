@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import date
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,44 @@ def test_overview_summary_is_the_runs_summary_and_histograms_count_every_score()
         )["score"]
         assert counts == [sum(1 for s in scores if min(int(s * 10), 9) == k) for k in range(10)]
     assert got["evaluators"] == ["a", "b"]
+
+
+def test_card_fields_long_texts_and_metadata_of_any_type() -> None:
+    """A card shows texts cut at TEXT_LIMIT (saying how much was cut) and metadata of any type as text, as JSON
+    writes it; a missing value is left out."""
+    from vision_eval.report.cards import TEXT_LIMIT
+
+    long = "x" * (TEXT_LIMIT + 7)
+    samples = pl.DataFrame(
+        {
+            "id": ["a", "b"],
+            "output": [long, "short"],
+            "expected_output": ["e", None],
+            "notes": [long, None],
+            "count": [3, None],
+            "tags": [["red", "é"], None],
+            "box": [{"x": 1.5, "label": "cat"}, None],
+            "day": [date(2024, 5, 1), None],
+        }
+    )
+    results = pl.DataFrame(
+        {"sample_id": ["a", "b"], "evaluator": ["e", "e"], "type": ["exact_match"] * 2, "status": ["processed"] * 2}
+    )
+    cards = {
+        c["id"]: c
+        for c in payload_of(build_html(ve.EvalResult(results, pl.DataFrame(), pl.DataFrame(), samples)))["samples"]
+    }
+    cut = "x" * TEXT_LIMIT + "\n[... 7 more characters not shown]"
+    assert cards["a"]["output"] == cut and cards["a"]["expected"] == "e"
+    assert cards["a"]["meta"] == {
+        "notes": cut,
+        "count": "3",
+        "tags": '["red", "é"]',
+        "box": '{"x": 1.5, "label": "cat"}',
+        "day": '"2024-05-01"',
+    }
+    assert "meta" not in cards["b"] and "expected" not in cards["b"] and cards["b"]["output"] == "short"
+    assert [r["evaluator"] for r in cards["b"]["results"]] == ["e"]
 
 
 def judge_like_result() -> ve.EvalResult:

@@ -69,11 +69,16 @@ def _meta_text(value: Any) -> str | None:
     return str(clean(json.dumps(value, ensure_ascii=False, default=str)))
 
 
-def _cut(column: str) -> pl.Expr:
-    """A text column cut at TEXT_LIMIT characters, saying how much was cut (vectorized ``clean``)."""
-    text, length = pl.col(column), pl.col(column).str.len_chars()
+def _cut_text(text: pl.Expr) -> pl.Expr:
+    """Texts cut at TEXT_LIMIT characters, saying how much was cut (vectorized ``clean``)."""
+    length = text.str.len_chars()
     note = pl.lit("\n[... ") + (length - TEXT_LIMIT).cast(pl.Utf8) + pl.lit(" more characters not shown]")
-    return pl.when(length > TEXT_LIMIT).then(text.str.slice(0, TEXT_LIMIT) + note).otherwise(text).alias(column)
+    return pl.when(length > TEXT_LIMIT).then(text.str.slice(0, TEXT_LIMIT) + note).otherwise(text)
+
+
+def _cut(column: str) -> pl.Expr:
+    """A text column cut as :func:`_cut_text`."""
+    return _cut_text(pl.col(column)).alias(column)
 
 
 def _texts_bytes(frame: pl.DataFrame, columns: list[str]) -> pl.Expr:
@@ -143,12 +148,6 @@ def json_value(value: pl.Expr) -> pl.Expr:
     """Each value of an expression as JSON text (encoded by Polars; null stays null, not ``"null"``)."""
     encoded = pl.struct(value.alias("v")).struct.json_encode().str.strip_prefix('{"v":').str.strip_suffix("}")
     return pl.when(value.is_not_null()).then(encoded)
-
-
-def _cut_text(text: pl.Expr) -> pl.Expr:
-    length = text.str.len_chars()
-    note = pl.lit("\n[... ") + (length - TEXT_LIMIT).cast(pl.Utf8) + pl.lit(" more characters not shown]")
-    return pl.when(length > TEXT_LIMIT).then(text.str.slice(0, TEXT_LIMIT) + note).otherwise(text)
 
 
 def _as_texts(frame: pl.DataFrame, columns: list[str]) -> tuple[pl.DataFrame, dict[str, pl.Expr]]:
