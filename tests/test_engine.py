@@ -182,9 +182,10 @@ def test_batching_does_not_change_results(batch_size: int) -> None:
 
 def test_heavy_libraries_load_only_when_used(subprocess_env: dict[str, str]) -> None:
     """Importing the package, every built-in evaluator and running a deterministic stack loads neither litellm
-    (~3 s) nor DuckDB; json_validator on a few rows (scored row by row) does not load DuckDB either; the
-    DuckDB-backed evaluators load it when they run: field_accuracy's extraction, json_validator's column-wise
-    path (batches with at least ``json_columns.MIN_GROUP_ROWS`` rows of one expected_output shape)."""
+    (~3 s) nor DuckDB; json_validator on a few rows (scored row by row) and field_accuracy's first rows (read by
+    msgspec) do not load DuckDB either; the DuckDB-backed paths load it when they run: field_accuracy's extraction
+    of index paths (and of its rows beyond ``duckpath.MSGSPEC_ROWS``), json_validator's column-wise path (batches with
+    at least ``json_columns.MIN_GROUP_ROWS`` rows of one expected_output shape)."""
     import subprocess
     import sys
 
@@ -202,9 +203,12 @@ def test_heavy_libraries_load_only_when_used(subprocess_env: dict[str, str]) -> 
         "vision_eval.evaluate([{'id': 'a', 'output': '{\"a\": 1}', 'expected_output': '{\"a\": 1}'}],"
         " evaluators={'f': {'type': 'field_accuracy', 'fields': [{'path': 'a'}]}})\n"
         f"{loaded}"
+        "vision_eval.evaluate([{'id': 'a', 'output': '{\"a\": [1]}', 'expected_output': '{\"a\": [1]}'}],"
+        " evaluators={'f': {'type': 'field_accuracy', 'fields': [{'path': 'a[0]'}]}})\n"
+        f"{loaded}"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env, check=True)
-    assert out.stdout.split("\n")[:3] == ["[]", "[]", "['duckdb']"], out.stdout + out.stderr
+    assert out.stdout.split("\n")[:4] == ["[]", "[]", "[]", "['duckdb']"], out.stdout + out.stderr
     code = (
         "import sys, vision_eval\n"
         "from vision_eval.validators.json_columns import MIN_GROUP_ROWS as N\n"

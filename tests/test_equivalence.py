@@ -301,3 +301,96 @@ def test_joined_concatenates_several_texts_and_leads_each_owner() -> None:
     owner = np.array([0, 0, 2])
     assert joined([keys, values], owner, 3, ", ").to_list() == ['"a": 1, "b": 2', "", '"c": 3']
     assert joined(values, owner, 4, "|", lead="; ").to_list() == ["; 1|2", "", "; 3", ""]
+
+
+# field_accuracy ------------------------------------------------------------------------------------------------------
+
+FIELD_SETS: list[list[dict[str, Any]]] = [
+    [  # the keys of eq.json_pairs' documents
+        {"path": "a"},
+        {"path": "b", "match": "fuzzy", "threshold": 0.8},
+        {"path": "total", "match": "numeric_tolerance", "tolerance": 0.5},
+        {"path": "name", "match": "date"},
+        {"path": "items", "required": False},
+        {"path": "ü"},
+    ],
+    [  # the shapes of eq.json_shaped_pairs: nested keys, keys a JSON pointer escapes
+        {"path": "invoice_number"},
+        {"path": "vendor", "match": "fuzzy"},
+        {"path": "total", "match": "numeric_tolerance", "tolerance": 0.01, "relative": True},
+        {"path": "a.b.c"},
+        {"path": "a.b.d", "match": "numeric_tolerance", "tolerance": 1},
+        {"path": "a/b~c", "match": "date", "required": False},
+        {"path": "k3"},
+        {"path": "n", "match": "fuzzy"},
+    ],
+    [  # an index step, and a path that ends where another goes on: read by DuckDB at every batch size
+        {"path": "line_items.0.amount", "match": "numeric_tolerance"},
+        {"path": "a"},
+        {"path": "a.b.c"},
+    ],
+]
+ENGINES = ["msgspec", "msgspec in small steps", "duckdb rows", "duckdb arrow"]
+TRAILING_COMMAS = [
+    '{"a": "x",}', '{"a": [1, 2,], "total": 3}', '{"a": "x"} and {"b": 2,}', '{"a": 1,} {"a": 2}', '{"a": NaN,}',
+    '{"a": "\\ud800",}', '{"a": "p,}q"}', '{"a": "p,}q",}', '{"a": {"b": {"c": 1,},},}', '{"a": 1,}}', '{"a": 1 ,\n}',
+    '{"a": 1,\x0c}', '{"a": "\\",}"}', '{"a": 01,}', '{"ü": "x",}\n', '{"b": "Acme",  }',
+]  # fmt: skip
+"""Objects with a trailing comma: no JSON the reference reads, unless the text holds another object it reads."""
+
+
+def _surrogates_shown(text: Any) -> Any:
+    """A reference text as a Polars column shows it (lone surrogates as U+FFFD)."""
+    if not isinstance(text, str):
+        return text
+    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("fields", FIELD_SETS, ids=["keys", "shapes", "index"])
+def test_field_accuracy_is_evaluate_row(
+    engine: str, fields: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hostile JSON (NaN, lone surrogates, 1e400, repeated keys, trailing commas, deep nesting, fences, prose) on
+    every extraction engine: small batches read by msgspec, large ones by DuckDB (its results as rows or Arrow)."""
+    from vision_eval.evaluator import EvalContext
+    from vision_eval.evaluators.field_accuracy import FieldAccuracy, FieldAccuracySettings
+    from vision_eval.structured import duckpath, matching, msgpath
+
+    if engine.startswith("duckdb"):
+        monkeypatch.setattr(duckpath, "MSGSPEC_ROWS", 0)
+    if engine == "msgspec in small steps":
+        monkeypatch.setattr(msgpath, "CHUNK", 37)
+    if engine == "duckdb arrow":
+        monkeypatch.setattr(duckpath, "SMALL_RESULT", 0)
+    read_by_msgspec = [0]
+    tokens = msgpath.tokens
+
+    def counting(*args: Any) -> Any:
+        read_by_msgspec[0] += 1
+        return tokens(*args)
+
+    monkeypatch.setattr(msgpath, "tokens", counting)
+    pairs = eq.json_pairs(700, 21) + eq.json_shaped_pairs(900, 22)
+    pairs += [(text, '{"a": "x", "b": "Acme", "a/b~c": "2025-01-05"}') for text in TRAILING_COMMAS]
+    batch = eq.frame(pairs).with_columns(pl.Series("id", [f"r{i}" for i in range(len(pairs))]))
+    evaluator = FieldAccuracy("f", FieldAccuracySettings(fields=fields), EvalContext())
+    out = evaluator.evaluate(batch)
+    specs = [matching.FieldSpec(**f) for f in fields]
+    mine: dict[str, list[dict[str, Any]]] = {}
+    for r in out.fields.to_dicts() if out.fields is not None else []:
+        mine.setdefault(r["sample_id"], []).append(r)
+    for (output, expected), result in zip(pairs, out.results.to_dicts(), strict=True):
+        ref = matching.evaluate_row(specs, output, expected, "weighted_average")
+        got = (result["status"], result["score"], result["error"])
+        assert got == (ref["status"], ref.get("score"), ref.get("error")), (output, expected)
+        rows = mine.get(result["sample_id"], [])
+        assert len(rows) == len(ref["fields"]), (output, expected)
+        for (path, fr, value, want), r in zip(ref["fields"], rows):
+            shown = (path, fr.hit, fr.score, _surrogates_shown(fr.reason), _surrogates_shown(matching.to_json(want)))
+            assert (r["path"], r["hit"], r["score"], r["reason"], r["expected"]) == shown, (output, expected)
+            if fr.reason != matching.NOT_JSON:
+                assert r["actual"] == _surrogates_shown(matching.to_json(value)), (output, expected, path)
+    supported = msgpath.supported(tuple(matching.parse_path(f["path"]) for f in fields))
+    uses_msgspec = engine.startswith("msgspec") and supported
+    assert (read_by_msgspec[0] > 0) == uses_msgspec

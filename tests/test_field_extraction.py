@@ -1,4 +1,5 @@
-"""field_accuracy's DuckDB extraction (``duckpath``) against the row-wise reference, many fields at once."""
+"""field_accuracy's extraction (``duckpath``: DuckDB, or msgspec on small batches) against the row-wise reference,
+many fields at once."""
 
 from __future__ import annotations
 
@@ -87,9 +88,12 @@ WANTS = [
 ]
 
 
-@pytest.fixture(params=["rows", "arrow"])
+@pytest.fixture(params=["msgspec", "rows", "arrow"])
 def result_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """DuckDB's results come back as Python rows (small batches) or through Arrow (large ones): both are tested."""
+    """Small batches are read by msgspec; larger ones by DuckDB, whose results come back as Python rows or (the
+    largest) through Arrow: all three are tested."""
+    if request.param != "msgspec":
+        monkeypatch.setattr(duckpath, "MSGSPEC_ROWS", 0)
     if request.param == "arrow":
         monkeypatch.setattr(duckpath, "SMALL_RESULT", 0)
     return str(request.param)
@@ -151,8 +155,99 @@ def test_tokens_give_reference_values(text: str) -> None:
             assert side.text[0] == m.to_json(expected)
 
 
+KEY_FIELDS: list[dict[str, Any]] = [
+    {"path": "a"},
+    {"path": "a", "match": "fuzzy"},
+    {"path": "n", "match": "numeric_tolerance", "tolerance": 0.5},
+    {"path": "b.c"},
+    {"path": "b.c", "match": "fuzzy", "required": False},
+    {"path": "b.x.c"},
+    {"path": "weird key"},
+    {"path": "a-b.c.d", "required": False},
+    {"path": "a~b"},
+    {"path": "a/b", "match": "date"},
+    {"path": "items"},
+]
+"""Keys only, no path a prefix of another: msgspec reads them at small batch sizes."""
+
+
+def test_msgspec_tokens_give_reference_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every document at once, read by msgspec (DuckDB never starts): kind, JSON text and text of every path equal
+    the reference's."""
+    from vision_eval.structured import msgpath
+
+    def no_duckdb(*args: Any) -> None:
+        raise AssertionError("DuckDB read a small batch")
+
+    monkeypatch.setattr(duckpath, "_duckdb_tokens", no_duckdb)
+    specs = [m.FieldSpec(**f) for f in KEY_FIELDS]
+    assert msgpath.supported(tuple(m.parse_path(s.path) for s in specs))
+    ok, _, sides = duckpath.extract_sides(pl.DataFrame({"output": DOCS}), ("output",), specs)["output"]
+    for row, text in enumerate(DOCS):
+        good, value = m.extract_json(text)
+        assert ok[row] == good, text
+        for spec, side in zip(specs, sides):
+            expected = m.resolve(value, m.parse_path(spec.path)) if good else m.MISSING
+            assert side.kind[row] == m.kind(expected), (text, spec.path)
+            if "\\ud800" in text:
+                continue  # shown with U+FFFD (Polars strings are UTF-8)
+            assert side.json[row] == m.to_json(expected), (text, spec.path)
+            if side.text is not None and m.kind(expected) == "string":
+                assert side.text[row] == expected, (text, spec.path)
+            elif side.text is not None and m.kind(expected) not in ("missing", "null"):
+                assert side.text[row] == m.to_json(expected), (text, spec.path)
+
+
+def test_msgspec_leaves_the_reference_only_what_it_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Repeated keys are read by msgspec as json.loads reads them; keys written with escapes, NaN, lone surrogates
+    (which msgspec refuses), a value where a path needs an object and an object with a trailing comma followed by more
+    text go row by row."""
+    calls: list[str] = []
+    original = m.read_json
+
+    def counting(text: str | None) -> tuple[bool, Any, str | None]:
+        calls.append(text or "")
+        return original(text)
+
+    monkeypatch.setattr(m, "read_json", counting)
+    plain = ['{"a": 1, "a": 2}', '{"b": {"c": "one"}, "b": {"d": "two"}}', '{"a": 1,}', '{"a": [1, {"b": 2,}]}']
+    plain += ['```json\n{"a": "y", "n": 2.5}\n```', 'Here: {"a": "z", "items": ["t", null]} done', "no json"]
+    odd = ['{"\\u0061": 1, "a": 3}', '{"a": NaN}', '{"a": "\\ud800"}', '{"b": "not an object"}', '{"a": 1,} {"a": 2}']
+    specs = [m.FieldSpec(**f) for f in KEY_FIELDS]
+    batch = pl.DataFrame({"output": plain + odd})
+    ok, _, _ = duckpath.extract_sides(batch, ("output",), specs)["output"]
+    assert calls == odd
+    assert ok.to_list() == [m.extract_json(t)[0] for t in batch["output"]]
+
+
+def test_an_evaluator_reads_its_first_rows_with_msgspec_then_with_duckdb(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vision_eval.evaluator import EvalContext
+    from vision_eval.evaluators.field_accuracy import FieldAccuracy, FieldAccuracySettings
+    from vision_eval.structured import msgpath
+
+    readers: list[str] = []
+
+    def logged(reader: Any, label: str) -> Any:
+        def read(*args: Any) -> Any:
+            readers.append(label)
+            return reader(*args)
+
+        return read
+
+    monkeypatch.setattr(msgpath, "tokens", logged(msgpath.tokens, "msgspec"))
+    monkeypatch.setattr(duckpath, "_duckdb_tokens", logged(duckpath._duckdb_tokens, "duckdb"))
+    monkeypatch.setattr(duckpath, "MSGSPEC_ROWS", 2 * len(DOCS))
+    evaluator = FieldAccuracy("f", FieldAccuracySettings(fields=KEY_FIELDS), EvalContext())
+    batch = pl.DataFrame({"id": [str(i) for i in range(len(DOCS))], "output": DOCS, "expected_output": DOCS[::-1]})
+    outs = [evaluator.evaluate(batch) for _ in range(3)]
+    assert readers == ["msgspec", "msgspec", "duckdb"]
+    assert outs[0].results.equals(outs[2].results)
+    assert outs[0].fields is not None and outs[0].fields.equals(outs[2].fields)
+
+
 def test_plain_documents_never_reach_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Plain, fenced and prose-wrapped objects are read by DuckDB; only what it may misread goes row by row."""
+    """Plain, fenced and prose-wrapped objects are read by DuckDB (index paths: at every batch size); only what it
+    may misread goes row by row."""
     calls: list[str] = []
     original = m.read_json
 
@@ -262,7 +357,8 @@ def test_generated_documents_match_reference(result_path: str) -> None:
     paths = ["a", "b.c", "items[0]", "items.1.n", "0", "b.0.a", "é", "weird key", "n"]
     fields = [{"path": p, "match": "fuzzy"} for p in paths]
     specs = [m.FieldSpec(**f) for f in fields]
-    ok, _, sides = duckpath.extract_sides(pl.DataFrame({"output": texts}), ("output",), specs)["output"]
+    frame = pl.DataFrame({"output": texts})
+    ok, _, sides = duckpath.extract_sides(frame, ("output",), specs, result_path == "msgspec")["output"]
     for row, text in enumerate(texts):
         good, value = m.extract_json(text)
         assert ok[row] == good, text
@@ -306,3 +402,25 @@ def test_halves_give_the_results_of_one_pass() -> None:
     ordered = [f.sort(key, maintain_order=True) for f in (split.fields, whole.fields)]
     assert ordered[0].equals(ordered[1], null_equal=True)
     assert set(whole.results["status"].to_list()) >= {"processed", "error"}
+
+
+def test_warm_up_builds_ahead_and_starts_duckdb_only_for_paths_msgspec_cannot_read(
+    subprocess_env: dict[str, str],
+) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from vision_eval.evaluators.field_accuracy import FieldAccuracy, FieldAccuracySettings\n"
+        "from vision_eval.structured import msgpath\n"
+        "fields = [{'path': 'a.b'}, {'path': 'd', 'match': 'date', 'formats': ['DD.MM.YYYY']}]\n"
+        "fields += [{'path': 'v', 'match': 'fuzzy'}]\n"
+        "FieldAccuracy('f', FieldAccuracySettings(fields=fields)).warm_up()\n"
+        "loaded = [m in sys.modules for m in ('duckdb', 'msgspec', 'rapidfuzz', '_strptime')]\n"
+        "print(loaded, msgpath._reader.cache_info().currsize)\n"
+        "FieldAccuracy('g', FieldAccuracySettings(fields=[{'path': 'a[0]'}])).warm_up()\n"
+        "print('duckdb' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env, check=True)
+    assert out.stdout.split("\n")[:2] == ["[False, True, True, True] 1", "True"], out.stdout + out.stderr

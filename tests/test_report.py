@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import date
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ import polars as pl
 import pytest
 
 import vision_eval as ve
-from vision_eval.report import build_html, load_runs, script_json, write_report
+from vision_eval.report import build_html, from_result, load_runs, script_json, write_report
 from vision_eval.report.cli import main as report_main
 
 XSS = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
@@ -179,6 +180,82 @@ def test_overview_summary_and_histograms(demo: tuple[ve.EvalResult, Path], demo_
     assert sum(hists["has_circle"]) == 31
 
 
+def test_overview_summary_is_the_runs_summary_and_histograms_count_every_score() -> None:
+    """The overview's numbers come from a few grouped cells, not from the rows: they must be what ``summarize``
+    computes over the rows, for every status, null passed, unknown costs and scores on bin edges."""
+    from vision_eval.report.aggregates import overview
+    from vision_eval.summary import summarize
+
+    n = 40
+    results = pl.DataFrame(
+        {
+            "sample_id": [f"s{i}" for i in range(n)] * 2,
+            "evaluator": ["a"] * n + ["b"] * n,
+            "type": ["exact_match"] * n + ["llm_judge"] * n,
+            "status": [["processed", "error", "skipped", "processed"][i % 4] for i in range(2 * n)],
+            "score": [None if i % 9 == 0 else (i % 11) / 10 for i in range(2 * n)],
+            "passed": [None if i % 7 == 0 else i % 3 == 0 for i in range(2 * n)],
+            "input_tokens": [None] * n + list(range(n)),
+            "output_tokens": [None] * n + [2] * n,
+            "cost_usd": [None] * n + [None if i % 5 else 0.001 * i for i in range(n)],
+            "threshold": [0.5] * n + [None] * n,
+        }
+    )
+    result = ve.EvalResult(results, pl.DataFrame(), pl.DataFrame(), pl.DataFrame({"id": [f"s{i}" for i in range(n)]}))
+    data = from_result(result)
+    got = overview(data.results, data.dimensions, [""])
+    expected = summarize(result.results).to_dicts()
+    rows = [{k: v for k, v in row.items() if k not in ("run", "threshold")} for row in got["summary"]]
+    assert [row.keys() for row in rows] == [row.keys() for row in expected]
+    for row, want in zip(rows, expected):
+        assert row == pytest.approx(want, nan_ok=True), row["evaluator"]
+    assert [row["threshold"] for row in got["summary"]] == [0.5, None]
+    for evaluator, counts in ((h["evaluator"], h["counts"]) for h in got["histograms"]):
+        scores = result.results.filter(
+            (pl.col("evaluator") == evaluator) & (pl.col("status") == "processed") & pl.col("score").is_not_null()
+        )["score"]
+        assert counts == [sum(1 for s in scores if min(int(s * 10), 9) == k) for k in range(10)]
+    assert got["evaluators"] == ["a", "b"]
+
+
+def test_card_fields_long_texts_and_metadata_of_any_type() -> None:
+    """A card shows texts cut at TEXT_LIMIT (saying how much was cut) and metadata of any type as text, as JSON
+    writes it; a missing value is left out."""
+    from vision_eval.report.cards import TEXT_LIMIT
+
+    long = "x" * (TEXT_LIMIT + 7)
+    samples = pl.DataFrame(
+        {
+            "id": ["a", "b"],
+            "output": [long, "short"],
+            "expected_output": ["e", None],
+            "notes": [long, None],
+            "count": [3, None],
+            "tags": [["red", "é"], None],
+            "box": [{"x": 1.5, "label": "cat"}, None],
+            "day": [date(2024, 5, 1), None],
+        }
+    )
+    results = pl.DataFrame(
+        {"sample_id": ["a", "b"], "evaluator": ["e", "e"], "type": ["exact_match"] * 2, "status": ["processed"] * 2}
+    )
+    cards = {
+        c["id"]: c
+        for c in payload_of(build_html(ve.EvalResult(results, pl.DataFrame(), pl.DataFrame(), samples)))["samples"]
+    }
+    cut = "x" * TEXT_LIMIT + "\n[... 7 more characters not shown]"
+    assert cards["a"]["output"] == cut and cards["a"]["expected"] == "e"
+    assert cards["a"]["meta"] == {
+        "notes": cut,
+        "count": "3",
+        "tags": '["red", "é"]',
+        "box": '{"x": 1.5, "label": "cat"}',
+        "day": '"2024-05-01"',
+    }
+    assert "meta" not in cards["b"] and "expected" not in cards["b"] and cards["b"]["output"] == "short"
+    assert [r["evaluator"] for r in cards["b"]["results"]] == ["e"]
+
+
 def judge_like_result() -> ve.EvalResult:
     """Frames as a judge or field_accuracy writes them (built directly: those evaluators live elsewhere)."""
     details = {  # the llm_judge layout: the judge's own lists nested under details.details
@@ -252,6 +329,24 @@ def test_every_run_writes_a_report_unless_disabled(tmp_path: Path) -> None:
     off = tmp_path / "off"
     ve.evaluate(rows, evaluators=EVALUATORS, output_dir=off, run={"write_report": False})
     assert (off / "results.parquet").is_file() and not (off / "report.html").exists()
+
+
+def test_the_report_reads_a_written_run_lazily(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A written run holds its frames as scans: the report reads them in streaming passes and never loads them whole
+    (which a run larger than memory could not afford), and still shows every sample."""
+    from vision_eval.output import EvalResult
+
+    out = tmp_path / "run"
+    result = ve.evaluate(demo_rows(tmp_path, n=8), evaluators=EVALUATORS, output_dir=out, run={"write_report": False})
+    loaded: list[str] = []
+    read_whole = EvalResult._get
+    monkeypatch.setattr(EvalResult, "_get", lambda self, name: loaded.append(name) or read_whole(self, name))
+    page = write_report(result, out)
+    assert loaded == []
+    assert {s["id"] for s in payload_of(page.read_text())["samples"]} == {f"s{i:03d}" for i in range(8)} | {
+        "xss",
+        "no-output",
+    }
 
 
 def test_a_failing_report_keeps_the_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

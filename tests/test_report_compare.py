@@ -391,3 +391,37 @@ def test_verdicts_and_the_counted_bootstrap() -> None:
     low, high = bootstrap_interval(values)
     half = 1.96 * (0.6 * 0.4 / 4000) ** 0.5
     assert low == pytest.approx(0.6 - half, abs=0.004) and high == pytest.approx(0.6 + half, abs=0.004)
+
+
+def test_cards_are_chosen_by_position_only_when_the_results_align_with_the_samples() -> None:
+    """One run's failing samples are read as a bit per position, which holds only when each evaluator's results are
+    one row per sample in the samples' order: a swapped or missing row sends the choice to the by-key path."""
+    from vision_eval.report.selection import select_by_key, select_by_position, with_keys
+
+    n = 60
+    ids = [f"s{i:02d}" for i in range(n)]
+    samples = with_keys(pl.LazyFrame({"id": ids}), {"": 0}, "id")
+    passed = {"a": [i % 3 != 0 for i in range(n)], "b": [i % 5 != 0 for i in range(n)]}
+    rows = pl.DataFrame(
+        {
+            "sample_id": ids * 2,
+            "evaluator": ["a"] * n + ["b"] * n,
+            "status": ["processed"] * (2 * n),
+            "passed": passed["a"] + passed["b"],
+        }
+    )
+    limits = Limits(max_samples=20, max_failing=12, seed=3)
+    failing = [i for i in range(n) if i % 3 == 0 or i % 5 == 0]
+    by_key = select_by_key(samples, with_keys(rows.lazy(), {"": 0}), False, limits)
+    by_position = select_by_position(samples, with_keys(rows.lazy(), {"": 0}), limits)
+    assert by_position is not None
+    for chosen in (by_key, by_position):
+        assert chosen.failing_total == len(failing) and chosen.failing_shown == 12 and chosen.total == n
+        assert chosen.keys["_key"].head(12).to_list() == [ids[i] for i in failing[:12]]
+    swapped = rows.with_columns(
+        pl.when(pl.int_range(pl.len()) == n + 3).then(pl.lit(ids[4])).when(pl.int_range(pl.len()) == n + 4)
+        .then(pl.lit(ids[3])).otherwise(pl.col("sample_id")).alias("sample_id")
+    )  # fmt: skip
+    assert select_by_position(samples, with_keys(swapped.lazy(), {"": 0}), limits) is None
+    missing = rows.filter(pl.int_range(pl.len()) != n + 7)
+    assert select_by_position(samples, with_keys(missing.lazy(), {"": 0}), limits) is None

@@ -1,21 +1,20 @@
 """``field_accuracy``: structured extraction (invoices, forms, receipts) scored field by field.
 
 Semantics live in :mod:`vision_eval.structured.matching` (the row-wise reference); this evaluator extracts values
-with :mod:`vision_eval.structured.duckpath` (DuckDB), compares them with :mod:`vision_eval.structured.fastpath`
-(Polars) and writes one ``fields`` row per sample × field.
+with :mod:`vision_eval.structured.duckpath` (msgspec for its first rows, then DuckDB), compares them with
+:mod:`vision_eval.structured.fastpath` (Polars) and writes one ``fields`` row per sample × field.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from functools import partial
 from typing import ClassVar, Literal
 
 import polars as pl
 from pydantic import Field
 
-from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 from vision_eval.structured import duckpath, fastpath
@@ -109,14 +108,22 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
     default_threshold = 0.8
     splittable = True
 
+    def __init__(self, name: str, settings: FieldAccuracySettings, context: EvalContext | None = None) -> None:
+        super().__init__(name, settings, context)
+        # Rows read so far: picks the faster reader of the next batch (msgspec, then DuckDB), never a result.
+        # Counted racily by concurrent halves, which only shifts the switch by a batch.
+        self._rows_read = 0
+
     def warm_up(self) -> None:
-        fields = self.settings.fields
-        duckpath.warm(partial(duckpath.prepare, fields, 2), partial(fastpath.prepare, fields))
+        duckpath.warm_up(self.settings.fields)
+        fastpath.prepare(self.settings.fields)
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s = self.settings
         specs = s.fields
-        sides = duckpath.extract_sides(batch, ("output", "expected_output"), specs)
+        self._rows_read += batch.height
+        by_msgspec = self._rows_read <= duckpath.MSGSPEC_ROWS
+        sides = duckpath.extract_sides(batch, ("output", "expected_output"), specs, by_msgspec)
         (got_ok, got_deep, got), (want_ok, want_deep, want) = sides["output"], sides["expected_output"]
         compared = fastpath.compare(specs, got, want, got_ok)
         error = (

@@ -6,6 +6,7 @@ the data is an escaped JSON block rendered with DOM text nodes (dataset text is 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -37,7 +38,8 @@ __all__ = [
 def _input(source: Any, leaderboard: str | Path | pl.DataFrame | None, directory: str | None = None) -> ReportInput:
     if isinstance(source, ReportInput):
         return source
-    if hasattr(source, "results") and hasattr(source, "samples"):
+    # getattr_static: an EvalResult's frames are properties that read them whole (hasattr would, for every row)
+    if all(inspect.getattr_static(source, name, None) is not None for name in ("results", "samples")):
         data = from_result(source, directory=directory)
         if isinstance(leaderboard, pl.DataFrame):
             data.tables["leaderboard"] = leaderboard

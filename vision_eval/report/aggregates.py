@@ -12,59 +12,92 @@ import polars as pl
 from vision_eval.leaderboard import leaderboard, run_columns
 from vision_eval.report.cards import clean
 from vision_eval.report.sources import LEADERBOARD, RUN_COLUMN, ReportInput
-from vision_eval.results import PROCESSED
-from vision_eval.summary import aggregates
+from vision_eval.results import ERROR, PROCESSED, SKIPPED
 
 BINS = 10
 _PIVOT_COLUMNS = ("rows", "mean_score", "ci_low", "ci_high", "pass_rate", "error_rate", "rank", "protocol")
 
 
-def evaluators(results: pl.LazyFrame) -> list[str]:
-    """Evaluator names in order of appearance."""
-    names = results.select(pl.col("evaluator").drop_nulls().unique(maintain_order=True)).collect(engine="streaming")
-    return names["evaluator"].to_list()
+def _cells(results: pl.LazyFrame) -> pl.LazyFrame:
+    """The results grouped by everything the overview tells apart (variant, evaluator, type, status, passed, score
+    bin: few groups), with the sums the overview is made of. Each number of the overview is then a sum over a few
+    cells: one cheap streaming pass over the rows, rather than a dozen conditional aggregations of every row."""
+    scored = (pl.col("status") == PROCESSED) & pl.col("score").is_not_null()
+    binned = (pl.col("score").clip(0.0, 1.0) * BINS).floor().cast(pl.Int8).clip(0, BINS - 1)
+    keys: list[str | pl.Expr] = [
+        RUN_COLUMN,
+        "evaluator",
+        "type",
+        "status",
+        "passed",
+        pl.when(scored).then(binned).alias("_bin"),
+    ]
+    return results.group_by(*keys, maintain_order=True).agg(
+        pl.len().alias("_rows"),
+        pl.col("score").sum().alias("_score_sum"),
+        pl.col("score").count().alias("_scores"),
+        pl.col("input_tokens").sum(),
+        pl.col("output_tokens").sum(),
+        pl.col("cost_usd").sum().alias("_cost_sum"),
+        pl.col("cost_usd").count().alias("_costs"),
+        pl.col("threshold").first(),
+    )
 
 
-def summary(results: pl.LazyFrame, labels: list[str]) -> list[dict[str, Any]]:
-    """Per variant and evaluator: counts by status, mean score, pass rate, tokens, cost and threshold."""
-    grouped = (
-        results.group_by(RUN_COLUMN, "evaluator", "type", maintain_order=True)
-        .agg(*aggregates(), pl.col("threshold").first().alias("threshold"))
-        .collect(engine="streaming")
+def _summary(cells: pl.DataFrame) -> pl.DataFrame:
+    """Per variant, evaluator and type, what ``summary.aggregates`` computes over the rows, from the cells."""
+    rows, status, passed = pl.col("_rows"), pl.col("status"), pl.col("passed")
+    processed = status == PROCESSED
+
+    def ratio(part: pl.Expr, whole: pl.Expr) -> pl.Expr:
+        return pl.when(whole > 0).then(part / whole)
+
+    return cells.group_by(RUN_COLUMN, "evaluator", "type", maintain_order=True).agg(
+        rows.sum().alias("rows"),
+        rows.filter(processed).sum().alias("processed"),
+        rows.filter(status == ERROR).sum().alias("errors"),
+        rows.filter(status == SKIPPED).sum().alias("skipped"),
+        ratio(pl.col("_score_sum").filter(processed).sum(), pl.col("_scores").filter(processed).sum()).alias(
+            "mean_score"
+        ),
+        ratio(rows.filter(processed & passed).sum(), rows.filter(processed & passed.is_not_null()).sum()).alias(
+            "pass_rate"
+        ),
+        pl.col("input_tokens").sum(),
+        pl.col("output_tokens").sum(),
+        pl.when(pl.col("_costs").sum() > 0).then(pl.col("_cost_sum").sum()).alias("cost_usd"),
+        pl.col("threshold").first(),  # the first row's: the cells keep the order in which rows come
+    )
+
+
+def overview(results: pl.LazyFrame, dimensions: pl.LazyFrame, labels: list[str]) -> dict[str, Any]:
+    """The overview over every row, in one streaming pass over the results and one over the dimensions (collected
+    together): ``evaluators`` (in order of appearance); ``summary``, per variant and evaluator: counts by status,
+    mean score, pass rate, tokens, cost and threshold; ``histograms``: counts of processed scores in ten bins of 0.1;
+    ``dimensions``: per variant, evaluator and dimension, the mean score."""
+    means = dimensions.group_by(RUN_COLUMN, "evaluator", "dimension", maintain_order=True).agg(
+        pl.col("score").mean().alias("mean_score"), pl.col("score").count().alias("rows")
+    )
+    cells, dimension_means = pl.collect_all([_cells(results), means], engine="streaming")
+    grouped = _summary(cells)
+    bins = cells.group_by(RUN_COLUMN, "evaluator", maintain_order=True).agg(
+        pl.col("_rows").filter(pl.col("_bin") == k).sum().alias(f"_{k}") for k in range(BINS)
     )
     thresholds = grouped.group_by(RUN_COLUMN, "evaluator", maintain_order=True).agg(pl.col("threshold").first())
     first = {(run, evaluator): value for run, evaluator, value in thresholds.iter_rows()}
-    out = []
+    summary = []
     for label in labels or [""]:
         for row in grouped.filter(pl.col(RUN_COLUMN) == label).drop(RUN_COLUMN, "threshold").iter_rows(named=True):
             threshold = clean(first.get((label, row["evaluator"])))
-            out.append({"run": label, **clean(row), "threshold": threshold})
-    return out
-
-
-def histograms(results: pl.LazyFrame) -> list[dict[str, Any]]:
-    """Per variant and evaluator: counts of processed scores in ten bins of 0.1 (one pass, few groups)."""
-    scored = (pl.col("status") == PROCESSED) & pl.col("score").is_not_null()
-    binned = (pl.col("score").clip(0.0, 1.0) * BINS).floor().cast(pl.Int8).clip(0, BINS - 1)
-    counts = (
-        results.select(RUN_COLUMN, "evaluator", pl.when(scored).then(binned).alias("_bin"))
-        .group_by(RUN_COLUMN, "evaluator", maintain_order=True)
-        .agg([(pl.col("_bin") == k).sum().alias(f"_{k}") for k in range(BINS)])
-        .collect(engine="streaming")
-    )
-    return [
-        {"run": run or "", "evaluator": evaluator, "counts": list(bins)} for run, evaluator, *bins in counts.iter_rows()
-    ]
-
-
-def dimension_means(dimensions: pl.LazyFrame) -> list[dict[str, Any]]:
-    """Per variant, evaluator and dimension: mean score over every row."""
-    means = (
-        dimensions.group_by(RUN_COLUMN, "evaluator", "dimension", maintain_order=True)
-        .agg(pl.col("score").mean().alias("mean_score"), pl.col("score").count().alias("rows"))
-        .collect(engine="streaming")
-    )
-    return [clean(row) for row in means.iter_rows(named=True)]
+            summary.append({"run": label, **clean(row), "threshold": threshold})
+    return {
+        "evaluators": grouped["evaluator"].drop_nulls().unique(maintain_order=True).to_list(),
+        "summary": summary,
+        "histograms": [
+            {"run": run or "", "evaluator": name, "counts": list(counts)} for run, name, *counts in bins.iter_rows()
+        ],
+        "dimensions": [clean(row) for row in dimension_means.iter_rows(named=True)],
+    }
 
 
 def table(frame: pl.DataFrame) -> dict[str, Any]:
@@ -117,7 +150,7 @@ def variant_board(data: ReportInput) -> pl.DataFrame:
     return leaderboard(frame)
 
 
-def pivot(data: ReportInput, changed_counts: dict[str, int]) -> dict[str, Any] | None:
+def pivot(data: ReportInput, evaluators: list[str], changed_counts: dict[str, int]) -> dict[str, Any] | None:
     """For several variants: per variant x evaluator the leaderboard's mean score, 95% interval, pass and error
     rates and rank, and per evaluator how many samples changed verdict between variants."""
     labels = data.labels
@@ -132,7 +165,7 @@ def pivot(data: ReportInput, changed_counts: dict[str, int]) -> dict[str, Any] |
     kept = ["variant", "evaluator", *(c for c in _PIVOT_COLUMNS if c in cells.columns)]
     return {
         "variants": labels,
-        "evaluators": evaluators(data.results),
+        "evaluators": evaluators,
         "cells": [clean(row) for row in cells.select(kept).iter_rows(named=True)],
         "changed": changed_counts,
     }

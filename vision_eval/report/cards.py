@@ -1,5 +1,6 @@
-"""The sample cards' JSON, built only for the chosen samples: each result row encoded by Polars, the sample's own
-fields (shared by every variant, or per variant where they differ) in Python, per card.
+"""The sample cards' JSON, built only for the chosen samples and encoded by Polars, not per card in Python: each
+result row, and the sample's own fields (shared by every variant, or per variant where they differ). Python sees
+only the distinct image references and cells that are neither text nor integers.
 
 A card: ``{"id", "key"?, input, output, expected, row_error, images, meta (the fields equal in every variant),
 "variants"?: {variant: {differing fields}}, "changed"?: [evaluators], "results": [...]}``.
@@ -13,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.report.selection import KEY, RANK
+from vision_eval.report.selection import KEY, ORDER, RANK
 from vision_eval.report.sources import RUN_COLUMN
 from vision_eval.report.thumbs import PathDisplay, Thumb, image_entries
 
@@ -68,11 +69,16 @@ def _meta_text(value: Any) -> str | None:
     return str(clean(json.dumps(value, ensure_ascii=False, default=str)))
 
 
-def _cut(column: str) -> pl.Expr:
-    """A text column cut at TEXT_LIMIT characters, saying how much was cut (vectorized ``clean``)."""
-    text, length = pl.col(column), pl.col(column).str.len_chars()
+def _cut_text(text: pl.Expr) -> pl.Expr:
+    """Texts cut at TEXT_LIMIT characters, saying how much was cut (vectorized ``clean``)."""
+    length = text.str.len_chars()
     note = pl.lit("\n[... ") + (length - TEXT_LIMIT).cast(pl.Utf8) + pl.lit(" more characters not shown]")
-    return pl.when(length > TEXT_LIMIT).then(text.str.slice(0, TEXT_LIMIT) + note).otherwise(text).alias(column)
+    return pl.when(length > TEXT_LIMIT).then(text.str.slice(0, TEXT_LIMIT) + note).otherwise(text)
+
+
+def _cut(column: str) -> pl.Expr:
+    """A text column cut as :func:`_cut_text`."""
+    return _cut_text(pl.col(column)).alias(column)
 
 
 def _texts_bytes(frame: pl.DataFrame, columns: list[str]) -> pl.Expr:
@@ -122,12 +128,11 @@ def _grouped(frame: pl.DataFrame, columns: tuple[str, ...], name: str) -> pl.Dat
     return frame.with_columns(texts).group_by(_RESULT_KEY, maintain_order=True).agg(pl.struct(kept).alias(name))
 
 
-def results_json(
-    results: pl.DataFrame, dimensions: pl.DataFrame, fields: pl.DataFrame, compare: bool
-) -> dict[str, str]:
-    """Per card key, its result rows as JSON objects joined by commas (encoded by Polars, texts cut)."""
+def results_json(results: pl.DataFrame, dimensions: pl.DataFrame, fields: pl.DataFrame, compare: bool) -> pl.DataFrame:
+    """``_key, _json``: per card key, its result rows as JSON objects joined by commas (encoded by Polars, texts
+    cut)."""
     if not results.height:
-        return {}
+        return pl.DataFrame(schema={KEY: pl.Utf8, "_json": pl.Utf8})
     frame = results.with_columns(_cut(c) for c in ("error", "details") if c in results.columns)
     extra: list[str] = []
     for table, columns, name in ((dimensions, DIMENSION_COLUMNS, "dimensions"), (fields, FIELD_COLUMNS, "fields")):
@@ -136,68 +141,142 @@ def results_json(
             extra.append(name)
     selected = ([RUN_COLUMN] if compare else []) + _present(frame, RESULT_COLUMNS) + extra
     encoded = frame.select(KEY, pl.struct(selected).struct.json_encode().alias("_json"))
-    joined = encoded.group_by(KEY, maintain_order=True).agg(pl.col("_json").str.join(","))
-    return dict(joined.iter_rows())
+    return encoded.group_by(KEY, maintain_order=True).agg(pl.col("_json").str.join(","))
 
 
-def _sample_view(
-    row: dict[str, Any], meta_columns: list[str], thumbs: dict[str, Thumb], display: PathDisplay
-) -> dict[str, Any]:
-    return {
-        "input": _meta_text(row.get("input")),
-        "output": _meta_text(row.get("output")),
-        "expected": _meta_text(row.get("expected_output")),
-        "row_error": clean(row.get("row_error") or row.get("_row_error")),
-        "images": image_entries(row.get("images"), thumbs, display),
-        "meta": {c: _meta_text(row[c]) for c in meta_columns if row.get(c) is not None},
-    }
+def json_value(value: pl.Expr) -> pl.Expr:
+    """Each value of an expression as JSON text (encoded by Polars; null stays null, not ``"null"``)."""
+    encoded = pl.struct(value.alias("v")).struct.json_encode().str.strip_prefix('{"v":').str.strip_suffix("}")
+    return pl.when(value.is_not_null()).then(encoded)
 
 
-def _merge_views(views: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The fields equal in every variant, and per variant the fields that differ."""
-    first = next(iter(views.values()))
-    shared: dict[str, Any] = {}
-    per: dict[str, dict[str, Any]] = {label: {} for label in views}
-    for name in first:
-        values = [view[name] for view in views.values()]
-        if all(v == values[0] for v in values[1:]):
-            shared[name] = values[0]
+def _as_texts(frame: pl.DataFrame, columns: list[str]) -> tuple[pl.DataFrame, dict[str, pl.Expr]]:
+    """:func:`_meta_text` of each column: texts cut and integers or booleans as JSON prints them (vectorized), other
+    values through ``json.dumps`` (in Python, only the chosen samples' cells)."""
+    texts: dict[str, pl.Expr] = {}
+    made: list[pl.Series] = []
+    for column in columns:
+        dtype = frame.schema.get(column)
+        if dtype is None or dtype == pl.Null:
+            texts[column] = pl.lit(None, pl.Utf8)
+        elif dtype == pl.Utf8:
+            texts[column] = _cut_text(pl.col(column))
+        elif dtype.is_integer() or dtype == pl.Boolean:
+            texts[column] = pl.col(column).cast(pl.Utf8)
         else:
-            for label, view in views.items():
-                per[label][name] = view[name]
-    return shared, {label: fields for label, fields in per.items() if fields}
+            made.append(pl.Series(column, [_meta_text(v) for v in frame[column].to_list()], dtype=pl.Utf8))
+            texts[column] = pl.col(column)
+    return (frame.with_columns(made) if made else frame), texts
+
+
+def _images_json(frame: pl.DataFrame, thumbs: dict[str, Thumb], display: PathDisplay) -> pl.Expr:
+    """Each row's image entries (:func:`image_entries`) as a JSON array: made once per distinct reference."""
+    if "images" not in frame.columns or not isinstance(frame.schema["images"], pl.List):
+        return pl.lit("[]")
+    ref_key = pl.element().struct.json_encode()
+    refs = frame.select(pl.col("images").list.eval(pl.struct(ref_key.alias("k"), pl.element().alias("r"))))
+    distinct = refs["images"].explode().drop_nulls().unique(maintain_order=True)
+    entries: dict[str, str | None] = {}
+    for item in distinct.to_list():
+        entry = image_entries([item["r"]], thumbs, display)
+        entries[item["k"]] = json.dumps(entry[0], ensure_ascii=False, default=str) if entry else None
+    if not entries:
+        return pl.lit("[]")
+    texts = pl.col("images").list.eval(ref_key.replace_strict(entries, default=None, return_dtype=pl.Utf8))
+    return "[" + texts.list.join(",").fill_null("") + "]"
+
+
+def _views(samples: pl.DataFrame, thumbs: dict[str, Thumb], display: PathDisplay) -> pl.DataFrame:
+    """Per sample row (its first row per card and variant), each field a card shows as JSON text (null: none)."""
+    meta_columns = [c for c in samples.columns if c not in SAMPLE_TEXT and not c.startswith("_")]
+    present = [c for c in ("input", "output", "expected_output", *meta_columns) if c in samples.columns]
+    samples = samples.unique([KEY, RUN_COLUMN], keep="first", maintain_order=True)
+    samples, texts = _as_texts(samples, present)
+
+    def text(column: str) -> pl.Expr:
+        return json_value(texts[column]) if column in texts else pl.lit(None, pl.Utf8)
+
+    def raw(column: str) -> pl.Expr:
+        return pl.col(column).cast(pl.Utf8) if column in samples.columns else pl.lit(None, pl.Utf8)
+
+    row_error = pl.when(raw("row_error").is_not_null() & (raw("row_error") != "")).then(raw("row_error"))
+    meta = [
+        pl.when(pl.col(c).is_not_null()).then(json.dumps(c, ensure_ascii=False) + ":" + text(c)) for c in meta_columns
+    ]
+    return samples.select(
+        KEY,
+        pl.col(RUN_COLUMN).fill_null(""),
+        pl.col("sample_id").cast(pl.Utf8),
+        text("input").alias("input"),
+        text("output").alias("output"),
+        text("expected_output").alias("expected"),
+        json_value(_cut_text(row_error.otherwise(raw("_row_error")))).alias("row_error"),
+        _images_json(samples, thumbs, display).alias("images"),
+        ("{" + pl.concat_str(meta, separator=",", ignore_nulls=True) + "}" if meta else pl.lit("{}")).alias("meta"),
+    )
+
+
+_FIELDS = ("input", "output", "expected", "row_error", "images", "meta")
+
+
+def _fields(fields: list[pl.Expr]) -> pl.Expr:
+    return pl.concat_str(fields, separator=",", ignore_nulls=True)
 
 
 def card_texts(
     keys: pl.DataFrame,
     samples: pl.DataFrame,
-    results: dict[str, str],
-    changed: dict[str, list[str]],
+    results: pl.DataFrame,
+    changed: pl.DataFrame,
     thumbs: dict[str, Thumb],
     display: PathDisplay,
     several_datasets: bool,
-) -> list[tuple[int, int, str]]:
-    """``(rank, order, JSON text)`` of each card in ``keys`` (``_key, _order, _rank``)."""
-    meta_columns = [c for c in samples.columns if c not in SAMPLE_TEXT and not c.startswith("_")]
-    views: dict[str, dict[str, dict[str, Any]]] = {}
-    ids: dict[str, str] = {}
-    for row in samples.iter_rows(named=True):
-        ids[row[KEY]] = row["sample_id"]
-        per_card = views.setdefault(row[KEY], {})
-        if row[RUN_COLUMN] not in per_card:  # a duplicated id within one run: its first row
-            per_card[row[RUN_COLUMN]] = _sample_view(row, meta_columns, thumbs, display)
-    out = []
-    for key, order, rank in keys.select(KEY, "_order", RANK).iter_rows():
-        head: dict[str, Any] = {"id": key}
-        if several_datasets:  # the key is "<dataset number>:<id>"
-            head = {"id": ids.get(key, key.split(":", 1)[-1]), "key": key}
-        if key in views:
-            shared, per = _merge_views(views[key])
-            head.update({name: value for name, value in shared.items() if value not in (None, [], {})})
-            if per:
-                head["variants"] = per
-        if key in changed:
-            head["changed"] = changed[key]
-        text = json.dumps(head, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
-        out.append((rank, order, text[:-1] + ',"results":[' + results.get(key, "") + "]}"))
-    return out
+) -> pl.DataFrame:
+    """``_rank, _order, _json``: the JSON text of each card in ``keys`` (``_key, _order, _rank``), built by Polars.
+
+    ``results``: ``_key, _json`` (:func:`results_json`); ``changed``: ``_key, changed``. A field equal in every
+    variant is the card's own (left out when empty), the others go under ``variants`` for every variant."""
+    views = _views(samples, thumbs, display)
+    differs = {name: pl.col(f"_n_{name}") > 1 for name in _FIELDS}
+    cards = views.group_by(KEY, maintain_order=True).agg(
+        pl.col("sample_id").first(),
+        *(pl.col(name).n_unique().alias(f"_n_{name}") for name in _FIELDS),
+        *(pl.col(name).first() for name in _FIELDS),
+    )
+    with_flags = views.join(cards.select(KEY, "^_n_.*$"), on=KEY, how="left", maintain_order="left")
+    per_variant = with_flags.select(
+        KEY,
+        (
+            json_value(pl.col(RUN_COLUMN))
+            + ":{"
+            + _fields([pl.when(differs[n]).then(f'"{n}":' + pl.col(n).fill_null("null")) for n in _FIELDS])
+            + "}"
+        ).alias("_variant"),
+    )
+    variants = per_variant.group_by(KEY, maintain_order=True).agg(pl.col("_variant").str.join(","))
+    shown = [
+        pl.when((pl.col(f"_n_{n}") == 1) & pl.col(n).is_not_null() & ~pl.col(n).is_in(["[]", "{}"])).then(
+            f'"{n}":' + pl.col(n)
+        )
+        for n in _FIELDS
+    ]
+    any_differs = pl.any_horizontal(differs.values())
+    variants_json = pl.when(any_differs).then('"variants":{' + pl.col("_variant") + "}")
+    parts = cards.join(variants, on=KEY, maintain_order="left").select(
+        KEY, "sample_id", _fields([*shown, variants_json]).alias("_own")
+    )
+    key = pl.col(KEY)
+    head = '"id":' + json_value(key)
+    if several_datasets:  # the key is "<dataset number>:<id>"
+        sample_id = pl.col("sample_id").fill_null(key.str.replace("^[^:]*:", ""))
+        head = '"id":' + json_value(sample_id) + ',"key":' + json_value(key)
+    own = pl.when(pl.col("_own") != "").then(pl.col("_own"))
+    card = "{" + _fields([head, own, '"changed":' + json_value(pl.col("changed"))])
+    card = card + ',"results":[' + pl.col("_json").fill_null("") + "]}"
+    return (
+        keys.select(KEY, ORDER, RANK)
+        .join(parts, on=KEY, how="left", maintain_order="left")
+        .join(changed.select(KEY, "changed"), on=KEY, how="left", maintain_order="left")
+        .join(results, on=KEY, how="left", maintain_order="left")
+        .select(RANK, ORDER, card.alias("_json"))
+    )

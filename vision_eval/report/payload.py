@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,13 +20,20 @@ MAX_SAMPLES = Limits.max_samples
 """Most sample cards by default (the overview always covers every row)."""
 
 
-def _embedded(frame: pl.LazyFrame, keys: pl.DataFrame) -> pl.DataFrame:
-    """The rows of ``frame`` (with card keys) that belong to the chosen cards, with their rank (read in one
-    streaming pass that keeps only those rows)."""
-    chosen = frame.filter(pl.col(KEY).is_in(keys[KEY].implode())).collect(engine="streaming")
-    if not chosen.height:
-        return chosen.with_columns(pl.lit(None, pl.UInt32).alias(RANK))
-    return chosen.join(keys.select(KEY, RANK), on=KEY, how="inner", maintain_order="left")
+def _embedded(frames: dict[str, pl.LazyFrame], keys: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The rows of each frame (with card keys) that belong to the chosen cards, with their rank (read in streaming
+    passes that keep only those rows, collected together)."""
+    wanted = keys[KEY].implode()
+    collected = pl.collect_all(
+        [frame.filter(pl.col(KEY).is_in(wanted)) for frame in frames.values()], engine="streaming"
+    )
+    out = {}
+    for name, chosen in zip(frames, collected):
+        if not chosen.height:
+            out[name] = chosen.with_columns(pl.lit(None, pl.UInt32).alias(RANK))
+        else:
+            out[name] = chosen.join(keys.select(KEY, RANK), on=KEY, how="inner", maintain_order="left")
+    return out
 
 
 def _images_in_rank_order(samples: pl.DataFrame) -> pl.Series | list[Any]:
@@ -41,7 +49,7 @@ def _cards(
     evaluator how many samples changed verdict between variants."""
     samples, results = keyed["samples"], keyed["results"]
     selection = select_cards(samples, results, compare, limits, single_run=len(data.runs) == 1)
-    chosen = {name: _embedded(frame, selection.keys) for name, frame in keyed.items()}
+    chosen = _embedded(keyed, selection.keys)
     sizes = estimate_sizes(chosen["samples"], chosen["results"], chosen["dimensions"], chosen["fields"])
     keys = within_budget(selection.keys, sizes, limits.sample_bytes)
     if keys.height < selection.keys.height:
@@ -52,29 +60,30 @@ def _cards(
     display = PathDisplay(roots, images)
     embedded_samples = display.frame(chosen["samples"], ["row_error", "_row_error"])
     embedded_results = display.frame(chosen["results"], ["error", "details"])
-    thumbs = build_thumbnails(
-        _images_in_rank_order(embedded_samples), thumb_size, display=display, budget=limits.thumb_bytes
-    )
-    encoded = results_json(embedded_results, chosen["dimensions"], chosen["fields"], compare)
-    changed = dict(selection.changed.join(keys.select(KEY), on=KEY).iter_rows())
+    with ThreadPoolExecutor(max_workers=1) as pool:  # Pillow releases the GIL: thumbnails beside the results' JSON
+        pending = pool.submit(
+            build_thumbnails,
+            _images_in_rank_order(embedded_samples),
+            thumb_size,
+            display=display,
+            budget=limits.thumb_bytes,
+        )
+        encoded = results_json(embedded_results, chosen["dimensions"], chosen["fields"], compare)
+        thumbs = pending.result()
+    changed = selection.changed.join(keys.select(KEY), on=KEY)
     several = len(set(data.datasets.values())) > 1
     texts = card_texts(keys, embedded_samples, encoded, changed, thumbs, display, several)
 
-    kept: list[tuple[int, str]] = []
-    spent, failing_kept = 0, 0
-    for rank, order, text in sorted(texts):  # the exact size, in case the estimate was short: last ranks go first
-        size = len(text.encode("utf-8")) + 1
-        if kept and spent + size > limits.sample_bytes:
-            break
-        kept.append((order, text))
-        spent += size
-        failing_kept += rank < selection.failing_shown  # the failing cards have the first ranks
-    kept.sort()
+    # The exact size, in case the estimate was short: the last ranks go first (the first card is always kept).
+    spent = (pl.col("_json").str.len_bytes() + 1).cum_sum()
+    kept = texts.sort(RANK).filter((spent <= limits.sample_bytes) | (pl.int_range(pl.len()) == 0))
+    failing_kept = int((kept[RANK] < selection.failing_shown).sum())  # the failing cards have the first ranks
     note = selection.note(limits)
-    note["left_out_for_size"] = selection.keys.height - len(kept)
-    note.update(shown=len(kept), failing_shown=failing_kept, others_shown=len(kept) - failing_kept)
+    note["left_out_for_size"] = selection.keys.height - kept.height
+    note.update(shown=kept.height, failing_shown=failing_kept, others_shown=kept.height - failing_kept)
     uris = {key: thumb.uri for key, thumb in thumbs.items() if thumb.uri}
-    return RawJSON("[" + ",".join(text for _, text in kept) + "]"), uris, note, selection.changed_counts
+    cards = kept.sort(ORDER)["_json"].str.join(",").item() if kept.height else ""
+    return RawJSON("[" + cards + "]"), uris, note, selection.changed_counts
 
 
 def build_payload(
@@ -94,8 +103,10 @@ def build_payload(
     }
     labels = data.labels or [""]
     compare = len(labels) > 1
-    samples, thumbs, sampling, changed_counts = _cards(data, keyed, limits, thumb_size, compare)
-    results = keyed["results"]
+    with ThreadPoolExecutor(max_workers=1) as pool:  # Polars releases the GIL: the overview runs beside the cards
+        pending = pool.submit(aggregates.overview, keyed["results"], keyed["dimensions"], labels)
+        samples, thumbs, sampling, changed_counts = _cards(data, keyed, limits, thumb_size, compare)
+        overview = pending.result()
     board = data.tables.get(LEADERBOARD)
     return {
         "title": title,
@@ -104,11 +115,8 @@ def build_payload(
         "sampling": sampling,
         "runs": [aggregates.run_entry(source) for source in data.runs],
         "labels": data.labels,
-        "evaluators": aggregates.evaluators(results),
-        "summary": aggregates.summary(results, labels),
-        "histograms": aggregates.histograms(results),
-        "dimensions": aggregates.dimension_means(keyed["dimensions"]),
-        "pivot": aggregates.pivot(data, changed_counts) if compare else None,
+        **overview,
+        "pivot": aggregates.pivot(data, overview["evaluators"], changed_counts) if compare else None,
         "leaderboard": aggregates.table(board.drop(RUN_COLUMN, strict=False)) if board is not None else None,
         "tables": sorted(name for name in data.tables if name != LEADERBOARD),
         "thumbs": thumbs,

@@ -179,26 +179,31 @@ def select_by_key(samples: pl.LazyFrame, results: pl.LazyFrame, compare: bool, l
     )
 
 
-def _aligned(samples: pl.LazyFrame, results: pl.LazyFrame, rows: int) -> list[str] | None:
-    """The evaluators of a run's results, in order, when each holds exactly one row per sample in the samples'
-    order (its rows a contiguous block; checked in one streaming pass by a hash of (sample id, position)); else
-    ``None``."""
-    if not rows or "id" not in columns_of(samples):
-        return None
-    position = (pl.col("_i") % rows).cast(pl.Int64).alias("_p")
-    pair = pl.struct(pl.col("sample_id").cast(pl.Utf8), position).hash().bitwise_xor().alias("_h")
-    blocks = (
+def _pair_hash(sample_id: pl.Expr, position: pl.Expr) -> pl.Expr:
+    """A hash of (sample id, position): u64 mixing of the two hashes (cheaper than hashing a struct)."""
+    return (sample_id.cast(pl.Utf8).hash(11) ^ position.hash(13)).hash(17).bitwise_xor().alias("_h")
+
+
+def _blocks(results: pl.LazyFrame, rows: int) -> pl.LazyFrame:
+    """Per evaluator: its first and last row, its row count and the hash of its (sample id, position) pairs."""
+    position = (pl.col("_i") % rows).cast(pl.Int64)
+    return (
         results.with_row_index("_i")
         .group_by("evaluator")
-        .agg(pl.col("_i").min().alias("_start"), pl.col("_i").max().alias("_end"), pl.len().alias("_n"), pair)
-        .collect(engine="streaming")
-        .sort("_start")
+        .agg(
+            pl.col("_i").min().alias("_start"),
+            pl.col("_i").max().alias("_end"),
+            pl.len().alias("_n"),
+            _pair_hash(pl.col("sample_id"), position),
+        )
     )
-    expected = (
-        samples.with_row_index("_i")
-        .select(pl.struct(pl.col("id").cast(pl.Utf8).alias("sample_id"), position).hash().bitwise_xor().alias("_h"))
-        .collect(engine="streaming")["_h"][0]
-    )
+
+
+def _aligned(blocks: pl.DataFrame, expected: int, rows: int) -> list[str] | None:
+    """The evaluators of a run's results, in order, when each holds exactly one row per sample in the samples' order
+    (its rows a contiguous block whose (sample id, position) pairs hash to the samples' ``expected``); else
+    ``None``."""
+    blocks = blocks.sort("_start")
     for index, (start, end, count, value) in enumerate(blocks.select("_start", "_end", "_n", "_h").iter_rows()):
         if start != index * rows or end != start + rows - 1 or count != rows or value != expected:
             return None
@@ -207,16 +212,22 @@ def _aligned(samples: pl.LazyFrame, results: pl.LazyFrame, rows: int) -> list[st
 
 def select_by_position(samples: pl.LazyFrame, results: pl.LazyFrame, limits: Limits) -> Selection | None:
     """The cards of one run whose results are aligned with its samples (see :func:`_aligned`), holding one bit per
-    sample; ``None`` when they are not aligned."""
+    sample; ``None`` when they are not aligned. One streaming pass over the results checks the alignment and reads
+    the failing bits."""
     rows = int(samples.select(pl.len()).collect().item())
-    evaluators = _aligned(samples, results, rows)
+    if not rows or "id" not in columns_of(samples):
+        return None
+    expected = samples.select(_pair_hash(pl.col("id"), pl.int_range(pl.len(), dtype=pl.Int64)))
+    failing_rows = results.select(_FAILING.fill_null(False).alias("_bad"))
+    blocks, hashed, bad_rows = pl.collect_all([_blocks(results, rows), expected, failing_rows], engine="streaming")
+    evaluators = _aligned(blocks, hashed["_h"][0], rows)
     if evaluators is None:
         return None
+    failing = bad_rows["_bad"]
     bad = pl.repeat(False, rows, dtype=pl.Boolean, eager=True)
-    failing = results.select(_FAILING.fill_null(False).alias("_bad")).collect(engine="streaming")["_bad"]
     for index in range(len(evaluators)):
         bad = bad | failing.slice(index * rows, rows)
-    del failing
+    del failing, bad_rows
     failing_total = int(bad.sum())
     first = bad.arg_true().head(min(limits.max_failing, limits.max_samples))
     others = (~bad).arg_true()

@@ -30,18 +30,25 @@ class Thumb:
     height: int = 0
 
 
+def _local_paths(images: pl.Series | None) -> list[str]:
+    """The distinct paths of the references (not URLs) in an ``images`` column (lists of references)."""
+    if images is None or not isinstance(images.dtype, pl.List) or not isinstance(images.dtype.inner, pl.Struct):
+        return []  # no references (an all-empty column has no struct type)
+    refs = images.explode().drop_nulls().struct.unnest()
+    if "path" not in refs.columns:
+        return []
+    local = pl.col("source").ne_missing("url") if "source" in refs.columns else pl.lit(True)
+    paths = refs.filter(local & pl.col("path").is_not_null() & (pl.col("path") != "")).get_column("path")
+    return [str(path) for path in paths.unique().to_list()]
+
+
 class PathDisplay:
     """How the report names local image files: relative to the dataset root, never as absolute local paths
     (a shared report must not carry the machine's folders). Files outside every root show their name only."""
 
     def __init__(self, roots: list[str], images: pl.Series | None) -> None:
         self.roots = sorted({str(Path(r)) for r in roots if r}, key=len, reverse=True)
-        folders: set[str] = set()
-        for cell in images.to_list() if images is not None else []:
-            for ref in cell or []:
-                path = (ref or {}).get("path")
-                if path and (ref or {}).get("source") != "url" and os.path.isabs(path):
-                    folders.add(os.path.dirname(path))
+        folders = {os.path.dirname(path) for path in _local_paths(images) if os.path.isabs(path)}
         prefixes = {folder.rstrip(os.sep) + os.sep: self._folder(folder) for folder in folders}
         for root in self.roots:
             prefixes.setdefault(root.rstrip(os.sep) + os.sep, "")
@@ -93,7 +100,7 @@ def thumbnail(
             image.draft("RGB", (max_side, max_side))  # JPEG decodes at a reduced scale: much faster
             image.seek(0)
             small = ImageOps.exif_transpose(image)
-            small.thumbnail((max_side, max_side))
+            small.thumbnail((max_side, max_side), Image.Resampling.BOX)  # area average: its resize 0.4x bicubic's time
             alpha = small.mode in ("RGBA", "LA", "PA") or (small.mode == "P" and "transparency" in small.info)
             buffer = io.BytesIO()
             if alpha:

@@ -45,14 +45,14 @@ def _literal(text: str) -> str:
     return "".join("\\" + c if c in _REGEX_META else c for c in text)
 
 
-def candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
+def candidates(raw: pl.DataFrame, paths: Paths, count_keys: bool = True) -> pl.DataFrame:
     """Per text column ``c``: ``c`` the candidate JSON object text, ``c_trusted`` (DuckDB's reading of it is the
-    reference's, unless a key repeats), ``c_keys`` (quoted path keys in it), ``c_shallow`` (the text cannot nest
-    deeper than MAX_DEPTH), ``c_esc`` (the text holds a backslash, so a string token may hold an escape), ``c_none``
-    (the text holds no JSON the reference could find) and ``c_lenient`` (the text is not JSON if DuckDB reads it: a
-    trailing comma outside its strings)."""
+    reference's, unless a key repeats), ``c_keys`` (quoted path keys in it; only where ``count_keys``),
+    ``c_shallow`` (the text cannot nest deeper than MAX_DEPTH), ``c_esc`` (the text holds a backslash, so a string
+    token may hold an escape), ``c_none`` (the text holds no JSON the reference could find) and ``c_lenient`` (the
+    text is not JSON if DuckDB reads it: a trailing comma outside its strings)."""
     names = tuple(raw.columns)
-    first, last = _stages(names, paths)
+    first, last = _stages(names, paths, count_keys)
     frame = raw.with_columns(first)
     # Texts that are not a tight object, of every column at once: their candidate, whether they hold no JSON.
     loose = [(~frame[f"{n}_tight"]).arg_true() for n in names]
@@ -71,14 +71,14 @@ def candidates(raw: pl.DataFrame, paths: Paths) -> pl.DataFrame:
     return plan.collect()
 
 
-def prepare_candidates(names: tuple[str, ...], paths: Paths) -> None:
+def prepare_candidates(names: tuple[str, ...], paths: Paths, count_keys: bool) -> None:
     """Build (and cache) the expressions :func:`candidates` runs on these columns for these paths."""
-    _stages(names, paths)
+    _stages(names, paths, count_keys)
     _loose_stages()
 
 
 @lru_cache(maxsize=64)
-def _stages(names: tuple[str, ...], paths: Paths) -> tuple[list[pl.Expr], list[list[pl.Expr]]]:
+def _stages(names: tuple[str, ...], paths: Paths, count_keys: bool) -> tuple[list[pl.Expr], list[list[pl.Expr]]]:
     """What :func:`candidates` computes on every text before it finds the candidates (``c_shallow``, ``c_esc``,
     ``c_fence``, ``c_tight``) and the stages after (built once per field list: building them costs more than running
     them on a small batch)."""
@@ -99,7 +99,7 @@ def _stages(names: tuple[str, ...], paths: Paths) -> tuple[list[pl.Expr], list[l
     # `key"` rather than `"key"`: every quoted key still counts once, and the search runs faster (a name that merely
     # ends with a key counts too; that only sends the row to the exact test).
     quoted_keys = "|".join(_literal(k) + '"' for k in sorted(keys, key=len, reverse=True))
-    checked = [pl.col(n).str.count_matches(quoted_keys).alias(f"{n}_keys") for n in names]
+    checked = [pl.col(n).str.count_matches(quoted_keys).alias(f"{n}_keys") for n in names if count_keys]
     checked += [
         (pl.col(n).str.starts_with("{") & ~pl.col(n).str.contains(UNLIKE_PYTHON) & pl.col(f"{n}_shallow"))
         .fill_null(False)

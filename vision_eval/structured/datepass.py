@@ -51,6 +51,13 @@ def _plan(fmt_text: str) -> tuple[str, tuple[str, ...]] | None:
     return _strptime._TimeRE_cache.pattern(code), directives
 
 
+def _directive(name: str) -> str:
+    """Python's strptime expression for one directive (``d``: ``(?P<d>3[0-1]|...| [1-9])``)."""
+    import _strptime
+
+    return str(_strptime._TimeRE_cache[name])
+
+
 def _months() -> dict[str, int]:
     import _strptime
 
@@ -93,7 +100,9 @@ def _by_format(fmt_text: str, column: str) -> tuple[pl.Expr, Parts] | None:
     groups = pl.col(column)
 
     def number(name: str) -> pl.Expr:
-        return groups.struct.field(name).str.strip_chars(" ").cast(pl.Int32, strict=False)
+        field = groups.struct.field(name)
+        # Stripped only where the directive's expression admits a space (%d's " 5"): most hold digits only.
+        return (field.str.strip_chars(" ") if " " in _directive(name) else field).cast(pl.Int32, strict=False)
 
     if "Y" in directives:
         year = number("Y")
@@ -120,7 +129,9 @@ def _groups(fmt_text: str) -> pl.Expr:
     ``t``."""
     plan = _plan(fmt_text)
     assert plan is not None
-    return pl.col("t").str.extract_groups(f"(?i)^(?P<all_>{plan[0]})")
+    # ASCII mode: only printable-ASCII strings are decided here, on which Python's Unicode classes (\d, \s) and
+    # case folding match what ASCII's do; they compile and run faster.
+    return pl.col("t").str.extract_groups(f"(?i-u)^(?P<all_>{plan[0]})")
 
 
 def _iso(column: str) -> tuple[pl.Expr, Parts]:
@@ -146,10 +157,17 @@ def _iso(column: str) -> tuple[pl.Expr, Parts]:
     return pl.when(ok).then(True), [year, month, day, *time]
 
 
-def _dateutil_months() -> dict[str, int]:
-    from dateutil.parser import parserinfo
+DATEUTIL_MONTHS = [
+    ("Jan", "January"), ("Feb", "February"), ("Mar", "March"), ("Apr", "April"), ("May", "May"), ("Jun", "June"),
+    ("Jul", "July"), ("Aug", "August"), ("Sep", "Sept", "September"), ("Oct", "October"), ("Nov", "November"),
+    ("Dec", "December"),
+]  # fmt: skip
+"""python-dateutil's month names (``parserinfo.MONTHS``, checked by the tests): written out, so that a batch no
+string of which dateutil must read does not import it."""
 
-    return {name.lower(): i for i, names in enumerate(parserinfo.MONTHS, start=1) for name in names}
+
+def _dateutil_months() -> dict[str, int]:
+    return {name.lower(): i for i, names in enumerate(DATEUTIL_MONTHS, start=1) for name in names}
 
 
 _MONTH_NAME = r"(?P<b>[A-Za-z]{3,9})"
@@ -211,8 +229,8 @@ def _stages(formats: tuple[str, ...], compare_time: bool, round_: int) -> Stages
     Round 0 holds the field's formats, round 1 ISO 8601 and dateutil's shapes (read only on what round 0 passed on).
     The stages: every rule's regex groups, then its outcome and parts, then per string the first rule that decides
     it (``first``: the format the row-wise parser starts from, null where decided, :data:`PASSED` where every rule
-    raised; ``c0..c5``: the chosen rule's year, month, day, hour, minute, second), then the shown date ``d``. Each
-    stage runs its rules in parallel."""
+    raised; ``c0..c5``: the chosen rule's year, month, day, hour, minute, second; only ``c0..c2`` without
+    ``compare_time``), then the shown date ``d``. Each stage runs its rules in parallel."""
     rules = list(enumerate(_rules(formats)))
     chosen_rules = rules[: len(formats)] if round_ == 0 else rules[len(formats) :]
     if not chosen_rules or (round_ == 1 and any(rule is None for _, rule in rules)):
@@ -220,7 +238,8 @@ def _stages(formats: tuple[str, ...], compare_time: bool, round_: int) -> Stages
     t = pl.col("t")
     simple = pl.col("s").str.contains(_PRINTABLE) & (t.str.len_bytes() <= MAX_DATE_LENGTH)
     first: Any = pl.when(~simple).then(0).when(t == "").then(None)  # empty strings: no date
-    chosen: list[Any] = [pl.when(~simple | (t == "")).then(None) for _ in range(6)]
+    shown_parts = 6 if compare_time else 3  # the time parts are carried on only where they are shown
+    chosen: list[Any] = [pl.when(~simple | (t == "")).then(None) for _ in range(shown_parts)]
     groups: list[pl.Expr] = []
     steps: list[pl.Expr] = []
     turn = PASSED if round_ == 0 else len(formats)  # then: the next round; after the last, dateutil's turn
@@ -230,12 +249,12 @@ def _stages(formats: tuple[str, ...], compare_time: bool, round_: int) -> Stages
             break
         columns, matched, parts = rule
         groups += columns
-        steps += [matched.alias(f"m{k}"), *(part.alias(f"p{k}_{j}") for j, part in enumerate(parts))]
+        steps += [matched.alias(f"m{k}"), *(part.alias(f"p{k}_{j}") for j, part in enumerate(parts[:shown_parts]))]
         m_k = pl.col(f"m{k}")
         first = first.when(m_k.fill_null(False)).then(None).when(m_k.is_null()).then(k)
         chosen = [c.when(m_k.fill_null(True)).then(pl.col(f"p{k}_{j}")) for j, c in enumerate(chosen)]
     decide = [first.otherwise(turn).cast(pl.Int32).alias("first"), *(c.alias(f"c{j}") for j, c in enumerate(chosen))]
-    year, month, day, *time = [pl.col(f"c{j}") for j in range(6)]
+    year, month, day, *time = [pl.col(f"c{j}") for j in range(shown_parts)]
     shown = pl.when(pl.col("first").is_null()).then(_shown(year, month, day, time, compare_time)).alias("d")
     return groups, steps, decide, shown
 

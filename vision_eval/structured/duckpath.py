@@ -22,7 +22,6 @@ objects/arrays are re-read with ``json.loads``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -30,6 +29,7 @@ import polars as pl
 
 from vision_eval import duck
 from vision_eval.structured import matching as m
+from vision_eval.structured import msgpath
 from vision_eval.structured.candidates import Paths, candidates, prepare_candidates
 from vision_eval.structured.fastpath import CANONICAL_NUMBER, KIND, Side, python_value
 from vision_eval.structured.masked import only
@@ -115,6 +115,10 @@ class _Stream:
         return self.frame.__arrow_c_stream__(requested_schema)
 
 
+MSGSPEC_ROWS = 100_000
+"""An evaluator reads its first rows, up to this many, with :mod:`msgpath` (msgspec, row by row: no engine to start);
+the later ones (and a first batch larger than this) with DuckDB, which costs ~0.1 s to start, then reads faster, in
+parallel C++ that releases the interpreter lock (the halves of a batch overlap). Both give the reference's values."""
 SMALL_RESULT = 20_000
 """Up to this many rows a result comes back as Python rows; larger ones through pyarrow, which costs half as much
 per row but 0.1-0.2 s to import, more than a small batch costs (and importing it in the background would hold the
@@ -137,22 +141,21 @@ def query(table: pl.DataFrame, sql: str) -> pl.DataFrame:
     return pl.DataFrame([pl.Series(name, values, dtype=dtype) for (name, dtype), values in zip(names, columns)])
 
 
-_WARM: list[bool] = []
-
-
-def warm(*tasks: Callable[[], None]) -> None:
-    """What the first batch would otherwise wait for: DuckDB (its import and start, ~0.05 s), python-dateutil and
-    ``_strptime`` (once per process), then ``tasks`` (an evaluator's own: building its expressions, see
-    :func:`prepare`). field_accuracy's ``warm_up``, which the run calls on a background thread while the dataset
-    loads."""
-    if not _WARM:
-        _WARM.append(True)
+def warm_up(specs: list[m.FieldSpec]) -> None:
+    """Build (and cache) what the first batch of these fields would otherwise wait for: the extraction's expressions
+    and msgspec's reader, or, for paths only DuckDB reads, DuckDB itself (its import and start, ~0.1 s; a run whose
+    first rows msgspec reads starts it only when its rows go beyond :data:`MSGSPEC_ROWS`). field_accuracy's
+    ``warm_up``, which a run calls on the engine's thread while the dataset loads."""
+    paths = tuple(m.parse_path(spec.path) for spec in specs)
+    by_msgspec = msgpath.supported(paths)
+    names = ("c0", "c1")
+    prepare_candidates(names, paths, count_keys=not by_msgspec)
+    texts = [spec.match != "exact" for spec in specs]
+    _side_exprs(tuple(f"{n}_t{i}" for n in names for i in range(len(paths))), tuple(texts * len(names)))
+    if by_msgspec:
+        msgpath.prepare(paths)
+    else:
         query(pl.DataFrame({"t": ["{}"]}), "SELECT json_valid(t) AS ok FROM texts")
-        import _strptime  # type: ignore[import-not-found]  # noqa: F401 - datetime.strptime imports it on first use
-
-        import dateutil.parser  # noqa: F401
-    for task in tasks:
-        task()
 
 
 def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:
@@ -172,11 +175,15 @@ def _repeated_keys(texts: pl.Series, paths: Paths) -> pl.Series:
     return query(texts.alias("t").to_frame(), sql).to_series()
 
 
-def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame:
+def _decide(cands: pl.DataFrame, names: list[str], paths: Paths, by_msgspec: bool) -> pl.DataFrame:
     """``{c}_ok``, ``{c}_no`` and ``{c}_t{i}`` per text column ``c`` (of :func:`candidates.candidates`): ok where
     DuckDB's tokens are the reference's values (the text is a JSON object DuckDB reads as ``json.loads`` does and no key
-    on a path repeats), no where the text is decided not to be JSON; tokens of the other rows are null."""
+    on a path repeats), no where the text is decided not to be JSON; tokens of the other rows are null. Read by
+    msgspec instead where ``by_msgspec`` (it can read the paths: :func:`msgpath.supported`)."""
     trusted, lenient = ({n: cands[f"{n}_{flag}"] for n in names} for flag in ("trusted", "lenient"))
+    if by_msgspec:
+        # msgspec reads repeated keys as json.loads does: every row it read is decided.
+        return msgpath.tokens(cands.select(names), trusted, lenient, paths)
     tokens = _duckdb_tokens(cands.select(names), trusted, lenient, paths)
     nodes = _nodes(paths)
     counted = []
@@ -201,29 +208,18 @@ def _decide(cands: pl.DataFrame, names: list[str], paths: Paths) -> pl.DataFrame
     )
 
 
-def prepare(specs: list[m.FieldSpec], sides: int) -> None:
-    """Build (and cache) the expressions :func:`extract_sides` runs for these fields on ``sides`` text columns: a
-    head start before the first batch."""
-    paths = tuple(m.parse_path(spec.path) for spec in specs)
-    names = tuple(f"c{j}" for j in range(sides))
-    prepare_candidates(names, paths)
-    texts = [spec.match != "exact" for spec in specs]
-    _side_exprs(tuple(f"{n}_t{i}" for n in names for i in range(len(paths))), tuple(texts * len(names)))
-    # DuckDB's first run of the extraction costs 20-100 ms more than the next ones (binding, starting the JSON
-    # functions and its threads): run it on a vector of small objects.
-    rows = pl.Series([True] * 2048)
-    sample = pl.DataFrame({n: ['{"a": 1}'] * rows.len() for n in names})
-    _duckdb_tokens(sample, {n: rows for n in names}, {n: rows for n in names}, paths)
-
-
-def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.FieldSpec]) -> dict[str, Any]:
+def extract_sides(
+    batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.FieldSpec], by_msgspec: bool = True
+) -> dict[str, Any]:
     """Per column ``(ok, deep, sides)``: whether each row holds JSON (a JSON object for ``expected_output``), whether
-    it nests deeper than :data:`values.MAX_DEPTH` (never read), and per field its values (:class:`Side`)."""
+    it nests deeper than :data:`values.MAX_DEPTH` (never read), and per field its values (:class:`Side`). Read by
+    msgspec where ``by_msgspec`` and it can read the paths, else by DuckDB (see :data:`MSGSPEC_ROWS`)."""
     paths = tuple(m.parse_path(spec.path) for spec in specs)
     names = [f"c{j}" for j in range(len(columns))]
     raw = batch.select(pl.col(col).cast(pl.Utf8).alias(n) for col, n in zip(columns, names))
-    cands = candidates(raw, paths)
-    decided = _decide(cands, names, paths)
+    by_msgspec = by_msgspec and msgpath.supported(paths)
+    cands = candidates(raw, paths, count_keys=not by_msgspec)  # msgspec reads repeated keys as json.loads does
+    decided = _decide(cands, names, paths, by_msgspec)
     texts = [spec.match != "exact" for spec in specs]  # exact compares JSON texts, the others read the value
     escaped = [cands[f"{n}_esc"] for n in names for _ in paths]
     # Both sides in one call: fewer, wider Polars operations.
@@ -241,27 +237,13 @@ def extract_sides(batch: pl.DataFrame, columns: tuple[str, ...], specs: list[m.F
     return out
 
 
+_FIRST_CHARACTER_KINDS = {'"': "string", "t": "bool", "f": "bool", "n": "null", "{": "object", "[": "array"}
+
+
 def _kind(token: pl.Expr) -> pl.Expr:
     """The kind of a JSON token, told by its first character (an Enum: compared as integers downstream)."""
-
-    def kind(name: str) -> pl.Expr:
-        return pl.lit(name, KIND)
-
-    return (
-        pl.when(token.is_null())
-        .then(kind("missing"))
-        .when(token.str.starts_with('"'))
-        .then(kind("string"))
-        .when(token.str.starts_with("t") | token.str.starts_with("f"))
-        .then(kind("bool"))
-        .when(token.str.starts_with("n"))
-        .then(kind("null"))
-        .when(token.str.starts_with("{"))
-        .then(kind("object"))
-        .when(token.str.starts_with("["))
-        .then(kind("array"))
-        .otherwise(kind("number"))
-    )
+    kind = token.str.head(1).replace_strict(_FIRST_CHARACTER_KINDS, default="number", return_dtype=KIND)
+    return pl.when(token.is_null()).then(pl.lit("missing", KIND)).otherwise(kind)
 
 
 @lru_cache(maxsize=64)

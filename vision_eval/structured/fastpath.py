@@ -282,15 +282,13 @@ def _outcome(spec: m.FieldSpec, col: Callable[[str], pl.Expr]) -> pl.Expr:
 
 
 def prepare(specs: list[m.FieldSpec]) -> None:
-    """Build (and cache) what :func:`compare` runs for these fields: their rules, their date expressions, their
-    fuzzy scorers (importing rapidfuzz): a head start before the first batch."""
+    """Build (and cache) what :func:`compare` runs for these fields: their rules, their date expressions (importing
+    ``_strptime``), their fuzzy scorers (importing rapidfuzz)."""
     for i, spec in enumerate(specs):
         _field_exprs(spec.model_dump_json(exclude_unset=True), i)
         if spec.match == "date":
             prepare_dates(tuple(spec.formats or ()), spec.compare_time)
         elif spec.match == "fuzzy":
-            from rapidfuzz import process  # noqa: F401 - imported by the batch
-
             m.scorer(spec.algorithm)
 
 
