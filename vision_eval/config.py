@@ -43,7 +43,7 @@ class ImagePolicy(StrictModel):
     """A JPEG at least twice the sent size is decoded at a reduced size (libjpeg's DCT scaling to 1/2, 1/4 or 1/8,
     never below the sent size) and downscaled by libvips' Lanczos-3: about 4x less CPU for a 12-megapixel photo
     (about 33 ms instead of 145). The sent size, format and quality are those of a full decode and the bytes
-    within about 1%, but the pixels differ slightly (about 47 dB PSNR, less than the JPEG q85 encoding's own
+    within about 2%, but the pixels differ slightly (about 47 dB PSNR, less than the JPEG q85 encoding's own
     loss), so the sent sha256 and the call-cache keys differ from a full decode's. ``false``: every image is
     decoded at full size and downscaled by Pillow's LANCZOS (the sent bytes of releases before this default);
     other formats and smaller JPEGs are prepared that way either way."""
