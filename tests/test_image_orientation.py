@@ -89,3 +89,45 @@ def test_an_upright_photo_is_sent_unchanged_under_keep(fresh_fake) -> None:
              "cache": False, "image": {"format": "keep"}}  # fmt: skip
     ve.evaluate([{"id": "p", "output": "x", "images": [data]}], evaluators=DESC, judge=judge)
     assert _received_images(fresh_fake) == [data]
+
+
+def _large_rotated_photo(orientation: int) -> bytes:
+    """A 2400x1600 photo-like JPEG with a red square at the left edge, stored with an EXIF orientation tag."""
+    from PIL import Image, ImageDraw
+
+    from vision_eval.testing.photos import photo_pixels
+
+    image = photo_pixels(orientation, 2400, 1600)
+    ImageDraw.Draw(image).rectangle((40, 600, 440, 1000), fill=RED)
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=90, exif=exif.tobytes())
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("orientation", "side", "size"), [(6, "top", (341, 512)), (8, "bottom", (341, 512)), (3, "right", (512, 341))]
+)
+def test_a_photo_decoded_at_reduced_size_reaches_the_judge_upright_and_close_to_a_full_decode(
+    fresh_fake, orientation: int, side: str, size: tuple[int, int]
+) -> None:
+    """The default path for large JPEGs (decoded at 1/4 size, resized by libvips, then turned) through a judge."""
+    from test_images_fast_decode import PSNR_BOUND, psnr
+
+    from vision_eval.config import ImagePolicy
+    from vision_eval.images.policy import prepare_image
+
+    data = _large_rotated_photo(orientation)
+    judge = {"model": "openai/gpt-4o-mini", "api_base": fresh_fake.openai_base, "api_key": "sk-test",
+             "cache": False, "image": {"max_side": 512}}  # fmt: skip
+    row = ve.evaluate([{"id": "p", "output": "x", "images": [data]}], evaluators=DESC, judge=judge).results.row(
+        0, named=True
+    )
+    assert row["status"] == "processed", row["error"]
+    (sent,) = _received_images(fresh_fake)
+    assert _shape_side(sent) == (*size, side)
+    record = json.loads(row["details"])["images"][0]
+    assert record["decode_scale"] == 4 and record["size"] == list(size) and record["exif_orientation"] == orientation
+    exact = prepare_image(data, ImagePolicy(max_side=512, fast_decode=False)).data
+    assert psnr(sent, exact) >= PSNR_BOUND and abs(len(sent) / len(exact) - 1) < 0.03

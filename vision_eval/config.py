@@ -39,11 +39,14 @@ class ImagePolicy(StrictModel):
     """A call whose encoded images exceed this many bytes is a row error before anything is sent."""
     max_source_pixels: int = Field(100_000_000, ge=1)
     """Images larger than this (decompression bombs) are row errors."""
-    fast_decode: bool = False
-    """Decode a JPEG that will be downscaled at a reduced size first (libjpeg's DCT scaling to 1/2, 1/4 or 1/8,
-    never below the sent size), then downscale as usual: about 3x faster for large photos. The sent size is the
-    same, but the pixels differ slightly from a full decode (a few levels), so the sent bytes and the call-cache
-    keys change. Off: the sent bytes are exactly those of a full decode."""
+    fast_decode: bool = True
+    """A JPEG at least twice the sent size is decoded at a reduced size (libjpeg's DCT scaling to 1/2, 1/4 or 1/8,
+    never below the sent size) and downscaled by libvips' Lanczos-3: about 4x less CPU for a 12-megapixel photo
+    (about 33 ms instead of 145). The sent size, format and quality are those of a full decode and the bytes
+    within about 2%, but the pixels differ slightly (about 47 dB PSNR, less than the JPEG q85 encoding's own
+    loss), so the sent sha256 and the call-cache keys differ from a full decode's. ``false``: every image is
+    decoded at full size and downscaled by Pillow's LANCZOS (the sent bytes of releases before this default);
+    other formats and smaller JPEGs are prepared that way either way."""
 
 
 class JudgeConfig(StrictModel):

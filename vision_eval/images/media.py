@@ -86,7 +86,8 @@ class Decoded:
     """A decoded image and what was learnt about it."""
 
     image: Any
-    """The PIL image (fully loaded, turned upright by its EXIF orientation)."""
+    """The PIL image (fully loaded, turned upright by its EXIF orientation, except after a reduced decode: see
+    ``scale``)."""
     media_type: str
     """Detected media type of the source bytes."""
     width: int
@@ -94,13 +95,20 @@ class Decoded:
     height: int
     """Height after the EXIF orientation is applied."""
     orientation: int = 1
-    """The EXIF orientation tag (1: upright; 2-8: the image was flipped or rotated to apply it)."""
+    """The EXIF orientation tag (1: upright; 2-8: the image was flipped or rotated to apply it, or, after a reduced
+    decode, is to be once resized)."""
     scale: int = 1
     """1: ``image`` has the source's pixels; 2, 4 or 8: a JPEG decoded at that reduction (DCT scaling), so
-    ``image`` is about ``width / scale`` x ``height / scale``."""
+    ``image`` is about ``width / scale`` x ``height / scale`` and still as stored: resize it (within ``box``) to
+    the stored orientation's size, then turn the smaller image upright with :func:`turn_upright`."""
     box: tuple[float, float, float, float] | None = None
-    """With ``scale`` > 1: the region of ``image`` that covers the whole source (a reduced decode rounds its size
-    up, so the last column or row stands for a fraction of a source pixel); give it to ``resize(box=...)``."""
+    """With ``scale`` > 1: the region of ``image`` that covers the whole source, as stored (a reduced decode
+    rounds its size up, so the last column or row may stand for a fraction of a source pixel); give it to
+    ``resize(box=...)``."""
+
+    def stored_size(self, size: tuple[int, int]) -> tuple[int, int]:
+        """An upright ``size`` in the stored orientation (swapped when the EXIF orientation turns by 90 degrees)."""
+        return (size[1], size[0]) if self.orientation >= 5 else size
 
 
 def decode(
@@ -118,7 +126,8 @@ def decode(
     ``reduce_to``: given the upright source size, the smallest size the caller needs; a JPEG is then decoded at
     the largest DCT reduction (1/2, 1/4, 1/8) that keeps at least that size (Pillow's draft mode; other formats
     have no reduced decoding). Much faster for large photos, but the pixels are not those of a full decode
-    resized: see ``Decoded.scale`` and ``Decoded.box``."""
+    resized, and the image is left as stored (turning the smaller image after resizing it costs less): see
+    ``Decoded.scale`` and ``Decoded.box``."""
     import io
 
     from PIL import Image, ImageOps, UnidentifiedImageError
@@ -140,13 +149,10 @@ def decode(
         scale, box = _draft(image, width, height, reduce_to) if reduce_to else (1, None)
         image.load()
         orientation = _orientation(image)
-        if orientation != 1:
+        if orientation >= 5:
+            width, height = height, width
+        if orientation != 1 and scale == 1:
             image = ImageOps.exif_transpose(image)
-            if box is None:
-                width, height = image.size
-            else:
-                width, height = (height, width) if orientation >= 5 else (width, height)
-                box = _transpose_box(box, orientation, image.size)
     except ImageError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):  # Pillow's own limit, met on opening
@@ -198,24 +204,17 @@ def _draft(
     return round(width / drafted[1][2]), tuple(drafted[1])
 
 
-def _transpose_box(
-    box: tuple[float, float, float, float], orientation: int, size: tuple[int, int]
-) -> tuple[float, float, float, float]:
-    """``box`` (in the stored orientation) mapped through the flip or rotation ``exif_transpose`` applied for
-    ``orientation``; ``size`` is the upright image's size."""
-    out_w, out_h = size
-    stored_w, stored_h = (out_h, out_w) if orientation >= 5 else (out_w, out_h)
-    maps = {
-        2: lambda x, y: (stored_w - x, y),
-        3: lambda x, y: (stored_w - x, stored_h - y),
-        4: lambda x, y: (x, stored_h - y),
-        5: lambda x, y: (y, x),
-        6: lambda x, y: (stored_h - y, x),
-        7: lambda x, y: (stored_h - y, stored_w - x),
-        8: lambda x, y: (y, stored_w - x),
-    }
-    (x0, y0), (x1, y1) = maps[orientation](box[0], box[1]), maps[orientation](box[2], box[3])
-    return (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
+_TURNS = {2: "FLIP_LEFT_RIGHT", 3: "ROTATE_180", 4: "FLIP_TOP_BOTTOM", 5: "TRANSPOSE", 6: "ROTATE_270",
+          7: "TRANSVERSE", 8: "ROTATE_90"}  # fmt: skip
+"""The transposition that shows an image of each EXIF orientation upright (as ``ImageOps.exif_transpose``)."""
+
+
+def turn_upright(image: Any, orientation: int) -> Any:
+    """``image`` (pixels as stored) flipped or rotated as its EXIF ``orientation`` says a viewer shows it."""
+    from PIL import Image
+
+    name = _TURNS.get(orientation)
+    return image.transpose(Image.Transpose[name]) if name else image
 
 
 def _orientation(image: Any) -> int:

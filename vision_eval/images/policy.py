@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from vision_eval.images.media import ImageError, decode
+from vision_eval.images.media import ImageError, decode, turn_upright
+from vision_eval.images.resample import lanczos
 
 try:  # the config model lives in config.py; keep a light fallback for standalone use
     from vision_eval.config import ImagePolicy
@@ -63,14 +64,14 @@ def target_size(width: int, height: int, max_side: int | None, max_pixels: int |
 
 
 def policy_record(policy: ImagePolicy) -> dict[str, Any]:
-    """The policy fields that shape the sent bytes (recorded per image; ``fast_decode`` only when on)."""
+    """The policy fields that shape the sent bytes (recorded per image)."""
     return {
         "max_side": policy.max_side,
         "max_pixels": policy.max_pixels,
         "format": policy.format,
         "quality": policy.quality,
         "detail": policy.detail,
-        **({"fast_decode": True} if getattr(policy, "fast_decode", False) else {}),
+        "fast_decode": bool(getattr(policy, "fast_decode", False)),
     }
 
 
@@ -105,9 +106,14 @@ def prepare_image(
         out, media_type = data, decoded.media_type
     else:
         try:
-            out, media_type = _encode(
-                _eight_bit(image), (width, height), resized, fmt, decoded.media_type, policy, decoded.box
-            )
+            if decoded.scale > 1:  # a reduced decode, as stored: resized (by libvips), then turned upright
+                stored = lanczos(image, decoded.stored_size((width, height)), decoded.box)
+                image = turn_upright(stored, decoded.orientation)
+            elif resized:
+                from PIL import Image
+
+                image = image.resize((width, height), Image.Resampling.LANCZOS)
+            out, media_type = _encode(_eight_bit(image), fmt, decoded.media_type, policy)
         except (OSError, ValueError) as exc:  # a pixel format Pillow cannot convert or encode
             raise ImageError(f"cannot re-encode the image ({decoded.media_type}, mode {image.mode})") from exc
     if not out:
@@ -125,23 +131,12 @@ def prepare_image(
         meta={
             "policy": policy_record(policy),
             **({"exif_orientation": decoded.orientation} if decoded.orientation != 1 else {}),
+            **({"decode_scale": decoded.scale} if decoded.scale > 1 else {}),
         },
     )
 
 
-def _encode(
-    image: Any,
-    size: tuple[int, int],
-    resized: bool,
-    fmt: str,
-    source_type: str,
-    policy: ImagePolicy,
-    box: tuple[float, float, float, float] | None = None,
-) -> tuple[bytes, str]:
-    from PIL import Image
-
-    if resized:
-        image = image.resize(size, Image.Resampling.LANCZOS, box=box)
+def _encode(image: Any, fmt: str, source_type: str, policy: ImagePolicy) -> tuple[bytes, str]:
     if fmt == "keep":
         fmt = "png" if source_type in ("image/png", "image/gif") else "jpeg"
     buffer = io.BytesIO()
