@@ -4,10 +4,12 @@ and an environment for subprocesses that import this checkout."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,6 +46,27 @@ def shape_png(
 RED = (220, 40, 40)
 BLUE = (40, 70, 220)
 GREEN = (40, 170, 60)
+
+
+JUDGED = "desc:\n  type: llm_judge\n  prompt: image-description\n"
+"""An evaluators file with one image-description judge."""
+
+
+def user_project(root: Path, rows: list[dict[str, Any]], stacks: dict[str, str], image_folder: str = "") -> Path:
+    """A user's folder under ``root``: ``data/`` with ``red.png`` and ``blue.png`` (in ``image_folder``) and
+    ``rows.jsonl``; ``conf/`` with the dataset ``mine`` and one evaluators file per entry of ``stacks``."""
+    images = root / "data" / image_folder
+    images.mkdir(parents=True)
+    (images / "red.png").write_bytes(shape_png(RED, 2))
+    (images / "blue.png").write_bytes(shape_png(BLUE, 3))
+    (root / "data" / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    conf = root / "conf"
+    (conf / "dataset").mkdir(parents=True)
+    (conf / "evaluators").mkdir()
+    (conf / "dataset" / "mine.yaml").write_text(f"path: {root / 'data' / 'rows.jsonl'}\n")
+    for name, text in stacks.items():
+        (conf / "evaluators" / f"{name}.yaml").write_text(text)
+    return root
 
 
 @pytest.fixture(scope="session")

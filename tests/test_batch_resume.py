@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import BLUE, RED, shape_png
+from conftest import JUDGED, user_project
 
 from vision_eval.testing.fake_providers import FakeProviders
 
@@ -26,19 +26,9 @@ PROVIDERS = {
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "red.png").write_bytes(shape_png(RED, 2))
-    (data / "blue.png").write_bytes(shape_png(BLUE, 3))
     rows = [{"id": f"s{i}", "input": "Describe the image.", "output": f"{'red' if i % 2 else 'blue'} circles ({i})",
              "images": ["red.png" if i % 2 else "blue.png"]} for i in range(8)]  # fmt: skip
-    (data / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    conf = tmp_path / "conf"
-    (conf / "dataset").mkdir(parents=True)
-    (conf / "evaluators").mkdir()
-    (conf / "dataset" / "mine.yaml").write_text(f"path: {data / 'rows.jsonl'}\n")
-    (conf / "evaluators" / "judged.yaml").write_text("desc:\n  type: llm_judge\n  prompt: image-description\n")
-    return tmp_path
+    return user_project(tmp_path, rows, {"judged": JUDGED})
 
 
 def command(project: Path, fake: FakeProviders, provider: str, *extra: str) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from conftest import BLUE, RED, shape_png
+from conftest import JUDGED, user_project
 
 from vision_eval.testing.fake_providers import Action, FakeProviders
 
@@ -24,10 +24,6 @@ PING = "Reply with the word OK."
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A user's folder: data with images under ``data/``, a config dir with a dataset and two stacks."""
-    data = tmp_path / "data"
-    (data / "images").mkdir(parents=True)
-    (data / "images" / "red.png").write_bytes(shape_png(RED, 2))
-    (data / "images" / "blue.png").write_bytes(shape_png(BLUE, 3))
     rows = [
         {
             "id": f"s{i}",
@@ -38,14 +34,7 @@ def project(tmp_path: Path) -> Path:
         }
         for i in range(12)
     ]
-    (data / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    conf = tmp_path / "conf"
-    (conf / "dataset").mkdir(parents=True)
-    (conf / "evaluators").mkdir()
-    (conf / "dataset" / "mine.yaml").write_text(f"path: {data / 'rows.jsonl'}\n")
-    (conf / "evaluators" / "judged.yaml").write_text("desc:\n  type: llm_judge\n  prompt: image-description\n")
-    (conf / "evaluators" / "exact.yaml").write_text("exact:\n  type: exact_match\n")
-    return tmp_path
+    return user_project(tmp_path, rows, {"judged": JUDGED, "exact": "exact:\n  type: exact_match\n"}, "images")
 
 
 def vision_eval(project: Path, *args: str, env: dict[str, str], key: bool = True) -> subprocess.CompletedProcess:
