@@ -3,6 +3,7 @@ and an environment for subprocesses that import this checkout."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -46,6 +47,17 @@ def shape_png(
 RED = (220, 40, 40)
 BLUE = (40, 70, 220)
 GREEN = (40, 170, 60)
+
+
+def sent_images(fake: Any) -> list[bytes]:
+    """The bytes of every image the fake received in OpenAI chat requests, in order."""
+    found = []
+    for request in fake.requests:
+        for message in request.body["messages"]:
+            for part in message["content"] if isinstance(message["content"], list) else []:
+                if part.get("type") == "image_url":
+                    found.append(base64.b64decode(part["image_url"]["url"].split(",", 1)[1]))
+    return found
 
 
 JUDGED = "desc:\n  type: llm_judge\n  prompt: image-description\n"

@@ -3,13 +3,12 @@ recorded are the sizes after the rotation."""
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 from pathlib import Path
 
 import pytest
-from conftest import RED
+from conftest import RED, sent_images
 
 import vision_eval as ve
 
@@ -43,16 +42,6 @@ def _shape_side(data: bytes) -> tuple[int, int, str]:
     return width, height, min(distances, key=distances.get)
 
 
-def _received_images(fake) -> list[bytes]:
-    found = []
-    for request in fake.requests:
-        for message in request.body["messages"]:
-            for part in message["content"] if isinstance(message["content"], list) else []:
-                if part.get("type") == "image_url":
-                    found.append(base64.b64decode(part["image_url"]["url"].split(",", 1)[1]))
-    return found
-
-
 # Orientation 6: the viewer turns the stored image 90° clockwise (left edge -> top); 8: counter-clockwise
 # (left -> bottom); 3: half a turn (left -> right).
 @pytest.mark.parametrize(
@@ -68,7 +57,7 @@ def test_the_judge_receives_the_photo_upright(
     result = ve.evaluate(rows, evaluators=DESC, judge=judge)
     row = result.results.row(0, named=True)
     assert row["status"] == "processed", row["error"]
-    (sent,) = _received_images(fresh_fake)
+    (sent,) = sent_images(fresh_fake)
     assert _shape_side(sent) == (*size, side)
     assert (fresh_fake.requests[0].images[0].width, fresh_fake.requests[0].images[0].height) == size
     record = json.loads(row["details"])["images"][0]
@@ -88,7 +77,7 @@ def test_an_upright_photo_is_sent_unchanged_under_keep(fresh_fake) -> None:
     judge = {"model": "openai/gpt-4o-mini", "api_base": fresh_fake.openai_base, "api_key": "sk-test",
              "cache": False, "image": {"format": "keep"}}  # fmt: skip
     ve.evaluate([{"id": "p", "output": "x", "images": [data]}], evaluators=DESC, judge=judge)
-    assert _received_images(fresh_fake) == [data]
+    assert sent_images(fresh_fake) == [data]
 
 
 def _large_rotated_photo(orientation: int) -> bytes:
@@ -125,7 +114,7 @@ def test_a_photo_decoded_at_reduced_size_reaches_the_judge_upright_and_close_to_
         0, named=True
     )
     assert row["status"] == "processed", row["error"]
-    (sent,) = _received_images(fresh_fake)
+    (sent,) = sent_images(fresh_fake)
     assert _shape_side(sent) == (*size, side)
     record = json.loads(row["details"])["images"][0]
     assert record["decode_scale"] == 4 and record["size"] == list(size) and record["exif_orientation"] == orientation

@@ -3,13 +3,13 @@ or judges with one policy, is decoded once; the store holds a bounded number of 
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import sent_images
 
 import vision_eval as ve
 import vision_eval.images.prepared as prepared_module
@@ -92,16 +92,6 @@ def test_the_store_holds_at_most_its_budget_dropping_the_least_recently_used(cou
     assert small.bytes_held == 0
 
 
-def _sent_images(fake) -> list[bytes]:
-    found = []
-    for request in fake.requests:
-        for message in request.body["messages"]:
-            for part in message["content"] if isinstance(message["content"], list) else []:
-                if part.get("type") == "image_url":
-                    found.append(base64.b64decode(part["image_url"]["url"].split(",", 1)[1]))
-    return found
-
-
 def test_a_run_prepares_each_photo_once_across_rows_evaluators_and_judges(
     fresh_fake, tmp_path: Path, count_preparations
 ) -> None:
@@ -120,7 +110,7 @@ def test_a_run_prepares_each_photo_once_across_rows_evaluators_and_judges(
     assert result.results["status"].eq("processed").all(), result.results["error"].to_list()
     # 2 photos x 2 policies (the default, max_side 200), whatever the rows, evaluators and panel judges.
     assert len(count_preparations) == 4 and len(set(count_preparations)) == 2
-    sent = _sent_images(fresh_fake)
+    sent = sent_images(fresh_fake)
     assert len(sent) == 9 * 4  # desc, panel x 2, small
     expected = {prepare_image(d, ImagePolicy(**p)).data for d in photos.values() for p in ({}, {"max_side": 200})}
     assert set(sent) == expected
