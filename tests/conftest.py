@@ -95,6 +95,19 @@ def fresh_fake(fake: object) -> object:
     return fake
 
 
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """Headless Chromium (one for the session), or a skip when none is installed."""
+    from chromium import Browser, chromium
+
+    binary = chromium()
+    if binary is None:
+        pytest.skip("no chromium binary found (apt-get install chromium, or set VISION_EVAL_CHROMIUM)")
+    chrome = Browser(binary, tmp_path_factory.mktemp("chromium-profile"))
+    yield chrome
+    chrome.close()
+
+
 @pytest.fixture
 def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("boto3")  # litellm signs Bedrock requests with botocore

@@ -12,7 +12,8 @@ from typing import Any
 
 import polars as pl
 import pytest
-from test_report import Browser, _chromium, payload_of
+from chromium import Browser
+from test_report import payload_of
 
 import vision_eval as ve
 from vision_eval.leaderboard import bootstrap_interval, write_leaderboard
@@ -71,16 +72,6 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert report.returncode == 0, report.stderr
     assert "6 run directories" in report.stdout
     return root / "sweep"
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    binary = _chromium()
-    if binary is None:
-        pytest.skip("no chromium binary found (apt-get install chromium, or set VISION_EVAL_CHROMIUM)")
-    chrome = Browser(binary, tmp_path_factory.mktemp("chromium-profile"))
-    yield chrome
-    chrome.close()
 
 
 def _count(chrome: Browser) -> int:
