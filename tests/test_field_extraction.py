@@ -198,10 +198,9 @@ def test_msgspec_tokens_give_reference_values(monkeypatch: pytest.MonkeyPatch) -
                 assert side.text[row] == m.to_json(expected), (text, spec.path)
 
 
-def test_msgspec_leaves_the_reference_only_what_it_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Repeated keys are read by msgspec as json.loads reads them; keys written with escapes, NaN, lone surrogates
-    (which msgspec refuses), a value where a path needs an object and an object with a trailing comma followed by more
-    text go row by row."""
+@pytest.fixture
+def reference_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts the row-wise definition (``matching.read_json``) is asked to read, in order."""
     calls: list[str] = []
     original = m.read_json
 
@@ -210,13 +209,20 @@ def test_msgspec_leaves_the_reference_only_what_it_refuses(monkeypatch: pytest.M
         return original(text)
 
     monkeypatch.setattr(m, "read_json", counting)
+    return calls
+
+
+def test_msgspec_leaves_the_reference_only_what_it_refuses(reference_calls: list[str]) -> None:
+    """Repeated keys are read by msgspec as json.loads reads them; keys written with escapes, NaN, lone surrogates
+    (which msgspec refuses), a value where a path needs an object and an object with a trailing comma followed by more
+    text go row by row."""
     plain = ['{"a": 1, "a": 2}', '{"b": {"c": "one"}, "b": {"d": "two"}}', '{"a": 1,}', '{"a": [1, {"b": 2,}]}']
     plain += ['```json\n{"a": "y", "n": 2.5}\n```', 'Here: {"a": "z", "items": ["t", null]} done', "no json"]
     odd = ['{"\\u0061": 1, "a": 3}', '{"a": NaN}', '{"a": "\\ud800"}', '{"b": "not an object"}', '{"a": 1,} {"a": 2}']
     specs = [m.FieldSpec(**f) for f in KEY_FIELDS]
     batch = pl.DataFrame({"output": plain + odd})
     ok, _, _ = duckpath.extract_sides(batch, ("output",), specs)["output"]
-    assert calls == odd
+    assert reference_calls == odd
     assert ok.to_list() == [m.extract_json(t)[0] for t in batch["output"]]
 
 
@@ -245,17 +251,9 @@ def test_an_evaluator_reads_its_first_rows_with_msgspec_then_with_duckdb(monkeyp
     assert outs[0].fields is not None and outs[0].fields.equals(outs[2].fields)
 
 
-def test_plain_documents_never_reach_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plain_documents_never_reach_the_reference(reference_calls: list[str]) -> None:
     """Plain, fenced and prose-wrapped objects are read by DuckDB (index paths: at every batch size); only what it
     may misread goes row by row."""
-    calls: list[str] = []
-    original = m.read_json
-
-    def counting(text: str | None) -> tuple[bool, Any, str | None]:
-        calls.append(text or "")
-        return original(text)
-
-    monkeypatch.setattr(m, "read_json", counting)
     plain = [
         '{"a": "x", "n": 1, "b": {"c": "deep"}}',
         '```json\n{"a": "y", "n": 2.5}\n```',
@@ -272,7 +270,7 @@ def test_plain_documents_never_reach_the_reference(monkeypatch: pytest.MonkeyPat
     specs = [m.FieldSpec(**f) for f in FIELDS[:6]]
     batch = pl.DataFrame({"output": plain + odd + invalid})
     ok, _, _ = duckpath.extract_sides(batch, ("output",), specs)["output"]
-    assert calls == odd
+    assert reference_calls == odd
     assert ok.to_list() == [m.extract_json(t)[0] for t in batch["output"]]
 
 
