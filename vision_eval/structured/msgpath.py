@@ -12,7 +12,9 @@ DuckDB (:func:`supported`).
 
 from __future__ import annotations
 
+import itertools
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 import polars as pl
@@ -49,7 +51,8 @@ def _reader(paths: Paths) -> tuple[Any, list[list[str]]]:
             attrs[key] = attr
             if below:
                 sub, _ = struct(below, f"{name}_{j}")
-                fields.append((attr, sub | None, None))
+                # An absent object reads as an empty one (its leaves empty): a path walk needs no test per step.
+                fields.append((attr, sub | None, msgspec.field(default_factory=sub)))
             else:
                 fields.append((attr, msgspec.Raw, msgspec.Raw()))
         # gc=False: the structures hold no cycles, and tracking 10^4 of them set off collections of the whole heap.
@@ -105,28 +108,51 @@ def _read(texts: pl.Series, decoder: Any, chains: list[list[str]]) -> tuple[pl.S
     path does not resolve or the text was not read)."""
     import msgspec
 
-    decode, error, empty = decoder.decode, (msgspec.DecodeError, msgspec.ValidationError), msgspec.Raw()
+    decode, error = decoder.decode, (msgspec.DecodeError, msgspec.ValidationError)
+    unread = decoder.type()  # every leaf empty
+    # One getter for every path: a tuple of tokens per document, all joined into one text per chunk, row by row.
+    walk = attrgetter(*(".".join(chain) for chain in chains))
+    many = len(chains) > 1
     read: list[bool] = []
-    joined: list[list[str]] = [[] for _ in chains]
+    joined: list[str] = []
     for start in range(0, texts.len(), CHUNK):
         docs: list[Any] = []
         for text in texts.slice(start, CHUNK).to_list():
             try:
                 docs.append(decode(text))
             except error:
-                docs.append(None)
-        read += [d is not None for d in docs]
-        for chain, parts in zip(chains, joined):
-            level = docs
-            for attr in chain[:-1]:
-                level = [None if d is None else getattr(d, attr) for d in level]
-            leaf = chain[-1]
-            parts.append(TOKEN_SEPARATOR.join([empty if d is None else getattr(d, leaf) for d in level]).decode())
-    pieces = [part for parts in joined for part in parts]
-    if not pieces:
+                docs.append(unread)
+        read += [d is not unread for d in docs]
+        try:
+            rows = list(map(walk, docs))
+        except AttributeError:  # an object on a path is null: walk each document step by step
+            rows = [_walk(d, chains) for d in docs]
+        if not many and docs:
+            rows = [(token,) for token in rows]
+        joined.append(TOKEN_SEPARATOR.join(itertools.chain.from_iterable(rows)).decode())
+    if not read:
         return pl.Series(read, dtype=pl.Boolean), pl.Series([], dtype=pl.Utf8)
-    tokens = pl.Series(pieces, dtype=pl.Utf8).str.split(TOKEN_SEPARATOR.decode()).explode()
-    return pl.Series(read, dtype=pl.Boolean), _unescaped(tokens)
+    tokens = pl.Series(joined, dtype=pl.Utf8).str.split(TOKEN_SEPARATOR.decode()).explode()
+    # Row-major (a row's tokens side by side): path by path, as the caller slices them.
+    n = len(chains)
+    by_path = pl.concat([tokens.gather_every(n, offset=i) for i in range(n)])
+    return pl.Series(read, dtype=pl.Boolean), _unescaped(by_path)
+
+
+def _walk(doc: Any, chains: list[list[str]]) -> tuple[Any, ...]:
+    """The tokens of every path of one document, where an object on a path may be null (empty token)."""
+    import msgspec
+
+    out = []
+    for chain in chains:
+        node = doc
+        for attr in chain:
+            node = getattr(node, attr)
+            if node is None:
+                node = msgspec.Raw()
+                break
+        out.append(node)
+    return tuple(out)
 
 
 def _constant(name: str, value: bool | None, dtype: type[pl.DataType], height: int) -> pl.Series:
