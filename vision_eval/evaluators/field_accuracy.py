@@ -77,12 +77,12 @@ def quote_labels(labels: list[tuple[str, pl.Series, pl.Series]]) -> list[pl.Seri
     out = []
     for i, (head, (_, column, python)) in enumerate(zip(heads, labels)):
         needs = quoted[f"n{i}"]
-        rows = python.arg_true()
-        if rows.len():
+        if python.any():
+            rows = python.arg_true()
             needs = needs.scatter(rows, needs.gather(rows) | column.gather(rows).str.contains(r"[\x00-\x1f]"))
-        rows = needs.fill_null(False).arg_true()
         label = quoted[f"q{i}"]
-        if rows.len():
+        if needs.any():
+            rows = needs.fill_null(False).arg_true()
             fixed = pl.select(head + _quoted(pl.lit(column.gather(rows))).str.slice(1)).to_series()
             label = label.scatter(rows, fixed)
         out.append(label)
@@ -161,7 +161,7 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
         keep = frame.filter(~failed) if results["error"].null_count() < frame.height else frame
         fields = pl.concat(
             [
-                keep.select(
+                keep.lazy().select(
                     pl.col("sample_id"),
                     pl.lit(spec.path).alias("path"),
                     pl.lit(spec.match).alias("match"),
@@ -173,7 +173,7 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
                 )
                 for i, spec in enumerate(specs)
             ]
-        )
+        ).collect()  # the fields in one query
         return EvalOutput(results, fields=fields)
 
 

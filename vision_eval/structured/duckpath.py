@@ -280,8 +280,8 @@ def _sides(tokens: pl.DataFrame, with_text: list[bool], escaped: list[pl.Series]
     sides = []
     for c, wanted in zip(tokens.columns, with_text):
         side = Side(frame[f"{c}_k"], frame[f"{c}_x"] if wanted else None, frame[c])
-        rows = frame[f"{c}_r"].arg_true()
-        if rows.len():
+        if frame[f"{c}_r"].any():
+            rows = frame[f"{c}_r"].arg_true()
             values = [m.loads(v) for v in frame[c].gather(rows).to_list()]
             pairs = [python_value(v) for v in values]
             side = Side(

@@ -92,8 +92,7 @@ def tokens(
             _not_json(texts[c], lenient[c]).alias(f"{c}_no"),
         ]
         for i in range(len(chains)):
-            piece = pieces.slice(i * rows.len(), rows.len())
-            token = pl.select(pl.when(piece != "").then(piece)).to_series()
+            token = pieces.slice(i * rows.len(), rows.len())
             out.append(_constant(f"{c}_t{i}", None, pl.Utf8, texts.height).scatter(rows, token))
     return pl.DataFrame(out)
 
@@ -104,7 +103,7 @@ the memory of the step before (a batch's worth at once is fresh memory, a page f
 
 
 def _read(texts: pl.Series, decoder: Any, chains: list[list[str]]) -> tuple[pl.Series, pl.Series]:
-    """Whether msgspec read each text, and the tokens of every path (path by path, text by text; empty where the
+    """Whether msgspec read each text, and the tokens of every path (path by path, text by text; null where the
     path does not resolve or the text was not read)."""
     import msgspec
 
@@ -132,11 +131,17 @@ def _read(texts: pl.Series, decoder: Any, chains: list[list[str]]) -> tuple[pl.S
         joined.append(TOKEN_SEPARATOR.join(itertools.chain.from_iterable(rows)).decode())
     if not read:
         return pl.Series(read, dtype=pl.Boolean), pl.Series([], dtype=pl.Utf8)
-    tokens = pl.Series(joined, dtype=pl.Utf8).str.split(TOKEN_SEPARATOR.decode()).explode()
-    # Row-major (a row's tokens side by side): path by path, as the caller slices them.
-    n = len(chains)
-    by_path = pl.concat([tokens.gather_every(n, offset=i) for i in range(n)])
-    return pl.Series(read, dtype=pl.Boolean), _unescaped(by_path)
+    t = pl.col("t")
+    tokens = (
+        pl.LazyFrame({"t": joined}, schema={"t": pl.Utf8})
+        .select(t.str.split(TOKEN_SEPARATOR.decode()).explode())
+        # Row-major (a row's tokens side by side): path by path, as the caller slices them.
+        .select(pl.concat([t.gather_every(len(chains), offset=i) for i in range(len(chains))]))
+        .select(pl.when(t != "").then(t))  # a path that does not resolve: null
+        .collect()
+        .to_series()
+    )
+    return pl.Series(read, dtype=pl.Boolean), _unescaped(tokens)
 
 
 def _walk(doc: Any, chains: list[list[str]]) -> tuple[Any, ...]:
@@ -165,7 +170,9 @@ def _unescaped(pieces: pl.Series) -> pl.Series:
     returns them (most then need no re-reading by ``json.loads``)."""
     import msgspec
 
-    rows = (pieces.str.starts_with('"') & pieces.str.contains("\\", literal=True)).arg_true()
+    t = pl.col("t")
+    rows = pieces.to_frame("t").select((t.str.starts_with('"') & t.str.contains("\\", literal=True)).arg_true())
+    rows = rows.to_series()
     if not rows.len():
         return pieces
     encode, decode = msgspec.json.encode, msgspec.json.decode
