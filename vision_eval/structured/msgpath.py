@@ -12,7 +12,6 @@ DuckDB (:func:`supported`).
 
 from __future__ import annotations
 
-import itertools
 from functools import lru_cache
 from operator import attrgetter
 from typing import Any
@@ -109,11 +108,9 @@ def _read(texts: pl.Series, decoder: Any, chains: list[list[str]]) -> tuple[pl.S
 
     decode, error = decoder.decode, (msgspec.DecodeError, msgspec.ValidationError)
     unread = decoder.type()  # every leaf empty
-    # One getter for every path: a tuple of tokens per document, all joined into one text per chunk, row by row.
-    walk = attrgetter(*(".".join(chain) for chain in chains))
-    many = len(chains) > 1
+    getters = [attrgetter(".".join(chain)) for chain in chains]
     read: list[bool] = []
-    joined: list[str] = []
+    joined: list[list[str]] = [[] for _ in chains]
     for start in range(0, texts.len(), CHUNK):
         docs: list[Any] = []
         for text in texts.slice(start, CHUNK).to_list():
@@ -122,21 +119,19 @@ def _read(texts: pl.Series, decoder: Any, chains: list[list[str]]) -> tuple[pl.S
             except error:
                 docs.append(unread)
         read += [d is not unread for d in docs]
-        try:
-            rows = list(map(walk, docs))
-        except AttributeError:  # an object on a path is null: walk each document step by step
-            rows = [_walk(d, chains) for d in docs]
-        if not many and docs:
-            rows = [(token,) for token in rows]
-        joined.append(TOKEN_SEPARATOR.join(itertools.chain.from_iterable(rows)).decode())
-    if not read:
+        for chain, get, parts in zip(chains, getters, joined):
+            try:
+                text = TOKEN_SEPARATOR.join(map(get, docs))
+            except AttributeError:  # an object on the path is null: walk each document step by step
+                text = TOKEN_SEPARATOR.join([_walk(d, chain) for d in docs])
+            parts.append(text.decode())
+    pieces = [part for parts in joined for part in parts]
+    if not pieces:
         return pl.Series(read, dtype=pl.Boolean), pl.Series([], dtype=pl.Utf8)
     t = pl.col("t")
     tokens = (
-        pl.LazyFrame({"t": joined}, schema={"t": pl.Utf8})
+        pl.LazyFrame({"t": pieces}, schema={"t": pl.Utf8})
         .select(t.str.split(TOKEN_SEPARATOR.decode()).explode())
-        # Row-major (a row's tokens side by side): path by path, as the caller slices them.
-        .select(pl.concat([t.gather_every(len(chains), offset=i) for i in range(len(chains))]))
         .select(pl.when(t != "").then(t))  # a path that does not resolve: null
         .collect()
         .to_series()
@@ -144,20 +139,15 @@ def _read(texts: pl.Series, decoder: Any, chains: list[list[str]]) -> tuple[pl.S
     return pl.Series(read, dtype=pl.Boolean), _unescaped(tokens)
 
 
-def _walk(doc: Any, chains: list[list[str]]) -> tuple[Any, ...]:
-    """The tokens of every path of one document, where an object on a path may be null (empty token)."""
+def _walk(doc: Any, chain: list[str]) -> Any:
+    """The token of a path in one document, where an object on the path may be null (empty token)."""
     import msgspec
 
-    out = []
-    for chain in chains:
-        node = doc
-        for attr in chain:
-            node = getattr(node, attr)
-            if node is None:
-                node = msgspec.Raw()
-                break
-        out.append(node)
-    return tuple(out)
+    for attr in chain:
+        doc = getattr(doc, attr)
+        if doc is None:
+            return msgspec.Raw()
+    return doc
 
 
 def _constant(name: str, value: bool | None, dtype: type[pl.DataType], height: int) -> pl.Series:
