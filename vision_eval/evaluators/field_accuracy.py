@@ -14,7 +14,7 @@ from typing import ClassVar, Literal
 import polars as pl
 from pydantic import Field
 
-from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 from vision_eval.structured import duckpath, fastpath
@@ -108,12 +108,6 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
     default_threshold = 0.8
     splittable = True
 
-    def __init__(self, name: str, settings: FieldAccuracySettings, context: EvalContext | None = None) -> None:
-        super().__init__(name, settings, context)
-        # Rows read so far: picks the faster reader of the next batch (msgspec, then DuckDB), never a result.
-        # Counted racily by concurrent halves, which only shifts the switch by a batch.
-        self._rows_read = 0
-
     def warm_up(self) -> None:
         duckpath.warm_up(self.settings.fields)
         fastpath.prepare(self.settings.fields)
@@ -121,8 +115,7 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s = self.settings
         specs = s.fields
-        self._rows_read += batch.height
-        by_msgspec = self._rows_read <= duckpath.MSGSPEC_ROWS
+        by_msgspec = batch.height <= duckpath.MSGSPEC_ROWS  # the batch alone decides: no state between batches
         sides = duckpath.extract_sides(batch, ("output", "expected_output"), specs, by_msgspec)
         (got_ok, got_deep, got), (want_ok, want_deep, want) = sides["output"], sides["expected_output"]
         compared = fastpath.compare(specs, got, want, got_ok)
