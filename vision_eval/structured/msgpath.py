@@ -160,9 +160,9 @@ def _unescaped(pieces: pl.Series) -> pl.Series:
     returns them (most then need no re-reading by ``json.loads``)."""
     import msgspec
 
-    t = pl.col("t")
-    rows = pieces.to_frame("t").select((t.str.starts_with('"') & t.str.contains("\\", literal=True)).arg_true())
-    rows = rows.to_series()
+    token = pl.col("t")
+    escaped = token.str.starts_with('"') & token.str.contains("\\", literal=True)
+    rows = pieces.to_frame("t").select(escaped.arg_true()).to_series()
     if not rows.len():
         return pieces
     encode, decode = msgspec.json.encode, msgspec.json.decode
