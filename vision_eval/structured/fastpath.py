@@ -60,20 +60,13 @@ def _replace_surrogates(text: str) -> str:
 def clean_numbers(texts: pl.Series) -> pl.Series:
     """Numeric strings as Float64 (the rules of :func:`matching.clean_number`; null where not a number). Each step
     is materialized once (an expression tree would repeat the shared steps in both branches)."""
+    steps = texts.str.strip_chars().to_frame("t")
+    steps = steps.with_columns(pl.col("t").str.extract(m.PARENS, 1).alias("inner"))
     t = pl.when(pl.col("inner").is_not_null()).then(pl.lit("-") + pl.col("inner")).otherwise(pl.col("t"))
     t = t.str.replace(m.ISO_PREFIX, "").str.replace(m.ISO_SUFFIX, "")
     t = t.str.replace_all(m.CURRENCY, "").str.replace_all(r"[\s,]", "").str.replace_all("--", "", literal=True)
-    cleaned = pl.col("cleaned")
-    return (
-        texts.to_frame("t")
-        .lazy()
-        .with_columns(pl.col("t").str.strip_chars())
-        .with_columns(pl.col("t").str.extract(m.PARENS, 1).alias("inner"))
-        .select(t.alias("cleaned"))
-        .select(pl.when(cleaned.str.contains(m.NUMBER)).then(cleaned).cast(pl.Float64, strict=False))
-        .collect()
-        .to_series()
-    )
+    cleaned = steps.select(t).to_series()
+    return pl.select(pl.when(cleaned.str.contains(m.NUMBER)).then(cleaned).cast(pl.Float64, strict=False)).to_series()
 
 
 def numbers(frame: pl.DataFrame, kind: str, text: str) -> pl.Series:
@@ -129,16 +122,12 @@ def _fmt(expr: pl.Expr) -> pl.Expr:
 def _dates(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.DataFrame:
     """``frame`` with the compared dates ``gd``/``wd`` of its string values ``gt``/``wt`` (each distinct string read
     once)."""
-    got = pl.col("gt").filter(pl.col("gk") == "string")
-    strings = frame.select(got.append(pl.col("wt").filter(pl.col("wk") == "string")).unique()).to_series()
+    strings = pl.concat([frame.filter(pl.col("gk") == "string")["gt"], frame.filter(pl.col("wk") == "string")["wt"]])
+    strings = strings.unique()
     shown = shown_date_column(strings, tuple(spec.formats or ()), spec.compare_time)
-    table = pl.LazyFrame([strings.alias("key"), shown.alias("val")])
-    return (
-        frame.lazy()
-        .join(table.rename({"key": "gt", "val": "gd"}), on="gt", how="left", maintain_order="left")
-        .join(table.rename({"key": "wt", "val": "wd"}), on="wt", how="left", maintain_order="left")
-        .collect()
-    )
+    table = pl.DataFrame([strings.alias("key"), shown.alias("val")])
+    frame = frame.join(table.rename({"key": "gt", "val": "gd"}), on="gt", how="left", maintain_order="left")
+    return frame.join(table.rename({"key": "wt", "val": "wd"}), on="wt", how="left", maintain_order="left")
 
 
 FEW_PAIRS = 2000
@@ -183,15 +172,16 @@ def _inputs(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
         return pl.DataFrame(columns).with_columns(inexact.alias("py"))
     f = pl.DataFrame(columns | {"gt": got.text, "wt": want.text})
     if spec.match == "numeric_tolerance":
-        return f.select(
-            *columns,
+        f = f.with_columns(
             numbers(f, "gk", "gt").alias("gn"),
             numbers(f, "wk", "wt").alias("wn"),
             (inexact_numbers(pl.col("gk"), pl.col("gt")) | inexact_numbers(pl.col("wk"), pl.col("wt"))).alias("py"),
         )
-    if spec.match == "date":
-        return _dates(f, spec).select(*columns, "gd", "wd", py=pl.lit(False))
-    return f.select(*columns, _fuzzy(f, spec), py=pl.lit(False))
+    elif spec.match == "date":
+        f = _dates(f, spec).with_columns(pl.lit(False).alias("py"))
+    else:
+        f = f.with_columns(_fuzzy(f, spec), pl.lit(False).alias("py"))
+    return f.drop("gt", "wt")
 
 
 def _bound(tol: pl.Expr) -> pl.Expr:
@@ -327,25 +317,16 @@ def compare(specs: list[m.FieldSpec], got: list[Side], want: list[Side], got_jso
     (``got_json`` false; its values read "missing"), every field misses with :data:`matching.NOT_JSON`. Every
     field's rule is one expression of one ``select``, so Polars evaluates the fields in parallel."""
     inputs = [_inputs(spec, g, w) for spec, g, w in zip(specs, got, want)]
-    wide = pl.DataFrame(
-        [c.alias(f"{c.name}{i}") for i, f in enumerate(inputs) for c in f.get_columns()] + [got_json.alias("got_json")]
+    columns = [column.alias(f"{column.name}{i}") for i, f in enumerate(inputs) for column in f.get_columns()]
+    wide = pl.DataFrame([*columns, got_json.alias("got_json")])
+    out = wide.select(
+        expr for i, spec in enumerate(specs) for expr in _field_exprs(spec.model_dump_json(exclude_unset=True), i)
     )
-    out = (
-        wide.lazy()
-        .select(
-            expr for i, spec in enumerate(specs) for expr in _field_exprs(spec.model_dump_json(exclude_unset=True), i)
-        )
-        .with_columns(
-            expr
-            for i in range(len(specs))
-            for expr in (
-                pl.col(f"o{i}").struct.field("h").alias(f"h{i}"),
-                pl.col(f"o{i}").struct.field("r").alias(f"r{i}"),
-            )
-        )
-        .drop(f"o{i}" for i in range(len(specs)))
-        .collect()
-    )
+    out = out.with_columns(
+        expr
+        for i in range(len(specs))
+        for expr in (pl.col(f"o{i}").struct.field("h").alias(f"h{i}"), pl.col(f"o{i}").struct.field("r").alias(f"r{i}"))
+    ).drop(f"o{i}" for i in range(len(specs)))
     for i, spec in enumerate(specs):
         if not out[f"p{i}"].any():
             continue
