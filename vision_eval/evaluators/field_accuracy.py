@@ -1,7 +1,7 @@
 """``field_accuracy``: structured extraction (invoices, forms, receipts) scored field by field.
 
 Semantics live in :mod:`vision_eval.structured.matching` (the row-wise reference); this evaluator extracts values
-with :mod:`vision_eval.structured.duckpath` (msgspec for its first rows, then DuckDB), compares them with
+with :mod:`vision_eval.structured.duckpath` (msgspec for small batches, DuckDB for large ones), compares them with
 :mod:`vision_eval.structured.fastpath` (Polars) and writes one ``fields`` row per sample × field.
 """
 

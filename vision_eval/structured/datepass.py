@@ -268,8 +268,7 @@ def prepare_dates(formats: tuple[str, ...], compare_time: bool) -> None:
 
 def _round(frame: pl.DataFrame, stages: Stages) -> pl.DataFrame:
     groups, steps, decide, shown = stages
-    # Eager stages: as one lazy query, the optimizer folds the stages into each other and computes shared regex
-    # groups once per use (twice as slow).
+    # Eager on purpose: the same stages as one lazy query ran twice as slow (10k strings, Polars 2.1).
     return frame.with_columns(groups).with_columns(steps).select(decide).select(shown, "first")
 
 
