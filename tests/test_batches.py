@@ -5,6 +5,7 @@ prices, budget, cache, candidate generation, progress and the dry run."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,23 @@ def test_expired_requests_go_into_the_next_job(model: str, fresh_fake: FakeProvi
     expired = [d for d in details(result).values() if d.get("attempts") == 2]
     assert len(expired) == 4 and all("expired" in d["retried_failures"][0] for d in expired)
     assert fresh_fake.batches.total_created == 2
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_status_check_that_is_never_answered_times_out_and_is_asked_again(
+    model: str, fresh_fake: FakeProviders, images: Path
+) -> None:
+    fresh_fake.batches.stall_polls = 1  # the first status check is lost: no answer for 60 s
+    fresh_fake.batches.stall_s = 60.0
+    started = time.monotonic()
+    try:
+        result = ve.evaluate(rows(images), evaluators=JUDGE, judge=judge(fresh_fake, model, timeout_s=1.0))
+        elapsed = time.monotonic() - started
+    finally:
+        fresh_fake.batches.release()
+    assert result.results["status"].to_list() == ["processed"] * 6
+    assert elapsed < 40  # judge.timeout_s and a retry, not the HTTP client's 600 s or the stalled answer's 60 s
+    assert fresh_fake.batches.stalled == 1 and fresh_fake.batches.total_created == 1
 
 
 @pytest.mark.parametrize("model", MODELS)

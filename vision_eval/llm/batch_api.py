@@ -16,6 +16,7 @@ a :class:`CallError` carrying the provider's reason (retryable when it is transi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import warnings
@@ -217,25 +218,28 @@ class OpenAIBatches:
         line = {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body}
         return json.dumps(line, ensure_ascii=False).encode("utf-8")
 
-    async def submit(self, judge: Any, entries: list[bytes]) -> str:
-        litellm = import_litellm()
+    async def _litellm(self, judge: Any, function: str, **arguments: Any) -> Any:
+        """One litellm files / batches call within ``judge.timeout_s`` (its own default is 600 s: a request
+        that is never answered must not stall the run): a timeout is a retryable ``CallError``."""
+        call = getattr(import_litellm(), function)(**arguments, **self._auth(judge))
         try:
-            upload = await litellm.acreate_file(file=("vision-eval-batch.jsonl", b"\n".join(entries) + b"\n"),
-                                                purpose="batch", **self._auth(judge))  # fmt: skip
-            job = await litellm.acreate_batch(completion_window="24h", endpoint="/v1/chat/completions",
-                                              input_file_id=upload.id, metadata={"created_by": "vision-eval"},
-                                              **self._auth(judge))  # fmt: skip
+            return await asyncio.wait_for(call, judge.timeout_s)
+        except TimeoutError:
+            raise CallError(f"{function}: timeout after {judge.timeout_s:g}s", 408) from None
         except CallError:
             raise
         except Exception as exc:
             raise _litellm_error(exc) from None
+
+    async def submit(self, judge: Any, entries: list[bytes]) -> str:
+        upload = await self._litellm(judge, "acreate_file", purpose="batch",
+                                     file=("vision-eval-batch.jsonl", b"\n".join(entries) + b"\n"))  # fmt: skip
+        job = await self._litellm(judge, "acreate_batch", completion_window="24h", endpoint="/v1/chat/completions",
+                                  input_file_id=upload.id, metadata={"created_by": "vision-eval"})  # fmt: skip
         return str(job.id)
 
     async def poll(self, judge: Any, job_id: str) -> JobStatus:
-        try:
-            job = await import_litellm().aretrieve_batch(batch_id=job_id, **self._auth(judge))
-        except Exception as exc:
-            raise _litellm_error(exc) from None
+        job = await self._litellm(judge, "aretrieve_batch", batch_id=job_id)
         status = str(job.status)
         problem = None
         if status == "failed":
@@ -247,10 +251,7 @@ class OpenAIBatches:
     async def _file(self, judge: Any, file_id: str | None) -> list[dict[str, Any]]:
         if not file_id:
             return []
-        try:
-            content = await import_litellm().afile_content(file_id=file_id, **self._auth(judge))
-        except Exception as exc:
-            raise _litellm_error(exc) from None
+        content = await self._litellm(judge, "afile_content", file_id=file_id)
         return _lines(content.content)
 
     async def results(self, judge: Any, job_id: str, status: JobStatus) -> dict[str, Outcome]:
@@ -259,10 +260,7 @@ class OpenAIBatches:
         return dict(openai_result_line(line, str(judge.model)) for line in lines)
 
     async def cancel(self, judge: Any, job_id: str) -> None:
-        try:
-            await import_litellm().acancel_batch(batch_id=job_id, **self._auth(judge))
-        except Exception as exc:
-            raise _litellm_error(exc) from None
+        await self._litellm(judge, "acancel_batch", batch_id=job_id)
 
 
 class AnthropicBatches(OpenAIBatches):

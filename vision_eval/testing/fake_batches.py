@@ -8,11 +8,14 @@ unless ``hold`` keeps every job running until :meth:`FakeBatches.release`. When 
 is answered exactly as the live endpoint would answer it (scripted actions in order, the images decoded, the
 pixel-grounded verdict), and the answers land in the provider's result format; a scripted error status becomes
 that request's error. ``expire_next`` makes the next jobs expire after answering only their first
-``expire_after`` requests. ``created``, ``polls``, ``uploads`` and ``cancels`` count what arrived.
+``expire_after`` requests. ``stall_polls`` makes the next status checks go unanswered for ``stall_s`` seconds or
+until :meth:`FakeBatches.release` (a request lost on the way; ``stalled`` counts them). ``created``, ``polls``,
+``uploads`` and ``cancels`` count what arrived.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import threading
@@ -61,6 +64,10 @@ class FakeBatches:
         self.hold = False
         self.expire_next = 0
         self.expire_after = 0
+        self.stall_polls = 0
+        self.stall_s = 30.0
+        self.stalled = 0
+        self._released = threading.Event()
         self.jobs: dict[str, FakeJob] = {}
         self.files: dict[str, bytes] = {}
         self.created: dict[str, int] = {}
@@ -74,8 +81,9 @@ class FakeBatches:
             self.__init__(self.fake)  # type: ignore[misc]
 
     def release(self) -> None:
-        """Let held jobs finish (at their next status check)."""
+        """Let held jobs finish (at their next status check), and answer stalled status checks now."""
         self.hold = False
+        self._released.set()
 
     @property
     def total_created(self) -> int:
@@ -108,6 +116,14 @@ class FakeBatches:
                 status, payload, _ = self.fake.respond(job.provider, job.model, body, {}, self.fake.next_action())
                 job.answers.append((key, status, payload))
             job.state = "completed" if job.expire_after is None else "expired"
+
+    async def _stall(self) -> None:
+        with self._lock:
+            stall, self.stall_polls = self.stall_polls > 0, max(0, self.stall_polls - 1)
+            self.stalled += stall
+        deadline = time.monotonic() + self.stall_s
+        while stall and not self._released.is_set() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
 
     def _job(self, job_id: str) -> FakeJob | None:
         with self._lock:
@@ -241,6 +257,7 @@ class FakeBatches:
     async def _openai_get(self, request: Any) -> Any:
         from aiohttp import web
 
+        await self._stall()
         job = self._job(request.match_info["job_id"])
         return web.json_response(self._openai_object(job)) if job is not None else self._missing("batch")
 
@@ -275,6 +292,7 @@ class FakeBatches:
     async def _anthropic_get(self, request: Any) -> Any:
         from aiohttp import web
 
+        await self._stall()
         job = self._job(request.match_info["job_id"])
         return web.json_response(self._anthropic_object(job)) if job is not None else self._missing("batch")
 
@@ -339,6 +357,7 @@ class FakeBatches:
     async def _gemini_get(self, request: Any) -> Any:
         from aiohttp import web
 
+        await self._stall()
         job = self._job("batches/" + request.match_info["job_id"])
         return web.json_response(self._gemini_object(job)) if job is not None else self._missing("batch")
 
