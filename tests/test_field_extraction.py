@@ -226,7 +226,9 @@ def test_msgspec_leaves_the_reference_only_what_it_refuses(reference_calls: list
     assert ok.to_list() == [m.extract_json(t)[0] for t in batch["output"]]
 
 
-def test_an_evaluator_reads_its_first_rows_with_msgspec_then_with_duckdb(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_batch_size_alone_picks_msgspec_or_duckdb(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small batches are read by msgspec, large ones by DuckDB, with the same results, whatever came before: an
+    evaluator keeps no state between batches."""
     from vision_eval.evaluator import EvalContext
     from vision_eval.evaluators.field_accuracy import FieldAccuracy, FieldAccuracySettings
     from vision_eval.structured import msgpath
@@ -242,13 +244,17 @@ def test_an_evaluator_reads_its_first_rows_with_msgspec_then_with_duckdb(monkeyp
 
     monkeypatch.setattr(msgpath, "tokens", logged(msgpath.tokens, "msgspec"))
     monkeypatch.setattr(duckpath, "_duckdb_tokens", logged(duckpath._duckdb_tokens, "duckdb"))
-    monkeypatch.setattr(duckpath, "MSGSPEC_ROWS", 2 * len(DOCS))
+    monkeypatch.setattr(duckpath, "MSGSPEC_ROWS", len(DOCS))
     evaluator = FieldAccuracy("f", FieldAccuracySettings(fields=KEY_FIELDS), EvalContext())
     batch = pl.DataFrame({"id": [str(i) for i in range(len(DOCS))], "output": DOCS, "expected_output": DOCS[::-1]})
-    outs = [evaluator.evaluate(batch) for _ in range(3)]
-    assert readers == ["msgspec", "msgspec", "duckdb"]
-    assert outs[0].results.equals(outs[2].results)
-    assert outs[0].fields is not None and outs[0].fields.equals(outs[2].fields)
+    twice = pl.concat([batch, batch])
+    outs = [evaluator.evaluate(b) for b in (batch, twice, batch)]
+    assert readers == ["msgspec", "duckdb", "msgspec"]
+    assert outs[1].results.equals(pl.concat([outs[0].results, outs[2].results]))
+    assert outs[0].fields is not None and outs[1].fields is not None and outs[2].fields is not None
+    # The same rows (field by field, in any order): one batch of both, or each alone.
+    columns = outs[1].fields.columns
+    assert outs[1].fields.sort(columns).equals(pl.concat([outs[0].fields, outs[2].fields]).sort(columns))
 
 
 def test_plain_documents_never_reach_the_reference(reference_calls: list[str]) -> None:

@@ -1,7 +1,7 @@
 """``field_accuracy``: structured extraction (invoices, forms, receipts) scored field by field.
 
 Semantics live in :mod:`vision_eval.structured.matching` (the row-wise reference); this evaluator extracts values
-with :mod:`vision_eval.structured.duckpath` (msgspec for its first rows, then DuckDB), compares them with
+with :mod:`vision_eval.structured.duckpath` (msgspec for small batches, DuckDB for large ones), compares them with
 :mod:`vision_eval.structured.fastpath` (Polars) and writes one ``fields`` row per sample × field.
 """
 
@@ -14,7 +14,7 @@ from typing import ClassVar, Literal
 import polars as pl
 from pydantic import Field
 
-from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 from vision_eval.structured import duckpath, fastpath
@@ -77,12 +77,12 @@ def quote_labels(labels: list[tuple[str, pl.Series, pl.Series]]) -> list[pl.Seri
     out = []
     for i, (head, (_, column, python)) in enumerate(zip(heads, labels)):
         needs = quoted[f"n{i}"]
-        rows = python.arg_true()
-        if rows.len():
+        if python.any():
+            rows = python.arg_true()
             needs = needs.scatter(rows, needs.gather(rows) | column.gather(rows).str.contains(r"[\x00-\x1f]"))
-        rows = needs.fill_null(False).arg_true()
         label = quoted[f"q{i}"]
-        if rows.len():
+        if needs.any():
+            rows = needs.fill_null(False).arg_true()
             fixed = pl.select(head + _quoted(pl.lit(column.gather(rows))).str.slice(1)).to_series()
             label = label.scatter(rows, fixed)
         out.append(label)
@@ -108,12 +108,6 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
     default_threshold = 0.8
     splittable = True
 
-    def __init__(self, name: str, settings: FieldAccuracySettings, context: EvalContext | None = None) -> None:
-        super().__init__(name, settings, context)
-        # Rows read so far: picks the faster reader of the next batch (msgspec, then DuckDB), never a result.
-        # Counted racily by concurrent halves, which only shifts the switch by a batch.
-        self._rows_read = 0
-
     def warm_up(self) -> None:
         duckpath.warm_up(self.settings.fields)
         fastpath.prepare(self.settings.fields)
@@ -121,8 +115,7 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s = self.settings
         specs = s.fields
-        self._rows_read += batch.height
-        by_msgspec = self._rows_read <= duckpath.MSGSPEC_ROWS
+        by_msgspec = batch.height <= duckpath.MSGSPEC_ROWS  # the batch alone decides: no state between batches
         sides = duckpath.extract_sides(batch, ("output", "expected_output"), specs, by_msgspec)
         (got_ok, got_deep, got), (want_ok, want_deep, want) = sides["output"], sides["expected_output"]
         compared = fastpath.compare(specs, got, want, got_ok)
@@ -161,7 +154,7 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
         keep = frame.filter(~failed) if results["error"].null_count() < frame.height else frame
         fields = pl.concat(
             [
-                keep.select(
+                keep.lazy().select(
                     pl.col("sample_id"),
                     pl.lit(spec.path).alias("path"),
                     pl.lit(spec.match).alias("match"),
@@ -173,7 +166,7 @@ class FieldAccuracy(Evaluator[FieldAccuracySettings]):
                 )
                 for i, spec in enumerate(specs)
             ]
-        )
+        ).collect()  # the fields in one query
         return EvalOutput(results, fields=fields)
 
 

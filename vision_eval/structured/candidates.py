@@ -56,16 +56,17 @@ def candidates(raw: pl.DataFrame, paths: Paths, count_keys: bool = True) -> pl.D
     frame = raw.with_columns(first)
     # Texts that are not a tight object, of every column at once: their candidate, whether they hold no JSON.
     loose = [(~frame[f"{n}_tight"]).arg_true() for n in names]
-    read = pl.concat([frame[n].gather(rows) for n, rows in zip(names, loose)]).alias("t").to_frame()
+    plan = pl.concat([frame[n].gather(rows) for n, rows in zip(names, loose)]).alias("t").to_frame().lazy()
     for stage in _loose_stages():
-        read = read.with_columns(stage)
+        plan = plan.with_columns(stage)
+    read = plan.collect()
     found, start = [], 0
     for n, rows in zip(names, loose):
         part = read.slice(start, rows.len())
         start += rows.len()
         none = pl.Series(f"{n}_none", dtype=pl.Boolean).extend_constant(False, frame.height)
         found += [frame[n].scatter(rows, part["t"]), none.scatter(rows, part["none"])] if rows.len() else [none]
-    plan = frame.with_columns(found).lazy()
+    plan = frame.lazy().with_columns(found)
     for stage in last:
         plan = plan.with_columns(stage)
     return plan.collect()

@@ -115,10 +115,11 @@ class _Stream:
         return self.frame.__arrow_c_stream__(requested_schema)
 
 
-MSGSPEC_ROWS = 100_000
-"""An evaluator reads its first rows, up to this many, with :mod:`msgpath` (msgspec, row by row: no engine to start);
-the later ones (and a first batch larger than this) with DuckDB, which costs ~0.1 s to start, then reads faster, in
-parallel C++ that releases the interpreter lock (the halves of a batch overlap). Both give the reference's values."""
+MSGSPEC_ROWS = 20_000
+"""A batch of up to this many rows is read with :mod:`msgpath` (msgspec, row by row: no engine to start); a larger one
+with DuckDB, which costs ~0.1 s to start, then reads faster, in parallel C++ that releases the interpreter lock (the
+halves of a batch overlap): a run's default batches (50k rows, evaluated in halves of 25k) go to DuckDB. Decided by
+the batch alone (an evaluator keeps no state between batches); both give the reference's values."""
 SMALL_RESULT = 20_000
 """Up to this many rows a result comes back as Python rows; larger ones through pyarrow, which costs half as much
 per row but 0.1-0.2 s to import, more than a small batch costs (and importing it in the background would hold the
@@ -143,8 +144,8 @@ def query(table: pl.DataFrame, sql: str) -> pl.DataFrame:
 
 def warm_up(specs: list[m.FieldSpec]) -> None:
     """Build (and cache) what the first batch of these fields would otherwise wait for: the extraction's expressions
-    and msgspec's reader, or, for paths only DuckDB reads, DuckDB itself (its import and start, ~0.1 s; a run whose
-    first rows msgspec reads starts it only when its rows go beyond :data:`MSGSPEC_ROWS`). field_accuracy's
+    and msgspec's reader, or, for paths only DuckDB reads, DuckDB itself (its import and start, ~0.1 s; other
+    paths start it at the first batch larger than :data:`MSGSPEC_ROWS`). field_accuracy's
     ``warm_up``, which a run calls on the engine's thread while the dataset loads."""
     paths = tuple(m.parse_path(spec.path) for spec in specs)
     by_msgspec = msgpath.supported(paths)
@@ -280,8 +281,8 @@ def _sides(tokens: pl.DataFrame, with_text: list[bool], escaped: list[pl.Series]
     sides = []
     for c, wanted in zip(tokens.columns, with_text):
         side = Side(frame[f"{c}_k"], frame[f"{c}_x"] if wanted else None, frame[c])
-        rows = frame[f"{c}_r"].arg_true()
-        if rows.len():
+        if frame[f"{c}_r"].any():
+            rows = frame[f"{c}_r"].arg_true()
             values = [m.loads(v) for v in frame[c].gather(rows).to_list()]
             pairs = [python_value(v) for v in values]
             side = Side(

@@ -317,8 +317,8 @@ def compare(specs: list[m.FieldSpec], got: list[Side], want: list[Side], got_jso
     (``got_json`` false; its values read "missing"), every field misses with :data:`matching.NOT_JSON`. Every
     field's rule is one expression of one ``select``, so Polars evaluates the fields in parallel."""
     inputs = [_inputs(spec, g, w) for spec, g, w in zip(specs, got, want)]
-    wide = pl.concat([f.rename({c: f"{c}{i}" for c in f.columns}) for i, f in enumerate(inputs)], how="horizontal")
-    wide = wide.with_columns(got_json.alias("got_json"))
+    columns = [column.alias(f"{column.name}{i}") for i, f in enumerate(inputs) for column in f.get_columns()]
+    wide = pl.DataFrame([*columns, got_json.alias("got_json")])
     out = wide.select(
         expr for i, spec in enumerate(specs) for expr in _field_exprs(spec.model_dump_json(exclude_unset=True), i)
     )
@@ -328,9 +328,9 @@ def compare(specs: list[m.FieldSpec], got: list[Side], want: list[Side], got_jso
         for expr in (pl.col(f"o{i}").struct.field("h").alias(f"h{i}"), pl.col(f"o{i}").struct.field("r").alias(f"r{i}"))
     ).drop(f"o{i}" for i in range(len(specs)))
     for i, spec in enumerate(specs):
-        rows = out[f"p{i}"].arg_true()
-        if not rows.len():
+        if not out[f"p{i}"].any():
             continue
+        rows = out[f"p{i}"].arg_true()
         sub = wide.select(pl.col(f"{c}{i}").gather(rows).alias(c) for c in ("gk", "gj", "wk", "wj"))
         outcomes = [
             m.compare_values(spec, _value(a, b), _value(c, d))

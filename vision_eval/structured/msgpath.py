@@ -13,6 +13,7 @@ DuckDB (:func:`supported`).
 from __future__ import annotations
 
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 import polars as pl
@@ -49,7 +50,8 @@ def _reader(paths: Paths) -> tuple[Any, list[list[str]]]:
             attrs[key] = attr
             if below:
                 sub, _ = struct(below, f"{name}_{j}")
-                fields.append((attr, sub | None, None))
+                # An absent object reads as an empty one (its leaves empty): a path walk needs no test per step.
+                fields.append((attr, sub | None, msgspec.field(default_factory=sub)))
             else:
                 fields.append((attr, msgspec.Raw, msgspec.Raw()))
         # gc=False: the structures hold no cycles, and tracking 10^4 of them set off collections of the whole heap.
@@ -89,8 +91,7 @@ def tokens(
             _not_json(texts[c], lenient[c]).alias(f"{c}_no"),
         ]
         for i in range(len(chains)):
-            piece = pieces.slice(i * rows.len(), rows.len())
-            token = pl.select(pl.when(piece != "").then(piece)).to_series()
+            token = pieces.slice(i * rows.len(), rows.len())
             out.append(_constant(f"{c}_t{i}", None, pl.Utf8, texts.height).scatter(rows, token))
     return pl.DataFrame(out)
 
@@ -101,11 +102,13 @@ the memory of the step before (a batch's worth at once is fresh memory, a page f
 
 
 def _read(texts: pl.Series, decoder: Any, chains: list[list[str]]) -> tuple[pl.Series, pl.Series]:
-    """Whether msgspec read each text, and the tokens of every path (path by path, text by text; empty where the
+    """Whether msgspec read each text, and the tokens of every path (path by path, text by text; null where the
     path does not resolve or the text was not read)."""
     import msgspec
 
-    decode, error, empty = decoder.decode, (msgspec.DecodeError, msgspec.ValidationError), msgspec.Raw()
+    decode, error = decoder.decode, (msgspec.DecodeError, msgspec.ValidationError)
+    unread = decoder.type()  # every leaf empty
+    getters = [attrgetter(".".join(chain)) for chain in chains]
     read: list[bool] = []
     joined: list[list[str]] = [[] for _ in chains]
     for start in range(0, texts.len(), CHUNK):
@@ -114,19 +117,37 @@ def _read(texts: pl.Series, decoder: Any, chains: list[list[str]]) -> tuple[pl.S
             try:
                 docs.append(decode(text))
             except error:
-                docs.append(None)
-        read += [d is not None for d in docs]
-        for chain, parts in zip(chains, joined):
-            level = docs
-            for attr in chain[:-1]:
-                level = [None if d is None else getattr(d, attr) for d in level]
-            leaf = chain[-1]
-            parts.append(TOKEN_SEPARATOR.join([empty if d is None else getattr(d, leaf) for d in level]).decode())
+                docs.append(unread)
+        read += [d is not unread for d in docs]
+        for chain, get, parts in zip(chains, getters, joined):
+            try:
+                text = TOKEN_SEPARATOR.join(map(get, docs))
+            except AttributeError:  # an object on the path is null: walk each document step by step
+                text = TOKEN_SEPARATOR.join([_walk(d, chain) for d in docs])
+            parts.append(text.decode())
     pieces = [part for parts in joined for part in parts]
     if not pieces:
         return pl.Series(read, dtype=pl.Boolean), pl.Series([], dtype=pl.Utf8)
-    tokens = pl.Series(pieces, dtype=pl.Utf8).str.split(TOKEN_SEPARATOR.decode()).explode()
+    t = pl.col("t")
+    tokens = (
+        pl.LazyFrame({"t": pieces}, schema={"t": pl.Utf8})
+        .select(t.str.split(TOKEN_SEPARATOR.decode()).explode())
+        .select(pl.when(t != "").then(t))  # a path that does not resolve: null
+        .collect()
+        .to_series()
+    )
     return pl.Series(read, dtype=pl.Boolean), _unescaped(tokens)
+
+
+def _walk(doc: Any, chain: list[str]) -> Any:
+    """The token of a path in one document, where an object on the path may be null (empty token)."""
+    import msgspec
+
+    for attr in chain:
+        doc = getattr(doc, attr)
+        if doc is None:
+            return msgspec.Raw()
+    return doc
 
 
 def _constant(name: str, value: bool | None, dtype: type[pl.DataType], height: int) -> pl.Series:
@@ -139,7 +160,9 @@ def _unescaped(pieces: pl.Series) -> pl.Series:
     returns them (most then need no re-reading by ``json.loads``)."""
     import msgspec
 
-    rows = (pieces.str.starts_with('"') & pieces.str.contains("\\", literal=True)).arg_true()
+    token = pl.col("t")
+    escaped = token.str.starts_with('"') & token.str.contains("\\", literal=True)
+    rows = pieces.to_frame("t").select(escaped.arg_true()).to_series()
     if not rows.len():
         return pieces
     encode, decode = msgspec.json.encode, msgspec.json.decode
