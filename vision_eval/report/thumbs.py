@@ -129,7 +129,7 @@ def thumbnail(
             ImageOps.exif_transpose(image, in_place=True)  # no copy when the image is already upright
             if image.size != stored:  # a quarter turn
                 target = (target[1], target[0])
-            small = image
+            small: Image.Image = image
             if image.size != target:  # area average: its resize 0.4x bicubic's time
                 small = image.resize(target, Image.Resampling.BOX, reducing_gap=2.0)
             alpha = small.mode in ("RGBA", "LA", "PA") or (small.mode == "P" and "transparency" in small.info)
