@@ -117,6 +117,8 @@ def test_the_thumbnail_budget_is_spent_in_order_whatever_the_threads(tmp_path: P
     assert all(t.uri is None and "thumbnail not embedded: this report holds at most" in (t.error or "")
                for t in made[fitting:])  # fmt: skip
     assert sum(len(t.uri or "") for t in made) <= budget
+    nothing = build_thumbnails(refs, 128, budget=0)  # no room at all: no file is read, the broken ones included
+    assert len(nothing) == 24 and all(t.uri is None and "at most 0.0 MB" in (t.error or "") for t in nothing.values())
 
 
 def test_the_wanted_images_are_the_same_from_a_column_or_from_python_lists() -> None:

@@ -227,6 +227,8 @@ def build_thumbnails(
     made: dict[str, Thumb] = {}
     spent = 0
     left = Thumb(None, f"thumbnail not embedded: this report holds at most {(budget or 0) / 1e6:.1f} MB of thumbnails")
+    if budget is not None and budget <= 0:  # no thumbnails: no image is read
+        return dict.fromkeys(wanted, left)
 
     def make(key: str, path: str) -> Thumb:
         return thumbnail(path, side, shown=display.name(path) if display else None, sha256=_recorded(key))
