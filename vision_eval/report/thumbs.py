@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from vision_eval.images.refs import IMAGES_DTYPE
 from vision_eval.images.roots import read_checked
 
 THUMB_BYTES = 12_000
@@ -178,22 +179,20 @@ def _text_field(refs: pl.DataFrame, name: str) -> pl.Expr:
 
 
 def wanted_images(cells: pl.Series | list[Any]) -> dict[str, str]:
-    """Every distinct readable image of an ``images`` column (lists of references), in order: key -> file."""
-    if isinstance(cells, pl.Series) and isinstance(cells.dtype, pl.List) and isinstance(cells.dtype.inner, pl.Struct):
-        refs = cells.explode().drop_nulls().struct.unnest()  # the same choice as below, vectorized
-        path, sha256 = _text_field(refs, "path"), _text_field(refs, "sha256")
-        readable = _text_field(refs, "error").is_null() & path.is_not_null()
-        if "source" in refs.columns:
-            readable = readable & pl.col("source").cast(pl.Utf8).ne_missing("url")
-        keyed = refs.filter(readable).select(sha256.fill_null(path).alias("key"), path.alias("path"))
-        first = keyed.unique("key", keep="first", maintain_order=True)
-        return dict(zip(first["key"].to_list(), first["path"].to_list(), strict=True))
-    wanted: dict[str, str] = {}
-    for cell in cells.to_list() if isinstance(cells, pl.Series) else cells:
-        for ref in cell or []:
-            if ref and _unavailable(ref) is None:
-                wanted.setdefault(image_key(ref), str(ref["path"]))
-    return wanted
+    """Every distinct readable image of an ``images`` column (lists of references), in order: key -> file (the
+    key is the content hash, else the path; see :func:`image_key` and :func:`_unavailable`)."""
+    if not isinstance(cells, pl.Series):
+        cells = pl.Series("images", cells, dtype=IMAGES_DTYPE, strict=False)
+    if not isinstance(cells.dtype, pl.List) or not isinstance(cells.dtype.inner, pl.Struct):
+        return {}
+    refs = cells.explode().drop_nulls().struct.unnest()
+    path, sha256 = _text_field(refs, "path"), _text_field(refs, "sha256")
+    readable = _text_field(refs, "error").is_null() & path.is_not_null()
+    if "source" in refs.columns:
+        readable = readable & pl.col("source").cast(pl.Utf8).ne_missing("url")
+    keyed = refs.filter(readable).select(sha256.fill_null(path).alias("key"), path.alias("path"))
+    first = keyed.unique("key", keep="first", maintain_order=True)
+    return dict(zip(first["key"].to_list(), first["path"].to_list(), strict=True))
 
 
 def budget_side(count: int, max_side: int, budget: int | None) -> int:
