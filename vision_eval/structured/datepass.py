@@ -213,10 +213,11 @@ def _dateutil(pattern: str, k: int) -> Rule:
     return pl.col("t").str.extract_groups(pattern).alias(f"g{k}"), parts, ok.fill_null(False)
 
 
+@lru_cache(maxsize=64)
 def _rules(formats: tuple[str, ...]) -> list[Rule | None]:
     """The rules in order (rule ``k`` is the ``k``-th, see :data:`Rule`): the formats, then (when every format is
     supported) ISO 8601 and dateutil's shapes; ``None`` marks an unsupported format, where the vectorized rules
-    stop."""
+    stop. Built once for both rounds."""
     rules: list[Rule | None] = []
     for k, fmt_text in enumerate(formats):
         rule = _by_format(fmt_text, k)
