@@ -66,15 +66,17 @@ def _months() -> dict[str, int]:
     return names | {name.lower(): i for i, name in enumerate(locale.f_month) if name}
 
 
+@lru_cache(maxsize=1)
+def _month_lengths() -> tuple[pl.Series, pl.Series]:
+    months = pl.Series(range(1, 13), dtype=pl.Int32)
+    return months, pl.Series([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=pl.Int32)
+
+
 def _days_in_month(year: pl.Expr, month: pl.Expr) -> pl.Expr:
+    """The days of a month (null for a month that is not 1..12), from a table: a ``when`` chain costs more."""
     leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
-    return (
-        pl.when(month == 2)
-        .then(pl.when(leap).then(29).otherwise(28))
-        .when(month.is_in([4, 6, 9, 11]))
-        .then(30)
-        .otherwise(31)
-    )
+    months, lengths = _month_lengths()
+    return month.replace_strict(months, lengths, default=None) + ((month == 2) & leap).cast(pl.Int32)
 
 
 def _shown(year: pl.Expr, month: pl.Expr, day: pl.Expr, time: list[pl.Expr], compare_time: bool) -> pl.Expr:
@@ -129,8 +131,10 @@ def _by_format(fmt_text: str, k: int) -> Rule | None:
     year, month, day, _, _, second = _part_columns(k)
     valid = day <= _days_in_month(year, month)
     exact = (year >= 1000) & (second < 60)
-    reaches = pl.col(f"f{k}")
-    matched = pl.when(reaches & valid & exact).then(True).when(~reaches | ~valid | reaches.is_null()).then(False)
+    # No date where the match stops short (or there is none) or the day is past the month's end; a date where it is
+    # valid and exact; else (valid but inexact, or unknown validity) null: the row-wise parser decides. ``valid``
+    # is written once: an eager query evaluates every occurrence.
+    matched = pl.when(pl.col(f"f{k}")).then(valid & pl.when(exact).then(True)).otherwise(False)
     return _groups(fmt_text).alias(f"g{k}"), parts, matched
 
 
