@@ -82,22 +82,25 @@ def tokens(
     the token of path ``i`` (null where the path does not resolve or the text was not read): its raw text, but a
     string written with escapes is written as DuckDB writes it (escaped only where JSON requires it)."""
     decoder, chains = _reader(paths)
-    rows = {c: trusted[c].arg_true() for c in texts.columns}
     # Every column's texts in one reading: one split of the tokens, one pass over their escapes.
-    read, pieces = _read(pl.concat([texts[c].gather(rows[c]) for c in texts.columns]), decoder, chains)
-    out: list[pl.Series] = []
+    read, pieces = _read(pl.concat([texts[c].filter(trusted[c]) for c in texts.columns]), decoder, chains)
+    out: list[pl.DataFrame] = []
     total, start = read.len(), 0
     for c in texts.columns:
-        count = rows[c].len()
-        out += [
-            _constant(f"{c}_ok", False, pl.Boolean, texts.height).scatter(rows[c], read.slice(start, count)),
-            _not_json(texts[c], lenient[c]).alias(f"{c}_no"),
-        ]
-        for i in range(len(chains)):
-            token = pieces.slice(i * total + start, count)
-            out.append(_constant(f"{c}_t{i}", None, pl.Utf8, texts.height).scatter(rows[c], token))
+        count = int(trusted[c].sum())
+        found = pl.DataFrame(
+            [read.slice(start, count).alias(f"{c}_ok")]
+            + [pieces.slice(i * total + start, count).alias(f"{c}_t{i}") for i in range(len(chains))]
+        )
+        # Back to one row per text: the i-th trusted text's row takes the i-th read (the others null).
+        position = pl.when(pl.lit(trusted[c])).then(pl.lit(trusted[c]).cast(pl.UInt32).cum_sum() - 1)
+        found = found.select(pl.all().gather(pl.select(position).to_series()))
+        out += [found.with_columns(pl.col(f"{c}_ok").fill_null(False), _not_json(texts[c], lenient[c]).alias(f"{c}_no"))]
         start += count
-    return pl.DataFrame(out)
+    return pl.concat(out, how="horizontal").select(
+        *(f"{c}_{flag}" for c in texts.columns for flag in ("ok", "no")),
+        *(f"{c}_t{i}" for c in texts.columns for i in range(len(chains))),
+    )
 
 
 CHUNK = 2048
