@@ -19,7 +19,7 @@ def _texts(seed: int, count: int) -> list[str]:
 
 
 def test_fenced_and_prose_candidates_equal_the_capturing_regexes() -> None:
-    texts = pl.Series("t", _texts(3, 20_000) + ["```json\n{}\n```", "say {x} and {y}", "``````", "`````", "} {"])
+    texts = pl.Series("t", [*_texts(3, 20_000), "```json\n{}\n```", "say {x} and {y}", "``````", "`````", "} {"])
     frame = texts.to_frame().with_columns(pl.lit(True).alias("other"), pl.lit(True).alias("plain"))
     frame = frame.with_columns(texts.str.contains("```", literal=True).alias("fence"))
     *steps, _ = candidates._loose_stages()  # the last step picks the candidate; "other" decides what each step reads

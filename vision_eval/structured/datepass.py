@@ -243,8 +243,8 @@ def _stages(formats: tuple[str, ...], compare_time: bool, round_: int) -> Stages
     """The expressions of one round of :func:`shown_date_column` (built once per field; ``None``: no such round).
     Round 0 holds the field's formats, round 1 ISO 8601 and dateutil's shapes (read only on what round 0 passed on).
     The stages: every rule's regex groups, then its parts, then its outcome ``m{k}``, then per string the first rule
-    that decides it (``first``: the format the row-wise parser starts from, null where decided, :data:`PASSED` where every rule
-    raised; ``c0..c5``: the chosen rule's year, month, day, hour, minute, second; only ``c0..c2`` without
+    that decides it (``first``: the format the row-wise parser starts from, null where decided, :data:`PASSED` where
+    every rule raised; ``c0..c5``: the chosen rule's year, month, day, hour, minute, second; only ``c0..c2`` without
     ``compare_time``), then the shown date ``d``. Each stage runs its rules in parallel."""
     rules = list(enumerate(_rules(formats)))
     chosen_rules = rules[: len(formats)] if round_ == 0 else rules[len(formats) :]

@@ -165,10 +165,11 @@ def _similarities(algorithm: str, got: list[str], want: list[str]) -> list[float
         return [levenshtein.normalized_similarity(a, b) for a, b in zip(got, want)]
     fn, scale = m.scorer(algorithm)
     if len(got) <= FEW_PAIRS:  # a plain loop: no numpy to import, no threads to start
-        return [fn(a, b) / scale for a, b in zip(got, want)]
+        return [float(fn(a, b)) / scale for a, b in zip(got, want)]
     from rapidfuzz import process
 
-    return pl.Series(process.cpdist(got, want, scorer=fn, workers=-1, dtype=None), dtype=pl.Float64) / scale
+    sims = pl.Series(process.cpdist(got, want, scorer=fn, workers=-1, dtype=None), dtype=pl.Float64)
+    return sims / scale
 
 
 def _inputs(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:

@@ -95,7 +95,8 @@ def tokens(
         # Back to one row per text: the i-th trusted text's row takes the i-th read (the others null).
         position = pl.when(pl.lit(trusted[c])).then(pl.lit(trusted[c]).cast(pl.UInt32).cum_sum() - 1)
         found = found.select(pl.all().gather(pl.select(position).to_series()))
-        out += [found.with_columns(pl.col(f"{c}_ok").fill_null(False), _not_json(texts[c], lenient[c]).alias(f"{c}_no"))]
+        rejected = _not_json(texts[c], lenient[c]).alias(f"{c}_no")
+        out.append(found.with_columns(pl.col(f"{c}_ok").fill_null(False), rejected))
         start += count
     return pl.concat(out, how="horizontal").select(
         *(f"{c}_{flag}" for c in texts.columns for flag in ("ok", "no")),
