@@ -169,7 +169,8 @@ def _similarities(algorithm: str, got: list[str], want: list[str]) -> list[float
     from rapidfuzz import process
 
     sims = pl.Series(process.cpdist(got, want, scorer=fn, workers=-1, dtype=None), dtype=pl.Float64)
-    return sims / scale
+    scaled: pl.Series = sims / scale
+    return scaled
 
 
 def _inputs(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
