@@ -114,14 +114,18 @@ def _read(texts: pl.Series, decoder: Any, chains: list[list[str]]) -> tuple[pl.S
     path does not resolve or the text was not read)."""
     import msgspec
 
-    error = (msgspec.DecodeError, msgspec.ValidationError)
+    decode, error = decoder.decode, (msgspec.DecodeError, msgspec.ValidationError)
     unread = decoder.type()  # every leaf empty
     getters = [attrgetter(".".join(chain)) for chain in chains]
     read: list[bool] = []
     joined: list[list[str]] = [[] for _ in chains]
-    as_lines = bool((texts.str.starts_with("{") & texts.str.ends_with("}")).all())
     for start in range(0, texts.len(), CHUNK):
-        docs = _decode(texts.slice(start, CHUNK).to_list(), decoder, error, unread, as_lines)
+        docs: list[Any] = []
+        for text in texts.slice(start, CHUNK).to_list():
+            try:
+                docs.append(decode(text))
+            except error:
+                docs.append(unread)
         read += [d is not unread for d in docs]
         for chain, get, parts in zip(chains, getters, joined):
             try:
@@ -141,30 +145,6 @@ def _read(texts: pl.Series, decoder: Any, chains: list[list[str]]) -> tuple[pl.S
         .to_series()
     )
     return pl.Series(read, dtype=pl.Boolean), _unescaped(tokens)
-
-
-def _decode(
-    texts: list[str], decoder: Any, error: tuple[type[Exception], ...], unread: Any, as_lines: bool
-) -> list[Any]:
-    """Each text decoded (``unread`` where msgspec refuses it). Texts that each start with ``{`` and end with ``}``
-    (``as_lines``) are first decoded as the lines of one text (one call instead of one per text): no value can run
-    on from one text into the next (inside a string the line break is an error, inside an object or array a ``{``
-    right after a ``}`` is), so when every value is an object (the decoder's type) and there are as many as texts,
-    each text held exactly one, as decoding it alone gives. Otherwise, or where a text fails, text by text."""
-    if as_lines:
-        try:
-            docs: list[Any] = decoder.decode_lines("\n".join(texts))
-            if len(docs) == len(texts):
-                return docs
-        except error:
-            pass
-    docs = []
-    for text in texts:
-        try:
-            docs.append(decoder.decode(text))
-        except error:
-            docs.append(unread)
-    return docs
 
 
 def _walk(doc: Any, chain: list[str]) -> Any:
