@@ -159,3 +159,36 @@ def test_a_fifo_is_refused_without_blocking(layout) -> None:
     os.mkfifo(layout["data"] / "pipe.png")
     ref = image_ref("pipe.png", ImageRoots.for_dataset(layout["data"]))
     assert ref is not None and "is not a file" in ref["error"]
+
+
+def test_text_image_columns_resolve_each_value_as_image_ref_does(tmp_path) -> None:
+    """A text column (or a column of text lists) is resolved per distinct value and gathered by Polars: every row
+    gets exactly what ``image_ref`` gives its values, nulls dropped, null cells empty."""
+    import base64
+
+    from vision_eval.images.refs import images_series
+
+    png = shape_png(RED)
+    (tmp_path / "a.png").write_bytes(png)
+    (tmp_path / "empty.png").write_bytes(b"")
+    (tmp_path / "sub").mkdir()
+    values = [
+        "a.png", " a.png ", "missing.png", "empty.png", "sub", "../outside.png", "", "   ",
+        "data:image/png;base64," + base64.b64encode(png).decode(), "data:image/png;base64,@@",
+        base64.b64encode(png).decode(),
+        "https://example.com/x.png", f"file://{tmp_path / 'a.png'}", "file://otherhost/a.png", None,
+    ]  # fmt: skip
+    roots = ImageRoots.for_dataset(tmp_path)
+
+    def expected(cell: object, allow_urls: bool) -> list[dict[str, object]]:
+        items = [] if cell is None else cell if isinstance(cell, list) else [cell]
+        refs = (image_ref(item, roots, allow_urls=allow_urls) for item in items)
+        return [r for r in refs if r is not None]
+
+    lists = [values[k : k + 3] for k in range(len(values))] + [None, [], [None, "a.png", None]]
+    for column in (pl.Series("x", values * 3, dtype=pl.Utf8), pl.Series("x", lists, dtype=pl.List(pl.Utf8))):
+        for allow_urls in (False, True):
+            got = images_series(column, roots, allow_urls=allow_urls)
+            assert got.name == "images" and got.len() == column.len()
+            assert got.to_list() == [expected(cell, allow_urls) for cell in column.to_list()]
+    assert images_series(pl.Series("x", [None, None], dtype=pl.Utf8), roots).to_list() == [[], []]

@@ -167,8 +167,10 @@ def images_series(
     """The canonical ``images`` column built from any column of image values. A text value (a path, a URI) that
     repeats is resolved and hashed once (a dataset often names the same image in many rows); the file is checked
     again when it is read."""
-    cells = values.to_list() if isinstance(values, pl.Series) else list(values)
     roots = as_roots(root)
+    if isinstance(values, pl.Series) and values.dtype in (pl.Utf8, pl.List(pl.Utf8)):
+        return _text_images(values, roots, allow_urls)
+    cells = values.to_list() if isinstance(values, pl.Series) else list(values)
     seen: dict[str, dict[str, Any] | None] = {}
 
     def ref(item: Any) -> dict[str, Any] | None:
@@ -183,6 +185,17 @@ def images_series(
         items = [] if cell is None else cell if isinstance(cell, list | tuple) else [cell]
         normalized.append([r for r in map(ref, items) if r is not None])
     return pl.Series("images", normalized, dtype=IMAGES_DTYPE)
+
+
+def _text_images(values: pl.Series, roots: ImageRoots, allow_urls: bool) -> pl.Series:
+    """``images_series`` of a text column (one reference per row) or a column of text lists: each distinct text
+    resolved once, then every row's references gathered by Polars (no Python per row)."""
+    lists = pl.concat_list(pl.col("v")) if values.dtype == pl.Utf8 else pl.col("v")
+    frame = pl.DataFrame({"v": values}).select(lists.list.drop_nulls())
+    distinct = frame["v"].explode().drop_nulls().unique(maintain_order=True)
+    refs = pl.Series([image_ref(text, roots, allow_urls=allow_urls) for text in distinct], dtype=IMAGE_REF)
+    found = pl.col("v").list.eval(pl.element().replace_strict(distinct, refs, return_dtype=IMAGE_REF))
+    return frame.select(found.fill_null(pl.lit([], IMAGES_DTYPE)).alias("images"))["images"]
 
 
 def image_error_expr(column: str = "images") -> pl.Expr:
