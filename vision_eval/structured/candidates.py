@@ -36,6 +36,8 @@ STRUCTURAL_COMMA = r'^(?:[^"]|"(?:[^"\\]|\\.)*")*,[ \t\n\r]*[\]}]'
 """A trailing comma outside every string (in JSON text, a ``"`` outside a string opens one, and the first unescaped
 ``"`` after it closes it)."""
 OPEN_OBJECT = r"^[ \t\n\r]*\{"
+FENCE_TAG = r"^[A-Za-z]*[ \t]*\n?"
+"""What :data:`values.FENCE` reads between the opening fence and the block (a language tag, a line break)."""
 SPACES = " \t\r\n"
 
 _REGEX_META = set("\\.+*?()|[]{}^$#&-~")
@@ -129,10 +131,16 @@ def _stages(names: tuple[str, ...], paths: Paths, count_keys: bool) -> tuple[lis
 
 @lru_cache(maxsize=1)
 def _loose_stages() -> list[list[pl.Expr]]:
-    """Stages over ``t``, texts that are not a tight object: ``t`` becomes the candidate and ``none`` says whether
+    r"""Stages over ``t``, texts that are not a tight object: ``t`` becomes the candidate and ``none`` says whether
     the text holds no JSON the reference could find. Each step is a column of its own (Polars does not share a
     sub-expression between the branches of a ``when``), and most rows, a plain object already, skip the later steps
-    (their value is empty there, see :func:`only`)."""
+    (their value is empty there, see :func:`only`).
+
+    The fenced block and the braced object are found as :data:`values.FENCE` and ``(?s)(\{.*\})`` find them, without
+    capture groups (which make Rust's regex engine several times slower): the first fence pairs with the next one
+    (the lazy body stops there, and without one no later fence has one either), and the tag (:data:`FENCE_TAG`)
+    holds no backtick, so the next fence is never inside it; the braced object runs from the first ``{`` to the
+    last ``}``, none when nothing is left between them."""
     text, fence, bare = pl.col("t"), pl.col("fence"), pl.col("bare")
     # No fence, and either no object and not a JSON document ("I could not read it."), or an object that never
     # closes (an answer cut short).
@@ -142,15 +150,21 @@ def _loose_stages() -> list[list[pl.Expr]]:
     )
     plain = bare.str.starts_with("{") & bare.str.ends_with("}") & ~fence
     other = pl.col("other")
-    fenced = pl.col("fenced")
+    fenced, blocks, braced = pl.col("fenced"), pl.col("blocks"), pl.col("braced")
     block = pl.when(fenced.str.starts_with("{") & fenced.str.ends_with("}")).then(fenced)
     return [
         [text.str.contains("```", literal=True).fill_null(False).alias("fence")],
         [text.str.strip_chars(SPACES).alias("bare"), none.fill_null(False).alias("none")],
         [plain.alias("plain"), (~plain & ~text.str.contains(JSON_START)).fill_null(False).alias("other")],
         [
-            only(other & fence, text).str.extract(m.FENCE, 1).str.strip_chars(SPACES).alias("fenced"),
-            only(other & ~fence, text).str.extract(r"(?s)(\{.*\})", 1).alias("prose"),
+            only(other & fence, text).str.splitn("```", 3).alias("blocks"),  # before, block, after (null: no fence)
+            only(other & ~fence, text).str.replace(r"^[^{]*", "").str.replace(r"[^}]*$", "").alias("braced"),
+        ],
+        [
+            pl.when(blocks.struct.field("field_2").is_not_null())
+            .then(blocks.struct.field("field_1").str.replace(FENCE_TAG, "").str.strip_chars(SPACES))
+            .alias("fenced"),
+            pl.when(braced != "").then(braced).alias("prose"),
         ],
         [
             pl.when(pl.col("plain"))

@@ -66,15 +66,17 @@ def _months() -> dict[str, int]:
     return names | {name.lower(): i for i, name in enumerate(locale.f_month) if name}
 
 
+@lru_cache(maxsize=1)
+def _month_lengths() -> tuple[pl.Series, pl.Series]:
+    months = pl.Series(range(1, 13), dtype=pl.Int32)
+    return months, pl.Series([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=pl.Int32)
+
+
 def _days_in_month(year: pl.Expr, month: pl.Expr) -> pl.Expr:
+    """The days of a month (null for a month that is not 1..12), from a table: a ``when`` chain costs more."""
     leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
-    return (
-        pl.when(month == 2)
-        .then(pl.when(leap).then(29).otherwise(28))
-        .when(month.is_in([4, 6, 9, 11]))
-        .then(30)
-        .otherwise(31)
-    )
+    months, lengths = _month_lengths()
+    return month.replace_strict(months, lengths, default=None) + ((month == 2) & leap).cast(pl.Int32)
 
 
 def _shown(year: pl.Expr, month: pl.Expr, day: pl.Expr, time: list[pl.Expr], compare_time: bool) -> pl.Expr:
@@ -87,17 +89,24 @@ def _shown(year: pl.Expr, month: pl.Expr, day: pl.Expr, time: list[pl.Expr], com
 
 Parts = list[pl.Expr]
 """Year, month, day, hour, minute, second (Int32 expressions)."""
+Rule = tuple[pl.Expr, list[pl.Expr], pl.Expr]
+"""How rule ``k`` reads a string: its regex groups (column ``g{k}``), its parts read from the groups (columns
+``p{k}_0..p{k}_5``: year, month, day, hour, minute, second, and any helper column), and whether it gives a date,
+computed from those columns: each part is computed once (an eager query does not share sub-expressions)."""
 
 
-def _by_format(fmt_text: str, column: str) -> tuple[pl.Expr, Parts] | None:
-    """``(matched, parts)`` of ``strptime(text, fmt)`` over the column ``t``, from the groups of :func:`_groups` in
-    ``column``: ``matched`` true where it gives a date, false where it raises ``ValueError``, null where the
-    row-wise parser must decide. ``None``: an unsupported format."""
+def _part_columns(k: int) -> Parts:
+    return [pl.col(f"p{k}_{j}") for j in range(6)]
+
+
+def _by_format(fmt_text: str, k: int) -> Rule | None:
+    """``strptime(text, fmt)`` over the column ``t`` as rule ``k``: its outcome is true where it gives a date, false
+    where it raises ``ValueError``, null where the row-wise parser must decide. ``None``: an unsupported format."""
     plan = _plan(fmt_text)
     if plan is None:
         return None
     _, directives = plan
-    groups = pl.col(column)
+    groups = pl.col(f"g{k}")
 
     def number(name: str) -> pl.Expr:
         field = groups.struct.field(name)
@@ -116,12 +125,17 @@ def _by_format(fmt_text: str, column: str) -> tuple[pl.Expr, Parts] | None:
         month = name.replace_strict(_months(), default=None, return_dtype=pl.Int32)
     day = number("d")
     time = [number(d) if d in directives else pl.lit(0, pl.Int32) for d in "HMS"]
-    whole = groups.struct.field("all_")
-    full = whole.str.len_bytes() == pl.col("t").str.len_bytes()
+    # Whether the match reaches the end of the text (null: no match).
+    full = (groups.struct.field("all_").str.len_bytes() == pl.col("t").str.len_bytes()).alias(f"f{k}")
+    parts = [part.alias(f"p{k}_{j}") for j, part in enumerate([year, month, day, *time])] + [full]
+    year, month, day, _, _, second = _part_columns(k)
     valid = day <= _days_in_month(year, month)
-    exact = (year >= 1000) & (time[2] < 60)
-    matched = pl.when(full & valid & exact).then(True).when(~full | ~valid | whole.is_null()).then(False)
-    return matched, [year, month, day, *time]
+    exact = (year >= 1000) & (second < 60)
+    # No date where the match stops short (or there is none) or the day is past the month's end; a date where it is
+    # valid and exact; else (valid but inexact, or unknown validity) null: the row-wise parser decides. ``valid``
+    # is written once: an eager query evaluates every occurrence.
+    matched = pl.when(pl.col(f"f{k}")).then(valid & pl.when(exact).then(True)).otherwise(False)
+    return _groups(fmt_text).alias(f"g{k}"), parts, matched
 
 
 def _groups(fmt_text: str) -> pl.Expr:
@@ -134,17 +148,18 @@ def _groups(fmt_text: str) -> pl.Expr:
     return pl.col("t").str.extract_groups(f"(?i-u)^(?P<all_>{plan[0]})")
 
 
-def _iso(column: str) -> tuple[pl.Expr, Parts]:
-    """``datetime.fromisoformat`` for ``YYYY-MM-DD[(T| )HH:MM[:SS]]`` over the column ``t`` (groups of ``_ISO`` in
-    ``column``): true where it gives a date, null for every other text (valid ISO dates before 1000 and invalid
-    ones included: the row-wise parser decides)."""
-    groups = pl.col(column)
+def _iso(k: int) -> Rule:
+    """``datetime.fromisoformat`` for ``YYYY-MM-DD[(T| )HH:MM[:SS]]`` over the column ``t`` as rule ``k``: true
+    where it gives a date, false for every other text (valid ISO dates before 1000 and invalid ones included: the
+    later rules, or the row-wise parser, decide)."""
+    groups = pl.col(f"g{k}")
 
     def number(name: str) -> pl.Expr:
         return groups.struct.field(name).cast(pl.Int32, strict=False)
 
-    year, month, day = number("Y"), number("m"), number("d")
-    time = [number("H").fill_null(0), number("M").fill_null(0), number("S").fill_null(0)]
+    read = [number("Y"), number("m"), number("d"), number("H").fill_null(0), number("M").fill_null(0)]
+    parts = [part.alias(f"p{k}_{j}") for j, part in enumerate([*read, number("S").fill_null(0)])]
+    year, month, day, *time = _part_columns(k)
     ok = (
         (year >= 1000)
         & month.is_between(1, 12)
@@ -154,7 +169,7 @@ def _iso(column: str) -> tuple[pl.Expr, Parts]:
         & (time[1] < 60)
         & (time[2] < 60)
     )
-    return pl.when(ok).then(True), [year, month, day, *time]
+    return pl.col("t").str.extract_groups(_ISO).alias(f"g{k}"), parts, ok.fill_null(False)
 
 
 DATEUTIL_MONTHS = [
@@ -184,10 +199,10 @@ names, a valid day), as ``parse_date`` calls it: the vectorized pass reads them 
 an invalid date included, is still handed to dateutil itself."""
 
 
-def _dateutil(pattern: str, column: str) -> tuple[pl.Expr, Parts]:
-    """One of the :data:`DATEUTIL_SHAPES` read over ``t`` (its groups in ``column``): true where it reads the string
-    as dateutil does, else false (the next shape, or dateutil itself, decides)."""
-    groups = pl.col(column)
+def _dateutil(pattern: str, k: int) -> Rule:
+    """One of the :data:`DATEUTIL_SHAPES` read over ``t`` as rule ``k``: true where it reads the string as dateutil
+    does, else false (the next shape, or dateutil itself, decides)."""
+    groups = pl.col(f"g{k}")
     year = groups.struct.field("Y").cast(pl.Int32, strict=False)
     if "(?P<b>" in pattern:
         name = groups.struct.field("b").str.to_lowercase()
@@ -195,30 +210,30 @@ def _dateutil(pattern: str, column: str) -> tuple[pl.Expr, Parts]:
     else:
         month = groups.struct.field("m").cast(pl.Int32, strict=False)
     day = groups.struct.field("d").cast(pl.Int32, strict=False)
-    ok = (year >= 1000) & month.is_between(1, 12) & (day >= 1) & (day <= _days_in_month(year, month))
     zero = pl.lit(0, pl.Int32)
-    return ok.fill_null(False), [year, month, day, zero, zero, zero]
+    parts = [part.alias(f"p{k}_{j}") for j, part in enumerate([year, month, day, zero, zero, zero])]
+    year, month, day, *_ = _part_columns(k)
+    ok = (year >= 1000) & month.is_between(1, 12) & (day >= 1) & (day <= _days_in_month(year, month))
+    return pl.col("t").str.extract_groups(pattern).alias(f"g{k}"), parts, ok.fill_null(False)
 
 
-def _rules(formats: tuple[str, ...]) -> list[tuple[list[pl.Expr], pl.Expr, Parts] | None]:
-    """The rules in order, each ``(regex group columns, matched, parts)``: the formats, then (when every format is
+@lru_cache(maxsize=64)
+def _rules(formats: tuple[str, ...]) -> list[Rule | None]:
+    """The rules in order (rule ``k`` is the ``k``-th, see :data:`Rule`): the formats, then (when every format is
     supported) ISO 8601 and dateutil's shapes; ``None`` marks an unsupported format, where the vectorized rules
-    stop. Rule ``k`` reads its groups from the columns ``g{k}``."""
-    rules: list[tuple[list[pl.Expr], pl.Expr, Parts] | None] = []
+    stop. Built once for both rounds."""
+    rules: list[Rule | None] = []
     for k, fmt_text in enumerate(formats):
-        rule = _by_format(fmt_text, f"g{k}")
+        rule = _by_format(fmt_text, k)
         if rule is None:
             return [*rules, None]
-        rules.append(([_groups(fmt_text).alias(f"g{k}")], *rule))
-    k = len(formats)
-    iso = _iso(f"g{k}")
-    rules.append(([pl.col("t").str.extract_groups(_ISO).alias(f"g{k}")], iso[0].fill_null(False), iso[1]))
-    for j, pattern in enumerate(DATEUTIL_SHAPES, start=k + 1):
-        rules.append(([pl.col("t").str.extract_groups(pattern).alias(f"g{j}")], *_dateutil(pattern, f"g{j}")))
+        rules.append(rule)
+    rules.append(_iso(len(formats)))
+    rules += [_dateutil(pattern, k) for k, pattern in enumerate(DATEUTIL_SHAPES, start=len(formats) + 1)]
     return rules
 
 
-Stages = tuple[list[pl.Expr], list[pl.Expr], list[pl.Expr], pl.Expr]
+Stages = tuple[list[pl.Expr], list[pl.Expr], list[pl.Expr], list[pl.Expr], pl.Expr]
 PASSED = -1
 """``first`` of a string every rule of a round raised on: the next round reads it."""
 
@@ -227,9 +242,9 @@ PASSED = -1
 def _stages(formats: tuple[str, ...], compare_time: bool, round_: int) -> Stages | None:
     """The expressions of one round of :func:`shown_date_column` (built once per field; ``None``: no such round).
     Round 0 holds the field's formats, round 1 ISO 8601 and dateutil's shapes (read only on what round 0 passed on).
-    The stages: every rule's regex groups, then its outcome and parts, then per string the first rule that decides
-    it (``first``: the format the row-wise parser starts from, null where decided, :data:`PASSED` where every rule
-    raised; ``c0..c5``: the chosen rule's year, month, day, hour, minute, second; only ``c0..c2`` without
+    The stages: every rule's regex groups, then its parts, then its outcome ``m{k}``, then per string the first rule
+    that decides it (``first``: the format the row-wise parser starts from, null where decided, :data:`PASSED` where
+    every rule raised; ``c0..c5``: the chosen rule's year, month, day, hour, minute, second; only ``c0..c2`` without
     ``compare_time``), then the shown date ``d``. Each stage runs its rules in parallel."""
     rules = list(enumerate(_rules(formats)))
     chosen_rules = rules[: len(formats)] if round_ == 0 else rules[len(formats) :]
@@ -241,22 +256,24 @@ def _stages(formats: tuple[str, ...], compare_time: bool, round_: int) -> Stages
     shown_parts = 6 if compare_time else 3  # the time parts are carried on only where they are shown
     chosen: list[Any] = [pl.when(~simple | (t == "")).then(None) for _ in range(shown_parts)]
     groups: list[pl.Expr] = []
-    steps: list[pl.Expr] = []
+    parts: list[pl.Expr] = []
+    outcomes: list[pl.Expr] = []
     turn = PASSED if round_ == 0 else len(formats)  # then: the next round; after the last, dateutil's turn
     for k, rule in chosen_rules:
         if rule is None:  # what reaches an unsupported format is read row by row
             turn = k
             break
-        columns, matched, parts = rule
-        groups += columns
-        steps += [matched.alias(f"m{k}"), *(part.alias(f"p{k}_{j}") for j, part in enumerate(parts[:shown_parts]))]
+        rule_groups, rule_parts, matched = rule
+        groups.append(rule_groups)
+        parts += rule_parts
+        outcomes.append(matched.alias(f"m{k}"))
         m_k = pl.col(f"m{k}")
         first = first.when(m_k.fill_null(False)).then(None).when(m_k.is_null()).then(k)
         chosen = [c.when(m_k.fill_null(True)).then(pl.col(f"p{k}_{j}")) for j, c in enumerate(chosen)]
     decide = [first.otherwise(turn).cast(pl.Int32).alias("first"), *(c.alias(f"c{j}") for j, c in enumerate(chosen))]
     year, month, day, *time = [pl.col(f"c{j}") for j in range(shown_parts)]
     shown = pl.when(pl.col("first").is_null()).then(_shown(year, month, day, time, compare_time)).alias("d")
-    return groups, steps, decide, shown
+    return groups, parts, outcomes, decide, shown
 
 
 def prepare_dates(formats: tuple[str, ...], compare_time: bool) -> None:
@@ -267,9 +284,9 @@ def prepare_dates(formats: tuple[str, ...], compare_time: bool) -> None:
 
 
 def _round(frame: pl.DataFrame, stages: Stages) -> pl.DataFrame:
-    groups, steps, decide, shown = stages
+    groups, parts, outcomes, decide, shown = stages
     # Eager on purpose: the same stages as one lazy query ran twice as slow (10k strings, Polars 2.1).
-    return frame.with_columns(groups).with_columns(steps).select(decide).select(shown, "first")
+    return frame.with_columns(groups).with_columns(parts).with_columns(outcomes).select(decide).select(shown, "first")
 
 
 def shown_date_column(

@@ -241,9 +241,16 @@ def extract_sides(
 _FIRST_CHARACTER_KINDS = {'"': "string", "t": "bool", "f": "bool", "n": "null", "{": "object", "[": "array"}
 
 
+@lru_cache(maxsize=1)
+def _first_character_kinds() -> tuple[pl.Series, pl.Series]:
+    """:data:`_FIRST_CHARACTER_KINDS` as Series (built once: from a dict, each expression would build them again)."""
+    return pl.Series(list(_FIRST_CHARACTER_KINDS)), pl.Series(list(_FIRST_CHARACTER_KINDS.values()), dtype=KIND)
+
+
 def _kind(token: pl.Expr) -> pl.Expr:
     """The kind of a JSON token, told by its first character (an Enum: compared as integers downstream)."""
-    kind = token.str.head(1).replace_strict(_FIRST_CHARACTER_KINDS, default="number", return_dtype=KIND)
+    first, kinds = _first_character_kinds()
+    kind = token.str.head(1).replace_strict(first, kinds, default=pl.lit("number", KIND), return_dtype=KIND)
     return pl.when(token.is_null()).then(pl.lit("missing", KIND)).otherwise(kind)
 
 

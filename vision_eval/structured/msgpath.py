@@ -82,18 +82,26 @@ def tokens(
     the token of path ``i`` (null where the path does not resolve or the text was not read): its raw text, but a
     string written with escapes is written as DuckDB writes it (escaped only where JSON requires it)."""
     decoder, chains = _reader(paths)
-    out: list[pl.Series] = []
+    # Every column's texts in one reading: one split of the tokens, one pass over their escapes.
+    read, pieces = _read(pl.concat([texts[c].filter(trusted[c]) for c in texts.columns]), decoder, chains)
+    out: list[pl.DataFrame] = []
+    total, start = read.len(), 0
     for c in texts.columns:
-        rows = trusted[c].arg_true()
-        read, pieces = _read(texts[c].gather(rows), decoder, chains)
-        out += [
-            _constant(f"{c}_ok", False, pl.Boolean, texts.height).scatter(rows, read),
-            _not_json(texts[c], lenient[c]).alias(f"{c}_no"),
-        ]
-        for i in range(len(chains)):
-            token = pieces.slice(i * rows.len(), rows.len())
-            out.append(_constant(f"{c}_t{i}", None, pl.Utf8, texts.height).scatter(rows, token))
-    return pl.DataFrame(out)
+        count = int(trusted[c].sum())
+        found = pl.DataFrame(
+            [read.slice(start, count).alias(f"{c}_ok")]
+            + [pieces.slice(i * total + start, count).alias(f"{c}_t{i}") for i in range(len(chains))]
+        )
+        # Back to one row per text: the i-th trusted text's row takes the i-th read (the others null).
+        position = pl.when(pl.lit(trusted[c])).then(pl.lit(trusted[c]).cast(pl.UInt32).cum_sum() - 1)
+        found = found.select(pl.all().gather(pl.select(position).to_series()))
+        rejected = _not_json(texts[c], lenient[c]).alias(f"{c}_no")
+        out.append(found.with_columns(pl.col(f"{c}_ok").fill_null(False), rejected))
+        start += count
+    return pl.concat(out, how="horizontal").select(
+        *(f"{c}_{flag}" for c in texts.columns for flag in ("ok", "no")),
+        *(f"{c}_t{i}" for c in texts.columns for i in range(len(chains))),
+    )
 
 
 CHUNK = 2048
@@ -166,8 +174,12 @@ def _unescaped(pieces: pl.Series) -> pl.Series:
     if not rows.len():
         return pieces
     encode, decode = msgspec.json.encode, msgspec.json.decode
-    texts = [encode(decode(t)).decode() for t in pieces.gather(rows).to_list()]
-    return pieces.scatter(rows, pl.Series(texts, dtype=pl.Utf8))
+    escaped_tokens = pieces.gather(rows).to_list()
+    try:  # all at once, as one JSON array of strings
+        strings = decode("[" + ",".join(escaped_tokens) + "]")
+    except msgspec.DecodeError:  # an escape msgspec refuses (a lone surrogate): the error is the token's own
+        strings = [decode(t) for t in escaped_tokens]
+    return pieces.scatter(rows, pl.Series([encode(s).decode() for s in strings], dtype=pl.Utf8))
 
 
 _TRAILING_COMMAS = r'("(?:[^"\\]|\\.)*")|,([ \t\n\r]*[\]}])'
