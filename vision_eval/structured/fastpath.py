@@ -2,8 +2,7 @@
 
 Values are extracted by :mod:`duckpath` (DuckDB) into :class:`Side` columns (kind, text, json); this module compares
 them. Composite values (objects, arrays) are compared in Python with the reference rules, dates are parsed once per
-distinct string with the reference parser, fuzzy similarity once per distinct pair (with rapidfuzz, or
-:mod:`levenshtein` for a few pairs).
+distinct string with the reference parser, fuzzy similarity once per distinct pair with rapidfuzz.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.structured import levenshtein
 from vision_eval.structured import matching as m
 from vision_eval.structured.datepass import prepare_dates, shown_date_column
 from vision_eval.structured.masked import only
@@ -137,6 +135,8 @@ FEW_PAIRS = 2000
 
 
 def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
+    from rapidfuzz import process
+
     both = (pl.col("gk") == "string") & (pl.col("wk") == "string")
     pair = frame.select(
         pl.when(both).then(pl.col("gt")).otherwise(pl.lit("")).alias("g"),
@@ -151,26 +151,16 @@ def _fuzzy(frame: pl.DataFrame, spec: m.FieldSpec) -> pl.Series:
         g = g.str.to_lowercase().str.replace_all(r"\s+", " ").str.strip_chars()
         w = w.str.to_lowercase().str.replace_all(r"\s+", " ").str.strip_chars()
     normed = work.select(g.alias("ng"), w.alias("nw"))
+    fn, scale = m.scorer(spec.algorithm)
     got, want = normed["ng"].to_list(), normed["nw"].to_list()
-    work = work.with_columns(pl.Series("sim", _similarities(spec.algorithm, got, want), dtype=pl.Float64))
+    if len(got) <= FEW_PAIRS:  # a plain loop: no numpy to import, no threads to start
+        sims: Any = [fn(a, b) for a, b in zip(got, want)]
+    else:
+        sims = process.cpdist(got, want, scorer=fn, workers=-1, dtype=None)
+    work = work.with_columns((pl.Series("sim", sims, dtype=pl.Float64) / scale).alias("sim"))
     if dedup:
         return pair.join(work, on=["g", "w"], how="left", maintain_order="left")["sim"]
     return work["sim"]
-
-
-def _similarities(algorithm: str, got: list[str], want: list[str]) -> list[float] | pl.Series:
-    """Similarity (0..1) of each pair: by :mod:`levenshtein` in Python when few different pairs need it (rapidfuzz,
-    not imported, would cost more), else by rapidfuzz."""
-    if algorithm == "levenshtein" and levenshtein.cells(list(zip(got, want))) <= levenshtein.PYTHON_CELLS:
-        return [levenshtein.normalized_similarity(a, b) for a, b in zip(got, want)]
-    fn, scale = m.scorer(algorithm)
-    if len(got) <= FEW_PAIRS:  # a plain loop: no numpy to import, no threads to start
-        return [float(fn(a, b)) / scale for a, b in zip(got, want)]
-    from rapidfuzz import process
-
-    sims = pl.Series(process.cpdist(got, want, scorer=fn, workers=-1, dtype=None), dtype=pl.Float64)
-    scaled: pl.Series = sims / scale
-    return scaled
 
 
 def _inputs(spec: m.FieldSpec, got: Side, want: Side) -> pl.DataFrame:
@@ -293,12 +283,12 @@ def _outcome(spec: m.FieldSpec, col: Callable[[str], pl.Expr]) -> pl.Expr:
 
 def prepare(specs: list[m.FieldSpec]) -> None:
     """Build (and cache) what :func:`compare` runs for these fields: their rules, their date expressions (importing
-    ``_strptime``), their fuzzy scorers (importing rapidfuzz, unless :mod:`levenshtein` may do)."""
+    ``_strptime``), their fuzzy scorers (importing rapidfuzz)."""
     for i, spec in enumerate(specs):
         _field_exprs(spec.model_dump_json(exclude_unset=True), i)
         if spec.match == "date":
             prepare_dates(tuple(spec.formats or ()), spec.compare_time)
-        elif spec.match == "fuzzy" and spec.algorithm != "levenshtein":  # levenshtein may not need rapidfuzz
+        elif spec.match == "fuzzy":
             m.scorer(spec.algorithm)
 
 
