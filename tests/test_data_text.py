@@ -96,3 +96,33 @@ def test_cli_reports_the_row_and_exits_normally(tmp_path: Path, subprocess_env: 
     assert errors and all(BAD_TEXT in e for e in errors)
     assert results.filter(pl.col("sample_id") == "b")["status"].to_list() == ["processed"] * len(errors)
     assert json.loads((out / "run.json").read_text())["counts"]["samples"] == 2
+
+
+def test_rows_built_through_arrow_are_the_frame_polars_builds_from_the_dicts() -> None:
+    """``from_dicts`` builds plain columns (text, numbers, booleans, lists of text) through Arrow, not one list
+    cell at a time: the same frame ``pl.DataFrame(rows)`` gives, or the fallback to it for anything else."""
+    import random
+
+    import polars as pl
+
+    from vision_eval.data.rows import _plain_frame
+
+    values = [
+        None, "", "a", "é\x00", "\ud800", 0, -1, 2**62, 2**63, -(2**63), 2**70, 1.5, -0.0, float("nan"),
+        float("inf"), True, False, [], ["x"], ["x", None], [None], [1], [1.5, "x"], ["x", ["y"]], b"\x00",
+    ]  # fmt: skip
+    rng = random.Random(7)
+    built = 0
+    for _ in range(3000):
+        columns = rng.sample(["a", "b", "c"], rng.randint(1, 3))
+        rows = [{c: rng.choice(values) for c in columns if rng.random() < 0.9} for _ in range(rng.randint(1, 4))]
+        rows = [row for row in rows if row] or [{"a": None}]
+        names = list(dict.fromkeys(c for row in rows for c in row))
+        fast = _plain_frame(rows, names)
+        if fast is None:
+            continue
+        built += 1
+        reference = pl.DataFrame(rows, infer_schema_length=None)
+        assert fast.schema == reference.schema, rows
+        assert fast.equals(reference, null_equal=True), rows
+    assert built > 500  # the fast path is taken for plain columns
