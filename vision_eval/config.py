@@ -203,6 +203,9 @@ class RunConfig(StrictModel):
     """``i/n``: evaluate the i-th of n deterministic shards of the dataset."""
     batch_size: int = Field(50_000, ge=1)
     """Rows per batch handed to an evaluator."""
+    workers: int | None = Field(None, ge=1)
+    """Processes that per-row rules (code validators, field_accuracy, bbox_iou) spread a large batch over:
+    ``None`` uses the machine's cores, 1 scores everything in the run's own process."""
     progress: bool | None = None
     """Report progress: ``None`` shows a live bar on a terminal and plain lines every
     ``progress_interval_s`` otherwise (CI, SLURM logs, nohup); ``true`` the same; ``false`` nothing."""

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from vision_eval.validators.rows import RowResult, details_text, failed
+from vision_eval.rowwise import RowResult, failed
+from vision_eval.validators.rows import details_text
 from vision_eval.validators.text import SPACE, ascii_digit_text
 
 _B = r"(?:(?<=[0-9A-Za-z_])(?![0-9A-Za-z_])|(?<![0-9A-Za-z_])(?=[0-9A-Za-z_]))"

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from vision_eval.validators.rows import RowResult, details_text, failed
+from vision_eval.rowwise import RowResult, failed
+from vision_eval.validators.rows import details_text
 from vision_eval.validators.text import ascii_digit_text
 
 _UNITS = [

@@ -21,8 +21,9 @@ from typing import Any
 import polars as pl
 
 from vision_eval.reasons import plain_reason
+from vision_eval.rowwise import RowResult
 from vision_eval.validators.json_tree import MAX_DEPTH, nesting_depth
-from vision_eval.validators.rows import RowResult, results_frame
+from vision_eval.validators.rows import results_frame
 from vision_eval.validators.text import SPACE, strip
 
 FENCE = re.compile(f"```(?:json|JSON)?[{SPACE}]*([\\s\\S]*?)```")

@@ -10,7 +10,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from vision_eval.validators.rows import RowResult, details_text
+from vision_eval.rowwise import RowResult
+from vision_eval.validators.rows import details_text
 from vision_eval.validators.text import SPACE, strip
 
 PUNCTUATION = r"[!-/:-@\[-`{-~“”‘’«»–—…•·]"

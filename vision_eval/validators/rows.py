@@ -14,34 +14,16 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from vision_eval.rowwise import RowResult
+
 RESULT_SCHEMA = {"status": pl.Utf8, "score": pl.Float64, "details": pl.Utf8, "error": pl.Utf8}
 """The columns every validator returns, one row per input row."""
-
-
-@dataclass(frozen=True)
-class RowResult:
-    """The verdict on one row."""
-
-    status: Literal["processed", "error"]
-    score: float | None = None
-    """In 0..1 when processed."""
-    details: str | None = None
-    """JSON text (see each validator's details dataclass)."""
-    error: str | None = None
-    """Why the row could not be scored."""
-    passed: bool | None = None
-    """False when the validator fails the row whatever its score (json_validator's schema); else unset."""
-
-
-def failed(reason: str) -> RowResult:
-    return RowResult("error", error=reason)
 
 
 def results_frame(results: Sequence[RowResult], passed: bool = False) -> pl.DataFrame:
