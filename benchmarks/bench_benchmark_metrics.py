@@ -22,9 +22,13 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.evaluators import _anls, _counts, _relaxed, _vqa_answers, _yes_no
-from vision_eval.evaluators._benchmark_text import NUMBER_WORDS
-from vision_eval.evaluators._vqa_answers import LENIENT_CONTRACTIONS as VQA_CONTRACTIONS
+from vision_eval.evaluators.benchmarks import anls as _anls
+from vision_eval.evaluators.benchmarks import counts as _counts
+from vision_eval.evaluators.benchmarks import relaxed as _relaxed
+from vision_eval.evaluators.benchmarks import vqa_answers as _vqa_answers
+from vision_eval.evaluators.benchmarks import yes_no as _yes_no
+from vision_eval.evaluators.benchmarks.text import NUMBER_WORDS
+from vision_eval.evaluators.benchmarks.vqa_answers import LENIENT_CONTRACTIONS as VQA_CONTRACTIONS
 
 # --- row-wise references ---------------------------------------------------------------------------------
 

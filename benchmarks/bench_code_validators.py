@@ -25,7 +25,6 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vision_eval.evaluators.code_judge import CodeJudge, CodeJudgeSettings
 from vision_eval.evaluators.code_validators import (
     ChartValidator,
     ChartValidatorSettings,
@@ -36,6 +35,7 @@ from vision_eval.evaluators.code_validators import (
     OcrValidator,
     OcrValidatorSettings,
 )
+from vision_eval.evaluators.custom.code_judge import CodeJudge, CodeJudgeSettings
 from vision_eval.validators.chart import ChartOptions, chart_row
 from vision_eval.validators.count import _TENS, _UNITS, count_row
 from vision_eval.validators.json_check import JsonOptions, json_row

@@ -20,8 +20,8 @@ from pathlib import PurePosixPath
 
 NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
 NOT_CODE |= {tokenize.ENCODING}
-GRADING = ["vision_eval/grading/", "vision_eval/evaluators/graded", "vision_eval/evaluators/output_graders.py"]
-GRADING += ["vision_eval/evaluators/context_graders.py", "vision_eval/evaluators/select_best.py"]
+GRADING = ["vision_eval/grading/", "vision_eval/evaluators/graded", "vision_eval/evaluators/graded/output_graders.py"]
+GRADING += ["vision_eval/evaluators/graded/context_graders.py", "vision_eval/evaluators/graded/select_best.py"]
 GRADING += [f"vision_eval/llm/{m}.py" for m in ("graded", "grading", "graders", "grader_prompts", "calibration")]
 GRADING += ["vision_eval/llm/reliability.py"]
 GROUPS = {

@@ -19,8 +19,8 @@ import yaml
 
 import vision_eval as ve
 from vision_eval.config import DatasetConfig
-from vision_eval.evaluators._benchmark_text import reference_lists
-from vision_eval.evaluators._vqa_answers import evalai_answers, lenient_answers, official_answers
+from vision_eval.evaluators.benchmarks.text import reference_lists
+from vision_eval.evaluators.benchmarks.vqa_answers import evalai_answers, lenient_answers, official_answers
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "benchmarks"

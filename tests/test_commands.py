@@ -81,9 +81,10 @@ def test_describe_an_unknown_type_suggests_the_closest(tmp_path: Path, subproces
 
 def test_the_example_describe_prints_runs_as_it_says(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
     """Copy what `describe python` prints into files, run the command it prints: exit 0, both rows scored."""
-    from vision_eval.commands.examples import EXAMPLES
+    from vision_eval import registry
 
-    example = EXAMPLES["python"]
+    example = registry.get("python").example
+    assert example is not None
     proc = cli(["describe", "python"], tmp_path, subprocess_env)
     text = proc.stdout
     stack_text = text.split("(e.g. my_conf/evaluators/mine.yaml)\n\n", 1)[1].split("\n\n", 1)[0]

@@ -11,17 +11,23 @@ import pytest
 from conftest import BLUE, RED, shape_png
 
 from vision_eval import evaluate, registry
-from vision_eval.commands.describe import describe
-from vision_eval.commands.examples import EXAMPLES, IMAGE_NOTE
+from vision_eval.commands.describe import describe, example_of
+from vision_eval.example import IMAGE_NOTE, Example
+
+
+def _example(type_name: str) -> Example:
+    example = example_of(registry.get(type_name))
+    assert example is not None, f"{type_name} has no example"
+    return example
 
 
 def test_every_registered_type_has_an_example() -> None:
-    assert sorted(EXAMPLES) == registry.names()
+    assert all(example_of(registry.get(name)) is not None for name in registry.names())
 
 
 @pytest.mark.parametrize("type_name", registry.names())
 def test_example_runs_on_its_two_rows(type_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    example = EXAMPLES[type_name]
+    example = _example(type_name)
     for index, (relative, content) in enumerate(example.files.items()):
         path = tmp_path / relative
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -54,7 +60,7 @@ def test_describe_prints_the_example_and_every_setting(type_name: str) -> None:
     for name in cls.settings_model.model_fields:
         assert f"\n  {name}: " in text, name
     assert f"my_{type_name}:" in text and f"type: {type_name}" in text
-    for row in EXAMPLES[type_name].rows:
+    for row in _example(type_name).rows:
         assert json.dumps(row, ensure_ascii=False) in text
 
 
@@ -68,8 +74,8 @@ def test_describe_reads_columns_from_the_settings() -> None:
 
 def test_frame_of_results_is_what_describe_promises() -> None:
     # The example rows are valid JSON Lines a user can paste.
-    for example in EXAMPLES.values():
-        frame = pl.DataFrame(example.rows)
+    for name in registry.names():
+        frame = pl.DataFrame(_example(name).rows)
         assert frame.height == 2 and "id" in frame.columns
 
 

@@ -14,7 +14,11 @@ import polars as pl
 import pytest
 
 from tests import equivalence as eq
-from vision_eval.evaluators import _anls, _counts, _relaxed, _vqa_answers, _yes_no
+from vision_eval.evaluators.benchmarks import anls as _anls
+from vision_eval.evaluators.benchmarks import counts as _counts
+from vision_eval.evaluators.benchmarks import relaxed as _relaxed
+from vision_eval.evaluators.benchmarks import vqa_answers as _vqa_answers
+from vision_eval.evaluators.benchmarks import yes_no as _yes_no
 from vision_eval.validators import chart_columns, count_columns, json_columns, ocr_columns
 from vision_eval.validators._distinct import codes
 from vision_eval.validators.chart import ChartOptions, chart_row

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import vision_eval
-from vision_eval.evaluators.image_similarity import common_size, histogram_distance
+from vision_eval.evaluators.images.image_similarity import common_size, histogram_distance
 
 RED, WHITE, BLUE = (220, 20, 20), (255, 255, 255), (20, 20, 220)
 

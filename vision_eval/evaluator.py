@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from typing_extensions import TypeVar
 
+from vision_eval.example import Example
 from vision_eval.results import DIMENSION_ROW_SCHEMA, FIELD_ROW_SCHEMA, RESULT_ROW_SCHEMA, conform, empty
 
 if TYPE_CHECKING:
@@ -187,6 +188,9 @@ class Evaluator(Generic[SettingsT]):
     """True when a vectorized evaluator scores each row on its own (nothing kept between calls, nothing shared between
     rows of a batch): the engine may then score a large batch as two halves on two of its threads, which keeps both
     cores busy through the single-core stretches of Polars, DuckDB and numpy work."""
+    example: ClassVar[Example | None] = None
+    """A working example (settings and two rows, one passing): ``vision-eval describe`` prints it and the test suite
+    runs it. Every shipped type has one."""
     calls_models: ClassVar[bool] = False
     """True for evaluators whose rows cost model calls: the engine gives them small batches (steady progress,
     checkpoints and budget checks) instead of ``run.batch_size`` rows."""

@@ -1,25 +1,19 @@
 """The one registry of evaluator types.
 
-Built-in evaluators live in the modules of ``vision_eval.evaluators`` and register
-themselves with :func:`register` when imported. Looking up one type imports only the module
-that defines it (found by reading the package's sources for ``type_name`` assignments: importing
-every module costs about half a second of start-up, numpy and pyarrow included); listing the
-types imports them all. Those modules must keep heavy imports (litellm, scipy, PIL) inside
-functions so that looking up a type stays cheap.
+Every type, built-in or from another package, is declared the same way: an entry point of the
+``vision_eval.evaluators`` group (``type_name = "package.module:Class"``; the built-ins' are in this project's
+``pyproject.toml``). Looking up one type imports only the module that defines it; listing the types imports them
+all. Evaluator modules keep heavy imports (litellm, scipy, PIL) inside functions so that a lookup stays cheap.
 
 A module that fails to import breaks only its own types: looking one of them up raises
-:class:`BrokenEvaluatorType` with the import error; every other type works. Other packages add types
-through the ``vision_eval.evaluators`` entry point group (``name = "package.module:Class"``), loaded
-when the name is looked up.
+:class:`BrokenEvaluatorType` with the import error; every other type works. :func:`register` adds a class at
+run time (a user's own type, defined in a script or a test).
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
-import re
 from functools import lru_cache
-from pathlib import Path
 from typing import TypeVar
 
 from vision_eval.evaluator import Evaluator
@@ -27,12 +21,11 @@ from vision_eval.evaluator import Evaluator
 E = TypeVar("E", bound=type[Evaluator])
 
 ENTRY_POINTS = "vision_eval.evaluators"
-"""The entry point group third-party packages register evaluator types in."""
+"""The entry point group evaluator types are declared in."""
 
 _REGISTRY: dict[str, type[Evaluator]] = {}
 _BROKEN: dict[str, str] = {}
 """Module -> why it could not be imported (its types are unavailable, the others are not)."""
-_builtins_loaded = False
 
 
 class BrokenEvaluatorType(KeyError):
@@ -42,18 +35,8 @@ class BrokenEvaluatorType(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-def _import(module: str) -> None:
-    """Import a module of evaluators, recording (not raising) an import failure."""
-    if module in _BROKEN:
-        return
-    try:
-        importlib.import_module(module)
-    except Exception as exc:  # a broken module must not break the other types
-        _BROKEN[module] = f"{type(exc).__name__}: {exc}"
-
-
 def register(cls: E) -> E:
-    """Class decorator: make ``cls`` available under ``cls.type_name``."""
+    """Class decorator: make ``cls`` available under ``cls.type_name`` (for types defined at run time)."""
     name = cls.type_name
     if not name:
         raise ValueError(f"{cls.__name__} has no type_name")
@@ -64,80 +47,51 @@ def register(cls: E) -> E:
     return cls
 
 
-def _load_builtins() -> None:
-    global _builtins_loaded
-    if _builtins_loaded:
-        return
-    _builtins_loaded = True
-    import vision_eval.evaluators as package
-
-    for module in pkgutil.iter_modules(package.__path__):
-        if not module.name.startswith("_"):
-            _import(f"{package.__name__}.{module.name}")
-    for name, entry in plugin_index().items():
-        if name not in _REGISTRY:
-            _load_plugin(name, entry)
-
-
-_TYPE_NAME = re.compile(r"^\s+type_name(?:\s*:[^=\n]+)?\s*=\s*[\"']([^\"']+)[\"']", re.MULTILINE)
-
-
 @lru_cache(maxsize=1)
-def builtin_index() -> dict[str, str]:
-    """Built-in type name -> the module of ``vision_eval.evaluators`` that defines it (read from the sources)."""
-    import vision_eval.evaluators as package
-
-    index: dict[str, str] = {}
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.name.startswith("_"):
-            continue
-        for folder in package.__path__:
-            source = Path(folder) / f"{module.name}.py"
-            if source.is_file():
-                for name in _TYPE_NAME.findall(source.read_text(encoding="utf-8")):
-                    index.setdefault(name, f"{package.__name__}.{module.name}")
-    return index
-
-
-@lru_cache(maxsize=1)
-def plugin_index() -> dict[str, str]:
-    """Type name -> ``module:attribute`` of every evaluator other installed packages register."""
+def index() -> dict[str, str]:
+    """Type name -> ``module:Class`` of every declared evaluator type (the first declaration of a name wins)."""
     from importlib.metadata import entry_points
 
-    return {entry.name: entry.value for entry in entry_points(group=ENTRY_POINTS)}
+    declared: dict[str, str] = {}
+    for entry in entry_points(group=ENTRY_POINTS):
+        declared.setdefault(entry.name, entry.value)
+    return declared
 
 
-def _load_plugin(type_name: str, target: str) -> None:
+def _load(type_name: str, target: str) -> None:
+    """Import the class ``target`` names and register it as ``type_name`` (an import failure is recorded)."""
     module, _, attribute = target.partition(":")
-    _import(module)
     if module in _BROKEN:
         return
-    cls = getattr(importlib.import_module(module), attribute, None) if attribute else None
+    try:
+        loaded = importlib.import_module(module)
+    except Exception as exc:  # a broken module must not break the other types
+        _BROKEN[module] = f"{type(exc).__name__}: {exc}"
+        return
+    cls = getattr(loaded, attribute, None) if attribute else None
     if isinstance(cls, type) and issubclass(cls, Evaluator) and type_name not in _REGISTRY:
         _REGISTRY[type_name] = cls
 
 
+def _load_all() -> None:
+    for name, target in index().items():
+        if name not in _REGISTRY:
+            _load(name, target)
+
+
 def _broken(type_name: str) -> str | None:
     """Why ``type_name`` is unavailable, when the module that defines it failed to import."""
-    module = builtin_index().get(type_name) or plugin_index().get(type_name, "").partition(":")[0]
-    return (
-        f"evaluator type {type_name!r} could not be loaded: {module} failed to import ({_BROKEN[module]})"
-        if (module in _BROKEN)
-        else None
-    )
+    module = index().get(type_name, "").partition(":")[0]
+    if module not in _BROKEN:
+        return None
+    return f"evaluator type {type_name!r} could not be loaded: {module} failed to import ({_BROKEN[module]})"
 
 
 def get(type_name: str) -> type[Evaluator]:
     """The evaluator class registered as ``type_name``; ``KeyError`` if none (:class:`BrokenEvaluatorType`, a
     ``KeyError``, when the module defining it failed to import)."""
-    if type_name not in _REGISTRY:
-        module = builtin_index().get(type_name)
-        if module is not None:
-            _import(module)
-        elif type_name in plugin_index():
-            _load_plugin(type_name, plugin_index()[type_name])
-        if type_name not in _REGISTRY:
-            _load_builtins()
+    if type_name not in _REGISTRY and type_name in index():
+        _load(type_name, index()[type_name])
     if type_name not in _REGISTRY:
         reason = _broken(type_name)
         raise BrokenEvaluatorType(reason) if reason else KeyError(type_name)
@@ -146,17 +100,17 @@ def get(type_name: str) -> type[Evaluator]:
 
 def broken() -> dict[str, str]:
     """Modules of evaluators that failed to import, with the error (their types are unavailable)."""
-    _load_builtins()
+    _load_all()
     return dict(_BROKEN)
 
 
 def names() -> list[str]:
     """All registered type names, sorted (the types of a module that failed to import are missing)."""
-    _load_builtins()
+    _load_all()
     return sorted(_REGISTRY)
 
 
 def registered() -> dict[str, type[Evaluator]]:
     """A copy of the registry."""
-    _load_builtins()
+    _load_all()
     return dict(_REGISTRY)

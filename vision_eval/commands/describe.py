@@ -19,8 +19,9 @@ from pydantic_core import PydanticUndefined
 
 from vision_eval import registry
 from vision_eval.commands.catalog import family
-from vision_eval.commands.examples import EXAMPLES, IMAGE_NOTE, Example
+from vision_eval.commands.examples import EXAMPLES
 from vision_eval.evaluator import EvalContext, Evaluator, EvaluatorSettings
+from vision_eval.example import IMAGE_NOTE, Example
 
 _BOUNDS = {
     annotated_types.Ge: ">=",
@@ -129,11 +130,16 @@ def _yaml(value: Any) -> str:
     return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100).rstrip()
 
 
+def example_of(cls: type[Evaluator]) -> Example | None:
+    """The type's working example, if it has one."""
+    return cls.example or (EXAMPLES.get(cls.type_name) if registry.registered().get(cls.type_name) is cls else None)
+
+
 def describe(name: str) -> str:
     """The whole ``vision-eval describe`` text."""
     cls = resolve(name)
     type_name = cls.type_name or name
-    example = EXAMPLES.get(type_name) if registry.registered().get(type_name) is cls else None
+    example = example_of(cls)
     doc = inspect.getdoc(cls) or ""
     out = [f"{type_name} (family: {family(cls)})", ""]
     if doc:

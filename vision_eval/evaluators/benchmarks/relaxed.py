@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from vision_eval.evaluators._benchmark_text import PY_ASCII_WHITESPACE, is_ascii, with_fallback
+from vision_eval.evaluators.benchmarks.text import PY_ASCII_WHITESPACE, is_ascii, with_fallback
 
 # --- row-wise definitions -----------------------------------------------------------------------------------
 

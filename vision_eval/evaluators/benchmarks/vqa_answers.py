@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from vision_eval.evaluators._benchmark_text import is_ascii, map_unique, py_strip, py_words_joined, with_fallback
+from vision_eval.evaluators.benchmarks.text import is_ascii, map_unique, py_strip, py_words_joined, with_fallback
 
 PUNCT = [";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">", "<", "@", "`", ",", "?", "!"]
 NUMBER_WORDS = {"none": "0", "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5"}

@@ -17,10 +17,12 @@ from pydantic import field_validator
 from typing_extensions import TypeVar
 
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
-from vision_eval.evaluators import _anls, _relaxed, _vqa_answers
-from vision_eval.evaluators._benchmark_text import ROW, collapse_ws, details_json, pairs_frame
-from vision_eval.evaluators._protocols import Protocol, check_protocol, describe_protocol
-from vision_eval.registry import register
+from vision_eval.evaluators.benchmarks import anls as _anls
+from vision_eval.evaluators.benchmarks import relaxed as _relaxed
+from vision_eval.evaluators.benchmarks import vqa_answers as _vqa_answers
+from vision_eval.evaluators.benchmarks.protocols import Protocol, check_protocol, describe_protocol
+from vision_eval.evaluators.benchmarks.text import ROW, collapse_ws, details_json, pairs_frame
+from vision_eval.example import Example
 from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform
 
 
@@ -117,7 +119,6 @@ class RelaxedAccuracySettings(ReferenceSettings):
         return check_protocol("relaxed_accuracy", value)
 
 
-@register
 class RelaxedAccuracy(ReferenceMetric[RelaxedAccuracySettings]):
     """ChartQA relaxed accuracy, the best over the reference answers.
 
@@ -128,6 +129,13 @@ class RelaxedAccuracy(ReferenceMetric[RelaxedAccuracySettings]):
     """
 
     type_name: ClassVar[str] = "relaxed_accuracy"
+    example: ClassVar[Example] = Example(
+        {"type": "relaxed_accuracy"},
+        [
+            {"id": "a", "output": "12.3", "expected_output": "12"},
+            {"id": "b", "output": "15", "expected_output": '["12", "twelve"]'},
+        ],
+    )
     default_threshold = 1.0
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
@@ -185,7 +193,6 @@ class AnlsSettings(ReferenceSettings):
         return check_protocol("anls", value)
 
 
-@register
 class Anls(ReferenceMetric[AnlsSettings]):
     """Average Normalized Levenshtein Similarity (DocVQA): 1 - the smallest normalized edit distance over the
     reference answers, 0 below ``cutoff``. Both texts are stripped, lowercased and whitespace-collapsed; the
@@ -193,6 +200,13 @@ class Anls(ReferenceMetric[AnlsSettings]):
     longer normalized text (``lenient``)."""
 
     type_name: ClassVar[str] = "anls"
+    example: ClassVar[Example] = Example(
+        {"type": "anls"},
+        [
+            {"id": "a", "output": "ACME Corp", "expected_output": "Acme Corp."},
+            {"id": "b", "output": "May 3", "expected_output": '["5 June", "June 5th"]'},
+        ],
+    )
     default_threshold = 0.5
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
@@ -244,7 +258,6 @@ class VqaSettings(ReferenceSettings):
         return check_protocol("vqa_accuracy", value)
 
 
-@register
 class VqaAccuracy(ReferenceMetric[VqaSettings]):
     """VQA accuracy: with N reference answers of which M equal the processed reply, the mean over the N
     leave-one-out subsets of min(1, matches / 3) (so one reference answer scores 0).
@@ -256,6 +269,13 @@ class VqaAccuracy(ReferenceMetric[VqaSettings]):
     """
 
     type_name: ClassVar[str] = "vqa_accuracy"
+    example: ClassVar[Example] = Example(
+        {"type": "vqa_accuracy"},
+        [
+            {"id": "a", "output": "Red", "expected_output": '["red", "red", "red", "red", "dark red"]'},
+            {"id": "b", "output": "two", "expected_output": '["2", "2", "two", "3"]'},
+        ],
+    )
     default_threshold = 0.9
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:

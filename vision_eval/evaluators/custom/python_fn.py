@@ -17,7 +17,7 @@ import polars as pl
 from pydantic import ConfigDict
 
 from vision_eval.evaluator import ColumnMap, EvalContext, EvalOutput, Evaluator, EvaluatorSettings
-from vision_eval.registry import register
+from vision_eval.example import Example
 from vision_eval.results import ERROR, PROCESSED, rows_frame
 
 
@@ -85,11 +85,25 @@ def _wants_frame(function: Callable[..., Any]) -> bool:
     return "DataFrame" in annotation or first.name in ("frame", "batch", "df")
 
 
-@register
+_MY_CHECKS = '''def answer_in_output(row):
+    """A score for one row (a dict of its columns): 1.0 when the expected answer appears in the output."""
+    return float(str(row["expected_output"]).lower() in str(row["output"]).lower())
+'''
+
+
 class PythonEvaluator(Evaluator[PythonSettings]):
     """Calls a user's Python function."""
 
     type_name: ClassVar[str] = "python"
+    example: ClassVar[Example] = Example(
+        {"type": "python", "function": "my_checks:answer_in_output"},
+        [
+            {"id": "a", "output": "There are 5 bottles.", "expected_output": "5 bottles"},
+            {"id": "b", "output": "I see 4 bottles.", "expected_output": "5 bottles"},
+        ],
+        files={"my_checks.py": _MY_CHECKS},
+        note="my_checks.py sits in the directory you run vision-eval from (or on PYTHONPATH).",
+    )
     default_threshold = 0.5
 
     def __init__(self, name: str, settings: PythonSettings, context: EvalContext | None = None) -> None:

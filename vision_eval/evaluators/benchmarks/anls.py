@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from vision_eval.evaluators._benchmark_text import is_ascii, py_words_joined, with_fallback
+from vision_eval.evaluators.benchmarks.text import is_ascii, py_words_joined, with_fallback
 
 
 def _levenshtein(a: str, b: str) -> int:

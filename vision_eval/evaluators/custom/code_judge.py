@@ -23,8 +23,8 @@ import polars as pl
 from pydantic import ConfigDict
 
 from vision_eval.evaluator import ColumnMap, EvalContext, EvalOutput, Evaluator, EvaluatorSettings
-from vision_eval.evaluators.python_fn import coerce_result
-from vision_eval.registry import register
+from vision_eval.evaluators.custom.python_fn import coerce_result
+from vision_eval.example import Example
 from vision_eval.results import ERROR, rows_frame
 
 ROW_FIELDS = ("id", "input", "output", "expected_output", "images")
@@ -155,11 +155,24 @@ def _failure(message: str, code: int | None, stdout: str, stderr: str) -> dict[s
     return {"status": ERROR, "error": reason, "details": {"stdout": stdout[-STDERR_TAIL:], "stderr": _tail(stderr)}}
 
 
-@register
+_CODE_JUDGE = (
+    "import json, sys; r = json.load(sys.stdin); "
+    "print(json.dumps({'score': float(r['expected_output'].lower() in r['output'].lower())}))"
+)
+
+
 class CodeJudge(Evaluator[CodeJudgeSettings]):
     """Runs a user's command per row or per batch of rows."""
 
     type_name: ClassVar[str] = "code_judge"
+    example: ClassVar[Example] = Example(
+        {"type": "code_judge", "command": ["python3", "-c", _CODE_JUDGE], "columns": ["output", "expected_output"]},
+        [
+            {"id": "a", "output": "There are 5 bottles.", "expected_output": "5 bottles"},
+            {"id": "b", "output": "I see 4 bottles.", "expected_output": "5 bottles"},
+        ],
+        note="The command reads one row as JSON on stdin and prints {score, ...}; any language works.",
+    )
     default_threshold = 0.5
     is_async = True
 

@@ -28,6 +28,7 @@ from vision_eval.agents.panel_run import (
 )
 from vision_eval.config import JudgeConfig
 from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator
+from vision_eval.example import GRADED_NOTE, PHOTOS, Example
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
 from vision_eval.images.prepared import prepared_images_of
@@ -38,7 +39,6 @@ from vision_eval.llm.requests import PreparedCall, build_call, row_images
 from vision_eval.llm.scheduler import SERVICE, get_scheduler
 from vision_eval.llm.templates import TemplateError
 from vision_eval.llm.transport import CallError, api_key_of
-from vision_eval.registry import register
 from vision_eval.results import ERROR, SKIPPED, rows_frame
 
 TEMPLATE = "{{ agent_prompt }}"
@@ -48,11 +48,19 @@ DRY_RUN_REASON = "dry run (run.dry_run): these are the requests the run would se
 PANEL_SERVICE = "judge_agents_panel"
 
 
-@register
 class JudgeAgents(Evaluator[JudgeAgentsSettings]):
     """A weighted panel of judge agents over generated images (see the module docstring)."""
 
     type_name: ClassVar[str] = "judge_agents"
+    example: ClassVar[Example] = Example(
+        {"type": "judge_agents", "agents": ["composition"]},
+        [
+            {"id": "a", "brief_id": "cola", "brief": "A red soda can centred on white.", "images": ["images/cat.png"]},
+            {"id": "b", "brief_id": "cola", "brief": "A red soda can centred on white.", "images": ["images/dog.png"]},
+        ],
+        PHOTOS,
+        note=GRADED_NOTE + " Agents are names in conf/agents/ or inline definitions (docs/agents.md).",
+    )
     required_columns = ("brief",)
     default_threshold = 0.7
     is_async = True

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from vision_eval.evaluator import EvalContext
+from vision_eval.example import GRADED_NOTE, PHOTO_ROWS, PHOTOS, Example
 from vision_eval.grading.base import GradedEvaluator
 from vision_eval.grading.calls import Asker
 from vision_eval.grading.outcomes import Grade
@@ -19,7 +20,6 @@ from vision_eval.grading.parsers import GraderError
 from vision_eval.grading.settings import GradedSettings
 from vision_eval.llm.judges import JudgeSpec, ReplyError, load_judge, parse_verdict
 from vision_eval.llm.templates import template_variables
-from vision_eval.registry import register
 
 
 class JudgeFileSettings(GradedSettings):
@@ -31,11 +31,16 @@ class JudgeFileSettings(GradedSettings):
     """Override of some or all dimension weights."""
 
 
-@register
 class LLMJudge(GradedEvaluator[JudgeFileSettings]):
     """A vision LLM judge over the dimensions of a judge file."""
 
     type_name: ClassVar[str] = "llm_judge"
+    example: ClassVar[Example] = Example(
+        {"type": "llm_judge", "prompt": "image-description-judge"},
+        PHOTO_ROWS,
+        PHOTOS,
+        note=GRADED_NOTE + " `vision-eval list` shows the judge files.",
+    )
     pass_from_score = True
 
     def __init__(self, name: str, settings: JudgeFileSettings, context: EvalContext | None = None) -> None:

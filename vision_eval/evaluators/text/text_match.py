@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 import polars as pl
 
 from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
-from vision_eval.registry import register
+from vision_eval.example import Example
 from vision_eval.results import PROCESSED
 
 
@@ -30,11 +30,17 @@ class ExactMatchSettings(EvaluatorSettings):
     """Collapse runs of whitespace and trim both ends before comparing."""
 
 
-@register
+_TEXT_ROWS = [
+    {"id": "a", "output": "5 bottles", "expected_output": "5 bottles"},
+    {"id": "b", "output": "three cans", "expected_output": "3 cans"},
+]
+
+
 class ExactMatch(Evaluator[ExactMatchSettings]):
     """1 when ``output`` equals ``expected_output`` after normalization, else 0."""
 
     type_name: ClassVar[str] = "exact_match"
+    example: ClassVar[Example] = Example({"type": "exact_match"}, _TEXT_ROWS)
     required_columns = ("output", "expected_output")
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
@@ -63,11 +69,17 @@ class ContainsSettings(EvaluatorSettings):
     """Match case-sensitively."""
 
 
-@register
 class Contains(Evaluator[ContainsSettings]):
     """Share of the configured strings that occur in ``output``."""
 
     type_name: ClassVar[str] = "contains"
+    example: ClassVar[Example] = Example(
+        {"type": "contains", "value": ["total", "due"]},
+        [
+            {"id": "a", "output": "Total due: $42"},
+            {"id": "b", "output": "Total: $42"},
+        ],
+    )
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         s = self.settings
@@ -99,11 +111,14 @@ class RegexSettings(EvaluatorSettings):
     """Regular expression (Rust regex syntax) that ``output`` must match somewhere."""
 
 
-@register
 class Regex(Evaluator[RegexSettings]):
     """1 when ``output`` matches the pattern, else 0."""
 
     type_name: ClassVar[str] = "regex"
+    example: ClassVar[Example] = Example(
+        {"type": "regex", "pattern": "^[0-9]+ (bottles|cans)$"},
+        [{"id": "a", "output": "5 bottles"}, {"id": "b", "output": "five bottles"}],
+    )
 
     def __init__(self, name: str, settings: RegexSettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)

@@ -18,7 +18,7 @@ from typing import Literal
 
 import polars as pl
 
-from vision_eval.evaluators._benchmark_text import (
+from vision_eval.evaluators.benchmarks.text import (
     NUMBER_PATTERN,
     NUMBER_WORDS,
     is_ascii,

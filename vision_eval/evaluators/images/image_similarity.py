@@ -14,9 +14,9 @@ import polars as pl
 from pydantic import Field, field_validator
 
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.example import PHOTOS, Example
 from vision_eval.images.refs import image_ref, load_bytes
 from vision_eval.images.roots import roots_of
-from vision_eval.registry import register
 from vision_eval.results import ERROR, PROCESSED, rows_frame
 
 METRICS = ("ssim", "phash", "histogram")
@@ -139,11 +139,18 @@ def compare(candidate: Any, reference: Any, settings: ImageSimilaritySettings) -
     return {"values": values, "similarities": similarities}
 
 
-@register
 class ImageSimilarity(Evaluator[ImageSimilaritySettings]):
     """SSIM, perceptual-hash and colour-histogram similarity of a row's image to its reference image."""
 
     type_name: ClassVar[str] = "image_similarity"
+    example: ClassVar[Example] = Example(
+        {"type": "image_similarity", "reference_column": "reference_image", "threshold": 0.9},
+        [
+            {"id": "a", "images": ["images/cat.png"], "reference_image": "images/cat.png"},
+            {"id": "b", "images": ["images/dog.png"], "reference_image": "images/cat.png"},
+        ],
+        PHOTOS,
+    )
     default_threshold: ClassVar[float | None] = 0.75
 
     def columns_needed(self) -> tuple[str, ...]:

@@ -17,11 +17,11 @@ from pydantic import field_validator, model_validator
 from typing_extensions import TypeVar
 
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
-from vision_eval.evaluators import _yes_no
-from vision_eval.evaluators._benchmark_text import details_json
-from vision_eval.evaluators._counts import UNPARSEABLE_REASON, lenient_counts, lmms_eval_counts
-from vision_eval.evaluators._protocols import Protocol, check_protocol, describe_protocol
-from vision_eval.registry import register
+from vision_eval.evaluators.benchmarks import yes_no as _yes_no
+from vision_eval.evaluators.benchmarks.counts import UNPARSEABLE_REASON, lenient_counts, lmms_eval_counts
+from vision_eval.evaluators.benchmarks.protocols import Protocol, check_protocol, describe_protocol
+from vision_eval.evaluators.benchmarks.text import details_json
+from vision_eval.example import Example
 from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform
 
 RAW_CHARS = 500
@@ -133,7 +133,6 @@ class PopeSettings(ProtocolSettings):
         return check_protocol("pope", value)
 
 
-@register
 class Pope(ProtocolMetric[PopeSettings]):
     """POPE: the yes/no read from ``output`` equals ``expected_output`` (``yes``/``no``).
 
@@ -142,6 +141,13 @@ class Pope(ProtocolMetric[PopeSettings]):
     """
 
     type_name: ClassVar[str] = "pope"
+    example: ClassVar[Example] = Example(
+        {"type": "pope"},
+        [
+            {"id": "a", "output": "Yes, there is a dog in the image.", "expected_output": "yes"},
+            {"id": "b", "output": "No.", "expected_output": "yes"},
+        ],
+    )
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         protocol = self.protocol
@@ -234,7 +240,6 @@ class ExactCountSettings(ProtocolSettings):
         return self
 
 
-@register
 class ExactCount(ProtocolMetric[ExactCountSettings]):
     """CountBench: the count read from ``output`` equals the count in ``expected_output``.
 
@@ -244,6 +249,12 @@ class ExactCount(ProtocolMetric[ExactCountSettings]):
     """
 
     type_name: ClassVar[str] = "exact_count"
+    example: ClassVar[Example] = Example(
+        {"type": "exact_count"},
+        [{"id": "a", "output": "3", "expected_output": "3"}, {"id": "b", "output": "five", "expected_output": "4"}],
+        note="protocol lmms_eval (default): the whole reply must be the count; protocol: lenient reads a number "
+        "anywhere in the reply.",
+    )
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         if self.protocol == "lenient":

@@ -1,5 +1,6 @@
 """``select_best``: the grader picks the best of a row's candidates, shown in several orders against position
-bias (promptfoo's contract, images in view; default thresholds in :mod:`vision_eval.evaluators.output_graders`)."""
+bias (promptfoo's contract, images in view; default thresholds in
+:mod:`vision_eval.evaluators.graded.output_graders`)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ from typing import Any, ClassVar
 
 import polars as pl
 
+from vision_eval.example import GRADED_NOTE, PHOTO_ROWS, PHOTOS, Example
 from vision_eval.grading import prompts
 from vision_eval.grading.base import GradedEvaluator
 from vision_eval.grading.calls import Asker
 from vision_eval.grading.outcomes import Grade
 from vision_eval.grading.parsers import parse_select_best
 from vision_eval.grading.settings import GradedSettings
-from vision_eval.registry import register
 from vision_eval.results import PROCESSED
 
 
@@ -32,7 +33,6 @@ class SelectBestSettings(GradedSettings):
     order is reported as a tie. 1 disables the swap."""
 
 
-@register
 class SelectBest(GradedEvaluator[SelectBestSettings]):
     """The grader picks the best candidate (first integer in its reply), in several orders against position bias.
 
@@ -40,6 +40,15 @@ class SelectBest(GradedEvaluator[SelectBestSettings]):
     when that candidate won alone; every candidate's share is a dimension."""
 
     type_name: ClassVar[str] = "select_best"
+    example: ClassVar[Example] = Example(
+        {"type": "select_best", "criteria": "The most accurate description", "candidates": ["output", "output_b"]},
+        [
+            {**PHOTO_ROWS[0], "output_b": "A cat on a sofa."},
+            {**PHOTO_ROWS[1], "output_b": "A dog on a beach."},
+        ],
+        PHOTOS,
+        note=GRADED_NOTE,
+    )
     required_columns = ()
     default_prompt = prompts.SELECT_BEST
     row_setting = "criteria"

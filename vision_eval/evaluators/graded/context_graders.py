@@ -1,6 +1,6 @@
 """Model-graded assertions over a context: ``context_recall`` (the reference's sentences the context supports)
 and ``context_faithfulness`` (the output's statements the context supports), promptfoo's contracts with the
-images in view; default thresholds in :mod:`vision_eval.evaluators.output_graders`."""
+images in view; default thresholds in :mod:`vision_eval.evaluators.graded.output_graders`."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Any, ClassVar
 
 from typing_extensions import TypeVar
 
+from vision_eval.example import GRADED_NOTE, PHOTOS, Example
 from vision_eval.grading import prompts
 from vision_eval.grading.base import GradedEvaluator
 from vision_eval.grading.calls import Asker
 from vision_eval.grading.outcomes import Grade
 from vision_eval.grading.parsers import parse_faithfulness, parse_recall, parse_statements
 from vision_eval.grading.settings import GradedSettings
-from vision_eval.registry import register
 
 IMAGES_ONLY = "(the attached images)"
 
@@ -65,11 +65,29 @@ class ContextRecallSettings(ContextSettings):
     """Column with the ground-truth answer whose sentences must be attributable to the context."""
 
 
-@register
 class ContextRecall(_ContextEvaluator[ContextRecallSettings]):
     """Share of the reference answer's sentences the grader attributes to the context (and images)."""
 
     type_name: ClassVar[str] = "context_recall"
+    example: ClassVar[Example] = Example(
+        {"type": "context_recall", "context": "context"},
+        [
+            {
+                "id": "a",
+                "images": ["images/cat.png"],
+                "context": "The chart shows revenue of $2.4M in Q3 2024.",
+                "expected_output": "Revenue was $2.4M in Q3 2024.",
+            },
+            {
+                "id": "b",
+                "images": ["images/dog.png"],
+                "context": "The invoice total is $42.",
+                "expected_output": "The total is $40.",
+            },
+        ],
+        PHOTOS,
+        note=GRADED_NOTE,
+    )
     required_columns = ()
     default_prompt = prompts.CONTEXT_RECALL
 
@@ -88,11 +106,29 @@ class ContextRecall(_ContextEvaluator[ContextRecallSettings]):
         return Grade(score, self.passes(score), {"attributed": attributed, "sentences": total, "reply": reply.text})
 
 
-@register
 class ContextFaithfulness(_ContextEvaluator[ContextSettings]):
     """Share of the output's statements the context (and images) supports: statements, then verdicts."""
 
     type_name: ClassVar[str] = "context_faithfulness"
+    example: ClassVar[Example] = Example(
+        {"type": "context_faithfulness", "context": "context"},
+        [
+            {
+                "id": "a",
+                "images": ["images/cat.png"],
+                "context": "The chart shows revenue of $2.4M in Q3 2024.",
+                "output": "Revenue was $2.4M in Q3.",
+            },
+            {
+                "id": "b",
+                "images": ["images/dog.png"],
+                "context": "The invoice total is $42.",
+                "output": "The total is $40, paid in cash.",
+            },
+        ],
+        PHOTOS,
+        note=GRADED_NOTE,
+    )
     default_prompt = prompts.FAITHFULNESS_VERDICTS
 
     def templates(self) -> list[str]:

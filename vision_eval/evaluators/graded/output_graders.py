@@ -1,8 +1,9 @@
 """Model-graded assertions on one output with promptfoo's grading contracts, graded with the images in view.
 
 ``llm_rubric``, ``g_eval``, ``factuality`` and ``closed_qa`` (the output against a rubric, criteria or a reference
-answer) live here; ``context_recall`` and ``context_faithfulness`` in :mod:`vision_eval.evaluators.context_graders`,
-``select_best`` in :mod:`vision_eval.evaluators.select_best`. All share
+answer) live here; ``context_recall`` and ``context_faithfulness`` in
+:mod:`vision_eval.evaluators.graded.context_graders`, ``select_best`` in
+:mod:`vision_eval.evaluators.graded.select_best`. All share
 :class:`vision_eval.grading.base.GradedEvaluator` (images, samples, panel, calibration, grader errors).
 A reply that breaks the contract, or a call that fails after its retries, is an ``error`` row (raw reply
 in ``details.reply``), never ``passed: false``.
@@ -34,6 +35,7 @@ import polars as pl
 from pydantic import field_validator
 
 from vision_eval.evaluator import EvalOutput
+from vision_eval.example import GRADED_NOTE, PHOTO_ROWS, PHOTOS, Example
 from vision_eval.grading import prompts
 from vision_eval.grading.base import GradedEvaluator
 from vision_eval.grading.calls import Asker
@@ -52,7 +54,6 @@ from vision_eval.grading.parsers import (
 )
 from vision_eval.grading.settings import GradedSettings
 from vision_eval.llm.transport import uses_direct
-from vision_eval.registry import register
 
 LOGPROB_PREFIXES = ("openai/", "azure/", "hosted_vllm/")
 
@@ -67,11 +68,16 @@ class LLMRubricSettings(GradedSettings):
     score (as promptfoo does). A score outside the scale is a grader error."""
 
 
-@register
 class LLMRubric(GradedEvaluator[LLMRubricSettings]):
     """The grader decides whether the rubric holds for the output: ``{"reason", "pass", "score"}``."""
 
     type_name: ClassVar[str] = "llm_rubric"
+    example: ClassVar[Example] = Example(
+        {"type": "llm_rubric", "rubric": "Describes only what is visible in the image."},
+        PHOTO_ROWS,
+        PHOTOS,
+        note=GRADED_NOTE,
+    )
     default_prompt = prompts.LLM_RUBRIC
     row_setting = "rubric"
 
@@ -108,11 +114,11 @@ class FactualitySettings(GradedSettings):
         return out
 
 
-@register
 class Factuality(GradedEvaluator[FactualitySettings]):
     """Facts of ``output`` against ``expected_output`` for the ``input``: category A-E."""
 
     type_name: ClassVar[str] = "factuality"
+    example: ClassVar[Example] = Example({"type": "factuality"}, PHOTO_ROWS, PHOTOS, note=GRADED_NOTE)
     required_columns = ("output", "expected_output")
     default_prompt = prompts.FACTUALITY
 
@@ -132,11 +138,16 @@ class ClosedQASettings(GradedSettings):
     """The question the grader answers about the output (Jinja2 allowed), e.g. "Does it name every colour?"."""
 
 
-@register
 class ClosedQA(GradedEvaluator[ClosedQASettings]):
     """The grader reasons, then ends with Y (passes) or N (fails)."""
 
     type_name: ClassVar[str] = "closed_qa"
+    example: ClassVar[Example] = Example(
+        {"type": "closed_qa", "criteria": "Does the description mention the animal's count correctly?"},
+        PHOTO_ROWS,
+        PHOTOS,
+        note=GRADED_NOTE,
+    )
     default_prompt = prompts.CLOSED_QA
     row_setting = "criteria"
 
@@ -169,7 +180,6 @@ _batch_step_requests: ContextVar[set[tuple[str, str]] | None] = ContextVar("g_ev
 """The step-1 requests of the batch being graded (the tasks grading its rows share the batch's context)."""
 
 
-@register
 class GEval(GradedEvaluator[GEvalSettings]):
     """G-Eval: the grader writes evaluation steps per criterion (once, cached), then scores each row 0..10.
 
@@ -178,6 +188,12 @@ class GEval(GradedEvaluator[GEvalSettings]):
     (:data:`STEP_REQUESTS`), so a resumed run counts the batches it reused too."""
 
     type_name: ClassVar[str] = "g_eval"
+    example: ClassVar[Example] = Example(
+        {"type": "g_eval", "criteria": {"accuracy": "Every object mentioned is in the image."}},
+        PHOTO_ROWS,
+        PHOTOS,
+        note=GRADED_NOTE,
+    )
     default_threshold = 0.7
     pass_from_score = True
     default_prompt = prompts.GEVAL_SCORE

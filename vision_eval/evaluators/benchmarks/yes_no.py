@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.evaluators._benchmark_text import is_ascii, py_strip, with_fallback
+from vision_eval.evaluators.benchmarks.text import is_ascii, py_strip, with_fallback
 from vision_eval.validators.text import char_class, holding_any, lowercase_disagreements, word_disagreements
 
 NO_WORDS = ("No", "not", "no")

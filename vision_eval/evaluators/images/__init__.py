@@ -1,0 +1,1 @@
+"""``image_similarity``: a generated image against a reference image, deterministically."""

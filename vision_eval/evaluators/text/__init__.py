@@ -1,0 +1,1 @@
+"""Plain text assertions: ``exact_match``, ``contains``, ``regex``."""
