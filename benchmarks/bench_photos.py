@@ -18,7 +18,8 @@ downscaled pixels before encoding). Then the same photo in several places: N row
 with one policy, before (every row decodes) and after (each photo prepared once). ``--pools``: the preparation
 alone (no judge) in a thread pool of 1, 2 and the default ``asyncio.to_thread`` size, and in a process pool of 2.
 
-Goal (issue 16): 60 photos/s end to end on a 2-core machine, sent bytes unchanged (read: the same sent size,
+Goal (issue 16, settled): bounded by JPEG decoding, about 46 photos/s end to end on a 2-core machine is accepted (it
+scales with cores), sent bytes unchanged (read: the same sent size,
 format and quality, bytes within about 2%, the pixel difference measured). The machine is shared, so wall times
 swing with other processes' load; the ceiling column (cores / client CPU seconds per photo) is what the client's
 own work allows on idle cores, and the last column counts the fake server's CPU too.
@@ -265,8 +266,8 @@ def main() -> None:
             pixel_difference(paths[: args.psnr_photos], runs["after"], runs["before"])
             rate = runs["after"]["images"] / runs["after"]["wall"]
             ceiling = CORES * runs["after"]["images"] / runs["after"]["cpu"]
-            print(f"  goal 60 photos/s: {'reached' if rate >= 60 else 'not reached'} ({rate:.1f}/s, load {load:.2f} "
-                  f"before the run; the client's CPU allows {ceiling:.1f}/s on idle cores)")  # fmt: skip
+            print(f"  accepted ~46 photos/s on 2 cores (JPEG decoding bound): {rate:.1f}/s, load {load:.2f} "
+                  f"before the run; the client's CPU allows {ceiling:.1f}/s on idle cores")  # fmt: skip
 
             distinct = max(1, n // 4)
             repeated = [paths[k % distinct] for k in range(n)]

@@ -184,7 +184,7 @@ def _run(
             progress.begin(CANDIDATE)
             return secrets.scrub_frame(await generator(batch), ["candidate_error"])
 
-    calls = candidate is not None or any(e.calls_models for e in evaluators)
+    calls = candidate is not None or any(e.calls_models and e.models() for e in evaluators)  # judge=none: no call
     try:
         with progress:
             stack = run_stack(evaluators, stream.batches(), ledger, total=stream.total,

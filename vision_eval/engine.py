@@ -115,7 +115,7 @@ def _track(evaluator: Evaluator, total: int, batch_size: int) -> _Track:
     if not evaluator.is_async:
         return _Track(evaluator, batch_size)
     size = batch_size
-    if evaluator.calls_models:
+    if evaluator.calls_models and evaluator.models():  # without a judge nothing is sent: one batch, no fixed costs
         size = max(1, min(batch_size, ASYNC_BATCH_ROWS, math.ceil(total / ASYNC_STEPS)))
     concurrency = getattr(evaluator.context.run, "concurrency", 16) if evaluator.context.run is not None else 16
     window = max(3, math.ceil(ASYNC_WINDOW_CALLS * concurrency / size) + 1)

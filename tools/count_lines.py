@@ -1,7 +1,7 @@
 """Code lines per package at two git revisions: lines holding code, not blank lines, comments or docstrings (module,
 class, function and attribute docstrings: any statement that is a bare string).
 
-    python benchmarks/count_lines.py 97d4b67 HEAD
+    python tools/count_lines.py 97d4b67 HEAD
 
 Every package of ``vision_eval/`` (its top-level modules as ``vision_eval``), then ``tests/reference`` (the frozen
 row-wise copies the validators once had), then the groups the line goals are about. Files are read with
