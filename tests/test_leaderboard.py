@@ -12,7 +12,7 @@ import pytest
 
 import vision_eval as ve
 from vision_eval.leaderboard import bootstrap_interval, markdown, write_leaderboard
-from vision_eval.report.sources import find_run_dirs
+from vision_eval.runs import find_run_dirs
 
 
 def test_bootstrap_interval_edges() -> None:

@@ -38,7 +38,7 @@ def sample_ids() -> list[str]:
 
 
 def test_lookup_equals_litellm_get_model_info() -> None:
-    from vision_eval.llm.transport import import_litellm
+    from vision_eval.llm.lazy_litellm import import_litellm
 
     litellm = import_litellm()
     ids = sample_ids()

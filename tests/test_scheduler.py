@@ -12,7 +12,8 @@ import yaml
 
 from vision_eval.config import JudgeConfig
 from vision_eval.llm.cache import cache_key
-from vision_eval.llm.scheduler import RateLimiter, Scheduler, backoff_delay
+from vision_eval.llm.retry import backoff_delay
+from vision_eval.llm.scheduler import RateLimiter, Scheduler
 from vision_eval.llm.transport import CallError, parse_retry_after, uses_direct
 
 ROOT = Path(__file__).resolve().parents[1]

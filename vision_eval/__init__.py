@@ -8,16 +8,49 @@ Public API::
     result.write("outputs/run1")
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from vision_eval.api import evaluate, run_config
 from vision_eval.config import AppConfig, DatasetConfig, ImagePolicy, JudgeConfig, RunConfig, validate_config
 from vision_eval.errors import ConfigError, DatasetError, VisionEvalError
 from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.example import Example
 from vision_eval.output import EvalResult
 from vision_eval.registry import register
+from vision_eval.results import ERROR, PROCESSED, SKIPPED
+from vision_eval.rowwise import FieldRow, RowResult, RowRule
+
+if TYPE_CHECKING:
+    from vision_eval.grading import Grade, GradedEvaluator, GradedSettings, GradeFailure, GraderError
 
 __version__ = "0.1.0"
 
+# Imported on first use: the model-graded code brings jinja2, YAML and the model-call modules with it.
+_LAZY = {
+    "Grade": "vision_eval.grading.outcomes",
+    "GradeFailure": "vision_eval.grading.outcomes",
+    "GradedEvaluator": "vision_eval.grading.base",
+    "GradedSettings": "vision_eval.grading.settings",
+    "GraderError": "vision_eval.grading.parsers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
+    "ERROR",
+    "PROCESSED",
+    "SKIPPED",
     "AppConfig",
     "ConfigError",
     "DatasetConfig",
@@ -27,8 +60,17 @@ __all__ = [
     "EvalResult",
     "Evaluator",
     "EvaluatorSettings",
+    "Example",
+    "FieldRow",
+    "Grade",
+    "GradeFailure",
+    "GradedEvaluator",
+    "GradedSettings",
+    "GraderError",
     "ImagePolicy",
     "JudgeConfig",
+    "RowResult",
+    "RowRule",
     "RunConfig",
     "VisionEvalError",
     "evaluate",

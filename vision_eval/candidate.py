@@ -145,7 +145,7 @@ def generate_outputs(
 ) -> pl.DataFrame:
     """``frame`` (rows in memory) with ``output`` produced by the candidate and the ``candidate_*`` columns added;
     a run generates a batch at a time with :class:`Generator`."""
-    from vision_eval.engine import run_coroutine
+    from vision_eval.asyncio_runner import run_coroutine
 
     if progress is not None:
         progress.add(CANDIDATE, frame.height)

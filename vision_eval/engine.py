@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from vision_eval.asyncio_runner import run_coroutine
 from vision_eval.batch_part import aevaluate_batch, evaluate_batch, refusals
 from vision_eval.data.canonical import samples_frame
 from vision_eval.data.stream import describe_batches
@@ -255,16 +256,6 @@ def start_warm_ups(evaluators: Iterable[Evaluator]) -> threading.Thread:
     thread = threading.Thread(target=warm, name="vision-eval-warm-up", daemon=False)
     thread.start()
     return thread
-
-
-def run_coroutine(factory: Callable[[], Any]) -> Any:
-    """``asyncio.run`` that also works when called from inside a running loop (notebooks)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(factory())
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(lambda: asyncio.run(factory())).result()
 
 
 def run_stack(

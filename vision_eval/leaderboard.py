@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from vision_eval.runs import find_run_dirs, read_json, run_labels
+
 BOOTSTRAP_RESAMPLES = 1000
 KEY = ["candidate", "judge", "variant", "evaluator"]
 PROTOCOL = "protocol"
@@ -46,8 +48,6 @@ def run_columns(info: dict[str, Any], variant: str) -> tuple[dict[str, str], dic
 def _labels(runs: list[Path]) -> tuple[dict[Path, dict[str, str]], dict[Path, dict[str, str]]]:
     """Candidate, judge and variant of each run (the variant is what tells a run's config from the others;
     shards of one job share it), and the protocol of each of its evaluators that has one."""
-    from vision_eval.report.sources import read_json, run_labels
-
     infos = [read_json(run / "run.json") for run in runs]
     variants = run_labels(runs, infos)
     labels, protocols = {}, {}
@@ -258,8 +258,6 @@ def markdown(board: pl.DataFrame) -> str:
 
 def write_leaderboard(paths: Sequence[str | Path], out_dir: str | Path | None = None) -> tuple[pl.DataFrame, Path]:
     """Build the leaderboard of every run under ``paths`` and write it (default: into the first path)."""
-    from vision_eval.report.sources import find_run_dirs
-
     runs = find_run_dirs(paths)
     if not runs:
         raise FileNotFoundError(f"no results.parquet under {', '.join(map(str, paths))}")

@@ -218,7 +218,7 @@ def init_project(folder: Path, data: Path | None, force: bool = False) -> InitRe
     """Write the config folder; raises ``VisionEvalError`` (nothing written) when the data cannot be read."""
     from vision_eval.config import DatasetConfig
     from vision_eval.data import load_raw
-    from vision_eval.data.canonical import canonicalize
+    from vision_eval.data.stream import canonicalize
 
     folder = folder.expanduser()
     if data is None:

@@ -9,11 +9,11 @@ from typing import Any
 import polars as pl
 
 from vision_eval.config import DatasetConfig
-from vision_eval.data.canonical import canonicalize, check_columns, image_roots, samples_frame
+from vision_eval.data.canonical import check_columns, image_roots, samples_frame
 from vision_eval.data.loading import load_raw, open_source
 from vision_eval.data.rows import ROW_ERROR
 from vision_eval.data.sources import RawDataset, Source
-from vision_eval.data.stream import DatasetStream
+from vision_eval.data.stream import DatasetStream, canonicalize
 
 
 def open_dataset(

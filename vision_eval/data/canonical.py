@@ -19,7 +19,6 @@ import polars as pl
 
 from vision_eval.config import DatasetConfig, parse_shard
 from vision_eval.data.rows import ROW_ERROR
-from vision_eval.data.sources import RawDataset, Source
 from vision_eval.errors import ConfigError
 from vision_eval.images.refs import IMAGES_DTYPE, images_series
 from vision_eval.images.roots import ImageRoots
@@ -180,20 +179,6 @@ class Canonicalizer:
 def image_roots(source: Any, cfg: DatasetConfig) -> ImageRoots:
     """Where the dataset's image paths may point (see :mod:`vision_eval.images.roots`)."""
     return ImageRoots.for_dataset(source.root, cfg.image_roots, local=source.local, confined=source.confined)
-
-
-def canonicalize(
-    raw: RawDataset | Source,
-    cfg: DatasetConfig,
-    limit: int | None = None,
-    shard: str | None = None,
-    image_columns: Sequence[str] = (),
-) -> pl.DataFrame:
-    """The canonical frame of a whole source (in memory): mapped, selected, ids checked, images referenced."""
-    from vision_eval.data.stream import DatasetStream
-
-    stream = DatasetStream(raw, cfg, limit, shard, image_columns)
-    return stream.collect()
 
 
 def check_columns(frame: pl.DataFrame, needed: dict[str, tuple[str, ...]], cfg: DatasetConfig) -> None:

@@ -16,7 +16,7 @@ import polars as pl
 from vision_eval.config import DatasetConfig
 from vision_eval.data.canonical import Canonicalizer, Selection, check_mapping, id_source, image_roots
 from vision_eval.data.ids import check_unique_ids
-from vision_eval.data.sources import Source, exact_chunks
+from vision_eval.data.sources import RawDataset, Source, exact_chunks
 
 READ_ROWS = 50_000
 """Most source rows read at a time when the batch size does not say (``collect``)."""
@@ -105,6 +105,18 @@ class DatasetStream:
         self.check_ids(READ_ROWS)
         batches = list(self.batches())
         return pl.concat(batches, how="diagonal_relaxed") if batches else self.head()
+
+
+def canonicalize(
+    raw: RawDataset | Source,
+    cfg: DatasetConfig,
+    limit: int | None = None,
+    shard: str | None = None,
+    image_columns: Sequence[str] = (),
+) -> pl.DataFrame:
+    """The canonical frame of a whole source (in memory): mapped, selected, ids checked, images referenced."""
+    stream = DatasetStream(raw, cfg, limit, shard, image_columns)
+    return stream.collect()
 
 
 def describe_batches(stats: dict[str, Any], batch: pl.DataFrame) -> None:

@@ -4,17 +4,31 @@ scheduler (a distinct cache entry per sample); :class:`Usage` sums tokens, cost,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from vision_eval.config import JudgeConfig
+from vision_eval.evaluator import EvalContext
 from vision_eval.images.policy import PreparedImage
 from vision_eval.llm.requests import build_call
 from vision_eval.llm.scheduler import get_scheduler
 from vision_eval.llm.templates import render_text
 from vision_eval.llm.transport import CallResult
 
-if TYPE_CHECKING:
-    from vision_eval.grading.base import GradedEvaluator
+
+class _GradingSettings(Protocol):
+    @property
+    def system(self) -> str | None: ...
+
+
+class Grader(Protocol):
+    """What an :class:`Asker` reads of the evaluator it asks for (a ``GradedEvaluator``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def context(self) -> EvalContext: ...
+    @property
+    def settings(self) -> _GradingSettings: ...
 
 
 @dataclass
@@ -56,7 +70,7 @@ class Asker:
 
     def __init__(
         self,
-        evaluator: GradedEvaluator,
+        evaluator: Grader,
         judge: JudgeConfig,
         variables: dict[str, Any],
         images: list[PreparedImage],

@@ -12,15 +12,13 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage, policy_key, prepare_image
-
-if TYPE_CHECKING:
-    from vision_eval.evaluator import EvalContext
 
 SERVICE = "images.prepared"
 """The name of the run's store in ``EvalContext.services``."""
@@ -28,6 +26,13 @@ MAX_BYTES = 256 * 2**20
 """Prepared bytes a run's store keeps (about 1,500 photos under the default policy)."""
 
 _Entry = PreparedImage | str  # a prepared image, or the reason it cannot be used
+T = TypeVar("T")
+
+
+class Services(Protocol):
+    """What holds a run's shared services (an ``EvalContext``)."""
+
+    def service(self, name: str, factory: Callable[[], T]) -> T: ...
 
 
 class PreparedImages:
@@ -92,6 +97,6 @@ class PreparedImages:
             self.bytes_held -= len(dropped) if isinstance(dropped, str) else len(dropped.data)
 
 
-def prepared_images_of(context: EvalContext | None) -> PreparedImages | None:
+def prepared_images_of(context: Services | None) -> PreparedImages | None:
     """The run's store of prepared images (created on first use), or ``None`` without a run context."""
     return context.service(SERVICE, PreparedImages) if context is not None else None

@@ -23,8 +23,9 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from vision_eval.llm.lazy_litellm import import_litellm
 from vision_eval.llm.prices import batch_prices, token_prices
-from vision_eval.llm.transport import CallError, CallResult, _litellm_error, api_key_of, import_litellm
+from vision_eval.llm.transport import CallError, CallResult, _litellm_error, api_key_of
 
 # litellm's afile_content, and anyio's happy-eyeballs connect under its HTTP clients, leave spare coroutines
 # behind (harmless, noisy when collected)

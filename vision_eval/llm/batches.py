@@ -26,6 +26,7 @@ from typing import Any
 from vision_eval.llm.batch_api import BatchApi, Outcome, _cancelled, _expired, batch_api_for, live_cost
 from vision_eval.llm.batch_store import JobStore
 from vision_eval.llm.prices import batch_prices
+from vision_eval.llm.retry import backoff_delay
 from vision_eval.llm.transport import CallError, CallResult, uses_direct
 
 IDLE_S = 2.0
@@ -258,8 +259,6 @@ class BatchRunner:
             except CallError as error:
                 if not error.retryable or attempt > judge.max_retries:
                     raise
-                from vision_eval.llm.scheduler import backoff_delay
-
                 await asyncio.sleep(backoff_delay(attempt, error.retry_after, self.scheduler.rng))
 
     async def _wait(
@@ -373,8 +372,6 @@ class BatchRunner:
                 future.set_exception(error)
 
     async def _requeue(self, waiting: Waiting, error: CallError) -> None:
-        from vision_eval.llm.scheduler import backoff_delay
-
         await asyncio.sleep(backoff_delay(waiting.attempts, error.retry_after, self.scheduler.rng))
         try:
             api = _batch_api(str(waiting.judge.model))

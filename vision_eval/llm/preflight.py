@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from vision_eval.asyncio_runner import run_coroutine
 from vision_eval.errors import PreflightError
 from vision_eval.llm.prices import token_prices
 from vision_eval.llm.transport import CallError
@@ -112,8 +113,6 @@ def preflight(
 ) -> None:
     """Raise ``PreflightError`` listing every problem (keys first: no request is sent when one is missing);
     ``scrub`` masks secret values in the message (a provider's 401 body may quote the key)."""
-    from vision_eval.engine import run_coroutine
-
     if not uses:
         return
     problems = key_problems(uses)

@@ -22,6 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from vision_eval.llm.lazy_litellm import import_litellm
+
 PRICE_MAP_FILE = "model_prices_and_context_window_backup.json"
 NATIVE_PROVIDERS = frozenset({"openai", "anthropic", "gemini", "bedrock", "hosted_vllm"})
 """Providers whose ids are looked up here (tested equal to ``litellm.get_model_info``)."""
@@ -210,8 +212,6 @@ def _native_info(model: str) -> dict[str, Any] | None:
 
 
 def _litellm_info(model: str) -> dict[str, Any] | None:
-    from vision_eval.llm.transport import import_litellm
-
     try:
         return dict(import_litellm().get_model_info(model))
     except Exception:  # litellm raises several kinds for unmapped models

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from vision_eval.llm.budget import CIRCUIT_BREAKER, Budget, NotAttempted, estimate_cost
 from vision_eval.llm.cache import CallCache, cache_key
+from vision_eval.llm.retry import backoff_delay
 from vision_eval.llm.transport import CallError, CallResult, DirectOpenAI, LiteLLMTransport, uses_direct
 
 if TYPE_CHECKING:
@@ -32,8 +33,6 @@ if TYPE_CHECKING:
     from vision_eval.llm.batches import BatchRunner
 
 SERVICE = "llm_scheduler"
-BACKOFF_BASE_S = 0.5
-BACKOFF_CAP_S = 30.0
 HOPELESS_STATUS = {400, 401, 403, 404, 422}
 """Final failures that say the model cannot be used as configured (they trip the circuit breaker)."""
 
@@ -126,14 +125,6 @@ class SchedulerStats:
 def _hopeless(error: CallError) -> bool:
     """A final failure that says the model cannot be used as configured (not a passing fault)."""
     return error.hopeless or error.status in HOPELESS_STATUS or error.status is None
-
-
-def backoff_delay(attempt: int, retry_after: float | None, rng: random.Random) -> float:
-    """Seconds before retry ``attempt`` (1-based): ``Retry-After`` when given (plus up to 10% jitter),
-    else exponential (0.5 s, 1 s, 2 s... capped at 30 s) with full jitter in [50%, 100%]."""
-    if retry_after is not None:
-        return retry_after * (1.0 + 0.1 * rng.random())
-    return min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0 ** (attempt - 1)) * (0.5 + 0.5 * rng.random())
 
 
 class Scheduler:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
+from vision_eval.llm.lazy_litellm import import_litellm
 from vision_eval.llm.prices import token_prices
 
 if TYPE_CHECKING:
@@ -107,15 +108,6 @@ def parse_retry_after(value: str | None) -> float | None:
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError):
         return None
-
-
-def import_litellm() -> Any:
-    """litellm, imported lazily and quietly (local cost map, no debug banners)."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.suppress_debug_info = True
-    return litellm
 
 
 def price(model: str, input_tokens: int | None, output_tokens: int | None) -> float | None:

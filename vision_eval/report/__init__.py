@@ -17,7 +17,8 @@ import polars as pl
 from vision_eval.report.page import render_html, script_json
 from vision_eval.report.payload import build_payload
 from vision_eval.report.selection import Limits
-from vision_eval.report.sources import ReportInput, find_run_dirs, from_result, load_runs
+from vision_eval.report.sources import ReportInput, from_result, load_runs
+from vision_eval.runs import find_run_dirs
 
 REPORT_FILE = "report.html"
 

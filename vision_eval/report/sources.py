@@ -9,9 +9,7 @@ label (its Hydra overrides when known) stored in a ``run`` column of every frame
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,34 +19,12 @@ import polars as pl
 
 from vision_eval.config import parse_shard
 from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA
+from vision_eval.runs import RESULTS_FILE, read_json, run_labels
 
 RUN_COLUMN = "run"
 POSITION = "_position"
 """A sample's position in the rows its run selected, shards put back together (so merged shards show in order)."""
-RESULTS_FILE = "results.parquet"
-CHECKPOINT = "checkpoint"
 LEADERBOARD = "leaderboard"
-# Run settings that do not change what a run measures: shards of one run differ only in these.
-_PLACEMENT_KEYS = (
-    "output_dir",
-    "shard",
-    "resume",
-    "progress",
-    "write_report",
-    "checkpoint",
-    "concurrency",
-    "batch_size",
-)
-_PLACEMENT_OVERRIDES = (
-    "run.shard",
-    "dataset.shard",
-    "run.output_dir",
-    "run.resume",
-    "run.progress",
-    "run.write_report",
-    "run.checkpoint",
-    "hydra.",
-)
 # What names a dataset's rows: runs reading the same source compare their samples by id.
 _DATASET_IDENTITY = ("source", "path", "name", "split", "revision", "data_files", "image_root")
 
@@ -141,85 +117,6 @@ def dataset_identity(info: dict[str, Any]) -> str:
     identity = {key: dataset.get(key) for key in _DATASET_IDENTITY}
     identity["id"] = (dataset.get("columns") or {}).get("id")
     return json.dumps(identity, sort_keys=True, default=str)
-
-
-def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
-    """Run directories named by ``paths``: run dirs, folders holding runs (searched recursively), globs.
-
-    A glob may name directories or Parquet files (a file stands for its directory).
-    """
-    found: list[Path] = []
-    for raw in paths:
-        text = str(raw)
-        matches = [Path(m) for m in sorted(glob.glob(text, recursive=True))] if glob.has_magic(text) else [Path(text)]
-        for match in matches:
-            if match.is_file() and match.suffix == ".parquet":
-                match = match.parent
-            if not match.is_dir():
-                continue
-            if (match / RESULTS_FILE).is_file():
-                found.append(match)
-            else:  # batch checkpoints of a run hold results files too: not runs of their own
-                found.extend(
-                    sorted(p.parent for p in match.rglob(RESULTS_FILE) if CHECKPOINT not in p.relative_to(match).parts)
-                )
-    return list(dict.fromkeys(p.resolve() for p in found))
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _overrides(directory: Path, info: dict[str, Any]) -> list[str]:
-    """The overrides of a run (run.json, else Hydra's ``.hydra/overrides.yaml``), placement ones left out."""
-    values: Any = info.get("overrides")
-    path = directory / ".hydra" / "overrides.yaml"
-    if not values and path.is_file():
-        try:
-            import yaml
-
-            values = yaml.safe_load(path.read_text(encoding="utf-8")) or []
-        except Exception:
-            values = []
-    kept = []
-    for value in values if isinstance(values, list) else []:
-        key = str(value).lstrip("+~").split("=", 1)[0]
-        if not any(key == p or key.startswith(p) for p in _PLACEMENT_OVERRIDES):
-            kept.append(str(value).lstrip("+~"))
-    return kept
-
-
-def _group_key(info: dict[str, Any]) -> str:
-    config = json.loads(json.dumps(info.get("config") or {}, default=str))
-    run = config.get("run") or {}
-    for key in _PLACEMENT_KEYS:
-        run.pop(key, None)
-    (config.get("dataset") or {}).pop("shard", None)
-    return json.dumps(config, sort_keys=True)
-
-
-def run_labels(dirs: list[Path], infos: list[dict[str, Any]]) -> list[str]:
-    """One label per group of runs: the overrides that tell it from the others, else its folder."""
-    keys = [_group_key(info) for info in infos]
-    if len(set(keys)) <= 1:
-        return [""] * len(dirs)
-    root = Path(os.path.commonpath([str(d) for d in dirs]))
-    overrides = [_overrides(d, info) for d, info in zip(dirs, infos)]
-    common = set.intersection(*(set(o) for o in overrides))
-    by_key: dict[str, str] = {}
-    for directory, key, own in zip(dirs, keys, overrides):
-        if key not in by_key:
-            name = " ".join(o for o in own if o not in common) or str(directory.relative_to(root)) or directory.name
-            taken = set(by_key.values())
-            label, n = name, 2
-            while label in taken:
-                label, n = f"{name} ({n})", n + 1
-            by_key[key] = label
-    return [by_key[key] for key in keys]
 
 
 def _shard_position(frame: pl.LazyFrame, info: dict[str, Any]) -> pl.LazyFrame:
