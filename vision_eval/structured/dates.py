@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
 _DATE_TOKENS = [
     ("YYYY", "%Y"),
@@ -85,11 +86,11 @@ def _format_plan(fmt_text: str) -> tuple[re.Pattern[str], Builder | None]:
     return pattern, _builder(_strptime._TimeRE_cache.locale_time)
 
 
-def _builder(locale_time: object) -> Builder:
+def _builder(locale_time: Any) -> Builder:
     """The date of a match, as ``_strptime._strptime`` computes it for these directives (each group read in the
     order of the format; a later one of the same part wins), or ``None`` where ``strptime`` raises."""
-    full = [name.lower() for name in getattr(locale_time, "f_month")]
-    short = [name.lower() for name in getattr(locale_time, "a_month")]
+    full = [name.lower() for name in locale_time.f_month]
+    short = [name.lower() for name in locale_time.a_month]
 
     def build(found: re.Match[str]) -> datetime | None:
         year = 0
@@ -143,9 +144,9 @@ def parse_date(text: str, formats: tuple[str, ...] = ()) -> datetime | None:
     if not text or len(text) > MAX_DATE_LENGTH:
         return None
     for f in formats:
-        parsed = read_by_format(text, f)
-        if parsed is not None:
-            return parsed
+        read = read_by_format(text, f)
+        if read is not None:
+            return read
     try:
         return datetime.fromisoformat(text).replace(tzinfo=None)
     except ValueError:
@@ -154,7 +155,7 @@ def parse_date(text: str, formats: tuple[str, ...] = ()) -> datetime | None:
 
     dayfirst = _DOTTED.match(text) is not None
     try:
-        parsed = parser.parse(text, dayfirst=dayfirst, yearfirst=False, default=datetime(2000, 1, 1))
+        parsed: datetime = parser.parse(text, dayfirst=dayfirst, yearfirst=False, default=datetime(2000, 1, 1))
     except (ValueError, OverflowError, TypeError, IndexError, KeyError):  # dateutil's errors on odd text
         return None
     return parsed.replace(tzinfo=None)

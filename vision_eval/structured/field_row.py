@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from functools import partial
-from json.encoder import encode_basestring  # type: ignore[attr-defined]  # the C quoting json.dumps uses
+from json.encoder import encode_basestring  # the C quoting json.dumps uses
 from typing import Any
 
 from vision_eval.rowwise import FieldRow, RowResult

@@ -8,7 +8,7 @@ comparison with its settings read once; :mod:`field_row` scores whole rows with 
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -143,7 +143,10 @@ class Rule:
         self.floor = spec.threshold - 1e-12
         self.shown_date = date_reader(tuple(spec.formats or ()), spec.compare_time) if spec.match == "date" else None
         self.normalize = spec.normalize
-        self.similar, self.scale = scorer(spec.algorithm) if spec.match == "fuzzy" else (None, 1.0)
+        self.similar: Callable[[str, str], float] | None = None
+        self.scale = 1.0
+        if spec.match == "fuzzy":
+            self.similar, self.scale = scorer(spec.algorithm)
         self._compare = {
             "exact": self._exact,
             "numeric_tolerance": self._numeric,

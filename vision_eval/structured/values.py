@@ -14,7 +14,7 @@ import unicodedata
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
-from json.encoder import encode_basestring  # type: ignore[attr-defined]  # the C quoting json.dumps uses
+from json.encoder import encode_basestring  # the C quoting json.dumps uses
 from typing import Any
 
 
@@ -181,7 +181,13 @@ def extract_json(text: str | None) -> tuple[bool, Any]:
 
 
 _KINDS: dict[type, str] = {
-    str: "string", int: "number", float: "number", bool: "bool", type(None): "null", dict: "object", list: "array"
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "bool",
+    type(None): "null",
+    dict: "object",
+    list: "array",
 }
 
 
