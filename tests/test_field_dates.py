@@ -127,15 +127,31 @@ def test_dates_are_built_from_the_match_for_the_common_directives() -> None:
 
 def test_a_reader_reads_each_distinct_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    original = dates.parse_date
+    original = dates._parse
 
-    def counted(text: str, formats: tuple[str, ...] = ()) -> dt.datetime | None:
+    def counted(text: str, plans: tuple[dates.Plan, ...]) -> dt.datetime | None:
         calls.append(text)
-        return original(text, formats)
+        return original(text, plans)
 
-    monkeypatch.setattr(dates, "parse_date", counted)
+    monkeypatch.setattr(dates, "_parse", counted)
     shown = date_reader(("DD.MM.YYYY", "%Y-%m-%d %H:%M"), True)
     for text in ["05.01.2025", "2025-01-05 10:20", "05.01.2025", "tomorrow", "tomorrow", "05.01.2025"]:
         shown(text)
     assert calls == ["05.01.2025", "2025-01-05 10:20", "tomorrow"]
     assert shown("05.01.2025") == "2025-01-05 00:00:00" and shown("tomorrow") is None
+
+
+def test_dateutil_month_names_are_dateutils() -> None:
+    from dateutil.parser import parserinfo
+
+    assert dates.DATEUTIL_MONTHS == parserinfo.MONTHS
+
+
+def test_spellings_dateutil_reads_one_way_are_read_without_it() -> None:
+    shaped = {"5 Jan 2025": (2025, 1, 5), "05-JAN-2025": (2025, 1, 5), "Sept 5, 2025": (2025, 9, 5),
+              "jan 05 2025": (2025, 1, 5), "2025/1/5": (2025, 1, 5), "1/5/2025": (2025, 1, 5),
+              "5.1.2025": (2025, 1, 5)}  # fmt: skip
+    for text, (year, month, day) in shaped.items():
+        assert dates._dateutil_shape(text) == stdlib_date(text, ()) == dt.datetime(year, month, day), text
+    for text in ["13/05/2025", "31 Feb 2025", "5 Janu 2025", "05.13.2025", "5 Jan 0999", "Jan 5 2025 10:20"]:
+        assert dates._dateutil_shape(text) is None, text  # left to dateutil

@@ -20,7 +20,7 @@ from json.encoder import encode_basestring  # the C quoting json.dumps uses
 from typing import Any
 
 from vision_eval.rowwise import FieldRow, RowResult
-from vision_eval.structured.matching import NOT_AN_OBJECT, NOT_JSON, FieldSpec, Rule, aggregate_scores, field_outcome
+from vision_eval.structured.matching import NOT_AN_OBJECT, NOT_JSON, FieldSpec, Rule, field_outcome
 from vision_eval.structured.values import MISSING, TOO_DEEP, parse_path, read_json, to_json
 
 RAW_LIMIT = 2000
@@ -41,11 +41,6 @@ def _shown(text: str | None) -> str | None:
     if text is None or text.isascii():
         return text
     return _SURROGATE.sub("\ufffd", text)
-
-
-def _may_hold_surrogates(text: str | None) -> bool:
-    """Whether JSON in ``text`` may spell a lone surrogate (a ``\\uD800``-``\\uDFFF`` escape)."""
-    return text is not None and ("\\ud" in text or "\\uD" in text)
 
 
 def getter(steps: tuple[str | int, ...]) -> Callable[[Any], Any]:
@@ -82,7 +77,10 @@ class _Field:
     def __init__(self, spec: FieldSpec) -> None:
         self.spec = spec
         self.path, self.match, self.weight = spec.path, spec.match, spec.weight
-        self.get = getter(parse_path(spec.path))
+        steps = parse_path(spec.path)
+        self.get = getter(steps)
+        self.key = steps[0] if len(steps) == 1 and isinstance(steps[0], str) else None
+        """The key of a one-step path (read with ``dict.get``), else ``None`` (read with :attr:`get`)."""
         self.rule = Rule(spec)
         self.prefix = f"{spec.path}: "
         self.not_json_label = encode_basestring(self.prefix + NOT_JSON)
@@ -92,7 +90,8 @@ class _Field:
 
     def entry(self, got: Any, want: Any, surrogates: bool) -> Entry:
         """The outcome of comparing ``got`` with ``want`` (either may be MISSING)."""
-        actual, expected = to_json(got), to_json(want)
+        actual = encode_basestring(got) if type(got) is str else to_json(got)
+        expected = encode_basestring(want) if type(want) is str else to_json(want)
         key = (actual, expected)
         if self.caching:
             known = self.cache.get(key)
@@ -131,7 +130,8 @@ class FieldPlan:
         self.specs = tuple(specs)
         self.aggregation = aggregation
         self.fields = tuple(_Field(spec) for spec in self.specs)
-        self.weights = [spec.weight for spec in self.specs]
+        self.weights = tuple(spec.weight for spec in self.specs)
+        self.all_or_nothing = aggregation == "all_or_nothing"
 
     def __reduce__(self) -> tuple[type[FieldPlan], tuple[tuple[FieldSpec, ...], str]]:
         return FieldPlan, (self.specs, self.aggregation)
@@ -148,29 +148,63 @@ def field_row(plan: FieldPlan, output: str | None, expected: str | None) -> RowR
     than :data:`values.MAX_DEPTH` on either side is an error."""
     ok, want_doc, problem = read_json(expected)
     if problem == TOO_DEEP:
-        return RowResult("error", details=f'{{"raw_expected":{_raw(expected)}}}', error=f"expected_output: {TOO_DEEP}")
+        return RowResult("error", None, f'{{"raw_expected":{_raw(expected)}}}', f"expected_output: {TOO_DEEP}")
     if not ok or not isinstance(want_doc, dict):
-        return RowResult("error", details=f'{{"raw_expected":{_raw(expected)}}}', error=NOT_AN_OBJECT)
+        return RowResult("error", None, f'{{"raw_expected":{_raw(expected)}}}', NOT_AN_OBJECT)
     ok, got_doc, problem = read_json(output)
     if problem == TOO_DEEP:
-        return RowResult("error", error=f"output: {TOO_DEEP}")
-    surrogates = _may_hold_surrogates(output) or _may_hold_surrogates(expected)
+        return RowResult("error", None, None, f"output: {TOO_DEEP}")
+    # Only a \uD800-\uDFFF escape spells a lone surrogate (a column's text holds none).
+    surrogates = (output is not None and ("\\ud" in output or "\\uD" in output)) or (
+        expected is not None and ("\\ud" in expected or "\\uD" in expected)
+    )
+    want_get = want_doc.get
+    entries: list[Entry] = []
     if ok:
-        entries = [f.entry(f.get(got_doc), f.get(want_doc), surrogates) for f in plan.fields]
-        score = aggregate_scores(plan.weights, [(e[3], e[2]) for e in entries], plan.aggregation)
-        head = "" if score is not None and score == score else '"reason":"every field was left out",'
+        got_get = got_doc.get if isinstance(got_doc, dict) else None
+        for f in plan.fields:
+            key = f.key
+            if key is None:
+                entries.append(f.entry(f.get(got_doc), f.get(want_doc), surrogates))
+            else:
+                got = got_get(key, MISSING) if got_get else MISSING
+                entries.append(f.entry(got, want_get(key, MISSING), surrogates))
     else:
-        entries = [f.not_json(f.get(want_doc), surrogates) for f in plan.fields]
-        score = 0.0
-        head = f'"reason":"{NOT_JSON}","raw":{_raw(output)},'
-    hits = ",".join([e[1] for e in entries if e[2]])
-    misses = ",".join([e[1] for e in entries if e[2] is False])
-    left_out = ",".join([e[1] for e in entries if e[2] is None])
-    details = f'{{{head}"hits":[{hits}],"misses":[{misses}],"left_out":[{left_out}]}}'
+        for f in plan.fields:
+            entries.append(f.not_json(want_get(f.key, MISSING) if f.key is not None else f.get(want_doc), surrogates))
+    hits: list[str] = []
+    misses: list[str] = []
+    left_out: list[str] = []
+    total = weighted = 0.0
+    counted, all_hit = False, True
+    for weight, (_, label, hit, score) in zip(plan.weights, entries):
+        if hit is None:
+            left_out.append(label)
+            continue
+        counted = True
+        if hit:
+            hits.append(label)
+        else:
+            misses.append(label)
+            all_hit = False
+        if score is not None:
+            total += weight
+            weighted += weight * score
     rows = tuple([e[0] for e in entries])
-    if head and ok:
-        return RowResult("skipped", None, details, fields=rows)
-    return RowResult("processed", score, details, fields=rows)
+    lists = f'"hits":[{",".join(hits)}],"misses":[{",".join(misses)}],"left_out":[{",".join(left_out)}]}}'
+    if not ok:
+        return RowResult("processed", 0.0, f'{{"reason":"{NOT_JSON}","raw":{_raw(output)},{lists}', None, None, rows)
+    # The score: the weighted average of the counted fields' scores, or 1 only when every counted field is a hit
+    # (all_or_nothing, or counted weights summing to 0); none when every field was left out.
+    if not counted:
+        row_score = None
+    elif plan.all_or_nothing or total <= 0:
+        row_score = 1.0 if all_hit else 0.0
+    else:
+        row_score = weighted / total
+    if row_score is None or row_score != row_score:  # NaN: infinite weights
+        return RowResult("skipped", None, '{"reason":"every field was left out",' + lists, None, None, rows)
+    return RowResult("processed", row_score, "{" + lists, None, None, rows)
 
 
 def row_function(specs: Sequence[FieldSpec], aggregation: str) -> Callable[[str | None, str | None], RowResult]:

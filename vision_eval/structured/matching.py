@@ -38,7 +38,7 @@ from vision_eval.structured.values import (
 
 __all__ = [  # the field rules, with the parsing rules of values and dates re-exported: the one place to import from
     "MAX_DEPTH", "MISSING", "NOT_AN_OBJECT", "NOT_JSON", "TOO_DEEP", "Algorithm", "FieldResult", "FieldSpec",
-    "MatchType", "Outcome", "Rule", "aggregate", "as_float", "as_number", "check_format", "clean_number",
+    "MatchType", "Outcome", "Rule", "as_float", "as_number", "check_format", "clean_number",
     "compare_field", "compare_scalar", "compare_values", "date_text", "extract_json", "fmt", "kind", "loads",
     "normalize_text", "parse_date", "parse_path", "read_json", "resolve", "rule", "scorer", "similarity",
     "strftime_format", "to_json", "tolerance_compare",
@@ -117,6 +117,7 @@ class Outcome:
 Compared = tuple[float, bool, str]
 """An :class:`Outcome` as a plain tuple (similarity, hit, reason): what :class:`Rule` returns."""
 _COMPOSITE = ("array", "object")
+_PLAIN = frozenset((str, int, float, bool))
 
 
 def _deep_equal(a: Any, b: Any) -> bool:
@@ -156,6 +157,8 @@ class Rule:
 
     def values(self, got: Any, want: Any) -> Compared:
         """Compare a response value with the expected one (neither is MISSING)."""
+        if type(got) in _PLAIN and type(want) in _PLAIN:  # two strings, numbers or booleans: the field's own rule
+            return self._compare(got, want)
         gk, wk = kind(got), kind(want)
         if wk == "array" and gk == "array":
             return self._arrays(got, want)
@@ -318,29 +321,6 @@ def field_outcome(spec: FieldSpec, comparison: Rule, got: Any, want: Any) -> tup
 def compare_field(spec: FieldSpec, got: Any, want: Any) -> FieldResult:
     """The field-level rules (:func:`field_outcome`) as a :class:`FieldResult`."""
     return FieldResult(*field_outcome(spec, rule(spec), got, want))
-
-
-def aggregate(specs: list[FieldSpec], results: list[FieldResult], aggregation: str) -> float | None:
-    """Row score, or ``None`` when every field was left out."""
-    return aggregate_scores([s.weight for s in specs], [(r.score, r.hit) for r in results], aggregation)
-
-
-def aggregate_scores(
-    weights: list[float], results: list[tuple[float | None, bool | None]], aggregation: str
-) -> float | None:
-    """Row score from each field's weight and ``(score, hit)`` (score ``None``: left out), or ``None`` when every
-    field was left out: the ``weighted_average`` of the scores, or 1 only when every counted field is a hit (also
-    when the counted weights sum to 0)."""
-    counted = [(w, score, hit) for w, (score, hit) in zip(weights, results) if score is not None]
-    if not counted:
-        return None
-    all_hit = all(hit for _, _, hit in counted)
-    if aggregation == "all_or_nothing":
-        return 1.0 if all_hit else 0.0
-    total = sum(w for w, _, _ in counted)
-    if total <= 0:
-        return 1.0 if all_hit else 0.0
-    return sum(w * score for w, score, _ in counted) / total
 
 
 NOT_JSON = "response is not JSON"

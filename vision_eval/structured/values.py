@@ -124,12 +124,26 @@ def too_deep(text: str) -> bool:
     return text.count("{") + text.count("[") > MAX_DEPTH and nesting_depth(text) > MAX_DEPTH
 
 
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__, not in the stubs
+"""The C scanner ``json.loads`` runs: on a stripped text (no JSON whitespace around it), ``json.loads(text)``
+succeeds exactly when it reads a value that ends where the text ends, and returns that value."""
+
+
 def _whole(text: str) -> tuple[bool, Any]:
-    """``text`` as one JSON document; a JSON string holding an object or array (double-encoded) is decoded once
-    more."""
+    """``text`` (stripped) as one JSON document; a JSON string holding an object or array (double-encoded) is
+    decoded once more."""
     try:
-        value = loads(text)
-    except ValueError:
+        value, end = _SCAN(text, 0)
+    except StopIteration:  # no JSON value at the start
+        return False, None
+    except json.JSONDecodeError:
+        return False, None
+    except ValueError:  # an integer beyond int()'s digit limit: read as json.loads would
+        try:
+            value, end = loads(text), len(text)
+        except ValueError:
+            return False, None
+    if end != len(text):
         return False, None
     if isinstance(value, str) and value.strip()[:1] in ("{", "["):
         try:
@@ -359,23 +373,21 @@ SAFE_MARGIN = 1e-12
 (< 1e-15 relative) cannot flip it. Closer ones are decided with exact fractions."""
 
 
-def numeric_check(diff: float, tol: float) -> bool:
-    """Inclusive bound, forgiving float rounding (100.01 vs 100 with tolerance 0.01 is a hit)."""
-    return diff <= tol + SLACK * max(1.0, tol)
-
-
 def tolerance_compare(got: Number, want: Number, tolerance: float, relative: bool) -> tuple[bool, Any, Any]:
     """``(hit, diff, tol)`` for ``|got - want| <= tol + SLACK * max(1, tol)``, ``tol`` being ``tolerance`` or (with
     ``relative``) ``tolerance * |want|`` (``tolerance`` when ``want`` is 0). Decided exactly: in float64 when that
     cannot differ from exact arithmetic, otherwise with fractions (integers beyond 2**53, values at the bound).
     Infinite and NaN values compare as floats."""
-    finite = all(not isinstance(v, float) or math.isfinite(v) for v in (got, want))
-    if not finite or all(isinstance(v, float) or abs(v) <= EXACT_FLOAT for v in (got, want)):
+    g_float, w_float = isinstance(got, float), isinstance(want, float)
+    finite = (not g_float or math.isfinite(got)) and (not w_float or math.isfinite(want))
+    if not finite or (
+        (g_float or -EXACT_FLOAT <= got <= EXACT_FLOAT) and (w_float or -EXACT_FLOAT <= want <= EXACT_FLOAT)
+    ):
         g, w = as_float(got), as_float(want)
         diff = abs(g - w)
         tol = tolerance * abs(w) if relative and w != 0 else tolerance
-        bound = tol + SLACK * max(1.0, tol)
-        if not finite or abs(diff - bound) > SAFE_MARGIN * max(diff, bound):
+        bound = tol + SLACK * (tol if tol > 1.0 else 1.0)
+        if not finite or abs(diff - bound) > SAFE_MARGIN * (diff if diff > bound else bound):
             return diff <= bound, diff, tol
     exact_g, exact_w = Fraction(got), Fraction(want)
     exact_diff = abs(exact_g - exact_w)
