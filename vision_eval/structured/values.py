@@ -166,7 +166,7 @@ def read_json(text: str | None) -> tuple[bool, Any, str | None]:
     never yields one of its inner objects."""
     if text is None:
         return False, None, NOT_JSON_TEXT
-    if too_deep(text):
+    if text.count("{") + text.count("[") > MAX_DEPTH and nesting_depth(text) > MAX_DEPTH:  # too_deep, inlined
         return False, None, TOO_DEEP
     ok, value = _whole(text.strip())
     if ok:
