@@ -2,7 +2,7 @@
 
     PYTHONPATH=$PWD python benchmarks/bench_field_accuracy.py                  # 10k and 100k rows
     PYTHONPATH=$PWD python benchmarks/bench_field_accuracy.py --sizes 500      # smoke run
-    PYTHONPATH=$PWD python benchmarks/bench_field_accuracy.py --workers 1 --repeat 3
+    PYTHONPATH=$PWD python benchmarks/bench_field_accuracy.py --workers 2 --repeat 3   # on the process pool
 
 The cases are mixed invoices (5 fields: exact, numeric_tolerance, date, fuzzy, a nested exact path): most responses
 plain JSON, some fenced, wrapped in prose, invalid (a trailing comma, cut short) or no JSON at all; dates in
@@ -13,7 +13,7 @@ writes them to a JSON Lines file that all three read; each measurement runs in a
 cache is warm.
 
 - **ours**: ``FieldAccuracy.evaluate`` on the whole frame (batches of ``--batch`` rows; ``run.workers`` from
-  ``--workers``, default the machine's cores). Its time is what a run pays for it: importing its modules (and the
+  ``--workers``, default unset: field_accuracy then scores in the run's process). Its time is what a run pays for it: importing its modules (and the
   libraries they load), building it, its ``warm_up`` (run on the engine's thread as a run starts it, and waited
   for: a run overlaps it with loading the data, which this does not credit) and scoring, first-call costs included.
   The framework's own import (``vision_eval.engine``) is reported apart, as start-up.
@@ -306,7 +306,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated row counts")
     parser.add_argument("--seed", type=int, default=None, help="data seed (default: from the clock: fresh data)")
     parser.add_argument("--batch", type=int, default=250_000)
-    parser.add_argument("--workers", type=int, default=None, help="run.workers for ours (default: the cores)")
+    parser.add_argument("--workers", type=int, default=None, help="run.workers for ours (default: unset)")
     parser.add_argument("--repeat", type=int, default=1, help="fresh processes per measurement (best kept)")
     parser.add_argument("--no-agentv", action="store_true", help="do not run AgentV")
     parser.add_argument("--worker", choices=["ours", "loop"], help=argparse.SUPPRESS)
@@ -320,7 +320,7 @@ def main() -> None:
     compileall.compile_dir(Path(__file__).resolve().parents[1] / "vision_eval", quiet=1)  # as pip does at install
     folder, note = (None, "AgentV: skipped (--no-agentv)") if args.no_agentv else agentv_ready(max(sizes) >= SMOKE_ROWS)
     names = ["ours", *(["agentv"] if folder is not None else []), "loop"]  # interleaved: the machine's load
-    print(f"fields={len(FIELDS)} seed={seed} batch={args.batch} run.workers={args.workers or 'cores'} "
+    print(f"fields={len(FIELDS)} seed={seed} batch={args.batch} run.workers={args.workers or 'unset'} "
           f"repeat={args.repeat} (best of)")  # fmt: skip
     print(note)
     print(
