@@ -13,10 +13,11 @@ writes them to a JSON Lines file that all three read; each measurement runs in a
 cache is warm.
 
 - **ours**: ``FieldAccuracy.evaluate`` on the whole frame (batches of ``--batch`` rows; ``run.workers`` from
-  ``--workers``, default unset: field_accuracy then scores in the run's process). Its time is what a run pays for it: importing its modules (and the
-  libraries they load), building it, its ``warm_up`` (run on the engine's thread as a run starts it, and waited
-  for: a run overlaps it with loading the data, which this does not credit) and scoring, first-call costs included.
-  The framework's own import (``vision_eval.engine``) is reported apart, as start-up.
+  ``--workers``, default unset: field_accuracy then scores in the run's process). Its time is what a run pays for
+  it: importing its modules (and the libraries they load), building it, its ``warm_up`` (run on the engine's
+  thread as a run starts it, and waited for: a run overlaps it with loading the data, which this does not credit)
+  and scoring, first-call costs included. The framework's own import (``vision_eval.engine``) is reported apart,
+  as start-up.
 - **AgentV**: ``FieldAccuracyGrader`` of ``@agentv/core`` (version :data:`AGENTV_VERSION`, installed with npm into
   ``~/.cache/vision_eval/agentv-<version>`` on first use when ``node`` and ``npm`` are present), one ``evaluate``
   per case in one Node process. Its time is building the grader and scoring; importing ``@agentv/core`` (~0.35 s)
