@@ -26,8 +26,10 @@ cache is warm.
 - **loop**: :func:`~vision_eval.structured.field_row.field_row`, the evaluator's row function, called row by row
   in a plain Python loop (no deduplication, no process pool); its module is imported untimed.
 
-The ratios are of rows per second by those times (ours / AgentV, ours / loop). The 1-minute load average is
-printed with each measurement: on a shared machine every number moves with the other load. Both checkouts' modules
+The ratios are of rows per second by those times (ours / AgentV, ours / loop). The CPU time each spent on the
+same span is printed too (its process only: a process pool's workers are not counted): on a shared machine it
+moves less with the other load than the wall-clock time. The 1-minute load average is printed with each
+measurement: every number moves with the other load. Both checkouts' modules
 are byte-compiled first, as pip compiles an installed package's.
 """
 
@@ -86,6 +88,7 @@ const imported = performance.now();
 const fields = JSON.parse(fs.readFileSync(fieldsPath, 'utf8'));
 const cases = fs.readFileSync(casesPath, 'utf8').split('\\n').filter((l) => l).map((l) => JSON.parse(l));
 const begin = performance.now();
+const cpu = process.cpuUsage();
 const grader = new core.FieldAccuracyGrader({config: {type: 'field_accuracy', fields}});
 let sum = 0;
 for (const c of cases) {
@@ -95,8 +98,9 @@ for (const c of cases) {
   sum += verdict.score;
 }
 const end = performance.now();
+const used = process.cpuUsage(cpu);
 console.log(JSON.stringify({rows: cases.length, startup: (imported - started) / 1000, seconds: (end - begin) / 1000,
-                            mean: sum / cases.length}));
+                            cpu: (used.user + used.system) / 1e6, mean: sum / cases.length}));
 """
 
 
@@ -297,6 +301,7 @@ def _row(rows: int, best: dict[str, dict[str, float]], loads: dict[str, str]) ->
         f"{agentv['seconds']:.3f}" if agentv else "-",
         f"{ours['startup']:.3f}",
         f"{agentv['startup']:.3f}" if agentv else "-",
+        " / ".join(f"{best[k]['cpu']:.3f}" if k in best else "-" for k in ("ours", "agentv", "loop")),
         " / ".join(loads.get(k, "-") for k in ("ours", "agentv", "loop")),
     ]
     return "| " + " | ".join(cells) + " |"
@@ -326,9 +331,10 @@ def main() -> None:
     print(note)
     print(
         "| rows | ours (rows/s) | AgentV (rows/s) | loop (rows/s) | ours / AgentV | ours / loop | ours set-up "
-        "+ scoring (s) | AgentV scoring (s) | ours start-up (s) | AgentV import (s) | load: ours / AgentV / loop |"
+        "+ scoring (s) | AgentV scoring (s) | ours start-up (s) | AgentV import (s) | CPU (s): ours / AgentV / loop "
+        "| load: ours / AgentV / loop |"
     )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: | :---: |")
     means, statuses = [], {}
     with tempfile.TemporaryDirectory(prefix="bench_field_accuracy") as tmp:
         for rows in sizes:
