@@ -1,28 +1,36 @@
-"""field_accuracy throughput against a plain per-row Python loop of the same rules, same data, same run.
+"""field_accuracy throughput against AgentV's own field_accuracy and a plain per-row Python loop, same cases, same run.
 
-    PYTHONPATH=$PWD python benchmarks/bench_field_accuracy.py                 # 10k and 1M rows
-    PYTHONPATH=$PWD python benchmarks/bench_field_accuracy.py --sizes 10000 --repeat 3
-    PYTHONPATH=$PWD python benchmarks/bench_field_accuracy.py --baseline ../main  # main's evaluator too, same data
+    PYTHONPATH=$PWD python benchmarks/bench_field_accuracy.py                  # 10k and 100k rows
+    PYTHONPATH=$PWD python benchmarks/bench_field_accuracy.py --sizes 500      # smoke run
+    PYTHONPATH=$PWD python benchmarks/bench_field_accuracy.py --workers 2 --repeat 3   # on the process pool
 
-The data are mixed invoices (5 fields: exact, numeric_tolerance, date, fuzzy, a nested exact path): most responses
+The cases are mixed invoices (5 fields: exact, numeric_tolerance, date, fuzzy, a nested exact path): most responses
 plain JSON, some fenced, wrapped in prose, invalid (a trailing comma, cut short) or no JSON at all; dates in
 eight spellings (ISO, ``15-JAN-2025``, ``15-jan-2025``, ``01/15/2025``, ``15.01.2025``, ``January 15, 2025``, and
-two the field's ``formats`` do not list, left to python-dateutil); amounts as numbers and as strings with currency
-signs, codes and thousands separators. Every run draws fresh data (``--seed``, default from the clock): no date
-string recurs from an earlier run, and each measurement runs in a fresh process, so no cache is warm.
+two the field's ``formats`` do not list, left to python-dateutil's rules); amounts as numbers and as strings with
+currency signs, codes and thousands separators. Every run draws fresh cases (``--seed``, default from the clock) and
+writes them to a JSON Lines file that all three read; each measurement runs in a fresh process, first pass: no
+cache is warm.
 
-The loop is ``matching.evaluate_row`` (the row-wise definition the evaluator is tested against: ``json.loads``, the
-path walk, the comparisons) called row by row; the evaluator is ``FieldAccuracy.evaluate`` on the whole frame
-(batches of ``--batch`` rows). The data are generated first; then the loop times only its loop (its module is part of
-the framework both import untimed), and the evaluator times everything a run pays for it: importing its modules (and
-the libraries they load), building it, its ``warm_up`` (run on the engine's thread as a run starts it, and waited
-for: a run overlaps it with loading the data, which this does not credit) and scoring, first-call costs included.
-Their scores are checked to agree row for row. Both checkouts' modules are byte-compiled first, as pip compiles an
-installed package's: a process started with ``PYTHONDONTWRITEBYTECODE=1`` (this machine's shells set it) would
-otherwise recompile the evaluator's ~1,600 lines in every fresh process (~9 ms), a cost no installed run pays.
+- **ours**: ``FieldAccuracy.evaluate`` on the whole frame (batches of ``--batch`` rows; ``run.workers`` from
+  ``--workers``, default unset: field_accuracy then scores in the run's process). Its time is what a run pays for
+  it: importing its modules (and the libraries they load), building it, its ``warm_up`` (run on the engine's
+  thread as a run starts it, and waited for: a run overlaps it with loading the data, which this does not credit)
+  and scoring, first-call costs included. The framework's own import (``vision_eval.engine``) is reported apart,
+  as start-up.
+- **AgentV**: ``FieldAccuracyGrader`` of ``@agentv/core`` (version :data:`AGENTV_VERSION`, installed with npm into
+  ``~/.cache/vision_eval/agentv-<version>`` on first use when ``node`` and ``npm`` are present), one ``evaluate``
+  per case in one Node process. Its time is building the grader and scoring; importing ``@agentv/core`` (~0.35 s)
+  is reported apart, as start-up, and not counted. AgentV has no ``fuzzy`` match (it scores an unknown match 0),
+  so its mean score differs: both means are printed, agreement is not required.
+- **loop**: :func:`~vision_eval.structured.field_row.field_row`, the evaluator's row function, called row by row
+  in a plain Python loop (no deduplication, no process pool); its module is imported untimed.
 
-The ratio is of wall-clock rates. The CPU-time ratio (loop CPU / evaluator CPU, all its threads counted) is printed
-too: on a shared machine it moves less with the other load, and it leaves out what the evaluator's second core buys.
+The ratios are of rows per second by those times (ours / AgentV, ours / loop). The CPU time each spent on the
+same span is printed too (its process only: a process pool's workers are not counted): on a shared machine it
+moves less with the other load than the wall-clock time. The 1-minute load average is printed with each
+measurement: every number moves with the other load. Both checkouts' modules
+are byte-compiled first, as pip compiles an installed package's.
 """
 
 from __future__ import annotations
@@ -34,8 +42,10 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import date, timedelta
 from pathlib import Path
@@ -63,9 +73,35 @@ DATE_SPELLINGS = [  # (share, spelling)
     (0.14, "%m/%d/%Y"),
     (0.14, "%d.%m.%Y"),
     (0.10, "%B %d, %Y"),
-    (0.02, "%d %b %Y"),  # not in the field's formats: python-dateutil
+    (0.02, "%d %b %Y"),  # not in the field's formats: python-dateutil's rules
     (0.01, "%Y/%m/%d"),
 ]
+AGENTV_VERSION = "4.42.4"
+SMOKE_ROWS = 5_000
+"""Below this size (a smoke run), AgentV runs only when it is installed already (its install takes minutes)."""
+NODE_SCRIPT = """\
+import fs from 'fs';
+const [casesPath, fieldsPath] = process.argv.slice(2);
+const started = performance.now();
+const core = await import('@agentv/core');
+const imported = performance.now();
+const fields = JSON.parse(fs.readFileSync(fieldsPath, 'utf8'));
+const cases = fs.readFileSync(casesPath, 'utf8').split('\\n').filter((l) => l).map((l) => JSON.parse(l));
+const begin = performance.now();
+const cpu = process.cpuUsage();
+const grader = new core.FieldAccuracyGrader({config: {type: 'field_accuracy', fields}});
+let sum = 0;
+for (const c of cases) {
+  let verdict = grader.evaluate({evalCase: {expected_output: [{role: 'assistant', content: c.expected_output}]},
+                                 candidate: c.output});
+  if (verdict && typeof verdict.then === 'function') verdict = await verdict;
+  sum += verdict.score;
+}
+const end = performance.now();
+const used = process.cpuUsage(cpu);
+console.log(JSON.stringify({rows: cases.length, startup: (imported - started) / 1000, seconds: (end - begin) / 1000,
+                            cpu: (used.user + used.system) / 1e6, mean: sum / cases.length}));
+"""
 
 
 def _date(day: date, rng: random.Random) -> str:
@@ -145,92 +181,182 @@ def _digest(scores: list[float | None]) -> str:
     return hashlib.sha256(json.dumps(scores).encode()).hexdigest()[:16]
 
 
-def worker(kind: str, rows: int, seed: int, batch: int) -> dict[str, object]:
-    """One measurement in this (fresh) process: ``ours`` or ``loop`` on ``make_rows(rows, seed)``."""
+def _read_cases(path: Path) -> pl.DataFrame:
+    return pl.read_ndjson(path, schema={"id": pl.Utf8, "output": pl.Utf8, "expected_output": pl.Utf8})
+
+
+def worker(kind: str, cases: Path, batch: int, workers: int | None) -> dict[str, object]:
+    """One measurement in this (fresh) process: ``ours`` or ``loop`` on the cases of a JSON Lines file."""
     started = time.perf_counter()
     from vision_eval import engine
+    from vision_eval.config import RunConfig
     from vision_eval.evaluator import EvalContext
-    from vision_eval.structured import matching as m
 
-    imports = time.perf_counter() - started
-    frame = make_rows(rows, seed)  # first: no one-off work of the evaluator overlaps untimed work
-    # The generator's garbage (10^5 Python objects) is collected before either times anything: a run reads its data
-    # with Polars, not through Python dicts, so neither should pay a full collection of the generator's objects.
-    gc.collect()
+    startup = time.perf_counter() - started
+    frame = _read_cases(cases)  # first: no one-off work of the evaluator overlaps untimed work
+    gc.collect()  # the reading's garbage is not the evaluator's to collect
     if kind == "ours":
         started, cpu = time.perf_counter(), time.process_time()
         # Everything a run pays for this evaluator: importing its modules, building it, its warm-up, scoring.
         from vision_eval.evaluators.field_accuracy import FieldAccuracy, FieldAccuracySettings
 
-        evaluator = FieldAccuracy("bench", FieldAccuracySettings(fields=FIELDS), EvalContext())
-        if hasattr(engine, "start_warm_ups"):  # older checkouts warm up in the constructor, in the background
-            engine.start_warm_ups([evaluator]).join()
-        outs = [evaluator.evaluate(frame[o : o + batch]) for o in range(0, rows, batch)]
+        context = EvalContext(run=RunConfig(workers=workers))
+        evaluator = FieldAccuracy("bench", FieldAccuracySettings(fields=FIELDS), context)
+        engine.start_warm_ups([evaluator]).join()
+        setup = time.perf_counter() - started
+        outs = [evaluator.evaluate(frame[o : o + batch]) for o in range(0, frame.height, batch)]
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         results = pl.concat([o.results for o in outs])
         scores, statuses = results["score"].to_list(), results["status"].to_list()
     else:
-        specs = [m.FieldSpec(**f) for f in FIELDS]
-        outputs, expected = frame["output"].to_list(), frame["expected_output"].to_list()
+        from vision_eval.structured.field_row import FieldPlan, field_row
+        from vision_eval.structured.matching import FieldSpec
+
+        plan = FieldPlan([FieldSpec(**f) for f in FIELDS], "weighted_average")
+        pairs = list(zip(frame["output"].to_list(), frame["expected_output"].to_list()))
         started, cpu = time.perf_counter(), time.process_time()
-        refs = [m.evaluate_row(specs, o, e, "weighted_average") for o, e in zip(outputs, expected)]
-        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-        scores, statuses = [r.get("score") for r in refs], [r["status"] for r in refs]
-    return {"kind": kind, "rows": rows, "seconds": seconds, "cpu": cpu, "imports": imports, "digest": _digest(scores),
+        verdicts = [field_row(plan, output, expected) for output, expected in pairs]
+        seconds, cpu, setup = time.perf_counter() - started, time.process_time() - cpu, 0.0
+        scores, statuses = [v.score for v in verdicts], [v.status for v in verdicts]
+    counted = [s for s in scores if s is not None]
+    return {"kind": kind, "rows": frame.height, "seconds": seconds, "setup": setup, "cpu": cpu, "startup": startup,
+            "digest": _digest(scores), "mean": sum(counted) / max(1, len(scores)),
             "statuses": {s: statuses.count(s) for s in set(statuses)}}  # fmt: skip
 
 
-def measure(kind: str, rows: int, seed: int, batch: int, checkout: Path | None = None) -> dict[str, object]:
-    """:func:`worker` in a fresh process, importing vision_eval from ``checkout`` (default: this one)."""
-    root = checkout or Path(__file__).resolve().parents[1]
-    command = [sys.executable, __file__, "--worker", kind, "--sizes", str(rows), "--seed", str(seed)]
+def measure(kind: str, cases: Path, batch: int, workers: int | None) -> dict[str, object]:
+    """:func:`worker` in a fresh process."""
+    root = Path(__file__).resolve().parents[1]
+    command = [sys.executable, __file__, "--worker", kind, "--cases", str(cases), "--batch", str(batch)]
+    command += ["--workers", str(workers)] if workers else []
     env = {**os.environ, "PYTHONPATH": str(root)}
-    out = subprocess.run([*command, "--batch", str(batch)], capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def agentv_folder() -> Path:
+    return Path("~/.cache/vision_eval").expanduser() / f"agentv-{AGENTV_VERSION}"
+
+
+def agentv_ready(install: bool) -> tuple[Path | None, str]:
+    """The folder holding ``@agentv/core`` (installed there with npm when ``install``), or ``None`` and why not."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        return None, "AgentV: skipped (node and npm not found)"
+    folder = agentv_folder()
+    package = folder / "node_modules" / "@agentv" / "core" / "package.json"
+    if not package.exists():
+        if not install:
+            return None, (
+                f"AgentV: skipped (not installed in {folder}; a run of {SMOKE_ROWS:,} rows or more installs it)"
+            )
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "package.json").write_text('{"private": true}\n')
+        print(f"installing @agentv/core@{AGENTV_VERSION} into {folder} (npm, once)...", flush=True)
+        npm = ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", f"@agentv/core@{AGENTV_VERSION}"]
+        done = subprocess.run(npm, cwd=folder, capture_output=True, text=True)
+        if done.returncode != 0 or not package.exists():
+            return None, f"AgentV: skipped (npm install failed: {done.stderr.strip()[-300:]})"
+    version = json.loads(package.read_text())["version"]
+    if version != AGENTV_VERSION:
+        return None, f"AgentV: skipped ({folder} holds @agentv/core {version}, not {AGENTV_VERSION})"
+    (folder / "bench_field_accuracy.mjs").write_text(NODE_SCRIPT)
+    (folder / "fields.json").write_text(json.dumps(FIELDS))
+    return folder, f"AgentV: @agentv/core {version} (node {_node_version()})"
+
+
+def _node_version() -> str:
+    return subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+
+
+def measure_agentv(folder: Path, cases: Path) -> dict[str, object]:
+    """AgentV's grader on the cases, in a fresh Node process."""
+    command = ["node", str(folder / "bench_field_accuracy.mjs"), str(cases), str(folder / "fields.json")]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=folder)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _load() -> str:
+    return f"{os.getloadavg()[0]:.1f}"
+
+
+def _run(name: str, cases: Path, args: argparse.Namespace, folder: Path | None) -> dict[str, object]:
+    if name == "agentv":
+        assert folder is not None
+        return measure_agentv(folder, cases)
+    return measure(name, cases, args.batch, args.workers)
+
+
+def _row(rows: int, best: dict[str, dict[str, float]], loads: dict[str, str]) -> str:
+    """The table row of one size (``best``: per measurement, its numbers)."""
+    rate = {name: rows / got["seconds"] for name, got in best.items()}
+    ours, agentv = best["ours"], best.get("agentv")
+    cells = [
+        f"{rows:,}",
+        f"{rate['ours']:,.0f}",
+        f"{rate['agentv']:,.0f}" if agentv else "-",
+        f"{rate['loop']:,.0f}",
+        f"{rate['ours'] / rate['agentv']:.2f}x" if agentv else "-",
+        f"{rate['ours'] / rate['loop']:.2f}x",
+        f"{ours['setup']:.3f} + {ours['seconds'] - ours['setup']:.3f}",
+        f"{agentv['seconds']:.3f}" if agentv else "-",
+        f"{ours['startup']:.3f}",
+        f"{agentv['startup']:.3f}" if agentv else "-",
+        " / ".join(f"{best[k]['cpu']:.3f}" if k in best else "-" for k in ("ours", "agentv", "loop")),
+        " / ".join(loads.get(k, "-") for k in ("ours", "agentv", "loop")),
+    ]
+    return "| " + " | ".join(cells) + " |"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", default="10000,1000000", help="comma-separated row counts")
+    parser.add_argument("--sizes", default="10000,100000", help="comma-separated row counts")
     parser.add_argument("--seed", type=int, default=None, help="data seed (default: from the clock: fresh data)")
     parser.add_argument("--batch", type=int, default=250_000)
+    parser.add_argument("--workers", type=int, default=None, help="run.workers for ours (default: unset)")
     parser.add_argument("--repeat", type=int, default=1, help="fresh processes per measurement (best kept)")
-    parser.add_argument("--baseline", type=Path, help="another checkout (e.g. a worktree of main): its evaluator too")
+    parser.add_argument("--no-agentv", action="store_true", help="do not run AgentV")
     parser.add_argument("--worker", choices=["ours", "loop"], help=argparse.SUPPRESS)
+    parser.add_argument("--cases", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.cases, args.batch, args.workers)))
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     seed = args.seed if args.seed is not None else int(time.time()) % 100_000
-    if args.worker:
-        print(json.dumps(worker(args.worker, sizes[0], seed, args.batch)))
-        return
-    for checkout in [Path(__file__).resolve().parents[1], *([args.baseline] if args.baseline else [])]:
-        compileall.compile_dir(checkout / "vision_eval", quiet=1)  # as pip does at install (see the docstring)
-    print(f"fields={len(FIELDS)} seed={seed} batch={args.batch} repeat={args.repeat} (best of)")
-    extra = " baseline (rows/s) | baseline ratio | baseline CPU-time ratio |" if args.baseline else ""
-    print(f"| rows | ours (rows/s) | loop (rows/s) | ratio | CPU-time ratio | scores agree |{extra}")
-    print("| ---: | ---: | ---: | ---: | ---: | :---: |" + (" ---: | ---: | ---: |" if args.baseline else ""))
-    kinds = [("ours", None), ("loop", None)] + ([("baseline", args.baseline)] if args.baseline else [])
-    for rows in sizes:
-        best: dict[str, dict[str, object]] = {}
-        agree = True
-        for r in range(args.repeat):
-            digests = set()
-            for name, checkout in kinds:  # interleaved: a change of the machine's load touches all alike
-                got = measure("loop" if name == "loop" else "ours", rows, seed + r, args.batch, checkout)
-                if name != "baseline":
-                    digests.add(got["digest"])
-                if name not in best or got["seconds"] < best[name]["seconds"]:  # type: ignore[operator]
-                    best[name] = got
-            agree = agree and len(digests) == 1  # same data in both processes: the same scores
-        rate = {name: rows / float(best[name]["seconds"]) for name, _ in kinds}  # type: ignore[arg-type]
-        cpu_ratio = float(best["loop"]["cpu"]) / float(best["ours"]["cpu"])  # type: ignore[arg-type]
-        line = f"| {rows:,} | {rate['ours']:,.0f} | {rate['loop']:,.0f} | {rate['ours'] / rate['loop']:.1f}x "
-        line += f"| {cpu_ratio:.1f}x | {agree} |"
-        if args.baseline:
-            base_cpu = float(best["loop"]["cpu"]) / float(best["baseline"]["cpu"])  # type: ignore[arg-type]
-            line += f" {rate['baseline']:,.0f} | {rate['baseline'] / rate['loop']:.1f}x | {base_cpu:.1f}x |"
-        print(line, flush=True)
-    print(f"statuses (last size): {best['ours']['statuses']}")
+    compileall.compile_dir(Path(__file__).resolve().parents[1] / "vision_eval", quiet=1)  # as pip does at install
+    folder, note = (None, "AgentV: skipped (--no-agentv)") if args.no_agentv else agentv_ready(max(sizes) >= SMOKE_ROWS)
+    names = ["ours", *(["agentv"] if folder is not None else []), "loop"]  # interleaved: the machine's load
+    print(f"fields={len(FIELDS)} seed={seed} batch={args.batch} run.workers={args.workers or 'unset'} "
+          f"repeat={args.repeat} (best of)")  # fmt: skip
+    print(note)
+    print(
+        "| rows | ours (rows/s) | AgentV (rows/s) | loop (rows/s) | ours / AgentV | ours / loop | ours set-up "
+        "+ scoring (s) | AgentV scoring (s) | ours start-up (s) | AgentV import (s) | CPU (s): ours / AgentV / loop "
+        "| load: ours / AgentV / loop |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: | :---: |")
+    means, statuses = [], {}
+    with tempfile.TemporaryDirectory(prefix="bench_field_accuracy") as tmp:
+        for rows in sizes:
+            best: dict[str, dict[str, float]] = {}
+            loads: dict[str, str] = {}
+            for r in range(args.repeat):
+                cases = Path(tmp) / f"cases-{rows}-{r}.jsonl"
+                make_rows(rows, seed + r).write_ndjson(cases)
+                digests = set()
+                for name in names:
+                    got = _run(name, cases, args, folder)
+                    digests |= {got["digest"]} if "digest" in got else set()
+                    numbers = {k: float(v) for k, v in got.items() if isinstance(v, int | float)}
+                    if name not in best or numbers["seconds"] < best[name]["seconds"]:
+                        best[name], loads[name] = numbers, _load()
+                    statuses = got.get("statuses", statuses)
+                assert len(digests) == 1, "ours and the loop scored the same cases differently"
+            print(_row(rows, best, loads), flush=True)
+            agentv = f", AgentV {best['agentv']['mean']:.4f}" if "agentv" in best else ""
+            means.append(f"{rows:,} rows: ours {best['ours']['mean']:.4f}{agentv}")
+    print(f"mean scores (AgentV has no fuzzy match: it scores vendor_name 0): {'; '.join(means)}")
+    print(f"statuses (last size, loop): {statuses}")
     print(f"load average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (the machine may be shared)")
 
 

@@ -182,10 +182,9 @@ def test_batching_does_not_change_results(batch_size: int) -> None:
 
 def test_heavy_libraries_load_only_when_used(subprocess_env: dict[str, str]) -> None:
     """Importing the package, every built-in evaluator and running a deterministic stack loads neither litellm
-    (~3 s) nor DuckDB; json_validator on a few rows (scored row by row) and field_accuracy's small batches (read by
-    msgspec) do not load DuckDB either; the DuckDB-backed paths load it when they run: field_accuracy's extraction
-    of index paths (and of batches beyond ``duckpath.MSGSPEC_ROWS``), json_validator's column-wise path (batches with
-    at least ``json_columns.MIN_GROUP_ROWS`` rows of one expected_output shape)."""
+    (~3 s) nor DuckDB; json_validator on a few rows (scored row by row) and field_accuracy (a per-row rule, any
+    path) do not load DuckDB either; json_validator's column-wise path loads it when it runs (batches with at least
+    ``json_columns.MIN_GROUP_ROWS`` rows of one expected_output shape)."""
     import subprocess
     import sys
 
@@ -208,7 +207,7 @@ def test_heavy_libraries_load_only_when_used(subprocess_env: dict[str, str]) -> 
         f"{loaded}"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env, check=True)
-    assert out.stdout.split("\n")[:4] == ["[]", "[]", "[]", "['duckdb']"], out.stdout + out.stderr
+    assert out.stdout.split("\n")[:4] == ["[]", "[]", "[]", "[]"], out.stdout + out.stderr
     code = (
         "import sys, vision_eval\n"
         "from vision_eval.validators.json_columns import MIN_GROUP_ROWS as N\n"

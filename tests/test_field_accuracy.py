@@ -1,4 +1,4 @@
-"""field_accuracy: every match type and edge of issue 4, and the vectorized path against the row-wise reference."""
+"""field_accuracy: every match type and edge of issue 4, and each row of a batch getting its own row's verdict."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 import yaml
 
 import vision_eval
 from vision_eval.errors import ConfigError
 from vision_eval.structured import matching as m
+from vision_eval.structured.field_row import evaluate_row
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -227,7 +229,7 @@ def test_settings_validation() -> None:
         run([{"output": {}, "expected_output": {}}], [{"path": "a..b"}])
 
 
-# ---------------------------------------------------------------- fast path == reference
+# ---------------------------------------------------------------- a batch == its rows
 
 TRICKY = [
     '{"v": "plain", "n": 1}',
@@ -268,22 +270,36 @@ TRICKY = [
         {"path": "items[0].v"},
     ],
 )
-def test_vectorized_matches_reference(field: dict[str, Any]) -> None:
+def test_each_row_of_a_batch_gets_its_own_verdict(field: dict[str, Any]) -> None:
+    """A batch (distinct inputs scored once, verdicts gathered back) gives every row the verdict of that row alone."""
     wants = ['{"v": "plain", "customer": {"address": {"city": "Paris"}}, "items": [{"v": 1}]}', '{"v": 1000}']
     rows = [
         {"id": f"{i}-{j}", "output": g, "expected_output": w} for i, g in enumerate(TRICKY) for j, w in enumerate(wants)
     ]
     rows.append({"id": "items", "output": '{"items": [{"v": 1}, {"v": 2}]}', "expected_output": wants[0]})
+    rows += [{**row, "id": f"again-{row['id']}"} for row in rows[::3]]
     res = vision_eval.evaluate(rows, evaluators={"f": {"type": "field_accuracy", "fields": [field]}})
     spec = m.FieldSpec(**field)
     fields = {r["sample_id"]: r for r in res.fields.to_dicts()}
     for row, result in zip(rows, res.results.to_dicts()):
-        ref = m.evaluate_row([spec], row["output"], row["expected_output"], "weighted_average")
-        assert result["status"] == ref["status"], row
-        assert result["score"] == ref.get("score"), row
-        _, fr, _, _ = ref["fields"][0]
+        alone = evaluate_row([spec], row["output"], row["expected_output"], "weighted_average")
+        assert (result["status"], result["score"], result["details"]) == (alone.status, alone.score, alone.details)
+        [fr] = alone.fields
         got = fields[row["id"]]
-        assert (got["hit"], got["score"], got["reason"]) == (fr.hit, fr.score, fr.reason), row
+        assert (got["hit"], got["score"], got["reason"], got["actual"]) == (fr.hit, fr.score, fr.reason, fr.actual)
+
+
+def test_tricky_documents() -> None:
+    def actual(text: str) -> str | None:
+        return evaluate_row([m.FieldSpec(path="v")], text, '{"v": 1}', "weighted_average").fields[0].actual
+
+    assert actual('{"v": "dup1", "v": "dup2"}') == '"dup2"'
+    assert actual('{"x": {"v": "only nested"}}') is None
+    assert actual('{"v": "{\\"v\\": 1}"}') == '"{\\"v\\": 1}"'  # a string holding JSON stays a string
+    assert actual('  {\n  "v" :\t"spaced"  }  ') == '"spaced"'
+    assert actual('{"v": 1e3}') == "1000.0"
+    for not_json in ('{"v": "trailing", }', '{"v" "missing colon"}', ""):
+        assert evaluate_row([m.FieldSpec(path="v")], not_json, '{"v": 1}', "weighted_average").score == 0.0
 
 
 def test_structured_stack_config_loads() -> None:
@@ -317,12 +333,34 @@ def test_structured_stack_config_loads() -> None:
     assert got[("detection", "d")] == ("processed", 1.0)
 
 
-def test_expressions_built_once_per_field_follow_each_fields_settings() -> None:
-    """The fast path builds each field's expressions once and reuses them: fields that differ in one setting only
-    (tolerance, date formats, fuzzy threshold) still get their own rules, in any order, in one process."""
+def test_rules_prepared_once_per_field_follow_each_fields_settings() -> None:
+    """Each field's rule is prepared once (date readers and their caches are shared by equal settings): fields that
+    differ in one setting only (tolerance, date formats, fuzzy threshold) still get their own rules, in any order, in
+    one process."""
     for tolerance, hit in ((0.5, False), (2.0, True), (0.5, False)):
         assert one(10, 11, match="numeric_tolerance", tolerance=tolerance)["hit"] is hit
     for formats, hit in ((["DD/MM/YYYY"], True), (["MM/DD/YYYY"], False), (["DD/MM/YYYY"], True)):
         assert one("05/01/2025", "2025-01-05", match="date", formats=formats)["hit"] is hit
     for threshold, hit in ((0.95, False), (0.5, True), (0.95, False)):
         assert one("Acme Crop", "Acme Corp", match="fuzzy", threshold=threshold)["hit"] is hit
+
+
+def test_scored_in_this_process_unless_run_workers_says_otherwise_and_the_collector_is_restored() -> None:
+    import gc
+
+    from vision_eval.config import RunConfig
+    from vision_eval.evaluator import EvalContext
+    from vision_eval.evaluators.field_accuracy import FieldAccuracy, FieldAccuracySettings
+
+    settings = FieldAccuracySettings(fields=[m.FieldSpec(path="a")])
+    assert FieldAccuracy("f", settings, EvalContext()).workers() == 1
+    assert FieldAccuracy("f", settings, EvalContext(run=RunConfig())).workers() == 1
+    assert FieldAccuracy("f", settings, EvalContext(run=RunConfig(workers=3))).workers() == 3
+    batch = pl.DataFrame({"id": ["x"], "output": ['{"a": 1}'], "expected_output": ['{"a": 1}']})
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            assert FieldAccuracy("f", settings).evaluate(batch).results["score"].to_list() == [1.0]
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()

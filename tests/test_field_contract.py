@@ -1,6 +1,6 @@
 """field_accuracy's contract on the inputs where it used to be wrong (issue 19) or raise (issue 17): invalid JSON,
 fences with ``` in a string, integers beyond 2**53, dotted dates, deep JSON, numbers of any length and script.
-Every case runs through ``vision_eval.evaluate`` (the fast path) and ``matching.evaluate_row`` (the definition)."""
+Every case runs through ``vision_eval.evaluate`` (a batch) and ``field_row.evaluate_row`` (each row alone)."""
 
 from __future__ import annotations
 
@@ -12,20 +12,26 @@ import pytest
 import vision_eval
 from vision_eval.errors import ConfigError
 from vision_eval.structured import matching as m
+from vision_eval.structured.field_row import evaluate_row
 
 
 def both(rows: list[dict[str, Any]], fields: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per row: the evaluator's result (with its fields) after checking it equals the row-wise definition."""
+    """Per row: the evaluator's result (with its fields) after checking it is the verdict on that row alone."""
     for i, row in enumerate(rows):
         row.setdefault("id", str(i))
     result = vision_eval.evaluate(rows, evaluators={"f": {"type": "field_accuracy", "fields": fields}})
     specs = [m.FieldSpec(**f) for f in fields]
     out = []
     for row, res in zip(rows, result.results.to_dicts(), strict=True):
-        ref = m.evaluate_row(specs, row["output"], row["expected_output"], "weighted_average")
-        assert (res["status"], res["score"], res["error"]) == (ref["status"], ref.get("score"), ref.get("error"))
+        alone = evaluate_row(specs, row["output"], row["expected_output"], "weighted_average")
+        assert (res["status"], res["score"], res["error"], res["details"]) == (
+            alone.status,
+            alone.score,
+            alone.error,
+            alone.details,
+        )
         fields_rows = result.fields.filter(result.fields["sample_id"] == row["id"]).to_dicts()
-        assert [(f["hit"], f["reason"]) for f in fields_rows] == [(fr.hit, fr.reason) for _, fr, _, _ in ref["fields"]]
+        assert [(f["hit"], f["reason"]) for f in fields_rows] == [(fr.hit, fr.reason) for fr in alone.fields]
         out.append({**res, "details": json.loads(res["details"]) if res["details"] else None, "fields": fields_rows})
     return out
 

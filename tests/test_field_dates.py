@@ -1,21 +1,23 @@
-"""The vectorized date pass (``datepass``) against the row-wise date rules (``dates.parse_date``), on generated
-strings: every format spelling, case, spacing, invalid days, leap days, two-digit years, years before 1000, digits of
-other scripts, times, leap seconds and text no rule reads."""
+"""The date reader (``dates.parse_date``: ``strptime``'s expressions matched first, dates built from the match) reads
+every string as the standard library's chain does (``datetime.strptime`` per format, ``datetime.fromisoformat``,
+python-dateutil), on generated strings: every format spelling, case, spacing, invalid days, leap days, two-digit
+years, years before 1000, digits of other scripts, times, leap seconds and text no rule reads."""
 
 from __future__ import annotations
 
 import datetime as dt
 import random
+import re
 
 import pytest
 
-from vision_eval.structured import datepass
-from vision_eval.structured.dates import date_text, parse_date
+from vision_eval.structured import dates
+from vision_eval.structured.dates import date_reader, date_text, parse_date, strftime_format
 
 SPELLINGS = ["%Y-%m-%d", "%d-%b-%Y", "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y", "%B %d, %Y", "%Y-%m-%dT%H:%M:%S", "%d-%m-%y"]
 SPELLINGS += ["%Y%m%d", "%b %d %Y %H:%M", "%Y-%m-%d %H:%M", "%d %B %Y", "%A, %d %B %Y", "%y-%m-%d"]
 SPELLINGS += ["%d %b %Y", "%Y/%m/%d", "%b %d, %Y", "%b %d %Y", "%d-%B-%Y", "%Y/%d/%m"]  # python-dateutil's shapes
-SPELLINGS += ["%Y年%m月%d日"]  # a format with letters beyond ASCII (the vectorized rules match in ASCII mode)
+SPELLINGS += ["%Y年%m月%d日"]  # a format with letters beyond ASCII
 ODD = ["2025-02-30", "2024-02-29", "2023-02-29", "31.04.2025", "30/02/2025", "0999-01-01", "2025-13-01", "5 Jan"]
 ODD += ["", "   ", "tomorrow", "2025-01-05T24:00", "2025-01-05 10:20:60", "05.01.25", "1/2/3", "2025-01-05x10:20"]
 ODD += ["Jan 5 2025 10:61", "29-Feb-1900", "29-Feb-2000", "00-Jan-2025", "2025-00-10", "10-jAn-2025", "1e5", "x" * 300]
@@ -58,35 +60,98 @@ FORMAT_SETS = [
     (),
     ("YYYY-MM-DD", "DD-MMM-YYYY", "MM/DD/YYYY"),
     ("%d.%m.%Y", "%B %d, %Y", "%Y-%m-%dT%H:%M:%S", "%b %d %Y %H:%M"),
-    ("DD/MM/YYYY", "%j", "YYYY-MM-DD"),  # an unsupported directive: what reaches it is read row by row
+    ("DD/MM/YYYY", "%j", "YYYY-MM-DD"),  # a directive read by strptime itself
     ("%d-%m-%y", "%Y%m%d", "%y-%m-%d", "%d %B %Y"),
     ("YYYY年MM月DD日", "%d %b %Y", "YYYY-MM-DD"),
+    ("%y %Y-%m", "%m/%d", "%d %b", "%Y-%m-%d %H:%M:%S%z", "%A, %d %B %Y"),  # two years; no year; offsets; weekdays
 ]
+
+
+def stdlib_date(text: str, formats: tuple[str, ...]) -> dt.datetime | None:
+    """The rules of ``dates`` spelt with the standard library's functions: each format by ``datetime.strptime``,
+    then ``datetime.fromisoformat``, then python-dateutil (dotted dates day first)."""
+    from dateutil import parser
+
+    text = text.strip()
+    if not text or len(text) > dates.MAX_DATE_LENGTH:
+        return None
+    for f in formats:
+        try:
+            return dt.datetime.strptime(text, strftime_format(f)).replace(tzinfo=None)
+        except ValueError:
+            continue
+    try:
+        return dt.datetime.fromisoformat(text).replace(tzinfo=None)
+    except ValueError:
+        pass
+    dayfirst = re.match(r"[0-9]{1,2}\.[0-9]{1,2}\.[0-9]", text) is not None
+    try:
+        return parser.parse(text, dayfirst=dayfirst, yearfirst=False, default=dt.datetime(2000, 1, 1)).replace(
+            tzinfo=None
+        )
+    except (ValueError, OverflowError, TypeError, IndexError, KeyError):
+        return None
 
 
 @pytest.mark.parametrize("formats", FORMAT_SETS)
 @pytest.mark.parametrize("compare_time", [False, True])
-def test_vectorized_dates_equal_the_row_wise_rules(formats: tuple[str, ...], compare_time: bool) -> None:
+def test_the_date_reader_reads_as_the_standard_library(formats: tuple[str, ...], compare_time: bool) -> None:
     strings = _strings(len(formats) * 7 + compare_time, 6000)
-    row_wise: list[str] = []
-
-    def counted(text: str, fmts: tuple[str, ...], with_time: bool, first: int) -> str | None:
-        row_wise.append(text)
-        return datepass.shown_date(text, fmts, with_time, first)
-
-    shown = datepass.shown_dates(strings, formats, compare_time, counted)
-    for text, got in zip(strings, shown, strict=True):
-        parsed = parse_date(text, formats)
-        assert got == (date_text(parsed, compare_time) if parsed else None), (text, formats)
-    if formats and "%j" not in formats:
-        assert len(row_wise) < 0.75 * len(strings)  # most strings were read by the vectorized rules
+    shown = date_reader(formats, compare_time)
+    for text in strings:
+        want = stdlib_date(text, formats)
+        assert parse_date(text, formats) == want, (text, formats)
+        assert shown(text) == (date_text(want, compare_time) if want else None), (text, formats)
 
 
-def test_empty_list() -> None:
-    assert datepass.shown_dates([], ("YYYY-MM-DD",), False) == []
+def test_each_format_is_read_as_strptime_reads_it() -> None:
+    """Format by format (no fallback to ISO or dateutil): a date where strptime gives one, none where it raises."""
+    strings = _strings(99, 4000)
+    for formats in FORMAT_SETS:
+        for f in formats:
+            for text in strings:
+                try:
+                    want: dt.datetime | None = dt.datetime.strptime(text, strftime_format(f)).replace(tzinfo=None)
+                except ValueError:
+                    want = None
+                assert dates.read_by_format(text, f) == want, (text, f)
+
+
+def test_dates_are_built_from_the_match_for_the_common_directives() -> None:
+    """The common formats never call strptime (it costs ~4 µs a date); others do."""
+    assert dates._format_plan("DD-MMM-YYYY")[1] is not None
+    assert dates._format_plan("%B %d, %Y %H:%M:%S")[1] is not None
+    assert dates._format_plan("%d %b")[1] is None  # no year: strptime's leap-day rules
+    assert dates._format_plan("%A, %d %B %Y")[1] is None
+
+
+def test_a_reader_reads_each_distinct_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    original = dates._parse
+
+    def counted(text: str, plans: tuple[dates.Plan, ...]) -> dt.datetime | None:
+        calls.append(text)
+        return original(text, plans)
+
+    monkeypatch.setattr(dates, "_parse", counted)
+    shown = date_reader(("DD.MM.YYYY", "%Y-%m-%d %H:%M"), True)
+    for text in ["05.01.2025", "2025-01-05 10:20", "05.01.2025", "tomorrow", "tomorrow", "05.01.2025"]:
+        shown(text)
+    assert calls == ["05.01.2025", "2025-01-05 10:20", "tomorrow"]
+    assert shown("05.01.2025") == "2025-01-05 00:00:00" and shown("tomorrow") is None
 
 
 def test_dateutil_month_names_are_dateutils() -> None:
     from dateutil.parser import parserinfo
 
-    assert datepass.DATEUTIL_MONTHS == parserinfo.MONTHS
+    assert dates.DATEUTIL_MONTHS == parserinfo.MONTHS
+
+
+def test_spellings_dateutil_reads_one_way_are_read_without_it() -> None:
+    shaped = {"5 Jan 2025": (2025, 1, 5), "05-JAN-2025": (2025, 1, 5), "Sept 5, 2025": (2025, 9, 5),
+              "jan 05 2025": (2025, 1, 5), "2025/1/5": (2025, 1, 5), "1/5/2025": (2025, 1, 5),
+              "5.1.2025": (2025, 1, 5)}  # fmt: skip
+    for text, (year, month, day) in shaped.items():
+        assert dates._dateutil_shape(text) == stdlib_date(text, ()) == dt.datetime(year, month, day), text
+    for text in ["13/05/2025", "31 Feb 2025", "5 Janu 2025", "05.13.2025", "5 Jan 0999", "Jan 5 2025 10:20"]:
+        assert dates._dateutil_shape(text) is None, text  # left to dateutil

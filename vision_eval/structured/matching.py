@@ -1,29 +1,23 @@
-"""Field comparison semantics, row-wise: the reference the vectorized path (``fastpath``) must agree with.
+"""Field comparison semantics: how ``field_accuracy`` compares a response's value with the expected one.
 
 Values are JSON values (``dict``, ``list``, ``str``, ``int``/``float``, ``bool``, ``None``) or :data:`MISSING`.
 Every comparison returns ``(similarity, hit, reason)``; a field's score is 1.0 on a hit and 0.0 otherwise,
-``similarity`` (0..1) only guides the pairing of ``any_order`` array items.
+``similarity`` (0..1) only guides the pairing of ``any_order`` array items. A :class:`Rule` holds one field's
+comparison with its settings read once; :mod:`field_row` scores whole rows with it.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vision_eval.structured.dates import check_format, date_text, parse_date, strftime_format
+from vision_eval.structured.dates import check_format, date_reader, date_text, parse_date, strftime_format
 from vision_eval.structured.values import (
-    CURRENCY,
-    FENCE,
-    INTEGER,
-    ISO_PREFIX,
-    ISO_SUFFIX,
     MAX_DEPTH,
     MISSING,
-    NUMBER,
-    PARENS,
     TOO_DEEP,
     as_float,
     as_number,
@@ -33,7 +27,6 @@ from vision_eval.structured.values import (
     kind,
     loads,
     normalize_text,
-    numeric_check,
     parse_path,
     read_json,
     resolve,
@@ -43,13 +36,12 @@ from vision_eval.structured.values import (
     tolerance_compare,
 )
 
-__all__ = [  # the row-wise rules, with the parsing rules of values and dates re-exported: the one place to import from
-    "CURRENCY", "FENCE", "INTEGER", "ISO_PREFIX", "ISO_SUFFIX", "MAX_DEPTH", "MISSING", "NOT_AN_OBJECT", "NOT_JSON",
-    "NUMBER", "PARENS", "TOO_DEEP", "Algorithm", "FieldResult", "FieldSpec", "MatchType", "Outcome", "aggregate",
-    "as_float", "as_number", "check_format", "clean_number", "compare_field", "compare_scalar", "compare_values",
-    "date_text", "evaluate_row", "extract_json", "fmt", "kind", "loads", "normalize_text", "numeric_check",
-    "parse_date", "parse_path", "read_json", "resolve", "scorer", "similarity", "strftime_format", "to_json",
-    "tolerance_compare",
+__all__ = [  # the field rules, with the parsing rules of values and dates re-exported: the one place to import from
+    "MAX_DEPTH", "MISSING", "NOT_AN_OBJECT", "NOT_JSON", "TOO_DEEP", "Algorithm", "FieldResult", "FieldSpec",
+    "MatchType", "Outcome", "Rule", "as_float", "as_number", "check_format", "clean_number",
+    "compare_field", "compare_scalar", "compare_values", "date_text", "extract_json", "fmt", "kind", "loads",
+    "normalize_text", "parse_date", "parse_path", "read_json", "resolve", "rule", "scorer", "similarity",
+    "strftime_format", "to_json", "tolerance_compare",
 ]  # fmt: skip
 
 MatchType = Literal["exact", "numeric_tolerance", "date", "fuzzy"]
@@ -122,6 +114,12 @@ class Outcome:
     reason: str
 
 
+Compared = tuple[float, bool, str]
+"""An :class:`Outcome` as a plain tuple (similarity, hit, reason): what :class:`Rule` returns."""
+_COMPOSITE = ("array", "object")
+_PLAIN = frozenset((str, int, float, bool))
+
+
 def _deep_equal(a: Any, b: Any) -> bool:
     if kind(a) != kind(b):
         return False
@@ -132,110 +130,170 @@ def _deep_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def compare_scalar(spec: FieldSpec, got: Any, want: Any) -> Outcome:
-    """Compare two non-missing, non-composite values (either may be null)."""
-    gj, wj = to_json(got), to_json(want)
-    if got is None or want is None:
-        if got is None and want is None:
-            return Outcome(1.0, True, "both null")
-        return Outcome(0.0, False, f"got {gj}, expected {wj}")
-    if spec.match == "exact":
-        if kind(got) != kind(want):
-            return Outcome(0.0, False, f"type mismatch: got {kind(got)} {gj}, expected {kind(want)} {wj}")
-        equal = got == want
-        return Outcome(float(equal), equal, "equal" if equal else f"got {gj}, expected {wj}")
-    if spec.match == "numeric_tolerance":
+class Rule:
+    """The comparison of one field, its settings read once: :meth:`values` compares a response's value with the
+    expected one (neither :data:`MISSING`)."""
+
+    def __init__(self, spec: FieldSpec) -> None:
+        self.spec = spec
+        self.match = spec.match
+        self.any_order = spec.array_match == "any_order"
+        self.tolerance, self.relative = spec.tolerance, spec.relative
+        self.tolerance_text = fmt(spec.tolerance)
+        self.threshold = spec.threshold
+        self.floor = spec.threshold - 1e-12
+        self.shown_date = date_reader(tuple(spec.formats or ()), spec.compare_time) if spec.match == "date" else None
+        self.normalize = spec.normalize
+        self.similar: Callable[[str, str], float] | None = None
+        self.scale = 1.0
+        if spec.match == "fuzzy":
+            self.similar, self.scale = scorer(spec.algorithm)
+        self._compare = {
+            "exact": self._exact,
+            "numeric_tolerance": self._numeric,
+            "date": self._date,
+            "fuzzy": self._fuzzy,
+        }[spec.match]
+
+    def values(self, got: Any, want: Any) -> Compared:
+        """Compare a response value with the expected one (neither is MISSING)."""
+        if type(got) in _PLAIN and type(want) in _PLAIN:  # two strings, numbers or booleans: the field's own rule
+            return self._compare(got, want)
+        gk, wk = kind(got), kind(want)
+        if wk == "array" and gk == "array":
+            return self._arrays(got, want)
+        if wk == "object" and gk == "object":
+            return self._objects(got, want)
+        if wk in _COMPOSITE or gk in _COMPOSITE:
+            if self.match == "exact" or gk == "null" or wk == "null":
+                return 0.0, False, f"type mismatch: got {gk} {to_json(got)}, expected {wk} {to_json(want)}"
+            return 0.0, False, f"type mismatch: got {gk}, expected {wk}"
+        return self.scalar(got, want)
+
+    def scalar(self, got: Any, want: Any) -> Compared:
+        """Compare two non-missing, non-composite values (either may be null)."""
+        if got is None or want is None:
+            if got is None and want is None:
+                return 1.0, True, "both null"
+            return 0.0, False, f"got {to_json(got)}, expected {to_json(want)}"
+        return self._compare(got, want)
+
+    def _exact(self, got: Any, want: Any) -> Compared:
+        if type(got) is not type(want) and kind(got) != kind(want):  # an int and a float are both numbers
+            gk, wk = kind(got), kind(want)
+            return 0.0, False, f"type mismatch: got {gk} {to_json(got)}, expected {wk} {to_json(want)}"
+        if got == want:
+            return 1.0, True, "equal"
+        return 0.0, False, f"got {to_json(got)}, expected {to_json(want)}"
+
+    def _numeric(self, got: Any, want: Any) -> Compared:
         g, w = as_number(got), as_number(want)
         if w is None:
-            return Outcome(0.0, False, f"expected value is not a number: {wj}")
+            return 0.0, False, f"expected value is not a number: {to_json(want)}"
         if g is None:
-            return Outcome(0.0, False, f"not a number: got {gj}")
-        hit, diff, tol = tolerance_compare(g, w, spec.tolerance, spec.relative)
+            return 0.0, False, f"not a number: got {to_json(got)}"
+        hit, diff, tol = tolerance_compare(g, w, self.tolerance, self.relative)
         sim = 1.0 if hit else 0.5 / (1.0 + as_float(diff) / max(abs(as_float(w)), 1e-9))
-        sign = "<=" if hit else ">"
-        return Outcome(sim, hit, f"diff={fmt(diff)} {sign} tolerance {fmt(tol)}")
-    if spec.match == "date":
+        shown = fmt(tol) if self.relative else self.tolerance_text  # an absolute tolerance prints the same each time
+        return sim, hit, f"diff={fmt(diff)} {'<=' if hit else '>'} tolerance {shown}"
+
+    def _date(self, got: Any, want: Any) -> Compared:
         if not isinstance(want, str):
-            return Outcome(0.0, False, f"expected value is not a date string: {wj}")
+            return 0.0, False, f"expected value is not a date string: {to_json(want)}"
         if not isinstance(got, str):
-            return Outcome(0.0, False, f"not a date string: got {gj}")
-        formats = tuple(spec.formats or ())
-        w_date, g_date = parse_date(want, formats), parse_date(got, formats)
-        if w_date is None:
-            return Outcome(0.0, False, f"could not parse expected date {wj}")
-        if g_date is None:
-            return Outcome(0.0, False, f"could not parse date {gj}")
-        gt, wt = date_text(g_date, spec.compare_time), date_text(w_date, spec.compare_time)
-        return Outcome(float(gt == wt), gt == wt, f"same date {wt}" if gt == wt else f"got {gt}, expected {wt}")
-    if not isinstance(want, str):
-        return Outcome(0.0, False, f"expected value is not a string: {wj}")
-    if not isinstance(got, str):
-        return Outcome(0.0, False, f"not a string: got {gj}")
-    sim = similarity(got, want, spec.algorithm, spec.normalize)
-    hit = sim >= spec.threshold - 1e-12
-    sign = ">=" if hit else "<"
-    return Outcome(sim, hit, f"similarity {round(sim, 3)} {sign} threshold {spec.threshold}")
+            return 0.0, False, f"not a date string: got {to_json(got)}"
+        assert self.shown_date is not None
+        wt = self.shown_date(want)
+        if wt is None:
+            return 0.0, False, f"could not parse expected date {to_json(want)}"
+        gt = self.shown_date(got)
+        if gt is None:
+            return 0.0, False, f"could not parse date {to_json(got)}"
+        if gt == wt:
+            return 1.0, True, f"same date {wt}"
+        return 0.0, False, f"got {gt}, expected {wt}"
+
+    def _fuzzy(self, got: Any, want: Any) -> Compared:
+        if not isinstance(want, str):
+            return 0.0, False, f"expected value is not a string: {to_json(want)}"
+        if not isinstance(got, str):
+            return 0.0, False, f"not a string: got {to_json(got)}"
+        if self.normalize:
+            got, want = normalize_text(got), normalize_text(want)
+        assert self.similar is not None
+        sim = float(self.similar(got, want)) / self.scale
+        hit = sim >= self.floor
+        return sim, hit, f"similarity {round(sim, 3)} {'>=' if hit else '<'} threshold {self.threshold}"
+
+    def _objects(self, got: dict[str, Any], want: dict[str, Any]) -> Compared:
+        if self.match == "exact" and not self.any_order:
+            equal = _deep_equal(got, want)
+            return float(equal), equal, "equal" if equal else f"got {to_json(got)}, expected {to_json(want)}"
+        keys = list(dict.fromkeys([*want, *got]))
+        outcomes = {k: self.values(got[k], want[k]) if k in got and k in want else (0.0, False, "") for k in keys}
+        bad = [k for k, o in outcomes.items() if not o[1]]
+        sim = sum(o[0] for o in outcomes.values()) / len(keys) if keys else 1.0
+        if not bad:
+            return 1.0, True, "equal"
+        parts = [f"{k}: {outcomes[k][2]}" if k in got and k in want else f"{k}: only on one side" for k in bad]
+        return sim, False, "; ".join(parts)
+
+    def _pairs(self, got: list[Any], want: list[Any]) -> list[tuple[int, int, Compared]]:
+        if not self.any_order:
+            return [(i, i, self.values(got[i], want[i])) for i in range(min(len(got), len(want)))]
+        if not got or not want:
+            return []
+        import numpy as np
+        from scipy.optimize import linear_sum_assignment
+
+        outcomes = [[self.values(g, w) for w in want] for g in got]
+        sim = np.array([[o[0] for o in row] for row in outcomes], dtype=float).reshape(len(got), len(want))
+        rows, cols = linear_sum_assignment(sim, maximize=True)
+        return [(int(i), int(j), outcomes[i][j]) for i, j in zip(rows, cols)]
+
+    def _arrays(self, got: list[Any], want: list[Any]) -> Compared:
+        pairs = self._pairs(got, want)
+        hits = sum(o[1] for _, _, o in pairs)
+        problems = [f"item {j}: {o[2]}" for _, j, o in pairs if not o[1]]
+        paired_want = {j for _, j, _ in pairs}
+        paired_got = {i for i, _, _ in pairs}
+        missing = [j for j in range(len(want)) if j not in paired_want]
+        extra = [i for i in range(len(got)) if i not in paired_got]
+        if missing:
+            problems.append(f"{len(missing)} expected item(s) unmatched: {', '.join(map(str, missing))}")
+        if extra:
+            problems.append(f"{len(extra)} extra item(s) in response")
+        total = max(len(got), len(want))
+        sim = 1.0 if total == 0 else sum(o[0] for _, _, o in pairs) / total
+        order = " (any order)" if self.any_order else ""
+        if not problems:
+            return 1.0, True, f"all {len(want)} items match{order}"
+        return sim, False, f"{hits}/{len(want)} items match{order}; " + "; ".join(problems)
 
 
-def _pair_any_order(spec: FieldSpec, got: list[Any], want: list[Any]) -> list[tuple[int, int, Outcome]]:
-    import numpy as np
-    from scipy.optimize import linear_sum_assignment
-
-    outcomes = [[compare_values(spec, g, w) for w in want] for g in got]
-    sim = np.array([[o.similarity for o in row] for row in outcomes], dtype=float).reshape(len(got), len(want))
-    rows, cols = linear_sum_assignment(sim, maximize=True)
-    return [(int(i), int(j), outcomes[i][j]) for i, j in zip(rows, cols)]
+_RULES: dict[int, tuple[FieldSpec, Rule]] = {}
 
 
-def _compare_arrays(spec: FieldSpec, got: list[Any], want: list[Any]) -> Outcome:
-    if spec.array_match == "any_order":
-        pairs = _pair_any_order(spec, got, want) if got and want else []
-    else:
-        pairs = [(i, i, compare_values(spec, got[i], want[i])) for i in range(min(len(got), len(want)))]
-    hits = sum(o.hit for _, _, o in pairs)
-    problems = [f"item {j}: {o.reason}" for _, j, o in pairs if not o.hit]
-    paired_want = {j for _, j, _ in pairs}
-    paired_got = {i for i, _, _ in pairs}
-    missing = [j for j in range(len(want)) if j not in paired_want]
-    extra = [i for i in range(len(got)) if i not in paired_got]
-    if missing:
-        problems.append(f"{len(missing)} expected item(s) unmatched: {', '.join(map(str, missing))}")
-    if extra:
-        problems.append(f"{len(extra)} extra item(s) in response")
-    total = max(len(got), len(want))
-    hit = not problems
-    sim = 1.0 if total == 0 else sum(o.similarity for _, _, o in pairs) / total
-    order = " (any order)" if spec.array_match == "any_order" else ""
-    if hit:
-        return Outcome(1.0, True, f"all {len(want)} items match{order}")
-    return Outcome(sim, False, f"{hits}/{len(want)} items match{order}; " + "; ".join(problems))
+def rule(spec: FieldSpec) -> Rule:
+    """The :class:`Rule` of a field (kept for the last specs asked for)."""
+    known = _RULES.get(id(spec))
+    if known is not None and known[0] is spec:
+        return known[1]
+    if len(_RULES) >= 256:
+        _RULES.clear()
+    made = Rule(spec)
+    _RULES[id(spec)] = (spec, made)  # the spec is kept alive with its rule: its id is not reused meanwhile
+    return made
+
+
+def compare_scalar(spec: FieldSpec, got: Any, want: Any) -> Outcome:
+    """Compare two non-missing, non-composite values (either may be null)."""
+    return Outcome(*rule(spec).scalar(got, want))
 
 
 def compare_values(spec: FieldSpec, got: Any, want: Any) -> Outcome:
     """Compare a response value with the expected one under ``spec`` (neither is MISSING)."""
-    gk, wk = kind(got), kind(want)
-    if wk == "array" and gk == "array":
-        return _compare_arrays(spec, got, want)
-    if wk == "object" and gk == "object":
-        if spec.match == "exact" and spec.array_match == "ordered":
-            equal = _deep_equal(got, want)
-            return Outcome(float(equal), equal, "equal" if equal else f"got {to_json(got)}, expected {to_json(want)}")
-        keys = list(dict.fromkeys([*want, *got]))
-        outcomes = {
-            k: compare_values(spec, got[k], want[k]) if k in got and k in want else Outcome(0.0, False, "")
-            for k in keys
-        }
-        bad = [k for k, o in outcomes.items() if not o.hit]
-        sim = sum(o.similarity for o in outcomes.values()) / len(keys) if keys else 1.0
-        if not bad:
-            return Outcome(1.0, True, "equal")
-        parts = [f"{k}: {outcomes[k].reason}" if k in got and k in want else f"{k}: only on one side" for k in bad]
-        return Outcome(sim, False, "; ".join(parts))
-    if wk in ("array", "object") or gk in ("array", "object"):
-        if spec.match == "exact" or gk == "null" or wk == "null":
-            return Outcome(0.0, False, f"type mismatch: got {gk} {to_json(got)}, expected {wk} {to_json(want)}")
-        return Outcome(0.0, False, f"type mismatch: got {gk}, expected {wk}")
-    return compare_scalar(spec, got, want)
+    return Outcome(*rule(spec).values(got, want))
 
 
 @dataclass(frozen=True)
@@ -247,57 +305,23 @@ class FieldResult:
     reason: str
 
 
-def compare_field(spec: FieldSpec, got: Any, want: Any) -> FieldResult:
-    """The field-level rules: no expected value → hit; missing required → miss; missing optional → left out."""
+def field_outcome(spec: FieldSpec, comparison: Rule, got: Any, want: Any) -> tuple[float | None, bool | None, str]:
+    """The field-level rules, as ``(score, hit, reason)``: no expected value → hit; missing required → miss;
+    missing optional → left out; otherwise the comparison's hit."""
     if want is MISSING:
-        return FieldResult(1.0, True, "no expected value")
+        return 1.0, True, "no expected value"
     if got is MISSING:
         if spec.required:
-            return FieldResult(0.0, False, "missing from the response")
-        return FieldResult(None, None, "optional field missing from the response (left out)")
-    outcome = compare_values(spec, got, want)
-    return FieldResult(1.0 if outcome.hit else 0.0, outcome.hit, outcome.reason)
+            return 0.0, False, "missing from the response"
+        return None, None, "optional field missing from the response (left out)"
+    _, hit, reason = comparison.values(got, want)
+    return (1.0 if hit else 0.0), hit, reason
 
 
-def aggregate(specs: list[FieldSpec], results: list[FieldResult], aggregation: str) -> float | None:
-    """Row score, or ``None`` when every field was left out."""
-    counted = [(s, r) for s, r in zip(specs, results) if r.score is not None]
-    if not counted:
-        return None
-    if aggregation == "all_or_nothing":
-        return 1.0 if all(r.hit for _, r in counted) else 0.0
-    total = sum(s.weight for s, _ in counted)
-    if total <= 0:
-        return 1.0 if all(r.hit for _, r in counted) else 0.0
-    return sum(s.weight * (r.score or 0.0) for s, r in counted) / total
+def compare_field(spec: FieldSpec, got: Any, want: Any) -> FieldResult:
+    """The field-level rules (:func:`field_outcome`) as a :class:`FieldResult`."""
+    return FieldResult(*field_outcome(spec, rule(spec), got, want))
 
 
 NOT_JSON = "response is not JSON"
 NOT_AN_OBJECT = "expected_output is not a JSON object"
-
-
-def evaluate_row(specs: list[FieldSpec], output: str | None, expected: str | None, aggregation: str) -> dict[str, Any]:
-    """The whole row-wise reference: ``{status, score, details, fields: [(path, FieldResult, got, want)]}``."""
-    ok_w, want_doc, problem = read_json(expected)
-    if problem == TOO_DEEP:
-        return {"status": "error", "error": f"expected_output: {TOO_DEEP}", "fields": []}
-    if not ok_w or not isinstance(want_doc, dict):
-        return {"status": "error", "error": NOT_AN_OBJECT, "fields": []}
-    ok_g, got_doc, problem = read_json(output)
-    if problem == TOO_DEEP:
-        return {"status": "error", "error": f"output: {TOO_DEEP}", "fields": []}
-    rows = []
-    for spec in specs:
-        steps = parse_path(spec.path)
-        want = resolve(want_doc, steps)
-        if not ok_g:
-            rows.append((spec.path, FieldResult(0.0, False, NOT_JSON), MISSING, want))
-            continue
-        got = resolve(got_doc, steps)
-        rows.append((spec.path, compare_field(spec, got, want), got, want))
-    if not ok_g:
-        return {"status": "processed", "score": 0.0, "reason": NOT_JSON, "fields": rows}
-    score = aggregate(specs, [r for _, r, _, _ in rows], aggregation)
-    if score is None or (isinstance(score, float) and math.isnan(score)):
-        return {"status": "skipped", "reason": "every field was left out", "fields": rows}
-    return {"status": "processed", "score": score, "fields": rows}

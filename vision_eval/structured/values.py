@@ -1,7 +1,8 @@
-"""Values of structured outputs: dot paths, JSON extraction, numbers, dates and fuzzy similarity.
+"""Values of structured outputs: dot paths, JSON extraction, numbers and fuzzy similarity.
 
-The parsing rules :mod:`matching` compares with (and :mod:`fastpath` reproduces in Polars); dates live in
-:mod:`dates`.
+The parsing rules :mod:`matching` compares with; dates live in :mod:`dates`. Each function is called for every
+field of every row: patterns are compiled once, and the common case (a plain JSON value, a plain number) takes
+the shortest way.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import unicodedata
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
+from json.encoder import encode_basestring  # the C quoting json.dumps uses
 from typing import Any
 
 
@@ -122,12 +124,26 @@ def too_deep(text: str) -> bool:
     return text.count("{") + text.count("[") > MAX_DEPTH and nesting_depth(text) > MAX_DEPTH
 
 
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__, not in the stubs
+"""The C scanner ``json.loads`` runs: on a stripped text (no JSON whitespace around it), ``json.loads(text)``
+succeeds exactly when it reads a value that ends where the text ends, and returns that value."""
+
+
 def _whole(text: str) -> tuple[bool, Any]:
-    """``text`` as one JSON document; a JSON string holding an object or array (double-encoded) is decoded once
-    more."""
+    """``text`` (stripped) as one JSON document; a JSON string holding an object or array (double-encoded) is
+    decoded once more."""
     try:
-        value = loads(text)
-    except ValueError:
+        value, end = _SCAN(text, 0)
+    except StopIteration:  # no JSON value at the start
+        return False, None
+    except json.JSONDecodeError:
+        return False, None
+    except ValueError:  # an integer beyond int()'s digit limit: read as json.loads would
+        try:
+            value, end = loads(text), len(text)
+        except ValueError:
+            return False, None
+    if end != len(text):
         return False, None
     if isinstance(value, str) and value.strip()[:1] in ("{", "["):
         try:
@@ -150,7 +166,7 @@ def read_json(text: str | None) -> tuple[bool, Any, str | None]:
     never yields one of its inner objects."""
     if text is None:
         return False, None, NOT_JSON_TEXT
-    if too_deep(text):
+    if text.count("{") + text.count("[") > MAX_DEPTH and nesting_depth(text) > MAX_DEPTH:  # too_deep, inlined
         return False, None, TOO_DEEP
     ok, value = _whole(text.strip())
     if ok:
@@ -178,8 +194,22 @@ def extract_json(text: str | None) -> tuple[bool, Any]:
     return ok, value
 
 
+_KINDS: dict[type, str] = {
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "bool",
+    type(None): "null",
+    dict: "object",
+    list: "array",
+}
+
+
 def kind(value: Any) -> str:
     """``missing``, ``null``, ``bool``, ``number``, ``string``, ``object`` or ``array``."""
+    known = _KINDS.get(type(value))
+    if known is not None:
+        return known
     if value is MISSING:
         return "missing"
     if value is None:
@@ -193,15 +223,39 @@ def kind(value: Any) -> str:
     return "object" if isinstance(value, dict) else "array"
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` without building an encoder per call."""
+_FLOAT_TEXT = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
 def to_json(value: Any) -> str | None:
-    """Compact JSON text of a value (``None`` for :data:`MISSING`); integers of any length are written in full."""
+    """Compact JSON text of a value (``None`` for :data:`MISSING`); integers of any length are written in full.
+
+    Scalars are written as ``json.dumps`` writes them, without its per-call set-up."""
+    kind = type(value)
+    if kind is str:
+        return encode_basestring(value)
+    if kind is float:
+        if value != value:
+            return "NaN"
+        return _FLOAT_TEXT.get(value) or float.__repr__(value)
+    if kind is int and -_SHORT_INT < value < _SHORT_INT:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
     if value is MISSING:
         return None
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return _COMPACT.encode(value)
     except ValueError:  # an integer beyond str()'s digit limit
-        text = json.dumps(_long_ints_marked(value), ensure_ascii=False, separators=(",", ":"))
+        text = _COMPACT.encode(_long_ints_marked(value))
         return text.replace(f'"{_MARK}', "").replace(f'{_MARK}"', "")
+
+
+_SHORT_INT = 10**4000
+"""Integers below this magnitude are written by ``int.__repr__`` (its limit is 4,300 digits)."""
 
 
 _MARK = "\\u0000long-int\\u0000"
@@ -224,6 +278,8 @@ def _long_ints_marked(value: Any) -> Any:
 def fmt(x: float | Fraction) -> str:
     """A number as reasons print it (same text as Polars' ``round(6).cast(String)``); an exact value beyond the
     float range in scientific notation with 7 significant digits."""
+    if x == 0:
+        return "0.0"
     try:
         r = round(float(x), 6)
     except OverflowError:
@@ -233,7 +289,7 @@ def fmt(x: float | Fraction) -> str:
         return "NaN"
     if r == 0:
         return "0.0"
-    text = repr(r)
+    text = float.__repr__(r)
     if "e" in text and abs(r) < 1e15:
         text = f"{r:.6f}".rstrip("0")
         text = text + "0" if text.endswith(".") else text
@@ -248,6 +304,8 @@ ISO_SUFFIX = r"\s*[A-Z]{3}$"
 NUMBER = r"^[+-]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 PARENS = r"^\((.*)\)$"
 _NUMBER_RE = re.compile(NUMBER)
+_CURRENCY_RE, _ISO_PREFIX_RE, _ISO_SUFFIX_RE = re.compile(CURRENCY), re.compile(ISO_PREFIX), re.compile(ISO_SUFFIX)
+_PARENS_RE, _SEPARATORS_RE = re.compile(PARENS), re.compile(r"[\s,]")
 
 
 INTEGER = r"^[+-]?[0-9]+$"
@@ -269,14 +327,17 @@ _ASCII_DIGITS = _AsciiDigits()
 def clean_number(text: str) -> str | None:
     """A numeric string without currency signs, ISO codes, thousands separators and spaces, or ``None``. Digits
     of any script (``"١٢٣"``) read as digits."""
-    if not text.isascii():
-        text = text.translate(_ASCII_DIGITS)
-    text = text.strip()
-    negative = re.match(PARENS, text)
+    if text.isascii():
+        text = text.strip()
+        if _NUMBER_RE.match(text):  # a plain number: none of the steps below would change it
+            return text
+    else:
+        text = text.translate(_ASCII_DIGITS).strip()
+    negative = _PARENS_RE.match(text)
     if negative:
         text = "-" + negative.group(1)
-    text = re.sub(ISO_SUFFIX, "", re.sub(ISO_PREFIX, "", text))
-    text = re.sub(r"[\s,]", "", re.sub(CURRENCY, "", text))
+    text = _ISO_SUFFIX_RE.sub("", _ISO_PREFIX_RE.sub("", text))
+    text = _SEPARATORS_RE.sub("", _CURRENCY_RE.sub("", text))
     text = text.replace("--", "")
     return text if _NUMBER_RE.match(text) else None
 
@@ -288,6 +349,9 @@ Number = int | float
 def as_number(value: Any) -> Number | None:
     """A JSON number or numeric string ("$1,500.00", "(20)", "1 500 EUR") as a number; else ``None``. Integers stay
     exact (``int``) whatever their length."""
+    kind = type(value)
+    if kind is int or kind is float:
+        return value  # type: ignore[no-any-return]
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
@@ -309,23 +373,21 @@ SAFE_MARGIN = 1e-12
 (< 1e-15 relative) cannot flip it. Closer ones are decided with exact fractions."""
 
 
-def numeric_check(diff: float, tol: float) -> bool:
-    """Inclusive bound, forgiving float rounding (100.01 vs 100 with tolerance 0.01 is a hit)."""
-    return diff <= tol + SLACK * max(1.0, tol)
-
-
 def tolerance_compare(got: Number, want: Number, tolerance: float, relative: bool) -> tuple[bool, Any, Any]:
     """``(hit, diff, tol)`` for ``|got - want| <= tol + SLACK * max(1, tol)``, ``tol`` being ``tolerance`` or (with
     ``relative``) ``tolerance * |want|`` (``tolerance`` when ``want`` is 0). Decided exactly: in float64 when that
     cannot differ from exact arithmetic, otherwise with fractions (integers beyond 2**53, values at the bound).
     Infinite and NaN values compare as floats."""
-    finite = all(not isinstance(v, float) or math.isfinite(v) for v in (got, want))
-    if not finite or all(isinstance(v, float) or abs(v) <= EXACT_FLOAT for v in (got, want)):
+    g_float, w_float = isinstance(got, float), isinstance(want, float)
+    finite = (not g_float or math.isfinite(got)) and (not w_float or math.isfinite(want))
+    if not finite or (
+        (g_float or -EXACT_FLOAT <= got <= EXACT_FLOAT) and (w_float or -EXACT_FLOAT <= want <= EXACT_FLOAT)
+    ):
         g, w = as_float(got), as_float(want)
         diff = abs(g - w)
         tol = tolerance * abs(w) if relative and w != 0 else tolerance
-        bound = tol + SLACK * max(1.0, tol)
-        if not finite or abs(diff - bound) > SAFE_MARGIN * max(diff, bound):
+        bound = tol + SLACK * (tol if tol > 1.0 else 1.0)
+        if not finite or abs(diff - bound) > SAFE_MARGIN * (diff if diff > bound else bound):
             return diff <= bound, diff, tol
     exact_g, exact_w = Fraction(got), Fraction(want)
     exact_diff = abs(exact_g - exact_w)
@@ -344,8 +406,9 @@ def as_float(value: Any) -> float:
 # ---------------------------------------------------------------- fuzzy
 
 
+@lru_cache(maxsize=8)
 def scorer(algorithm: str) -> Any:
-    """The rapidfuzz scorer for an algorithm, returning 0..1."""
+    """The rapidfuzz scorer for an algorithm and the scale of its result (divide by it for 0..1)."""
     from rapidfuzz import fuzz
     from rapidfuzz.distance import JaroWinkler, Levenshtein
 
@@ -358,8 +421,8 @@ def scorer(algorithm: str) -> Any:
 
 
 def normalize_text(text: str) -> str:
-    """Lowercase, whitespace collapsed and trimmed."""
-    return re.sub(r"\s+", " ", text.lower()).strip()
+    """Lowercase, whitespace collapsed and trimmed (``str.split`` splits on the characters ``\\s`` matches)."""
+    return " ".join(text.lower().split())
 
 
 def similarity(a: str, b: str, algorithm: str, normalize: bool) -> float:
