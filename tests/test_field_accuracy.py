@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import pytest
 import yaml
 
@@ -343,24 +342,3 @@ def test_rules_prepared_once_per_field_follow_each_fields_settings() -> None:
         assert one("05/01/2025", "2025-01-05", match="date", formats=formats)["hit"] is hit
     for threshold, hit in ((0.95, False), (0.5, True), (0.95, False)):
         assert one("Acme Crop", "Acme Corp", match="fuzzy", threshold=threshold)["hit"] is hit
-
-
-def test_scored_in_this_process_unless_run_workers_says_otherwise_and_the_collector_is_restored() -> None:
-    import gc
-
-    from vision_eval.config import RunConfig
-    from vision_eval.evaluator import EvalContext
-    from vision_eval.evaluators.field_accuracy import FieldAccuracy, FieldAccuracySettings
-
-    settings = FieldAccuracySettings(fields=[m.FieldSpec(path="a")])
-    assert FieldAccuracy("f", settings, EvalContext()).workers() == 1
-    assert FieldAccuracy("f", settings, EvalContext(run=RunConfig())).workers() == 1
-    assert FieldAccuracy("f", settings, EvalContext(run=RunConfig(workers=3))).workers() == 3
-    batch = pl.DataFrame({"id": ["x"], "output": ['{"a": 1}'], "expected_output": ['{"a": 1}']})
-    for enabled in (True, False):
-        (gc.enable if enabled else gc.disable)()
-        try:
-            assert FieldAccuracy("f", settings).evaluate(batch).results["score"].to_list() == [1.0]
-            assert gc.isenabled() is enabled
-        finally:
-            gc.enable()

@@ -85,3 +85,23 @@ def test_nested_inputs_are_scored_row_by_row() -> None:
     out = score_rows(frame["id"], frame.select("output", "expected_output"), _length_rule, workers=1)
     assert len(CALLS) == 2
     assert out.results["status"].to_list() == ["processed", "processed"]
+
+
+def test_the_collector_is_paused_while_scoring_and_restored_after() -> None:
+    import gc
+
+    seen: list[bool] = []
+
+    def rule(output: str | None, expected: str | None) -> RowResult:
+        seen.append(gc.isenabled())
+        return processed(1.0, {})
+
+    frame = _rows(10, 3)
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            score_rows(frame["id"], frame.select("output", "expected_output"), rule, workers=1)
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()
+    assert seen and not any(seen)

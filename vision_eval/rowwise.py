@@ -12,11 +12,13 @@ must not touch Polars: it may run in a worker process.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import polars as pl
 
@@ -30,8 +32,7 @@ CHUNKS_PER_WORKER = 4
 """Chunks handed to each worker of the pool: enough that a slow chunk does not leave the other workers idle."""
 
 
-@dataclass(frozen=True)
-class FieldRow:
+class FieldRow(NamedTuple):
     """One compared field of a row (a row of ``fields.parquet``)."""
 
     path: str
@@ -46,9 +47,9 @@ class FieldRow:
     reason: str
 
 
-@dataclass(frozen=True)
-class RowResult:
-    """The verdict on one row."""
+class RowResult(NamedTuple):
+    """The verdict on one row (a named tuple: cheap to build, and a batch of them is cheap to hand back from a
+    worker process)."""
 
     status: Literal["processed", "error", "skipped"]
     score: float | None = None
@@ -74,8 +75,57 @@ def processed(score: float, details: dict[str, Any] | str, passed: bool | None =
     return RowResult("processed", score, text, passed=passed)
 
 
-def _score_chunk(function: Callable[..., RowResult], rows: Sequence[tuple[Any, ...]]) -> list[RowResult]:
-    return [function(*row) for row in rows]
+RESULT_COLUMNS = {"status": pl.Utf8, "score": pl.Float64, "details": pl.Utf8, "error": pl.Utf8, "passed": pl.Boolean}
+"""The columns of the verdicts, in :class:`RowResult` order."""
+FIELD_COLUMNS = {
+    "_code": pl.UInt32,
+    "path": pl.Utf8,
+    "match": pl.Utf8,
+    "expected": pl.Utf8,
+    "actual": pl.Utf8,
+    "score": pl.Float64,
+    "hit": pl.Boolean,
+    "reason": pl.Utf8,
+}
+"""The columns of the compared fields: the index of the verdict they belong to, then :class:`FieldRow`'s."""
+
+
+@dataclass
+class Verdicts:
+    """A run of verdicts as columns (how a worker hands them back: lists of plain values pickle fast)."""
+
+    columns: list[list[Any]]
+    """One list per :data:`RESULT_COLUMNS` entry."""
+    fields: list[tuple[Any, ...]]
+    """``(index of the verdict, *FieldRow)`` per compared field, in verdict order."""
+
+    def extend(self, other: Verdicts) -> None:
+        offset = len(self.columns[0])
+        for mine, theirs in zip(self.columns, other.columns):
+            mine.extend(theirs)
+        self.fields.extend((index + offset, *rest) for index, *rest in other.fields)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused: a batch's verdicts are hundreds of thousands of small objects without
+    cycles, and every full collection would walk all of them again (scoring 100k rows took ~3x longer)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _score_chunk(function: Callable[..., RowResult], rows: Sequence[tuple[Any, ...]]) -> Verdicts:
+    with _collector_paused():
+        verdicts = [function(*row) for row in rows]
+        columns = [list(column) for column in zip(*verdicts)] or [[] for _ in RowResult._fields]
+        owned = columns.pop()  # each verdict's fields
+        fields = [(index, *f) for index, compared in enumerate(owned) if compared for f in compared]
+    return Verdicts(columns, fields)
 
 
 _DEDUPABLE = (pl.Utf8, pl.String, pl.Int64, pl.Int32, pl.Float64, pl.Boolean, pl.Null)
@@ -100,7 +150,7 @@ def score_rows(
     inputs: pl.DataFrame,
     function: Callable[..., RowResult],
     workers: int = 1,
-    pool_min_rows: int = POOL_MIN_ROWS,
+    pool_min_rows: int | None = None,
 ) -> EvalOutput:
     """``function`` on each row of ``inputs`` (its columns, in order, as the arguments), each distinct row once.
 
@@ -109,71 +159,33 @@ def score_rows(
         inputs: the columns the rule reads.
         function: the rule (picklable; no Polars inside).
         workers: processes to spread a large batch over (1: this process only).
-        pool_min_rows: distinct rows from which the pool is used.
+        pool_min_rows: distinct rows from which the pool is used (default :data:`POOL_MIN_ROWS`).
 
     Returns:
         The result rows, and the ``fields`` rows when the rule compared any.
     """
     distinct, codes = _distinct(inputs)
     rows = distinct.rows()
-    if workers > 1 and len(rows) >= pool_min_rows:
+    if workers > 1 and len(rows) >= (POOL_MIN_ROWS if pool_min_rows is None else pool_min_rows):
         size = math.ceil(len(rows) / (workers * CHUNKS_PER_WORKER))
         chunks = [rows[i : i + size] for i in range(0, len(rows), size)]
-        pool = process_pool(workers)
-        verdicts = [v for part in pool.map(_score_chunk, [function] * len(chunks), chunks) for v in part]
+        verdicts = Verdicts([[] for _ in RESULT_COLUMNS], [])
+        for part in process_pool(workers).map(_score_chunk, [function] * len(chunks), chunks):
+            verdicts.extend(part)
     else:
         verdicts = _score_chunk(function, rows)
-    results = pl.DataFrame(
-        {
-            "status": [v.status for v in verdicts],
-            "score": [v.score for v in verdicts],
-            "passed": [v.passed for v in verdicts],
-            "details": [v.details for v in verdicts],
-            "error": [v.error for v in verdicts],
-        },
-        schema={"status": pl.Utf8, "score": pl.Float64, "passed": pl.Boolean, "details": pl.Utf8, "error": pl.Utf8},
-    )
-    fields = _fields(verdicts)
+    results = pl.DataFrame(dict(zip(RESULT_COLUMNS, verdicts.columns)), schema=RESULT_COLUMNS)
     if codes is not None:
         results = results[codes]
     results = results.with_columns(ids.alias("sample_id"))
-    if fields is None:
+    if not verdicts.fields:
         return EvalOutput(results)
+    fields = pl.DataFrame([list(column) for column in zip(*verdicts.fields)], schema=FIELD_COLUMNS, orient="col")
     owners = pl.DataFrame({"_code": codes if codes is not None else pl.Series(range(len(ids)), dtype=pl.UInt32)})
     owners = owners.with_columns(ids.alias("sample_id")).with_row_index("_row")
-    fields = owners.join(fields, on="_code", how="inner").sort("_row", "_order").drop("_row", "_code", "_order")
-    return EvalOutput(results, fields=fields)
-
-
-def _fields(verdicts: list[RowResult]) -> pl.DataFrame | None:
-    """The compared fields of every distinct row, keyed by its index (``_code``) and their order (``_order``)."""
-    if not any(v.fields for v in verdicts):
-        return None
-    owned = [(code, order, f) for code, v in enumerate(verdicts) for order, f in enumerate(v.fields)]
-    return pl.DataFrame(
-        {
-            "_code": [code for code, _, _ in owned],
-            "_order": [order for _, order, _ in owned],
-            "path": [f.path for _, _, f in owned],
-            "match": [f.match for _, _, f in owned],
-            "expected": [f.expected for _, _, f in owned],
-            "actual": [f.actual for _, _, f in owned],
-            "score": [f.score for _, _, f in owned],
-            "hit": [f.hit for _, _, f in owned],
-            "reason": [f.reason for _, _, f in owned],
-        },
-        schema={
-            "_code": pl.UInt32,
-            "_order": pl.Int64,
-            "path": pl.Utf8,
-            "match": pl.Utf8,
-            "expected": pl.Utf8,
-            "actual": pl.Utf8,
-            "score": pl.Float64,
-            "hit": pl.Boolean,
-            "reason": pl.Utf8,
-        },
-    )
+    # every owner's fields, owners in row order and each one's fields in the order the rule listed them
+    fields = owners.join(fields.with_row_index("_order"), on="_code", how="inner").sort("_row", "_order")
+    return EvalOutput(results, fields=fields.drop("_row", "_code", "_order"))
 
 
 class RowRule(Evaluator[SettingsT]):
