@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
-
 
 _NAMES: dict[type, tuple[str, ...]] = {}
 """Each details dataclass's member names, worked out once."""
@@ -36,5 +37,14 @@ def members(details: Any) -> dict[str, Any]:
     return {name: getattr(details, name) for name in member_names(type(details))}
 
 
-_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=members).encode
-_SPACED = json.JSONEncoder(ensure_ascii=False, default=members).encode
+def _writer(item_separator: str, key_separator: str) -> Callable[[Any], str]:
+    """``json.dumps`` with these separators, ``ensure_ascii=False`` and dataclasses written by :func:`members`. The C
+    encoder is made once here (``json.dumps`` makes one per call with options like these): details hold no cycles."""
+    if c_make_encoder is None:  # no C accelerator
+        return json.JSONEncoder(separators=(item_separator, key_separator), ensure_ascii=False, default=members).encode
+    chunks = c_make_encoder(None, members, encode_basestring, None, key_separator, item_separator, False, False, True)
+    return lambda value: "".join(chunks(value, 0))
+
+
+_COMPACT = _writer(",", ":")
+_SPACED = _writer(", ", ": ")
