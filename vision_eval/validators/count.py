@@ -90,7 +90,7 @@ _ES = re.compile(r"(?:ss|x|z|ch|sh)es$")
 _S = re.compile(r"[^su]s$")
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: built for every row, and a frozen dataclass is slower to build
 class CountDetails:
     """The details of a scored count row (``json.dumps`` spacing)."""
 

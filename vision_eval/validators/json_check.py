@@ -43,7 +43,7 @@ class JsonOptions:
     require_valid_schema: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: built for every row, and a frozen dataclass is slower to build
 class JsonDetails:
     """The details of a response holding JSON."""
 

@@ -27,22 +27,21 @@ def member_names(declared: type) -> tuple[str, ...]:
 def details_text(details: Any, compact: bool = True) -> str:
     """The details JSON of one row (a details dataclass), members in declared order. ``compact`` without spaces
     (``,`` and ``:``), else as ``json.dumps`` writes by default (a space after ``,`` and ``:``)."""
-    if compact:
-        return _COMPACT(members(details))
-    return _SPACED(members(details))
+    return _COMPACT(details) if compact else _SPACED(details)
 
 
 def members(details: Any) -> dict[str, Any]:
-    """A details dataclass as a dict of its members, in declared order (nested ones are written the same way)."""
+    """A details dataclass as a dict of its members, in declared order."""
     return {name: getattr(details, name) for name in member_names(type(details))}
 
 
 def _writer(item_separator: str, key_separator: str) -> Callable[[Any], str]:
-    """``json.dumps`` with these separators, ``ensure_ascii=False`` and dataclasses written by :func:`members`. The C
-    encoder is made once here (``json.dumps`` makes one per call with options like these): details hold no cycles."""
+    """``json.dumps`` with these separators and ``ensure_ascii=False``, a dataclass written as its ``vars()`` (its
+    members in declared order: the generated ``__init__`` sets them in that order). The C encoder is made once here
+    (``json.dumps`` makes one per call with options like these): details hold no cycles."""
     if c_make_encoder is None:  # no C accelerator
-        return json.JSONEncoder(separators=(item_separator, key_separator), ensure_ascii=False, default=members).encode
-    chunks = c_make_encoder(None, members, encode_basestring, None, key_separator, item_separator, False, False, True)
+        return json.JSONEncoder(separators=(item_separator, key_separator), ensure_ascii=False, default=vars).encode
+    chunks = c_make_encoder(None, vars, encode_basestring, None, key_separator, item_separator, False, False, True)
     return lambda value: "".join(chunks(value, 0))
 
 
