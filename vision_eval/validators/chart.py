@@ -57,6 +57,7 @@ digit or with the first letter of a month, ``q``, ``usd``, ``eur`` or ``gbp``. C
 alternatives most positions."""
 _ANY_LOWER = re.compile("(?a)" + _START + "(?:" + pattern("|".join(f"(?:{p})" for p in PATTERNS.values())) + ")")
 """:data:`ANY` on text whose ASCII letters are lowercase (the same matches: ``(?ai)`` folds ASCII letters only)."""
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _BARE_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _YEAR_END = re.compile(r"([0-9]{2,4})$")
@@ -148,9 +149,6 @@ def values(text: str) -> list[Value]:
     lower = text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
     matches = (text[match.start() : match.end()] for match in _ANY_LOWER.finditer(lower))
     return [value for found in matches if (value := parse(found)) is not None]
-
-
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
 @lru_cache(maxsize=4096)

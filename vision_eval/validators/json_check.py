@@ -32,7 +32,7 @@ _TOO_LONG = f"a number of more than {sys.int_info.default_max_str_digits} digits
 _BIG_EXPONENT = re.compile("[eE][-+]?[0-9]{3}")
 _LONG_NUMBER = re.compile("[0-9]{200}")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
