@@ -274,3 +274,26 @@ def test_details_are_written_in_declared_order() -> None:
     ]
     for details in samples:
         assert list(vars(details)) == [f.name for f in dataclasses.fields(details)], type(details).__name__
+
+
+def test_the_json_candidate_is_found_as_the_patterns_find_it() -> None:
+    """The first fenced block (``FENCE``), else from the first ``{``/``[`` to the last ``}``/``]``, else the stripped
+    text: found by string search, the same candidates as the patterns find on random texts of fences, tags, brackets
+    and whitespace."""
+    fence, embedded = re.compile(json_check.FENCE), re.compile(r"([\{\[][\s\S]*[\}\]])")
+
+    def reference(text: str) -> str:
+        if found := fence.search(text):
+            return json_check.strip(found[1])
+        if found := embedded.search(text):
+            return found[1]
+        return json_check.strip(text)
+
+    rng = random.Random(9)
+    pieces = ["```", "`", "``", "json", "JSON", "Json", " ", "\n", "\t", "\xa0", "\u2003", "{", "}", "[", "]", "a", "é"]
+    pieces += ['"x"', ":", ",", "\x1c", "json\n", "```json", "```JSON  ", "\x1f", "\x85", "\u2028", "\u3000"]
+    texts = ["", "   ", "``````", "```json```", "````", "```jsonx {}```"]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(20_000)]
+    for text in texts:
+        assert json_check.candidate_of(text) == reference(text), text
+    assert json_check.candidate_of(None) is None

@@ -21,10 +21,12 @@ from vision_eval.validators.json_tree import MAX_DEPTH, nesting_depth
 from vision_eval.validators.rows import details_text, members
 from vision_eval.validators.text import SPACE, strip
 
-FENCE = re.compile(f"```(?:json|JSON)?[{SPACE}]*([\\s\\S]*?)```")
-EMBEDDED = re.compile(r"([\{\[][\s\S]*[\}\]])")
+FENCE = f"```(?:json|JSON)?[{SPACE}]*([\\s\\S]*?)```"
+"""A fenced block (group 1: its text); :func:`candidate_of` finds the first as this pattern would."""
+_TAGS = ("json", "JSON")
 _TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
 _KINDS = {**_TYPE_NAMES, int: "number", float: "number"}
+_NUMBERS = (int, float)  # a tuple: isinstance checks it faster than int | float
 _TOO_LONG = f"a number of more than {sys.int_info.default_max_str_digits} digits (too long to read)"
 # What a text that is not strict JSON holds (and a few strict ones): NaN or Infinity; a number beyond a float's range
 # (an exponent of three digits, or an integer part of more than 200 digits before an exponent of two); a surrogate,
@@ -97,13 +99,24 @@ def required_message(key: str) -> str:
 
 def candidate_of(text: str | None) -> str | None:
     """The JSON candidate in a response: the first fenced block (stripped), else from the first ``{``/``[`` to the last
-    ``}``/``]``, else the stripped text."""
+    ``}``/``]``, else the stripped text.
+
+    A fenced block is the first match of ``FENCE``: the first three backticks, a ``json``/``JSON`` tag, then the text
+    up to the next three backticks (there is none after the first: there is none after a later one either)."""
     if text is None:
         return None
-    if fenced := FENCE.search(text):
-        return strip(fenced[1])
-    if embedded := EMBEDDED.search(text):
-        return embedded[1]
+    opening = text.find("```")
+    if opening >= 0:
+        body = opening + 3
+        if text.startswith(_TAGS, body):
+            body += 4
+        closing = text.find("```", body)
+        if closing >= 0:
+            return strip(text[body:closing])
+    first = min((at for at in (text.find("{"), text.find("[")) if at >= 0), default=-1)
+    last = max(text.rfind("}"), text.rfind("]"))
+    if 0 <= first < last:
+        return text[first : last + 1]
     return strip(text)
 
 
@@ -225,7 +238,7 @@ class _Compare:
     def equal(self, want: Any, got: Any) -> bool:
         if isinstance(want, bool) or isinstance(got, bool):
             return want is got
-        if isinstance(want, int | float) and isinstance(got, int | float):
+        if isinstance(want, _NUMBERS) and isinstance(got, _NUMBERS):
             tol = self.opts.number_tolerance
             return math.isclose(want, got, rel_tol=tol, abs_tol=0.0) if tol else float(want) == float(got)
         if isinstance(want, str) and isinstance(got, str) and not self.opts.case_sensitive:
