@@ -1,14 +1,16 @@
-"""Throughput of the code validators: built-in (vectorized) vs their row-wise definitions one row at a time, and
-code_judge batch mode vs one process per row.
+"""Throughput of the code validators: each evaluator (its row function on each distinct row, large batches on the
+process pool) against a plain Python loop of the same row function over every row, in the same run; and code_judge
+batch mode against one process per row.
 
-    PYTHONPATH=. python benchmarks/bench_code_validators.py [--rows 1000000] [--loop-rows 50000] [--judge-rows 20000]
+    PYTHONPATH=. python benchmarks/bench_code_validators.py [--rows 20000 200000] [--workers 2] [--no-judge]
+    PYTHONPATH=. python benchmarks/bench_code_validators.py --rows 2000 --no-judge   # a quick smoke run (CI)
 
-The row-wise loop and process-per-row are measured on a sample (``--loop-rows``, ``--process-rows``) and reported as
-rows/s, which is what they would sustain on the full frame. The loop calls each validator's definition
-(``count_row``, ``ocr_row``, ``chart_row``, ``json_row`` in ``vision_eval.validators``), which gives the built-in's
-results, details included, byte for byte (``tests/test_equivalence.py``); every sampled row is checked here too.
-Built-ins are timed by wall clock and by CPU time (all threads): the machine may be shared, and the load average is
-printed. ``--only`` and ``--no-judge`` run a subset.
+The loop calls ``row_function()`` of the evaluator (``count_row``, ``ocr_row``, ``json_row``, ``chart_row`` with its
+settings bound) on ``row_inputs(batch).rows()``: the verdicts the evaluator gathers, which is checked on every row.
+The evaluator runs on batches of ``--batch-size`` rows (the engine's ``run.batch_size``) with ``run.workers`` =
+``--workers``; a batch of fewer than ``vision_eval.rowwise.POOL_MIN_ROWS`` distinct rows is scored in-process.
+Timings are the best of ``--repeat``, alternating the two, so both see the same load on a shared machine; the load
+average is printed.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from vision_eval.config import RunConfig
+from vision_eval.evaluator import EvalContext
 from vision_eval.evaluators.code_validators import (
     ChartValidator,
     ChartValidatorSettings,
@@ -36,11 +40,9 @@ from vision_eval.evaluators.code_validators import (
     OcrValidatorSettings,
 )
 from vision_eval.evaluators.custom.code_judge import CodeJudge, CodeJudgeSettings
-from vision_eval.validators.chart import ChartOptions, chart_row
-from vision_eval.validators.count import _TENS, _UNITS, count_row
-from vision_eval.validators.json_check import JsonOptions, json_row
-from vision_eval.validators.ocr import OcrOptions, ocr_row
-from vision_eval.validators.rows import RowResult
+from vision_eval.pool import default_workers
+from vision_eval.rowwise import POOL_MIN_ROWS, RowResult, RowRule
+from vision_eval.validators.count import _TENS, _UNITS
 
 SHAPES = ["circles", "squares", "triangles", "stars"]
 WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
@@ -159,17 +161,16 @@ def make_frames(n: int, seed: int = 0) -> dict[str, pl.DataFrame]:
     return {"count": count, "ocr": ocr, "json": invoice, "chart": chart}
 
 
-def row_loop(kind: str, frame: pl.DataFrame) -> list[RowResult]:
-    """Each row scored by the validator's row-wise definition."""
-    pairs = list(zip(frame["output"].to_list(), frame["expected_output"].to_list(), strict=True))
-    if kind == "count":
-        return [count_row(o, e) for o, e in pairs]
-    if kind == "ocr":
-        opts = OcrOptions()
-        return [ocr_row(o, e, k, opts) for (o, e), k in zip(pairs, frame["keywords"].to_list(), strict=True)]
-    if kind == "json":
-        return [json_row(o, e, JsonOptions()) for o, e in pairs]
-    return [chart_row(o, e, ChartOptions()) for o, e in pairs]
+def row_loop(evaluator: RowRule, frame: pl.DataFrame) -> list[RowResult]:
+    """The evaluator's row function on every row, one after another (the baseline)."""
+    function = evaluator.row_function()
+    return [function(*row) for row in evaluator.row_inputs(frame).rows()]
+
+
+def evaluated(evaluator: RowRule, frame: pl.DataFrame, batch_size: int) -> pl.DataFrame:
+    """The evaluator on ``frame`` in batches of ``batch_size`` rows."""
+    parts = [evaluator.evaluate(part).results for part in frame.iter_slices(batch_size)]
+    return pl.concat(parts, how="vertical_relaxed")
 
 
 BUILTINS = {
@@ -211,58 +212,56 @@ def bench_judge(rows: int, process_rows: int, batch_size: int) -> tuple[float, f
     return batch_rate, process_rate
 
 
+def load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000, help="rows per validator for the built-ins")
-    parser.add_argument("--loop-rows", type=int, default=20_000, help="rows the row-wise loop is measured on")
-    parser.add_argument(
-        "--json-rows", type=int, default=100_000, help="rows for json_validator (its row-wise fallback is Python)"
-    )
+    parser.add_argument("--rows", type=int, nargs="+", default=[20_000, 200_000], help="rows per validator (sizes)")
+    parser.add_argument("--workers", type=int, default=default_workers(), help="run.workers (default: the cores)")
     parser.add_argument("--repeat", type=int, default=2, help="best of this many timings")
-    parser.add_argument(
-        "--batch-size", type=int, default=50_000, help="rows per evaluate() call, as the engine's run.batch_size"
-    )
+    parser.add_argument("--batch-size", type=int, default=50_000, help="rows per evaluate() call (run.batch_size)")
     parser.add_argument("--judge-rows", type=int, default=20_000, help="rows for batch-mode code_judge")
     parser.add_argument("--process-rows", type=int, default=20, help="rows for process-per-row code_judge")
     parser.add_argument("--only", nargs="*", choices=list(BUILTINS), help="validators to run (default: all)")
     parser.add_argument("--no-judge", action="store_true", help="skip the code_judge measurement")
     args = parser.parse_args()
 
-    start = time.perf_counter()
-    frames = make_frames(args.rows)
-    print(f"generated {args.rows:,} rows per validator in {time.perf_counter() - start:.1f} s")
-    print(f"load average at start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"built-ins run in batches of {args.batch_size:,} rows (the engine's run.batch_size)\n")
+    print(f"load average at start: {load()}")
     print(
-        f"{'validator (rows)':<18} {'distinct':>8} {'built-in rows/s':>16} {'CPU rows/s':>11} {'row-wise rows/s':>16}"
-        f" {'speed-up':>9}   mean score, every sampled row the definition's verdict"
+        f"run.workers={args.workers}, run.batch_size={args.batch_size:,}, pool from {POOL_MIN_ROWS:,} distinct rows"
+        f" a batch\n"
     )
-    for kind, (cls, settings) in BUILTINS.items():
-        if args.only and kind not in args.only:
-            continue
-        frame = frames[kind] if kind != "json" else frames[kind].head(args.json_rows)
-        evaluator = cls(kind, settings)
-        sample = frame.head(min(args.loop_rows, frame.height))
-        builtin_rate = cpu_rate = loop_rate = 0.0
-        for _ in range(args.repeat):  # alternate, so both see the same load on a shared machine
-            start, cpu = time.perf_counter(), time.process_time()
-            results = pl.concat(
-                [evaluator.evaluate(part).results for part in frame.iter_slices(args.batch_size)],
-                how="vertical_relaxed",
+    print(
+        f"{'validator':<9} {'rows':>9} {'distinct':>8} {'evaluator rows/s':>17} {'loop rows/s':>12} {'loop µs/row':>12}"
+        f" {'ratio':>7}   mean score, every row the loop's verdict"
+    )
+    context = EvalContext(run=RunConfig(workers=args.workers))
+    for rows in args.rows:
+        frames = make_frames(rows)
+        for kind, (cls, settings) in BUILTINS.items():
+            if args.only and kind not in args.only:
+                continue
+            frame = frames[kind]
+            evaluator = cls(kind, settings, context)
+            evaluator_rate = loop_rate = 0.0
+            for _ in range(args.repeat):  # alternate, so both see the same load on a shared machine
+                start = time.perf_counter()
+                results = evaluated(evaluator, frame, args.batch_size)
+                evaluator_rate = max(evaluator_rate, frame.height / (time.perf_counter() - start))
+                start = time.perf_counter()
+                looped = row_loop(evaluator, frame)
+                loop_rate = max(loop_rate, frame.height / (time.perf_counter() - start))
+            built = results.select("status", "score", "passed", "details", "error").rows()
+            agree = built == [(r.status, r.score, r.passed, r.details, r.error) for r in looped]
+            distinct = frame.drop("id").n_unique() / frame.height
+            print(
+                f"{kind:<9} {frame.height:>9,} {distinct:>8.0%} {evaluator_rate:>17,.0f} {loop_rate:>12,.0f}"
+                f" {1e6 / loop_rate:>12.1f} {evaluator_rate / loop_rate:>6.2f}x"
+                f"   {results['score'].mean():.4f}, {agree}"
             )
-            builtin_rate = max(builtin_rate, frame.height / (time.perf_counter() - start))
-            cpu_rate = max(cpu_rate, frame.height / (time.process_time() - cpu))
-            start = time.perf_counter()
-            looped = row_loop(kind, sample)
-            loop_rate = max(loop_rate, sample.height / (time.perf_counter() - start))
-        built = results.head(sample.height).select("status", "score", "details", "error").rows()
-        agree = built == [(r.status, r.score, r.details, r.error) for r in looped]
-        distinct = frame.select("output", "expected_output").n_unique() / frame.height
-        print(
-            f"{kind + f' ({frame.height:,})':<18} {distinct:>8.0%} {builtin_rate:>16,.0f} {cpu_rate:>11,.0f}"
-            f" {loop_rate:>16,.0f} {builtin_rate / loop_rate:>8.1f}x   {results['score'].mean():.4f}, {agree}"
-        )
-    print(f"\nload average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"\nload average at end: {load()}")
     if args.no_judge:
         return
     batch_rate, process_rate = bench_judge(args.judge_rows, args.process_rows, batch_size=5_000)

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.validators.rows import RowResult
+from vision_eval.rowwise import RowResult
 
 SCHEMA = {"output": pl.Utf8, "expected_output": pl.Utf8}
 DIGIT_ZEROS = ["٠", "۰", "०", "০", "０", "\U0001d7ce", "๐", "\U00011f50", "\U0001e4f0", "\U00010d40", "\U00016ac0"]

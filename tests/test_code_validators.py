@@ -9,13 +9,11 @@ import polars as pl
 import pytest
 
 import vision_eval
-from vision_eval.validators.chart import ChartOptions
-from vision_eval.validators.chart_columns import chart_frame
-from vision_eval.validators.count_columns import count_frame
-from vision_eval.validators.json_check import JsonOptions, infer_schema
-from vision_eval.validators.json_columns import json_frame
-from vision_eval.validators.ocr import OcrOptions
-from vision_eval.validators.ocr_columns import ocr_frame
+from vision_eval.rowwise import RowResult
+from vision_eval.validators.chart import ChartOptions, chart_row
+from vision_eval.validators.count import count_row
+from vision_eval.validators.json_check import JsonOptions, infer_schema, json_row
+from vision_eval.validators.ocr import OcrOptions, ocr_row
 
 
 def run(kind: str, rows: list[dict], **settings) -> list[dict]:
@@ -28,10 +26,14 @@ def run(kind: str, rows: list[dict], **settings) -> list[dict]:
     return out
 
 
-def count(output: str, expected: str) -> dict:
-    row = count_frame(pl.DataFrame({"output": [output], "expected_output": [expected]})).row(0, named=True)
-    row["details"] = json.loads(row["details"]) if row["details"] else None
+def as_dict(result: RowResult) -> dict:
+    row = {"status": result.status, "score": result.score, "error": result.error, "passed": result.passed}
+    row["details"] = json.loads(result.details) if result.details else None
     return row
+
+
+def count(output: str, expected: str) -> dict:
+    return as_dict(count_row(output, expected))
 
 
 # ---- count_validator ----------------------------------------------------------------------------
@@ -135,10 +137,10 @@ def test_ocr_identical_text_scores_high_and_keywords_count() -> None:
 
 
 def test_ocr_normalization_is_configurable() -> None:
-    frame = pl.DataFrame({"output": ["HELLO,  world"], "expected_output": ["hello world"]})
-    assert ocr_frame(frame, OcrOptions())["score"][0] == 1.0
+    assert ocr_row("HELLO,  world", "hello world", None, OcrOptions()).score == 1.0
     strict = OcrOptions(case_sensitive=True, strip_punctuation=False, normalize_whitespace=False)
-    assert ocr_frame(frame, strict)["score"][0] < 0.6
+    score = ocr_row("HELLO,  world", "hello world", None, strict).score
+    assert score is not None and score < 0.6
 
 
 def test_ocr_typos_lower_the_score_and_configured_keywords_apply_to_all_rows() -> None:
@@ -194,15 +196,13 @@ def test_json_compares_values_and_reports_everything() -> None:
 
 def test_json_numbers_compare_as_numbers_and_items_in_any_order() -> None:
     expected = {"items": [{"d": "a", "n": 1}, {"d": "b", "n": 2}], "total": 960.0}
-    out = json_frame(
-        pl.DataFrame(
-            {"output": [json.dumps({"items": [{"d": "b", "n": 2}, {"d": "A", "n": 1}], "total": 960})]},
-        ).with_columns(pl.lit(json.dumps(expected)).alias("expected_output")),
-        JsonOptions(),
+    got = {"items": [{"d": "b", "n": 2}, {"d": "A", "n": 1}], "total": 960}
+    assert json_row(json.dumps(got), json.dumps(expected), JsonOptions()).score == 1.0
+    empty = pl.DataFrame(
+        {"id": [], "output": [], "expected_output": []},
+        schema=dict.fromkeys(["id", "output", "expected_output"], pl.Utf8),
     )
-    assert out["score"][0] == 1.0
-    empty = pl.DataFrame({"output": [], "expected_output": []}, schema={"output": pl.Utf8, "expected_output": pl.Utf8})
-    assert json_frame(empty, JsonOptions()).height == 0
+    assert vision_eval.evaluate(empty, evaluators={"j": {"type": "json_validator"}}).results.height == 0
 
 
 def test_json_invalid_or_missing_json_scores_zero_processed_with_reason() -> None:
@@ -244,10 +244,7 @@ def test_infer_schema() -> None:
 
 
 def chart(output: str, expected: str, **opts) -> dict:
-    frame = pl.DataFrame({"output": [output], "expected_output": [expected]})
-    row = chart_frame(frame, ChartOptions(**opts)).row(0, named=True)
-    row["details"] = json.loads(row["details"]) if row["details"] else None
-    return row
+    return as_dict(chart_row(output, expected, ChartOptions(**opts)))
 
 
 def test_chart_seed_scenarios() -> None:
@@ -395,16 +392,8 @@ def test_code_validators_stack_on_demo_like_rows() -> None:
 
 def test_json_inferred_schema_checks_every_array_item() -> None:
     expected = json.dumps({"items": [{"d": "a", "n": 1}]})
-    frame = pl.DataFrame(
-        {
-            "output": [
-                json.dumps({"items": [{"d": "a", "n": 1}, {"d": "b"}]}),
-                json.dumps({"items": [{"d": "a", "n": 1}]}),
-            ],
-            "expected_output": [expected, expected],
-        }
-    )
-    out = [json.loads(d) for d in json_frame(frame, JsonOptions())["details"]]
+    outputs = [json.dumps({"items": [{"d": "a", "n": 1}, {"d": "b"}]}), json.dumps({"items": [{"d": "a", "n": 1}]})]
+    out = [as_dict(json_row(o, expected, JsonOptions()))["details"] for o in outputs]
     assert out[0]["schema_valid"] is False and out[0]["extra_keys"] == ["items[1]"]
     assert "'n' is a required property" in out[0]["schema_errors"][0]
     assert out[1]["schema_valid"] is True

@@ -1,6 +1,6 @@
 """The code validators give real verdicts on hostile inputs (numbers of any length, digits of any script, JSON nested
 thousands deep, integers of thousands of digits), and a few bad rows never change the verdicts of the good rows beside
-them. (That the fast paths give their definitions' verdicts on such inputs is ``tests/test_equivalence.py``.)"""
+them. Batches are scored by the evaluators (each distinct row once), single rows by the row functions."""
 
 from __future__ import annotations
 
@@ -12,13 +12,17 @@ import polars as pl
 import pytest
 
 from tests import equivalence as eq
-from vision_eval.validators import json_columns
-from vision_eval.validators.chart import ChartOptions
-from vision_eval.validators.chart_columns import chart_frame
+from vision_eval.evaluator import Evaluator
+from vision_eval.evaluators.code_validators import (
+    ChartValidator,
+    ChartValidatorSettings,
+    CountValidator,
+    CountValidatorSettings,
+    JsonValidator,
+    JsonValidatorSettings,
+)
 from vision_eval.validators.count import MAX_DIGITS
-from vision_eval.validators.count_columns import count_frame
-from vision_eval.validators.json_check import JsonOptions, check_one
-from vision_eval.validators.json_columns import json_frame
+from vision_eval.validators.json_check import JsonOptions, check_one, json_row
 from vision_eval.validators.json_tree import MAX_DEPTH
 
 SCHEMA = {"output": pl.Utf8, "expected_output": pl.Utf8}
@@ -27,6 +31,23 @@ SCRIPTS = ["٠", "۰", "०", "০", "０", "\U0001d7ce", "๐"]
 
 
 _frame = eq.frame
+
+
+def _scored(evaluator: Evaluator, frame: pl.DataFrame) -> pl.DataFrame:
+    batch = frame.with_columns(pl.Series("id", [str(i) for i in range(frame.height)], dtype=pl.Utf8))
+    return evaluator.evaluate(batch).results.drop("sample_id")
+
+
+def count_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    return _scored(CountValidator("count", CountValidatorSettings()), frame)
+
+
+def chart_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    return _scored(ChartValidator("chart", ChartValidatorSettings()), frame)
+
+
+def json_frame(frame: pl.DataFrame, compare_values: bool = True) -> pl.DataFrame:
+    return _scored(JsonValidator("json", JsonValidatorSettings(compare_values=compare_values)), frame)
 
 
 def _same(new: pl.DataFrame, old: pl.DataFrame) -> None:
@@ -151,8 +172,7 @@ def test_chart_reads_digits_of_any_script_as_digits() -> None:
         expected = eq.chart_text(rng)
         pairs.append((expected if rng.random() < 0.3 else eq.chart_text(rng), expected))
     other = _frame([(_other_script(o, rng), _other_script(e, rng)) for o, e in pairs])
-    opts = ChartOptions()
-    new, old = chart_frame(other, opts), chart_frame(_frame(pairs), opts)
+    new, old = chart_frame(other), chart_frame(_frame(pairs))
     _same(new, old)
 
 
@@ -193,12 +213,10 @@ def test_json_integers_too_long_to_read_are_plain_reasons() -> None:
     assert same["score"] == 1.0
 
 
-@pytest.mark.parametrize("opts", [JsonOptions(), JsonOptions(compare_values=False)])
-def test_json_fast_path_matches_the_row_wise_definition_on_hostile_documents(
-    opts: JsonOptions, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """1,200 rows of one expected shape (so the column-wise path takes them), with deep, huge and odd responses among
-    them: the same results as scoring every row row-wise."""
+@pytest.mark.parametrize("compare_values", [True, False])
+def test_json_hostile_documents_in_a_batch_get_their_own_verdicts(compare_values: bool) -> None:
+    """3,000 rows of one expected shape, with deep, huge and odd responses among them: each row's verdict in the
+    batch is ``json_row``'s on that row alone."""
     rng = random.Random(21)
     expected = json.dumps({"total": 5, "items": [{"d": "w", "q": 1}], "name": "Acme"})
     hostile = [
@@ -207,7 +225,7 @@ def test_json_fast_path_matches_the_row_wise_definition_on_hostile_documents(
         json.dumps({"total": 5, "items": [{"d": "w", "q": 1}], "name": "Acme", "x": "[[[[" * 40}),
     ]  # fmt: skip
     outputs = []
-    for _ in range(1200):
+    for _ in range(3000):
         roll = rng.random()
         if roll < 0.1:
             outputs.append(rng.choice(hostile))
@@ -215,13 +233,12 @@ def test_json_fast_path_matches_the_row_wise_definition_on_hostile_documents(
             value = json.loads(expected)
             outputs.append(eq.json_response(rng, value if roll < 0.5 else eq.json_mutated(rng, value)))
     frame = pl.DataFrame({"output": outputs, "expected_output": [expected] * len(outputs)}, schema=SCHEMA)
-    fast = json_frame(frame, opts)
-    columns = json_columns.score_columns
-    monkeypatch.setattr(json_columns, "score_columns", lambda prepared, opts: columns(prepared.head(0), opts))
-    row_wise = json_frame(frame, opts)
-    _same(fast, row_wise)
-    assert fast["passed"].to_list() == row_wise["passed"].to_list()
-    assert fast["error"].drop_nulls().str.contains("nested deeper").sum() > 10
+    scored = json_frame(frame, compare_values)
+    opts = JsonOptions(compare_values=compare_values)
+    alone = [json_row(o, expected, opts) for o in outputs]
+    assert eq.verdicts(scored) == [(r.status, r.score, r.details, r.error, r.passed) for r in alone]
+    assert scored["error"].drop_nulls().str.contains("nested deeper").sum() > 10
+    assert scored["error"].drop_nulls().str.contains("too long to read").sum() > 10
 
 
 def test_json_generated_documents_with_hostile_rows_keep_the_others_verdicts() -> None:
@@ -234,6 +251,6 @@ def test_json_generated_documents_with_hostile_rows_keep_the_others_verdicts() -
         )
     frame = _frame(rows)
     hostile = _frame([(_deep(5000), '{"a": 1}'), ('{"a": 1}', _deep(5000)), ('{"a": ' + "1" * 6000 + "}", "{}")])
-    together = json_frame(pl.concat([frame, hostile]), JsonOptions())
-    _same(together.head(frame.height), json_frame(frame, JsonOptions()))
+    together = json_frame(pl.concat([frame, hostile]))
+    _same(together.head(frame.height), json_frame(frame))
     assert together.tail(3)["status"].to_list() == ["error"] * 3

@@ -1,29 +1,26 @@
-"""Code validators, vectorized: ``count_validator``, ``ocr_validator``, ``json_validator``, ``chart_validator``.
+"""Code validators: ``count_validator``, ``ocr_validator``, ``json_validator``, ``chart_validator``.
 
-The extraction and scoring logic lives in :mod:`vision_eval.validators` and is shared with the
-standalone scripts in ``evaluators/code-validators/``.
+Each is a :class:`~vision_eval.rowwise.RowRule`: one function of a row's values in :mod:`vision_eval.validators`
+(``count_row``, ``ocr_row``, ``json_row``, ``chart_row``), its only implementation, shared with the standalone
+scripts in ``evaluators/code-validators/``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 import polars as pl
 
-from vision_eval.evaluator import EvalContext, EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import EvalContext, Evaluator, EvaluatorSettings
 from vision_eval.registry import register
-from vision_eval.validators.chart import ChartOptions
-from vision_eval.validators.chart_columns import chart_frame
-from vision_eval.validators.count_columns import count_frame
-from vision_eval.validators.json_check import JsonOptions
-from vision_eval.validators.json_columns import json_frame
-from vision_eval.validators.ocr import OcrOptions
-from vision_eval.validators.ocr_columns import ocr_frame
-
-
-def _output(batch: pl.DataFrame, scored: pl.DataFrame) -> EvalOutput:
-    return EvalOutput(scored.with_columns(batch["id"].alias("sample_id")))
+from vision_eval.rowwise import RowResult, RowRule
+from vision_eval.validators.chart import ChartOptions, chart_row
+from vision_eval.validators.count import count_row
+from vision_eval.validators.json_check import JsonOptions, json_row
+from vision_eval.validators.ocr import OcrOptions, ocr_row
 
 
 class CountValidatorSettings(EvaluatorSettings):
@@ -31,16 +28,15 @@ class CountValidatorSettings(EvaluatorSettings):
 
 
 @register
-class CountValidator(Evaluator[CountValidatorSettings]):
+class CountValidator(RowRule[CountValidatorSettings]):
     """Share of the expected (number, object) counts the response states exactly."""
 
     type_name: ClassVar[str] = "count_validator"
     required_columns = ("output", "expected_output")
     default_threshold = 1.0
-    splittable = True
 
-    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        return _output(batch, count_frame(batch))
+    def row_function(self) -> Callable[..., RowResult]:
+        return count_row
 
 
 class OcrValidatorSettings(EvaluatorSettings):
@@ -63,14 +59,20 @@ class OcrValidatorSettings(EvaluatorSettings):
 
 
 @register
-class OcrValidator(Evaluator[OcrValidatorSettings]):
+class OcrValidator(RowRule[OcrValidatorSettings]):
     """Normalized text similarity with ``expected_output``, blended with keyword accuracy."""
 
     type_name: ClassVar[str] = "ocr_validator"
     required_columns = ("output", "expected_output")
+    row_columns = ("output", "expected_output", "keywords")
     default_threshold = 0.9
 
-    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+    def row_inputs(self, batch: pl.DataFrame) -> pl.DataFrame:
+        inputs = super().row_inputs(batch)
+        # Configured keywords replace the column: without it, equal texts are scored once.
+        return inputs.with_columns(pl.lit(None).alias("keywords")) if self.settings.keywords is not None else inputs
+
+    def row_function(self) -> Callable[..., RowResult]:
         s = self.settings
         opts = OcrOptions(
             case_sensitive=s.case_sensitive,
@@ -81,7 +83,7 @@ class OcrValidator(Evaluator[OcrValidatorSettings]):
             keyword_weight=s.keyword_weight,
             keywords=tuple(s.keywords) if s.keywords is not None else None,
         )
-        return _output(batch, ocr_frame(batch, opts))
+        return partial(ocr_row, opts=opts)
 
 
 class JsonValidatorSettings(EvaluatorSettings):
@@ -103,13 +105,12 @@ class JsonValidatorSettings(EvaluatorSettings):
 
 
 @register
-class JsonValidator(Evaluator[JsonValidatorSettings]):
+class JsonValidator(RowRule[JsonValidatorSettings]):
     """JSON in the response: parses, satisfies the schema, and matches ``expected_output`` field by field."""
 
     type_name: ClassVar[str] = "json_validator"
     required_columns = ("output",)
     default_threshold = 1.0
-    splittable = True
 
     def __init__(self, name: str, settings: JsonValidatorSettings, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
@@ -127,7 +128,7 @@ class JsonValidator(Evaluator[JsonValidatorSettings]):
         s = self.settings
         return ("output", "expected_output") if s.json_schema is None or s.require_expected else ("output",)
 
-    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+    def row_function(self) -> Callable[..., RowResult]:
         s = self.settings
         opts = JsonOptions(
             schema=json.dumps(s.json_schema, sort_keys=True) if s.json_schema is not None else None,
@@ -136,7 +137,7 @@ class JsonValidator(Evaluator[JsonValidatorSettings]):
             case_sensitive=s.case_sensitive,
             require_valid_schema=s.require_valid_schema,
         )
-        return _output(batch, json_frame(batch, opts))
+        return partial(json_row, opts=opts)
 
 
 class ChartValidatorSettings(EvaluatorSettings):
@@ -151,17 +152,16 @@ class ChartValidatorSettings(EvaluatorSettings):
 
 
 @register
-class ChartValidator(Evaluator[ChartValidatorSettings]):
+class ChartValidator(RowRule[ChartValidatorSettings]):
     """Share of the expected currency values, percentages and dates the response states."""
 
     type_name: ClassVar[str] = "chart_validator"
     required_columns = ("output", "expected_output")
     default_threshold = 0.9
 
-    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+    def row_function(self) -> Callable[..., RowResult]:
         s = self.settings
-        opts = ChartOptions(s.currency_tolerance, s.percent_tolerance, s.zero_tolerance)
-        return _output(batch, chart_frame(batch, opts))
+        return partial(chart_row, opts=ChartOptions(s.currency_tolerance, s.percent_tolerance, s.zero_tolerance))
 
 
 VALIDATOR_TYPES: dict[str, type[Evaluator]] = {

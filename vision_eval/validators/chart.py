@@ -2,15 +2,16 @@
 
 A number is money only with a currency marker (``$``, ``€``, ``USD``, "dollars"), a scale (``K``, ``M``, "million")
 or thousands separators (``1,250``), so list markers ("1."), years ("2025") and quarter digits ("Q4") are never money.
-:func:`chart_row` is the definition, one row at a time; :mod:`~vision_eval.validators.chart_columns` scores whole
-frames the same way.
+:func:`chart_row` is the definition, one row at a time.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import string
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from vision_eval.rowwise import RowResult, failed
@@ -49,7 +50,21 @@ def pattern(template: str, boundary: str = _B) -> str:
 
 
 ANY = "(?ai)" + pattern("|".join(f"(?:{p})" for p in PATTERNS.values()))
-_ANY, _MONEY_PARTS = re.compile(ANY), re.compile("(?ai)" + pattern(MONEY_PARTS))
+_MONEY_PARTS = re.compile("(?ai)" + pattern(MONEY_PARTS))
+_START = r"(?=[-+$€£¥]|(?<![0-9A-Za-z_])[0-9jfmasondqueg])"
+"""Where a match of :data:`ANY` can start (in lowercase text): a sign or currency symbol, or a word starting with a
+digit or with the first letter of a month, ``q``, ``usd``, ``eur`` or ``gbp``. Checked first, it spares the
+alternatives most positions."""
+_ANY_LOWER = re.compile("(?a)" + _START + "(?:" + pattern("|".join(f"(?:{p})" for p in PATTERNS.values())) + ")")
+""":data:`ANY` on text whose ASCII letters are lowercase (the same matches: ``(?ai)`` folds ASCII letters only)."""
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_BARE_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_YEAR_END = re.compile(r"([0-9]{2,4})$")
+_PERCENT_END = re.compile(r"(?ai)(?:%|percent|per cent|pct)$")
+_SIGNED_NUMBER = re.compile(r"[-+]?[0-9]+(?:\.[0-9]+)?")
+_MONTH_START = re.compile("(?ai)" + _MONTH)
+_DAY = re.compile(f"{_S}([0-9]{{1,2}})(?:st|nd|rd|th)?,?{_S}")
 NO_VALUES = "expected_output holds no currency, percentage or date values"
 Kind = Literal["money", "percent", "date"]
 
@@ -77,7 +92,7 @@ class Value:
     """A quarter's year, four digits (``Q1'25`` -> ``2025``)."""
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: built for every row, and a frozen dataclass is slower to build
 class ChartValue:
     """One expected value in the details."""
 
@@ -91,7 +106,7 @@ class ChartValue:
     """The response value it matched, else the response's closest value of its kind (null: none)."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class ChartDetails:
     """The details of a chart row (compact JSON)."""
 
@@ -103,19 +118,20 @@ class ChartDetails:
     reasoning: str
 
 
+@lru_cache(maxsize=4096)
 def parse(text: str) -> Value | None:
     """The value a match of :data:`ANY` states, if any (a bare number states none)."""
-    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", text):
+    if _BARE_NUMBER.fullmatch(text):
         return None
-    if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
+    if _ISO_DATE.fullmatch(text):
         return Value(text, "date", key=text)
     if text[0] in "qQ":
-        year = re.search(r"([0-9]{2,4})$", text)
+        year = _YEAR_END.search(text)
         return Value(text, "date", key=f"Q{text[1]}", year=year and ("20" + year[1] if len(year[1]) == 2 else year[1]))
-    if re.search(r"(?ai)(?:%|percent|per cent|pct)$", text):
-        return Value(text, "percent", float(re.search(r"[-+]?[0-9]+(?:\.[0-9]+)?", text)[0]))  # type: ignore[index]
-    if re.match("(?ai)" + _MONTH, text):
-        day = re.search(f"{_S}([0-9]{{1,2}})(?:st|nd|rd|th)?,?{_S}", text)
+    if _PERCENT_END.search(text):
+        return Value(text, "percent", float(_SIGNED_NUMBER.search(text)[0]))  # type: ignore[index]
+    if _MONTH_START.match(text):
+        day = _DAY.search(text)
         month = MONTHS.get(text.lower()[:3])
         key = month and f"{text[-4:]}-{month}" + (f"-{day[1]:0>2}" if day else "")
         return Value(text, "date", key=key)
@@ -127,8 +143,19 @@ def parse(text: str) -> Value | None:
 
 
 def values(text: str) -> list[Value]:
-    """The values of a text, in the order written (digits of any script read as ASCII digits)."""
-    return [v for match in _ANY.finditer(ascii_digit_text(text)) if (v := parse(match[0])) is not None]
+    """The values of a text, in the order written (digits of any script read as ASCII digits): each match of
+    :data:`ANY`, left to right, that states a value."""
+    text = ascii_digit_text(text)
+    lower = text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
+    matches = (text[match.start() : match.end()] for match in _ANY_LOWER.finditer(lower))
+    return [value for found in matches if (value := parse(found)) is not None]
+
+
+@lru_cache(maxsize=4096)
+def _expected(text: str) -> list[Value]:
+    """An expected text's values, the money first (rows often share their expected text)."""
+    wanted = values(text)
+    return [v for v in wanted if v.kind == "money"] + [v for v in wanted if v.kind != "money"]
 
 
 def distance(want: Value, got: Value, opts: ChartOptions) -> tuple[bool, float]:
@@ -175,8 +202,7 @@ def assigned(candidates: list[tuple[int, int, float]], rounds: int = 8) -> dict[
 def chart_row(output: str | None, expected: str | None, opts: ChartOptions) -> RowResult:
     """The definition: the share of the expected values matched one-to-one by response values of the same kind."""
     found = values(output or "")
-    wanted = values(expected or "")
-    wanted = [v for v in wanted if v.kind == "money"] + [v for v in wanted if v.kind != "money"]
+    wanted = _expected(expected or "")
     if not wanted:
         return failed(NO_VALUES)
     scored = [

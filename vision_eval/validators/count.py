@@ -1,13 +1,15 @@
 """Object counts: the (number, object) pairs of a text, and the share of expected counts a response states.
 
 "I count five red circles and 3 blue squares" -> circle: 5, square: 3. :func:`count_row` is the definition, one row
-at a time; :mod:`~vision_eval.validators.count_columns` scores whole frames the same way.
+at a time.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from vision_eval.rowwise import RowResult, failed
 from vision_eval.validators.rows import details_text
@@ -46,20 +48,49 @@ NO_COUNTS = "expected_output states no counts"
 # Texts are read with every word padded by two spaces (a space becomes two, punctuation and line breaks are words of
 # their own), so that a pattern " five " is a whole word and two neighbouring words both match.
 PAD = str.maketrans({**{c: f"  {c}  " for c in ',.;:!?()"/='}, "\n": "  ", "\t": "  ", "\r": "  "})
+_PADDED = [(chr(code), words) for code, words in PAD.items()]
 WORD_PATTERNS = [" " + word.replace(" ", "  ") + " " for word in NUMBER_WORDS]
 WORD_DIGITS = [f" {n} " for n in NUMBER_WORDS.values()]
 STOP_PATTERNS = [f" {word} " for word in STOP_WORDS]
-_NUMBER_WORD = re.compile("|".join(map(re.escape, WORD_PATTERNS)))
-_DIGITS_OF = dict(zip(WORD_PATTERNS, WORD_DIGITS, strict=True))
-_STOP_WORD = re.compile("|".join(map(re.escape, STOP_PATTERNS)))
 COLON = r"([a-z][a-z'-]*) +[:=] +([0-9]+)"
 """``noun: N`` (or ``noun = N``), read as ``N noun``."""
-PHRASE = r"[0-9]+ +[a-z][a-z'-]*(?: +[a-z][a-z'-]*){0,2}"
+PHRASE = r"([0-9]+) +([a-z][a-z'-]*(?: +[a-z][a-z'-]*){0,2})"
 """A count: a number and one to three words."""
-WORD = r"[a-z][a-z'-]*"
 
 
-@dataclass(frozen=True)
+def trie(literals: list[str]) -> str:
+    """A regex matching the same texts as the alternation of ``literals``, as a tree of their common prefixes (the
+    regex engine then tries a few branches at each position, not every literal). Where one literal is a prefix of
+    another, the longer is tried first: the alternation's choice when, as here, the longer is listed first."""
+    root: dict[str, Any] = {}
+    for literal in literals:
+        node = root
+        for char in literal:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    return _branches(root)
+
+
+def _branches(node: dict[str, Any]) -> str:
+    parts = [re.escape(char) + _branches(child) for char, child in node.items() if char]
+    if "" in node:
+        parts.append("")
+    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+
+_NUMBER_WORD = re.compile(trie(WORD_PATTERNS))
+_DIGITS_OF = dict(zip(WORD_PATTERNS, WORD_DIGITS, strict=True))
+_STOP_WORD = re.compile(trie(STOP_PATTERNS))
+_COLON = re.compile(COLON)
+_COLON_HINT = re.compile("[:=] +[0-9]")
+_PHRASE = re.compile(PHRASE)
+_NUMBER = re.compile("[0-9]+")
+_IES = re.compile(r"[^aeiou]ies$")
+_ES = re.compile(r"(?:ss|x|z|ch|sh)es$")
+_S = re.compile(r"[^su]s$")
+
+
+@dataclass  # not frozen: built for every row, and a frozen dataclass is slower to build
 class CountDetails:
     """The details of a scored count row (``json.dumps`` spacing)."""
 
@@ -72,38 +103,56 @@ class CountDetails:
     reasoning: str
 
 
+def _digits(match: re.Match[str]) -> str:
+    return _DIGITS_OF[match[0]]
+
+
 def normalized(text: str) -> str:
     """Lowercase text, digits of any script as ASCII, number words as digits, ``noun: N`` as ``N noun`` and stop words
     as commas (every word padded by two spaces)."""
-    padded = "  " + ascii_digit_text(text.lower()).replace(" ", "  ").translate(PAD) + "  "
-    digits = _NUMBER_WORD.sub(lambda m: _DIGITS_OF[m[0]], padded)
-    return _STOP_WORD.sub(" , ", re.sub(COLON, r"\2 \1", digits))
+    padded = ascii_digit_text(text.lower()).replace(" ", "  ")
+    for char, words in _PADDED:  # str.translate is slower at replacing characters by several
+        padded = padded.replace(char, words)
+    digits = _NUMBER_WORD.sub(_digits, f"  {padded}  ")
+    if _COLON_HINT.search(digits):  # rare, and the full pattern is slow to rule out
+        digits = _COLON.sub(r"\2 \1", digits)
+    return _STOP_WORD.sub(" , ", digits)
 
 
+@lru_cache(maxsize=4096)
 def singular(word: str) -> str:
     """The singular of a lowercase English noun (regular rules plus common irregulars)."""
     if word in IRREGULAR:
         return IRREGULAR[word]
-    if re.search(r"[^aeiou]ies$", word):
+    if _IES.search(word):
         return word[:-3] + "y"
-    if re.search(r"(?:ss|x|z|ch|sh)es$", word):
+    if _ES.search(word):
         return word[:-2]
-    if re.search(r"[^su]s$", word) and len(word) > 3:
+    if _S.search(word) and len(word) > 3:
         return word[:-1]
     return word
 
 
 def mentions(normal: str) -> list[tuple[int, list[str]]]:
     """The counts of a normalized text: each phrase's number and its words, singular."""
-    return [
-        (int(re.match("[0-9]+", phrase)[0]), [singular(word) for word in re.findall(WORD, phrase)])  # type: ignore[index]
-        for phrase in re.findall(PHRASE, normal)
-    ]
+    return [(int(number), [singular(word) for word in words.split()]) for number, words in _PHRASE.findall(normal)]
 
 
 def longest_number(text: str) -> int:
     """The number of digits of the longest number in ``text`` (digits of any script)."""
-    return max(map(len, re.findall("[0-9]+", ascii_digit_text(text))), default=0)
+    return max(map(len, _NUMBER.findall(ascii_digit_text(text))), default=0)
+
+
+@lru_cache(maxsize=4096)
+def _expected(text: str) -> tuple[dict[str, int], int | None]:
+    """An expected text's counts (each object's first), and its first number when it states no counts (rows often
+    share their expected text)."""
+    wanted = normalized(text)
+    counts: dict[str, int] = {}
+    for n, words in mentions(wanted):
+        counts.setdefault(words[-1], n)
+    number = None if counts else _NUMBER.search(wanted)
+    return counts, int(number[0]) if number else None
 
 
 def count_row(output: str | None, expected: str | None) -> RowResult:
@@ -116,13 +165,13 @@ def count_row(output: str | None, expected: str | None) -> RowResult:
     3. Expected text with no counts but a number ("7") is met when the response states that number, or when its counts
        add up to it. Expected text with neither is an error, as is a number of more than :data:`MAX_DIGITS` digits.
     """
+    output, expected = output or "", expected or ""
     for column, text in (("output", output), ("expected_output", expected)):
-        if longest_number(text or "") > MAX_DIGITS:
+        # A number of more digits needs a longer text (a digit of any script is one character).
+        if len(text) > MAX_DIGITS and longest_number(text) > MAX_DIGITS:
             return failed(f"{column} holds a number of more than {MAX_DIGITS} digits: too long to read as a count")
-    response, wanted = normalized(output or ""), normalized(expected or "")
-    expected_counts: dict[str, int] = {}
-    for n, words in mentions(wanted):
-        expected_counts.setdefault(words[-1], n)
+    expected_counts, bare = _expected(expected)
+    response = normalized(output)
     found = mentions(response)
     first: dict[str, int] = {}
     total: dict[str, int] = {}
@@ -140,11 +189,9 @@ def count_row(output: str | None, expected: str | None) -> RowResult:
         reasoning += f"; wrong or missing: {', '.join(wrong)}" if wrong else ""
         details = CountDetails(expected_counts, first, matched, reasoning)
         return RowResult("processed", len(matched) / len(expected_counts), details_text(details, compact=False))
-    number = re.search("[0-9]+", wanted)
-    if number is None:
+    if bare is None:
         return failed(NO_COUNTS)
-    bare = int(number[0])
-    stated = bare in map(int, re.findall("[0-9]+", response)) or (bool(found) and sum(n for n, _ in found) == bare)
+    stated = bare in map(int, _NUMBER.findall(response)) or (bool(found) and sum(n for n, _ in found) == bare)
     reasoning = f"the response {'states' if stated else 'never states'} the expected count {bare}"
     details = CountDetails({"*": bare}, first, {"*": bare} if stated else {}, reasoning)
     return RowResult("processed", float(stated), details_text(details, compact=False))

@@ -1,15 +1,12 @@
 """JSON answers: extraction, parsing, JSON Schema validation and value comparison.
 
-:func:`json_row` is the definition, one row at a time (:func:`candidate_of` finds the JSON, :func:`check_one` scores
-it). :func:`json_frame` scores column-wise the rows :mod:`json_columns` can decide exactly (DuckDB reads the expected
-fields of whole groups of rows at once) and the others one by one (:func:`json_rows`: candidates found by
-:func:`extract_candidates`, msgspec decoding, equal rows once, schemas compiled once per distinct schema, expected texts
-parsed once per distinct text).
+:func:`json_row` is the definition, one row at a time: :func:`candidate_of` finds the JSON, :func:`check_one` scores
+it, and the details are written compactly when both texts are strict JSON (:func:`strict`), else with
+``json.dumps``' spacing.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
@@ -18,20 +15,26 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import polars as pl
-
 from vision_eval.reasons import plain_reason
 from vision_eval.rowwise import RowResult
 from vision_eval.validators.json_tree import MAX_DEPTH, nesting_depth
-from vision_eval.validators.rows import results_frame
+from vision_eval.validators.rows import details_text, members
 from vision_eval.validators.text import SPACE, strip
 
-FENCE = re.compile(f"```(?:json|JSON)?[{SPACE}]*([\\s\\S]*?)```")
-EMBEDDED = re.compile(r"([\{\[][\s\S]*[\}\]])")
-_UNPARSED: Any = object()
-"""Marks a text not decoded yet."""
+FENCE = f"```(?:json|JSON)?[{SPACE}]*([\\s\\S]*?)```"
+"""A fenced block (group 1: its text); :func:`candidate_of` finds the first as this pattern would."""
+_TAGS = ("json", "JSON")
 _TYPE_NAMES = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+_KINDS = {**_TYPE_NAMES, int: "number", float: "number"}
+_NUMBERS = (int, float)  # a tuple: isinstance checks it faster than int | float
 _TOO_LONG = f"a number of more than {sys.int_info.default_max_str_digits} digits (too long to read)"
+# What a text that is not strict JSON holds (and a few strict ones): NaN or Infinity; a number beyond a float's range
+# (an exponent of three digits, or an integer part of more than 200 digits before an exponent of two); a surrogate,
+# escaped or as it is. One pattern each: a pattern starting with a literal or a character class is scanned for fast.
+_BIG_EXPONENT = re.compile("[eE][-+]?[0-9]{3}")
+_LONG_NUMBER = re.compile("[0-9]{200}")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class JsonOptions:
     require_valid_schema: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: built for every row, and a frozen dataclass is slower to build
 class JsonDetails:
     """The details of a response holding JSON."""
 
@@ -96,52 +99,57 @@ def required_message(key: str) -> str:
 
 def candidate_of(text: str | None) -> str | None:
     """The JSON candidate in a response: the first fenced block (stripped), else from the first ``{``/``[`` to the last
-    ``}``/``]``, else the stripped text."""
+    ``}``/``]``, else the stripped text.
+
+    A fenced block is the first match of ``FENCE``: the first three backticks, a ``json``/``JSON`` tag, then the text
+    up to the next three backticks (there is none after the first: there is none after a later one either)."""
     if text is None:
         return None
-    if fenced := FENCE.search(text):
-        return strip(fenced[1])
-    if embedded := EMBEDDED.search(text):
-        return embedded[1]
+    opening = text.find("```")
+    if opening >= 0:
+        body = opening + 3
+        if text.startswith(_TAGS, body):
+            body += 4
+        closing = text.find("```", body)
+        if closing >= 0:
+            return strip(text[body:closing])
+    first = min((at for at in (text.find("{"), text.find("[")) if at >= 0), default=-1)
+    last = max(text.rfind("}"), text.rfind("]"))
+    if 0 <= first < last:
+        return text[first : last + 1]
     return strip(text)
 
 
-def extract_candidates(text: pl.Series) -> pl.Series:
-    r""":func:`candidate_of` of each response.
-
-    The same as the first match of ``FENCE`` (group 1), then of ``EMBEDDED``, without capture groups
-    (which make Rust's regex engine several times slower): the first fence pairs with the next one (the lazy body
-    stops there, and without one no later fence has one either), and the optional ``json`` tag and the whitespace
-    after the fence go before the body is stripped anyway. Step by step, so that no step runs twice."""
-    body = pl.col("body")
-    fenced = (
-        text.to_frame("t")
-        .lazy()
-        .select(pl.col("t").str.splitn("```", 3).alias("p"))
-        .select(
-            pl.when(pl.col("p").struct.field("field_2").is_not_null())
-            .then(pl.col("p").struct.field("field_1"))
-            .alias("body")
-        )
-        .select(
-            pl.when(body.str.starts_with("json") | body.str.starts_with("JSON"))
-            .then(body.str.slice(4))
-            .otherwise(body)
-            .alias("body")
-        )
-        .select(body.str.strip_chars())
-        .collect()
-        .to_series()
+def strict(text: str, value: Any) -> bool:
+    """Whether a JSON text (``value``: what ``json.loads`` read from it) is strict JSON: every number a finite float
+    or an integer, every string (and key) valid Unicode (no lone surrogate), and no NaN or Infinity."""
+    suspect = (
+        "NaN" in text
+        or "Infinity" in text
+        or _BIG_EXPONENT.search(text)
+        or _LONG_NUMBER.search(text)
+        or _SURROGATE_ESCAPE.search(text)
+        or (not text.isascii() and _SURROGATE.search(text))
     )
-    rows = fenced.is_null().arg_true()
-    if not rows.len():
-        return fenced
-    loose = text.gather(rows)
-    embedded = loose.str.replace(r"^[^\{\[]*", "").str.replace(r"[^\}\]]*$", "")
-    return fenced.scatter(rows, embedded.zip_with((embedded != "").fill_null(False), loose.str.strip_chars()))
+    return not suspect or _clean(value)
+
+
+def _clean(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, str):
+        return not _SURROGATE.search(value)
+    if isinstance(value, dict):
+        return all(not _SURROGATE.search(k) and _clean(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(map(_clean, value))
+    return True
 
 
 def type_name(value: Any) -> str:
+    name = _KINDS.get(type(value))
+    if name is not None:  # what json.loads makes
+        return name
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int | float):
@@ -192,14 +200,16 @@ def schema_errors(value: Any, schema_text: str) -> list[str]:
 
 
 @lru_cache(maxsize=4096)
-def _expected_value(text: str) -> Any:
-    return json.loads(text)
+def _expected(text: str) -> tuple[Any, bool]:
+    """An expected_output parsed, and whether it is :func:`strict` (rows often share their expected_output)."""
+    value = json.loads(text)
+    return value, strict(text, value)
 
 
 @lru_cache(maxsize=4096)
 def _inferred_schema(text: str) -> str:
     """The schema inferred from an expected_output (computed only when a JSON Schema validation needs it)."""
-    return json.dumps(infer_schema(_expected_value(text)), sort_keys=True)
+    return json.dumps(infer_schema(_expected(text)[0]), sort_keys=True)
 
 
 def _leaves(value: Any) -> int:
@@ -228,7 +238,7 @@ class _Compare:
     def equal(self, want: Any, got: Any) -> bool:
         if isinstance(want, bool) or isinstance(got, bool):
             return want is got
-        if isinstance(want, int | float) and isinstance(got, int | float):
+        if isinstance(want, _NUMBERS) and isinstance(got, _NUMBERS):
             tol = self.opts.number_tolerance
             return math.isclose(want, got, rel_tol=tol, abs_tol=0.0) if tol else float(want) == float(got)
         if isinstance(want, str) and isinstance(got, str) and not self.opts.case_sensitive:
@@ -250,8 +260,10 @@ class _Compare:
             return hits
         if isinstance(want, list) and isinstance(got, list):
             return self._list(want, got, path)
-        if type_name(want) != type_name(got) and want is not None:
-            self.type_errors.append({"path": path or "$", "expected": type_name(want), "actual": type_name(got)})
+        want_kind = _KINDS.get(type(want)) or type_name(want)  # the lookup alone for what json.loads makes
+        got_kind = _KINDS.get(type(got)) or type_name(got)
+        if want_kind != got_kind and want is not None:
+            self.type_errors.append({"path": path or "$", "expected": want_kind, "actual": got_kind})
             self.total += _leaves(want)
             return 0
         self.total += 1
@@ -271,7 +283,8 @@ class _Compare:
                 self.missing.append(child)
                 self.total += _leaves(item)
                 continue
-            best = max(unused, key=lambda j: self._hits(item, got[j]))
+            # A lone candidate needs no trial comparison (the comparison below is the same one).
+            best = unused[0] if len(unused) == 1 else max(unused, key=lambda j: self._hits(item, got[j]))
             unused.remove(best)
             hits += self.run(item, got[best], child)
         self.extra += [f"{path}[{j}]" for j in unused]
@@ -290,23 +303,16 @@ def _only_top_missing(want: dict[str, Any], got: dict[str, Any], cmp: _Compare) 
     return len(absent) == len(cmp.missing) and not any(k.endswith("]") for k in cmp.extra)
 
 
-def check_one(
-    raw: str | None,
-    candidate: str | None,
-    expected: str | None,
-    opts: JsonOptions,
-    decoded: Any = _UNPARSED,
-    expected_decoded: Any = _UNPARSED,
-) -> dict[str, Any]:
-    """The result of one row (``status``, ``score``, ``details``, ``error``); ``decoded`` and ``expected_decoded``:
-    ``candidate`` and ``expected`` already parsed (by a batch decoder), else they are parsed here."""
+def check_one(raw: str | None, candidate: str | None, expected: str | None, opts: JsonOptions) -> dict[str, Any]:
+    """The result of one row: ``status``, and ``error``, or ``score``, ``details`` (a details dataclass), ``passed``
+    (only when false) and ``compact`` (both texts strict JSON: the details are written without spaces)."""
     want: Any = None
-    has_expected = expected is not None and bool(expected.strip())
-    if expected is not None and has_expected:
+    want_strict = True
+    if expected is not None and expected.strip():
         if nesting_depth(expected) > MAX_DEPTH:
             return {"status": "error", "error": f"expected_output: JSON nested deeper than {MAX_DEPTH} levels"}
         try:
-            want = _expected_value(expected) if expected_decoded is _UNPARSED else expected_decoded
+            want, want_strict = _expected(expected)
         except json.JSONDecodeError as exc:
             return {"status": "error", "error": f"expected_output is not valid JSON: {exc}"}
         except ValueError:  # an integer of more digits than Python reads
@@ -314,18 +320,18 @@ def check_one(
     elif opts.schema is None:
         return {"status": "error", "error": "no schema configured and no expected_output to infer one from"}
     if candidate is None or not candidate.strip():
-        return {"status": "processed", "score": 0.0, "details": NO_JSON}
+        return {"status": "processed", "score": 0.0, "details": NO_JSON, "compact": False}
     if nesting_depth(candidate) > MAX_DEPTH:
         return {"status": "error", "error": f"output: JSON nested deeper than {MAX_DEPTH} levels"}
     try:
-        got = json.loads(candidate) if decoded is _UNPARSED else decoded
+        got = json.loads(candidate)
     except ValueError as exc:
         if not isinstance(exc, json.JSONDecodeError):  # an integer of more digits than Python reads
             return {"status": "error", "error": f"output holds {_TOO_LONG}"}
         found = "{" in candidate or "[" in candidate
         reason = f"invalid JSON: {exc}" if found else "no JSON object or array found in the response"
         invalid = InvalidJson([], [], [], [], False, reason, (raw or "")[:500])
-        return {"status": "processed", "score": 0.0, "details": invalid}
+        return {"status": "processed", "score": 0.0, "details": invalid, "compact": False}
     cmp = _Compare(opts)
     if want is not None:
         cmp.run(want, got, "")
@@ -345,93 +351,81 @@ def check_one(
         violations = schema_errors(got, opts.schema or _inferred_schema(expected or ""))
     if want is None:
         score = 1.0 if not violations else 0.0
-    passed = None
-    if violations and opts.require_valid_schema:
-        passed = False
     details = JsonDetails(
         True, not violations, violations[:20], cmp.missing, cmp.extra, cmp.type_errors, cmp.mismatches, cmp.hits,
         cmp.total,
     )  # fmt: skip
-    out: dict[str, Any] = {"status": "processed", "score": score, "details": details}
-    if passed is not None:
-        out["passed"] = passed
+    out: dict[str, Any] = {
+        "status": "processed",
+        "score": score,
+        "details": details,
+        "compact": want_strict and strict(candidate, got),
+    }
+    if violations and opts.require_valid_schema:
+        out["passed"] = False
     return out
 
 
-def _decode_all(candidates: list[str | None]) -> list[Any]:
-    """Each candidate decoded by msgspec's C decoder; ``_UNPARSED`` where it refuses (``json.loads`` then decides:
-    it also accepts NaN, Infinity and integers of any size)."""
-    import msgspec
-
-    decode = msgspec.json.Decoder().decode
-    out: list[Any] = []
-    for text in candidates:
-        try:
-            out.append(decode(text) if text else _UNPARSED)
-        except (msgspec.DecodeError, UnicodeEncodeError, RecursionError):
-            out.append(_UNPARSED)
-    return out
-
-
-RESULT_SCHEMA = {"status": pl.Utf8, "score": pl.Float64, "passed": pl.Boolean, "details": pl.Utf8, "error": pl.Utf8}
-
-
-def details_json(details: Any, strict: bool) -> str:
-    """A row's details as JSON text: compact, as msgspec writes it, when both texts are ``strict`` JSON (msgspec read
-    them: finite numbers, strings, lists and objects); else with ``json.dumps``' spacing (and its NaN, Infinity)."""
-    if strict:
-        import msgspec
-
-        return msgspec.json.encode(details).decode()
-    return json.dumps(details, ensure_ascii=False, default=_members)
-
-
-def _members(value: Any) -> Any:
-    is_instance = dataclasses.is_dataclass(value) and not isinstance(value, type)
-    return dataclasses.asdict(value) if is_instance else str(value)
-
-
-def scored_row(
-    raw: str | None, candidate: str | None, expected: str | None, opts: JsonOptions, got: Any, want: Any
-) -> RowResult:
-    """:func:`check_one` as a result row (``got``, ``want``: the texts as msgspec decoded them, or ``_UNPARSED``); a row
-    that raises (a configured schema failing on it...) is an error with a plain reason, the exception's type in
-    details."""
+def json_row(output: str | None, expected: str | None, opts: JsonOptions) -> RowResult:
+    """The definition: the row's JSON candidate (:func:`candidate_of`) scored by :func:`check_one`; a row that raises
+    (a configured schema failing on it...) is an error with a plain reason, the exception's type in details."""
     try:
-        result = check_one(raw, candidate, expected, opts, got, want)
+        result = check_one(output, candidate_of(output), expected, opts)
     except Exception as exc:
         reason = plain_reason(exc)[:300]
-        details = details_json({"exception": type(exc).__name__}, strict=True)
+        details = compact_text({"exception": type(exc).__name__})
         return RowResult(
             "error", details=details, error=f"the row could not be checked{': ' + reason if reason else ''}"
         )
     if "details" not in result:
         return RowResult("error", error=result["error"])
-    strict = got is not _UNPARSED and (want is not _UNPARSED or not expected or not expected.strip())
-    details = details_json(result["details"], strict)
-    return RowResult("processed", result["score"], details, passed=result.get("passed"))
+    details = result["details"]
+    text = compact_text(details) if result["compact"] else details_text(details, compact=False)
+    return RowResult("processed", result["score"], text, passed=result.get("passed"))
 
 
-def json_row(output: str | None, expected: str | None, opts: JsonOptions) -> RowResult:
-    """The definition: the row's JSON candidate (:func:`candidate_of`) scored by :func:`check_one`."""
-    candidate = candidate_of(output)
-    got, want = _decode_all([candidate, expected])
-    return scored_row(output, candidate, expected, opts, got, want)
+def compact_text(details: Any) -> str:
+    """Details (a details dataclass, or a dict) as JSON without spaces, floats written as ``1e16``, ``2.5e-7`` and
+    ``0.00001`` where ``repr`` writes ``1e+16``, ``2.5e-07`` and ``1e-05`` (the spelling these details have always
+    had). Only mismatched values hold floats."""
+    if isinstance(details, dict):
+        return _compact(details)
+    mismatches = details.value_mismatches if isinstance(details, JsonDetails) else ()
+    if not any(_has_exponent(m["expected"]) or _has_exponent(m["actual"]) for m in mismatches):
+        return details_text(details)
+    return _compact(details)
 
 
-def json_rows(prepared: pl.DataFrame, opts: JsonOptions) -> pl.DataFrame:
-    """Score rows (``raw``, ``candidate``, ``expected_output``) one by one as :func:`json_row` does, equal rows once."""
-    distinct = prepared.unique(maintain_order=True)
-    decoded = _decode_all(distinct["candidate"].to_list())
-    wanted = _decode_all(distinct["expected_output"].to_list())
-    results = [
-        scored_row(raw, candidate, expected, opts, got, want)
-        for (raw, candidate, expected), got, want in zip(distinct.iter_rows(), decoded, wanted)
-    ]
-    scored = results_frame(results, passed=True).select(list(RESULT_SCHEMA))
-    if distinct.height == prepared.height:
-        return scored
-    keys = ["raw", "candidate", "expected_output"]
-    return prepared.join(
-        pl.concat([distinct, scored], how="horizontal"), on=keys, how="left", nulls_equal=True, maintain_order="left"
-    ).select(list(RESULT_SCHEMA))
+def _has_exponent(value: Any) -> bool:
+    if isinstance(value, float):
+        return "e" in repr(value)
+    if isinstance(value, dict):
+        return any(map(_has_exponent, value.values()))
+    if isinstance(value, list):
+        return any(map(_has_exponent, value))
+    return False
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, float):
+        return _float_text(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_compact(k)}:{_compact(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(map(_compact, value)) + "]"
+    if isinstance(value, JsonDetails):
+        return _compact(members(value))
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _float_text(x: float) -> str:
+    """A finite float as the compact details write it: ``repr``'s digits, without the exponent's sign and leading
+    zeros, and an exponent of -5 written out (``0.00001``)."""
+    text = repr(x)
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    if int(exponent) == -5:
+        sign, digits = ("-", mantissa[1:]) if mantissa.startswith("-") else ("", mantissa)
+        return f"{sign}0.0000{digits.replace('.', '')}"
+    return f"{mantissa}e{int(exponent)}"

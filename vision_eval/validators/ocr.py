@@ -1,14 +1,15 @@
 """OCR text: normalized similarity with the expected text, blended with the share of keywords found.
 
-:func:`ocr_row` is the definition, one row at a time; :mod:`~vision_eval.validators.ocr_columns` scores whole frames
-the same way.
+:func:`ocr_row` is the definition, one row at a time.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from vision_eval.rowwise import RowResult
 from vision_eval.validators.rows import details_text
@@ -17,6 +18,10 @@ from vision_eval.validators.text import SPACE, strip
 PUNCTUATION = r"[!-/:-@\[-`{-~“”‘’«»–—…•·]"
 """ASCII punctuation plus common typographic marks."""
 SCORERS = ("ratio", "token_sort_ratio", "token_set_ratio")
+_PUNCTUATION = re.compile(PUNCTUATION)
+_SPACES = re.compile(f"[{SPACE}]+")
+_PUNCTUATION_OR_SPACES = re.compile(f"[{PUNCTUATION[1:-1]}{SPACE}]+")
+_SCORER_FUNCTIONS: dict[str, Callable[[str, str], float]] = {}
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,7 @@ class OcrOptions:
         return (self.similarity_weight / total, self.keyword_weight / total) if total else (1.0, 0.0)
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: built for every row, and a frozen dataclass is slower to build
 class OcrDetails:
     """The details of an OCR row (compact JSON)."""
 
@@ -61,13 +66,20 @@ def rounded(x: float) -> float:
 def normalized(text: str, opts: OcrOptions) -> str:
     """The text as compared: lowercase unless case-sensitive, punctuation dropped (a space when whitespace is
     normalized), runs of whitespace as one space, trimmed."""
-    if not opts.case_sensitive:
+    return _normalized(text, opts.case_sensitive, opts.normalize_whitespace, opts.strip_punctuation)
+
+
+def _normalized(text: str, case_sensitive: bool, normalize_whitespace: bool, strip_punctuation: bool) -> str:
+    if not case_sensitive:
         text = text.lower()
-    if opts.strip_punctuation:
-        text = re.sub(PUNCTUATION, " " if opts.normalize_whitespace else "", text)
-    if opts.normalize_whitespace:
-        text = strip(re.sub(f"[{SPACE}]+", " ", text))
-    return text
+    if normalize_whitespace:
+        # Punctuation as spaces, then runs of whitespace as one: runs of either as one space.
+        return strip((_PUNCTUATION_OR_SPACES if strip_punctuation else _SPACES).sub(" ", text))
+    return _PUNCTUATION.sub("", text) if strip_punctuation else text
+
+
+_cached = lru_cache(maxsize=4096)(_normalized)
+""":func:`_normalized` of texts that repeat (expected texts, keywords)."""
 
 
 def row_keywords(opts: OcrOptions, column: list[str | None] | str | None) -> list[str]:
@@ -84,11 +96,14 @@ def row_keywords(opts: OcrOptions, column: list[str | None] | str | None) -> lis
 
 def similarity(got: str, want: str, scorer: str) -> float:
     """rapidfuzz's similarity of two normalized texts, 0..1 (two empty texts are identical)."""
-    from rapidfuzz import fuzz
+    function = _SCORER_FUNCTIONS.get(scorer)
+    if function is None:
+        if scorer not in SCORERS:
+            raise ValueError(f"unknown scorer {scorer!r}; use one of {', '.join(SCORERS)}")
+        from rapidfuzz import fuzz
 
-    if scorer not in SCORERS:
-        raise ValueError(f"unknown scorer {scorer!r}; use one of {', '.join(SCORERS)}")
-    return 1.0 if not got and not want else getattr(fuzz, scorer)(got, want) / 100.0
+        function = _SCORER_FUNCTIONS[scorer] = getattr(fuzz, scorer)
+    return 1.0 if not got and not want else function(got, want) / 100.0
 
 
 def ocr_row(
@@ -96,16 +111,18 @@ def ocr_row(
 ) -> RowResult:
     """The definition: similarity of the normalized texts, blended with keyword accuracy when there are keywords (a
     keyword is found when its normalized text is in the normalized response)."""
-    got, want = normalized(output or "", opts), normalized(expected or "", opts)
+    flags = (opts.case_sensitive, opts.normalize_whitespace, opts.strip_punctuation)
+    got, want = _normalized(output or "", *flags), _cached(expected or "", *flags)
     sim = similarity(got, want, opts.scorer)
     listed = row_keywords(opts, keywords)
-    found = [k for k in listed if normalized(k, opts) in got]
     if not listed:
         details = OcrDetails(rounded(sim), None, [], [], {"similarity": 1.0, "keywords": 0.0}, opts.scorer)
         return RowResult("processed", min(max(sim, 0.0), 1.0), details_text(details))
+    present = [_cached(k, *flags) in got for k in listed]
+    found = [k for k, here in zip(listed, present, strict=True) if here]
+    missing = [k for k, here in zip(listed, present, strict=True) if not here]
     accuracy = len(found) / len(listed)
     w_sim, w_kw = opts.weights()
-    missing = [k for k in listed if normalized(k, opts) not in got]
     weights = {"similarity": rounded(w_sim), "keywords": rounded(w_kw)}
     details = OcrDetails(rounded(sim), rounded(accuracy), found, missing, weights, opts.scorer)
     return RowResult("processed", min(max(w_sim * sim + w_kw * accuracy, 0.0), 1.0), details_text(details))

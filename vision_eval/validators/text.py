@@ -1,10 +1,12 @@
-"""How the validators read text, the same in Python (the row-wise definitions) and in Polars (the column-wise paths).
+"""How the validators read text, and where Python and Polars read text differently.
 
 - Whitespace is Unicode's White_Space: what Polars' ``\\s`` and ``strip_chars()`` mean (Python's ``str.isspace`` and
-  ``re``'s ``\\s`` also count the separators ``\\x1c``-``\\x1f``), so the definitions spell it out as :data:`SPACE`.
+  ``re``'s ``\\s`` also count the separators ``\\x1c``-``\\x1f``), so the validators spell it out as :data:`SPACE`.
 - A decimal digit of any script (Arabic-Indic ``٣``, fullwidth ``３``, Devanagari ``३``) reads as its ASCII digit,
-  when Python's Unicode tables know it as a digit (Polars' may be newer: a digit only they know stays as it is).
-  Patterns then say ``[0-9]``, never ``\\d``.
+  when Python's Unicode tables know it as a digit. Patterns then say ``[0-9]``, never ``\\d``.
+- The characters Polars lowercases, or counts as word characters, otherwise than Python (:func:`holding_any`,
+  :func:`lowercase_disagreements`, :func:`word_disagreements`, :func:`char_class`) are for column-wise readers that
+  must agree with a Python definition (the benchmark metrics' yes/no reading).
 """
 
 from __future__ import annotations
@@ -12,16 +14,16 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import cache
+from typing import TYPE_CHECKING
 
-import numpy as np
-import polars as pl
+if TYPE_CHECKING:  # imported where used: the row functions that read text run without Polars
+    import polars as pl
 
 SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 """The White_Space characters, as the inside of a regex character class (``[{SPACE}]``)."""
 SPACE_CHARS = "".join(c for c in map(chr, range(0x3001)) if re.fullmatch(f"[{SPACE}]", c))
 """The same characters, listed (for ``str.strip``)."""
 _OTHER_DIGIT = re.compile(r"(?![0-9])\d")
-_NON_ASCII_DIGIT = r"[\d&&[^0-9]]"
 
 
 def strip(text: str) -> str:
@@ -31,27 +33,19 @@ def strip(text: str) -> str:
 
 def ascii_digit_text(text: str) -> str:
     """``text`` with every non-ASCII decimal digit Python knows replaced by its ASCII digit."""
-    return _OTHER_DIGIT.sub(lambda m: str(unicodedata.decimal(m[0])), text)
+    if text.isascii():  # most texts: nothing to replace, and no regex pass
+        return text
+    return _OTHER_DIGIT.sub(_ascii_digit, text)
 
 
-def ascii_digits(texts: pl.Series) -> pl.Series:
-    """:func:`ascii_digit_text` of every text. Only texts holding such a digit are rewritten (texts of ASCII only,
-    most of them, cost one length comparison)."""
-    non_ascii = (texts.str.len_bytes() != texts.str.len_chars()).fill_null(False)  # far cheaper than the regex
-    if not non_ascii.any():
-        return texts
-    has = non_ascii & texts.str.contains(_NON_ASCII_DIGIT).fill_null(False)
-    if not has.any():
-        return texts
-    rows = has.arg_true()
-    chosen = texts.gather(rows)
-    found = chosen.str.extract_all(_NON_ASCII_DIGIT).explode().drop_nulls().unique().to_list()
-    mapping = {char: str(value) for char in found if (value := unicodedata.decimal(char, None)) is not None}
-    return texts.scatter(rows, chosen.str.replace_many(mapping)) if mapping else texts
+def _ascii_digit(match: re.Match[str]) -> str:
+    return str(unicodedata.decimal(match[0]))
 
 
 def holding_any(texts: pl.Series, chars: str) -> pl.Series:
     """Whether each text holds one of the (non-ASCII) ``chars``; only texts that are not ASCII are searched."""
+    import polars as pl
+
     non_ascii = (texts.str.len_bytes() != texts.str.len_chars()).fill_null(False)
     if not chars or not non_ascii.any():
         return pl.repeat(False, len(texts), dtype=pl.Boolean, eager=True)
@@ -61,6 +55,8 @@ def holding_any(texts: pl.Series, chars: str) -> pl.Series:
 @cache
 def _every_char() -> str:
     """Every character (no surrogates), in code point order."""
+    import numpy as np
+
     codes = np.arange(1, 0x110000, dtype="<u4")
     return codes[(codes < 0xD800) | (codes > 0xDFFF)].tobytes().decode("utf-32-le")
 
@@ -69,6 +65,8 @@ def _every_char() -> str:
 def lowercase_disagreements() -> str:
     """The characters Polars lowercases otherwise than Python does (their Unicode tables differ in age), worked out
     once per process: every character lowercased by both, one at a time."""
+    import polars as pl
+
     # Joined by NUL, neither cased nor case-ignorable: no character is lowercased in context.
     joined = "\x00".join(_every_char())
     each, python = (pl.Series([text]).str.split("\x00").explode() for text in (joined, joined.lower()))
@@ -81,6 +79,8 @@ def word_disagreements() -> str:
     other, so that ``\\b`` next to them differs: Python's are ``str.isalnum`` (other numbers such as ``²`` too),
     Polars' add combining marks, connector punctuation and the letters of newer Unicode versions. Worked out once
     per process."""
+    import polars as pl
+
     chars = _every_char()
     python = set(re.findall(r"\w", chars))
     polars = set(pl.Series([chars]).str.extract_all(r"\w").explode().to_list())
