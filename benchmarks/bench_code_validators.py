@@ -29,20 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vision_eval.config import RunConfig
 from vision_eval.evaluator import EvalContext
-from vision_eval.evaluators.code_validators import (
-    ChartValidator,
-    ChartValidatorSettings,
-    CountValidator,
-    CountValidatorSettings,
-    JsonValidator,
-    JsonValidatorSettings,
-    OcrValidator,
-    OcrValidatorSettings,
-)
+from vision_eval.evaluators.code.chart import ChartValidator, ChartValidatorSettings
+from vision_eval.evaluators.code.count import _TENS, _UNITS, CountValidator, CountValidatorSettings
+from vision_eval.evaluators.code.json_check import JsonValidator, JsonValidatorSettings
+from vision_eval.evaluators.code.ocr import OcrValidator, OcrValidatorSettings
 from vision_eval.evaluators.custom.code_judge import CodeJudge, CodeJudgeSettings
 from vision_eval.pool import default_workers
 from vision_eval.rowwise import POOL_MIN_ROWS, RowResult, RowRule
-from vision_eval.validators.count import _TENS, _UNITS
 
 SHAPES = ["circles", "squares", "triangles", "stars"]
 WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]

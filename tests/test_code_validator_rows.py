@@ -18,7 +18,7 @@ import pytest
 import vision_eval
 from tests import equivalence as eq
 from vision_eval import rowwise
-from vision_eval.validators import chart, count, json_check, ocr
+from vision_eval.evaluators.code import chart, count, json_check, ocr
 
 
 def verdicts(kind: str, rows: list[dict[str, Any]], **settings: Any) -> list[tuple[Any, ...]]:

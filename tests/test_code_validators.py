@@ -9,11 +9,11 @@ import polars as pl
 import pytest
 
 import vision_eval
+from vision_eval.evaluators.code.chart import ChartOptions, chart_row
+from vision_eval.evaluators.code.count import count_row
+from vision_eval.evaluators.code.json_check import JsonOptions, infer_schema, json_row
+from vision_eval.evaluators.code.ocr import OcrOptions, ocr_row
 from vision_eval.rowwise import RowResult
-from vision_eval.validators.chart import ChartOptions, chart_row
-from vision_eval.validators.count import count_row
-from vision_eval.validators.json_check import JsonOptions, infer_schema, json_row
-from vision_eval.validators.ocr import OcrOptions, ocr_row
 
 
 def run(kind: str, rows: list[dict], **settings) -> list[dict]:

@@ -11,7 +11,7 @@ import vision_eval as ve
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.evaluators.benchmarks.extracted import ExactCount, ExactCountSettings, ProtocolMetric
-from vision_eval.evaluators.code_validators import OcrValidator, OcrValidatorSettings
+from vision_eval.evaluators.code.ocr import OcrValidator, OcrValidatorSettings
 from vision_eval.evaluators.graded.llm_judge import JudgeFileSettings, LLMJudge
 from vision_eval.evaluators.graded.output_graders import LLMRubric, LLMRubricSettings
 from vision_eval.grading.base import GradedEvaluator

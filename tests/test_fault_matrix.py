@@ -33,10 +33,10 @@ from conftest import BLUE, RED, shape_png
 
 import vision_eval as ve
 from vision_eval.errors import ConfigError, DatasetError
+from vision_eval.evaluators.code.count import MAX_DIGITS
+from vision_eval.evaluators.code.json_depth import MAX_DEPTH
 from vision_eval.llm.cache import CallCache
 from vision_eval.testing.fake_providers import Action, FakeProviders
-from vision_eval.validators.count import MAX_DIGITS
-from vision_eval.validators.json_tree import MAX_DEPTH
 
 # --- images, generated small -----------------------------------------------------------------------------------
 

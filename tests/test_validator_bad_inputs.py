@@ -13,17 +13,16 @@ import pytest
 
 from tests import equivalence as eq
 from vision_eval.evaluator import Evaluator
-from vision_eval.evaluators.code_validators import (
-    ChartValidator,
-    ChartValidatorSettings,
-    CountValidator,
-    CountValidatorSettings,
+from vision_eval.evaluators.code.chart import ChartValidator, ChartValidatorSettings
+from vision_eval.evaluators.code.count import MAX_DIGITS, CountValidator, CountValidatorSettings
+from vision_eval.evaluators.code.json_check import (
+    JsonOptions,
     JsonValidator,
     JsonValidatorSettings,
+    check_one,
+    json_row,
 )
-from vision_eval.validators.count import MAX_DIGITS
-from vision_eval.validators.json_check import JsonOptions, check_one, json_row
-from vision_eval.validators.json_tree import MAX_DEPTH
+from vision_eval.evaluators.code.json_depth import MAX_DEPTH
 
 SCHEMA = {"output": pl.Utf8, "expected_output": pl.Utf8}
 # Zero to nine in Arabic-Indic, Extended Arabic-Indic, Devanagari, Bengali, fullwidth, mathematical bold, Thai.

@@ -25,7 +25,7 @@ GRADING += ["vision_eval/evaluators/graded/context_graders.py", "vision_eval/eva
 GRADING += [f"vision_eval/llm/{m}.py" for m in ("graded", "grading", "graders", "grader_prompts", "calibration")]
 GRADING += ["vision_eval/llm/reliability.py"]
 GROUPS = {
-    "validators (+ tests/reference)": ["vision_eval/validators/", "tests/reference/"],
+    "validators (+ tests/reference)": ["vision_eval/evaluators/code/", "tests/reference/"],
     "structured": ["vision_eval/structured/"],
     "llm + grading": ["vision_eval/llm/", "vision_eval/grading/"],
     "model grading (llm's, grading/, evaluators')": GRADING,

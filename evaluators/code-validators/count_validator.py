@@ -6,7 +6,6 @@
 #   "pydantic>=2.9,<3",
 #   "numpy>=1.26",
 #   "rapidfuzz>=3.0",
-#   "msgspec>=0.18",
 #   "python-dateutil>=2.8",
 #   "jsonschema>=4.20",
 # ]
@@ -27,7 +26,8 @@ if (CHECKOUT / "vision_eval" / "__init__.py").is_file():
     sys.path.insert(0, str(CHECKOUT))
 
 try:
-    from vision_eval.validators.script import main
+    from vision_eval.evaluators.code.count import CountValidator
+    from vision_eval.evaluators.code.script import main
 except ImportError as exc:
     print(
         f"count_validator needs the vision-eval package ({exc}): run it from a checkout of vision-eval, with its "
@@ -37,4 +37,4 @@ except ImportError as exc:
     sys.exit(2)
 
 if __name__ == "__main__":
-    sys.exit(main("count"))
+    sys.exit(main(CountValidator))

@@ -6,42 +6,6 @@ from __future__ import annotations
 from vision_eval.example import Example
 
 EXAMPLES: dict[str, Example] = {
-    "count_validator": Example(
-        {"type": "count_validator"},
-        [
-            {"id": "a", "output": "I count 5 bottles and 3 cans.", "expected_output": "5 bottles, 3 cans"},
-            {"id": "b", "output": "4 bottles", "expected_output": "5 bottles"},
-        ],
-    ),
-    "ocr_validator": Example(
-        {"type": "ocr_validator", "keywords": ["Proposal"]},
-        [
-            {"id": "a", "output": "Project Proposal Q1 2026", "expected_output": "Project Proposal Q1 2026"},
-            {"id": "b", "output": "Project Propsal Q1 2026", "expected_output": "Project Proposal Q1 2026"},
-        ],
-    ),
-    "json_validator": Example(
-        {"type": "json_validator", "number_tolerance": 0.01},
-        [
-            {
-                "id": "a",
-                "output": '{"vendor": "Acme", "total": 42.0}',
-                "expected_output": '{"vendor": "Acme", "total": 42}',
-            },
-            {"id": "b", "output": '{"vendor": "Acme"}', "expected_output": '{"vendor": "Acme", "total": 42}'},
-        ],
-    ),
-    "chart_validator": Example(
-        {"type": "chart_validator"},
-        [
-            {
-                "id": "a",
-                "output": "Revenue reached $2.4M in Q3 2024, up 12%.",
-                "expected_output": "$2.4M, 12%, Q3 2024",
-            },
-            {"id": "b", "output": "Revenue reached $3.1M in Q3 2024.", "expected_output": "$2.4M, 12%, Q3 2024"},
-        ],
-    ),
     "field_accuracy": Example(
         {
             "type": "field_accuracy",

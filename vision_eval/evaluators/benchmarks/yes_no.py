@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from vision_eval.evaluators.benchmarks.text import is_ascii, py_strip, with_fallback
-from vision_eval.validators.text import char_class, holding_any, lowercase_disagreements, word_disagreements
+from vision_eval.evaluators.code.text import char_class, holding_any, lowercase_disagreements, word_disagreements
 
 NO_WORDS = ("No", "not", "no")
 YES_WORDS = ("Yes", "yes")

@@ -7,13 +7,15 @@ at a time.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
-from vision_eval.rowwise import RowResult, failed
-from vision_eval.validators.rows import details_text
-from vision_eval.validators.text import ascii_digit_text
+from vision_eval.evaluators.code.details import details_text
+from vision_eval.evaluators.code.text import ascii_digit_text
+from vision_eval.example import Example
+from vision_eval.rowwise import EvaluatorSettings, RowResult, RowRule, failed
 
 _UNITS = [
     *["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"],
@@ -195,3 +197,25 @@ def count_row(output: str | None, expected: str | None) -> RowResult:
     reasoning = f"the response {'states' if stated else 'never states'} the expected count {bare}"
     details = CountDetails({"*": bare}, first, {"*": bare} if stated else {}, reasoning)
     return RowResult("processed", float(stated), details_text(details, compact=False))
+
+
+class CountValidatorSettings(EvaluatorSettings):
+    """Settings of ``count_validator``."""
+
+
+class CountValidator(RowRule[CountValidatorSettings]):
+    """Share of the expected (number, object) counts the response states exactly."""
+
+    type_name: ClassVar[str] = "count_validator"
+    example: ClassVar[Example] = Example(
+        {"type": "count_validator"},
+        [
+            {"id": "a", "output": "I count 5 bottles and 3 cans.", "expected_output": "5 bottles, 3 cans"},
+            {"id": "b", "output": "4 bottles", "expected_output": "5 bottles"},
+        ],
+    )
+    required_columns = ("output", "expected_output")
+    default_threshold = 1.0
+
+    def row_function(self) -> Callable[..., RowResult]:
+        return count_row

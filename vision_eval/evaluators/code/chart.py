@@ -10,13 +10,15 @@ from __future__ import annotations
 import math
 import re
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Literal
+from functools import lru_cache, partial
+from typing import ClassVar, Literal
 
-from vision_eval.rowwise import RowResult, failed
-from vision_eval.validators.rows import details_text
-from vision_eval.validators.text import SPACE, ascii_digit_text
+from vision_eval.evaluators.code.details import details_text
+from vision_eval.evaluators.code.text import SPACE, ascii_digit_text
+from vision_eval.example import Example
+from vision_eval.rowwise import EvaluatorSettings, RowResult, RowRule, failed
 
 _B = r"(?:(?<=[0-9A-Za-z_])(?![0-9A-Za-z_])|(?<![0-9A-Za-z_])(?=[0-9A-Za-z_]))"
 """An ASCII word boundary (Polars' patterns say ``(?-u:\\b)``)."""
@@ -221,3 +223,37 @@ def chart_row(output: str | None, expected: str | None, opts: ChartOptions) -> R
     reasoning = f"{len(matched)} of {len(wanted)} expected values found in the response"
     details = ChartDetails(shown, len(matched), len(wanted), tolerances, reasoning)
     return RowResult("processed", len(matched) / len(wanted), details_text(details))
+
+
+class ChartValidatorSettings(EvaluatorSettings):
+    """Settings of ``chart_validator``."""
+
+    currency_tolerance: float = 0.15
+    """Relative tolerance for currency values (0.15: within 15% of the expected value)."""
+    percent_tolerance: float = 0.0
+    """Absolute tolerance for percentages, in percentage points (0: exact)."""
+    zero_tolerance: float = 0.0
+    """Absolute tolerance for an expected currency value of 0 (a relative one is meaningless there)."""
+
+
+class ChartValidator(RowRule[ChartValidatorSettings]):
+    """Share of the expected currency values, percentages and dates the response states."""
+
+    type_name: ClassVar[str] = "chart_validator"
+    example: ClassVar[Example] = Example(
+        {"type": "chart_validator"},
+        [
+            {
+                "id": "a",
+                "output": "Revenue reached $2.4M in Q3 2024, up 12%.",
+                "expected_output": "$2.4M, 12%, Q3 2024",
+            },
+            {"id": "b", "output": "Revenue reached $3.1M in Q3 2024.", "expected_output": "$2.4M, 12%, Q3 2024"},
+        ],
+    )
+    required_columns = ("output", "expected_output")
+    default_threshold = 0.9
+
+    def row_function(self) -> Callable[..., RowResult]:
+        s = self.settings
+        return partial(chart_row, opts=ChartOptions(s.currency_tolerance, s.percent_tolerance, s.zero_tolerance))

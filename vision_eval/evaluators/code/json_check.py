@@ -11,15 +11,18 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
+from functools import lru_cache, partial
+from typing import Any, ClassVar
 
+from vision_eval.evaluator import EvalContext
+from vision_eval.evaluators.code.details import details_text, members
+from vision_eval.evaluators.code.json_depth import MAX_DEPTH, nesting_depth
+from vision_eval.evaluators.code.text import SPACE, strip
+from vision_eval.example import Example
 from vision_eval.reasons import plain_reason
-from vision_eval.rowwise import RowResult
-from vision_eval.validators.json_tree import MAX_DEPTH, nesting_depth
-from vision_eval.validators.rows import details_text, members
-from vision_eval.validators.text import SPACE, strip
+from vision_eval.rowwise import EvaluatorSettings, RowResult, RowRule
 
 FENCE = f"```(?:json|JSON)?[{SPACE}]*([\\s\\S]*?)```"
 """A fenced block (group 1: its text); :func:`candidate_of` finds the first as this pattern would."""
@@ -429,3 +432,67 @@ def _float_text(x: float) -> str:
         sign, digits = ("-", mantissa[1:]) if mantissa.startswith("-") else ("", mantissa)
         return f"{sign}0.0000{digits.replace('.', '')}"
     return f"{mantissa}e{int(exponent)}"
+
+
+class JsonValidatorSettings(EvaluatorSettings):
+    """Settings of ``json_validator``."""
+
+    json_schema: dict[str, Any] | None = None
+    """JSON Schema the response must satisfy; ``None`` infers one from ``expected_output``
+    (its keys required, its types enforced)."""
+    compare_values: bool = True
+    """Compare leaf values with ``expected_output`` (otherwise only presence and types count)."""
+    number_tolerance: float = 0.0
+    """Relative tolerance for numbers (0: equal as numbers, so 960 == 960.0)."""
+    case_sensitive: bool = False
+    """Compare strings case-sensitively (whitespace is always collapsed)."""
+    require_valid_schema: bool = True
+    """A response that breaks the schema does not pass, whatever its score."""
+    require_expected: bool = False
+    """Error rows without ``expected_output`` instead of validating them against ``json_schema`` alone."""
+
+
+class JsonValidator(RowRule[JsonValidatorSettings]):
+    """JSON in the response: parses, satisfies the schema, and matches ``expected_output`` field by field."""
+
+    type_name: ClassVar[str] = "json_validator"
+    example: ClassVar[Example] = Example(
+        {"type": "json_validator", "number_tolerance": 0.01},
+        [
+            {
+                "id": "a",
+                "output": '{"vendor": "Acme", "total": 42.0}',
+                "expected_output": '{"vendor": "Acme", "total": 42}',
+            },
+            {"id": "b", "output": '{"vendor": "Acme"}', "expected_output": '{"vendor": "Acme", "total": 42}'},
+        ],
+    )
+    required_columns = ("output",)
+    default_threshold = 1.0
+
+    def __init__(self, name: str, settings: JsonValidatorSettings, context: EvalContext | None = None) -> None:
+        super().__init__(name, settings, context)
+        s = settings
+        if s.json_schema is not None:
+            from jsonschema import Draft202012Validator
+            from jsonschema.exceptions import SchemaError
+
+            try:
+                Draft202012Validator.check_schema(s.json_schema)
+            except SchemaError as exc:
+                raise ValueError(f"json_schema: invalid JSON Schema: {exc.message}") from None
+
+    def columns_needed(self) -> tuple[str, ...]:
+        s = self.settings
+        return ("output", "expected_output") if s.json_schema is None or s.require_expected else ("output",)
+
+    def row_function(self) -> Callable[..., RowResult]:
+        s = self.settings
+        opts = JsonOptions(
+            schema=json.dumps(s.json_schema, sort_keys=True) if s.json_schema is not None else None,
+            compare_values=s.compare_values,
+            number_tolerance=s.number_tolerance,
+            case_sensitive=s.case_sensitive,
+            require_valid_schema=s.require_valid_schema,
+        )
+        return partial(json_row, opts=opts)

@@ -13,17 +13,17 @@ from typing import Any
 
 import polars as pl
 
+from vision_eval.evaluator import Evaluator
+
 ROW_KEYS = ("id", "input", "output", "expected_output", "keywords", "images", "metadata", "task", "type")
 
 
-def validate_one(kind: str, record: dict[str, Any]) -> dict[str, Any]:
-    """Run validator ``kind`` (count, ocr, json, chart) on one record through the built-in evaluator."""
+def validate_one(cls: type[Evaluator], record: dict[str, Any]) -> dict[str, Any]:
+    """Run the validator ``cls`` (e.g. ``CountValidator``) on one record, as a run would."""
     from pydantic import ValidationError
 
     from vision_eval.data.text import invalid_column
-    from vision_eval.evaluators.code_validators import VALIDATOR_TYPES
 
-    cls = VALIDATOR_TYPES[kind]
     column = invalid_column(record)
     if column is not None:  # a lone surrogate (a \ud800 escape in the JSON)
         error = f"{column!r} is not valid text (a lone surrogate)"
@@ -34,7 +34,7 @@ def validate_one(kind: str, record: dict[str, Any]) -> dict[str, Any]:
         config.update(nested)
     try:
         settings = cls.settings_model(**config)
-        evaluator = cls(f"{kind}_validator", settings)
+        evaluator = cls(cls.type_name, settings)
     except (ValidationError, ValueError) as exc:
         return {"status": "error", "score": None, "passed": False, "details": {}, "error": f"bad settings: {exc}"}
     columns: dict[str, Any] = {
@@ -60,7 +60,7 @@ def validate_one(kind: str, record: dict[str, Any]) -> dict[str, Any]:
     return {"status": status, "score": score, "passed": passed, "details": details}
 
 
-def main(kind: str, argv: list[str] | None = None) -> int:
+def main(cls: type[Evaluator], argv: list[str] | None = None) -> int:
     """Entry point of a script: read the record, print the result, return the exit code."""
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -74,7 +74,7 @@ def main(kind: str, argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        result = validate_one(kind, record)
+        result = validate_one(cls, record)
     except Exception as exc:  # the protocol promises exit code 2, never a traceback (the type goes in details)
         from vision_eval.reasons import plain_reason
 

@@ -9,11 +9,15 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
+from typing import ClassVar, Literal
 
-from vision_eval.rowwise import RowResult
-from vision_eval.validators.rows import details_text
-from vision_eval.validators.text import SPACE, strip
+import polars as pl
+
+from vision_eval.evaluators.code.details import details_text
+from vision_eval.evaluators.code.text import SPACE, strip
+from vision_eval.example import Example
+from vision_eval.rowwise import EvaluatorSettings, RowResult, RowRule
 
 PUNCTUATION = r"[!-/:-@\[-`{-~“”‘’«»–—…•·]"
 """ASCII punctuation plus common typographic marks."""
@@ -126,3 +130,56 @@ def ocr_row(
     weights = {"similarity": rounded(w_sim), "keywords": rounded(w_kw)}
     details = OcrDetails(rounded(sim), rounded(accuracy), found, missing, weights, opts.scorer)
     return RowResult("processed", min(max(w_sim * sim + w_kw * accuracy, 0.0), 1.0), details_text(details))
+
+
+class OcrValidatorSettings(EvaluatorSettings):
+    """Settings of ``ocr_validator``."""
+
+    case_sensitive: bool = False
+    """Compare case-sensitively."""
+    normalize_whitespace: bool = True
+    """Collapse runs of whitespace (including newlines) and trim before comparing."""
+    strip_punctuation: bool = True
+    """Ignore punctuation when comparing."""
+    scorer: Literal["ratio", "token_sort_ratio", "token_set_ratio"] = "ratio"
+    """rapidfuzz similarity: ``ratio`` (character level, order matters) or a token-based one."""
+    similarity_weight: float = 0.7
+    """Weight of text similarity in the score when keywords are given."""
+    keyword_weight: float = 0.3
+    """Weight of keyword accuracy (share of keywords found) when keywords are given."""
+    keywords: list[str] | None = None
+    """Keywords for every row; ``None`` reads the row's ``keywords`` column when there is one."""
+
+
+class OcrValidator(RowRule[OcrValidatorSettings]):
+    """Normalized text similarity with ``expected_output``, blended with keyword accuracy."""
+
+    type_name: ClassVar[str] = "ocr_validator"
+    example: ClassVar[Example] = Example(
+        {"type": "ocr_validator", "keywords": ["Proposal"]},
+        [
+            {"id": "a", "output": "Project Proposal Q1 2026", "expected_output": "Project Proposal Q1 2026"},
+            {"id": "b", "output": "Project Propsal Q1 2026", "expected_output": "Project Proposal Q1 2026"},
+        ],
+    )
+    required_columns = ("output", "expected_output")
+    row_columns = ("output", "expected_output", "keywords")
+    default_threshold = 0.9
+
+    def row_inputs(self, batch: pl.DataFrame) -> pl.DataFrame:
+        inputs = super().row_inputs(batch)
+        # Configured keywords replace the column: without it, equal texts are scored once.
+        return inputs.with_columns(pl.lit(None).alias("keywords")) if self.settings.keywords is not None else inputs
+
+    def row_function(self) -> Callable[..., RowResult]:
+        s = self.settings
+        opts = OcrOptions(
+            case_sensitive=s.case_sensitive,
+            normalize_whitespace=s.normalize_whitespace,
+            strip_punctuation=s.strip_punctuation,
+            scorer=s.scorer,
+            similarity_weight=s.similarity_weight,
+            keyword_weight=s.keyword_weight,
+            keywords=tuple(s.keywords) if s.keywords is not None else None,
+        )
+        return partial(ocr_row, opts=opts)
