@@ -23,7 +23,7 @@ cache is warm.
   per case in one Node process. Its time is building the grader and scoring; importing ``@agentv/core`` (~0.35 s)
   is reported apart, as start-up, and not counted. AgentV has no ``fuzzy`` match (it scores an unknown match 0),
   so its mean score differs: both means are printed, agreement is not required.
-- **loop**: :func:`~vision_eval.structured.field_row.field_row`, the evaluator's row function, called row by row
+- **loop**: :func:`~vision_eval.evaluators.fields.field_row.field_row`, the evaluator's row function, called row by row
   in a plain Python loop (no deduplication, no process pool); its module is imported untimed.
 
 The ratios are of rows per second by those times (ours / AgentV, ours / loop). The CPU time each spent on the
@@ -198,7 +198,7 @@ def worker(kind: str, cases: Path, batch: int, workers: int | None) -> dict[str,
     if kind == "ours":
         started, cpu = time.perf_counter(), time.process_time()
         # Everything a run pays for this evaluator: importing its modules, building it, its warm-up, scoring.
-        from vision_eval.evaluators.field_accuracy import FieldAccuracy, FieldAccuracySettings
+        from vision_eval.evaluators.fields.field_accuracy import FieldAccuracy, FieldAccuracySettings
 
         context = EvalContext(run=RunConfig(workers=workers))
         evaluator = FieldAccuracy("bench", FieldAccuracySettings(fields=FIELDS), context)
@@ -209,8 +209,8 @@ def worker(kind: str, cases: Path, batch: int, workers: int | None) -> dict[str,
         results = pl.concat([o.results for o in outs])
         scores, statuses = results["score"].to_list(), results["status"].to_list()
     else:
-        from vision_eval.structured.field_row import FieldPlan, field_row
-        from vision_eval.structured.matching import FieldSpec
+        from vision_eval.evaluators.fields.field_row import FieldPlan, field_row
+        from vision_eval.evaluators.fields.matching import FieldSpec
 
         plan = FieldPlan([FieldSpec(**f) for f in FIELDS], "weighted_average")
         pairs = list(zip(frame["output"].to_list(), frame["expected_output"].to_list()))

@@ -11,8 +11,8 @@ import yaml
 
 import vision_eval
 from vision_eval.errors import ConfigError
-from vision_eval.structured import matching as m
-from vision_eval.structured.field_row import evaluate_row
+from vision_eval.evaluators.fields import matching as m
+from vision_eval.evaluators.fields.field_row import evaluate_row
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,8 +11,8 @@ import pytest
 
 import vision_eval
 from vision_eval.errors import ConfigError
-from vision_eval.structured import matching as m
-from vision_eval.structured.field_row import evaluate_row
+from vision_eval.evaluators.fields import matching as m
+from vision_eval.evaluators.fields.field_row import evaluate_row
 
 
 def both(rows: list[dict[str, Any]], fields: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from vision_eval.structured import dates
-from vision_eval.structured.dates import date_reader, date_text, parse_date, strftime_format
+from vision_eval.evaluators.fields import dates
+from vision_eval.evaluators.fields.dates import date_reader, date_text, parse_date, strftime_format
 
 SPELLINGS = ["%Y-%m-%d", "%d-%b-%Y", "%m/%d/%Y", "%d/%m/%Y", "%d.%m.%Y", "%B %d, %Y", "%Y-%m-%dT%H:%M:%S", "%d-%m-%y"]
 SPELLINGS += ["%Y%m%d", "%b %d %Y %H:%M", "%Y-%m-%d %H:%M", "%d %B %Y", "%A, %d %B %Y", "%y-%m-%d"]

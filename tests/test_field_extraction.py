@@ -14,9 +14,9 @@ import polars as pl
 import pytest
 
 import vision_eval
+from vision_eval.evaluators.fields import matching as m
+from vision_eval.evaluators.fields.field_row import evaluate_row, row_function
 from vision_eval.rowwise import score_rows
-from vision_eval.structured import matching as m
-from vision_eval.structured.field_row import evaluate_row, row_function
 
 DOCS = [
     '{"a": "x", "n": 1, "b": {"c": "deep", "d": [1, 2]}, "items": [{"v": 1, "w": "p"}, {"v": "2"}], "tags": ["t0"]}',
@@ -317,8 +317,8 @@ def test_a_batch_on_the_process_pool_gives_what_the_run_process_gives() -> None:
 def test_warm_up_prepares_the_fields_and_loads_no_query_engine(subprocess_env: dict[str, str]) -> None:
     code = (
         "import sys\n"
-        "from vision_eval.evaluators.field_accuracy import FieldAccuracy, FieldAccuracySettings\n"
-        "from vision_eval.structured import dates\n"
+        "from vision_eval.evaluators.fields.field_accuracy import FieldAccuracy, FieldAccuracySettings\n"
+        "from vision_eval.evaluators.fields import dates\n"
         "fields = [{'path': 'a.b'}, {'path': 'd', 'match': 'date', 'formats': ['DD.MM.YYYY']}]\n"
         "fields += [{'path': 'v', 'match': 'fuzzy'}, {'path': 'i[0]'}]\n"
         "FieldAccuracy('f', FieldAccuracySettings(fields=fields)).warm_up()\n"

@@ -6,28 +6,6 @@ from __future__ import annotations
 from vision_eval.example import Example
 
 EXAMPLES: dict[str, Example] = {
-    "field_accuracy": Example(
-        {
-            "type": "field_accuracy",
-            "fields": [
-                {"path": "vendor", "match": "fuzzy"},
-                {"path": "total", "match": "numeric_tolerance", "tolerance": 0.01},
-                {"path": "date", "match": "date"},
-            ],
-        },
-        [
-            {
-                "id": "a",
-                "output": '```json\n{"vendor": "ACME Corp", "total": 42.0, "date": "2024-03-05"}\n```',
-                "expected_output": '{"vendor": "Acme Corp.", "total": 42, "date": "March 5, 2024"}',
-            },
-            {
-                "id": "b",
-                "output": '{"vendor": "Acme", "total": 40}',
-                "expected_output": '{"vendor": "Acme Corp.", "total": 42, "date": "2024-03-05"}',
-            },
-        ],
-    ),
     "bbox_iou": Example(
         {"type": "bbox_iou", "format": "xyxy"},
         [

@@ -39,7 +39,7 @@ def parse_boxes(value: Any, fmt: BoxFormat = "xyxy", where: str = "boxes") -> Bo
     """Boxes from a JSON value (text or parsed): a list of ``[a, b, c, d]`` or of objects with ``box``/``bbox``
     and optional ``label``/``score``, or an object with a ``boxes`` list. Raises ``ValueError`` naming the box."""
     if isinstance(value, str):
-        from vision_eval.structured.matching import extract_json
+        from vision_eval.evaluators.fields.matching import extract_json
 
         try:
             value = json.loads(value)

@@ -1,6 +1,6 @@
 """``field_accuracy``: structured extraction (invoices, forms, receipts) scored field by field.
 
-A per-row rule (:class:`~vision_eval.rowwise.RowRule`): :func:`vision_eval.structured.field_row.field_row` scores
+A per-row rule (:class:`~vision_eval.rowwise.RowRule`): :func:`vision_eval.evaluators.fields.field_row.field_row` scores
 each distinct (output, expected_output) pair and writes one ``fields`` row per sample × field.
 """
 
@@ -11,10 +11,10 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from vision_eval.registry import register
+from vision_eval.evaluators.fields.field_row import RAW_LIMIT, FieldPlan, row_function
+from vision_eval.evaluators.fields.matching import FieldSpec
+from vision_eval.example import Example
 from vision_eval.rowwise import EvaluatorSettings, RowResult, RowRule
-from vision_eval.structured.field_row import RAW_LIMIT, FieldPlan, row_function
-from vision_eval.structured.matching import FieldSpec
 
 __all__ = ["RAW_LIMIT", "FieldAccuracy", "FieldAccuracySettings"]
 
@@ -28,11 +28,32 @@ class FieldAccuracySettings(EvaluatorSettings):
     """``weighted_average`` of field scores, or 1 only when every counted field is a hit."""
 
 
-@register
 class FieldAccuracy(RowRule[FieldAccuracySettings]):
     """Weighted share of fields of the JSON response that match the expected JSON object."""
 
     type_name: ClassVar[str] = "field_accuracy"
+    example: ClassVar[Example] = Example(
+        {
+            "type": "field_accuracy",
+            "fields": [
+                {"path": "vendor", "match": "fuzzy"},
+                {"path": "total", "match": "numeric_tolerance", "tolerance": 0.01},
+                {"path": "date", "match": "date"},
+            ],
+        },
+        [
+            {
+                "id": "a",
+                "output": '```json\n{"vendor": "ACME Corp", "total": 42.0, "date": "2024-03-05"}\n```',
+                "expected_output": '{"vendor": "Acme Corp.", "total": 42, "date": "March 5, 2024"}',
+            },
+            {
+                "id": "b",
+                "output": '{"vendor": "Acme", "total": 40}',
+                "expected_output": '{"vendor": "Acme Corp.", "total": 42, "date": "2024-03-05"}',
+            },
+        ],
+    )
     settings_model = FieldAccuracySettings
     required_columns = ("output", "expected_output")
     row_columns = ("output", "expected_output")

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from vision_eval.structured.dates import check_format, date_reader, date_text, parse_date, strftime_format
-from vision_eval.structured.values import (
+from vision_eval.evaluators.fields.dates import check_format, date_reader, date_text, parse_date, strftime_format
+from vision_eval.evaluators.fields.values import (
     MAX_DEPTH,
     MISSING,
     TOO_DEEP,

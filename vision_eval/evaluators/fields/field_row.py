@@ -19,9 +19,9 @@ from functools import partial
 from json.encoder import encode_basestring  # the C quoting json.dumps uses
 from typing import Any
 
+from vision_eval.evaluators.fields.matching import NOT_AN_OBJECT, NOT_JSON, FieldSpec, Rule, field_outcome
+from vision_eval.evaluators.fields.values import MISSING, TOO_DEEP, parse_path, read_json, to_json
 from vision_eval.rowwise import FieldRow, RowResult
-from vision_eval.structured.matching import NOT_AN_OBJECT, NOT_JSON, FieldSpec, Rule, field_outcome
-from vision_eval.structured.values import MISSING, TOO_DEEP, parse_path, read_json, to_json
 
 RAW_LIMIT = 2000
 """Characters of a response (or expected output) that is not JSON shown in the details."""
