@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 import vision_eval as ve
-from vision_eval import api, batch_part
+from vision_eval import api
 from vision_eval.evaluator import EvalOutput, Evaluator
 
 STACK = {
@@ -141,39 +141,6 @@ class Recorder(Evaluator):
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         Recorder.calls.append((self.name, threading.get_ident(), batch.height))
         return EvalOutput(batch.select(pl.col("id").alias("sample_id"), pl.lit(1.0).alias("score")))
-
-
-class SplittableRecorder(Recorder):
-    type_name: ClassVar[str] = "splittable_recorder"
-    splittable = True
-
-
-def test_the_engine_splits_large_batches_of_splittable_evaluators_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A splittable evaluator's batch of at least twice SPLIT_MIN_ROWS ready rows is scored as two halves on two
-    threads, rows in order; other evaluators and smaller batches are scored in one call. The validators that declare
-    themselves splittable give the same rows either way."""
-    monkeypatch.setattr(batch_part, "SPLIT_MIN_ROWS", 10)
-    Recorder.calls.clear()
-    stack = {
-        "plain": {"_target_": f"{__name__}.Recorder"},
-        "split": {"_target_": f"{__name__}.SplittableRecorder"},
-    }
-    result = ve.evaluate(rows(50), evaluators=stack, run={"batch_size": 25})
-    plain = [(thread, n) for name, thread, n in Recorder.calls if name == "plain"]
-    split = [(thread, n) for name, thread, n in Recorder.calls if name == "split"]
-    assert [n for _, n in plain] == [25, 25] and sorted(n for _, n in split) == [12, 12, 13, 13]
-    assert len({thread for thread, _ in split}) == 2
-    assert result.results.filter(pl.col("evaluator") == "split")["sample_id"].to_list() == [f"s{i}" for i in range(50)]
-
-    validators = {
-        **STACK,
-        "json": {"type": "json_validator", "columns": {"output": "said", "expected_output": "counted"}},
-        "fields": {"type": "field_accuracy", "fields": [{"path": "a"}], "columns": {"output": "said"}},
-    }
-    halved = ve.evaluate(rows(60), evaluators=validators, run={"batch_size": 30})
-    monkeypatch.setattr(batch_part, "SPLIT_MIN_ROWS", 10**9)
-    whole = ve.evaluate(rows(60), evaluators=validators, run={"batch_size": 30})
-    assert verdicts(halved).equals(verdicts(whole)) and halved.fields.drop("run_id").equals(whole.fields.drop("run_id"))
 
 
 @pytest.mark.parametrize("in_place_from", [0, 10**6], ids=["numpy", "polars"])

@@ -5,19 +5,15 @@ Guarantees, whatever an evaluator does: every sample of the batch gets exactly o
 marks bad, rows missing a required value and rows whose images are unusable are ``error`` rows with the reason,
 without reaching the evaluator (:mod:`vision_eval.prechecks`); an evaluator that raises is retried on halves of
 the batch, down to single rows, so only the rows that make it raise are errors (:mod:`vision_eval.isolation`).
-A large batch of an evaluator that declares itself ``splittable`` is scored as two halves on two of the engine's
-threads (the evaluators hold no threads or thresholds of their own).
 """
 
 from __future__ import annotations
-
-from concurrent.futures import Executor
 
 import polars as pl
 
 from vision_eval.checkpoint import Part
 from vision_eval.evaluator import EvalOutput, Evaluator
-from vision_eval.isolation import arun_guarded, concat_outputs, run_guarded
+from vision_eval.isolation import arun_guarded, run_guarded
 from vision_eval.llm.budget import BUDGET
 from vision_eval.prechecks import in_batch_order, split
 from vision_eval.results import (
@@ -30,10 +26,6 @@ from vision_eval.results import (
     conform,
     empty,
 )
-
-SPLIT_MIN_ROWS = 10_000
-"""A splittable evaluator's batch of at least twice this many ready rows is scored as two halves on two threads
-(below that, the per-call costs outweigh the overlap: 1.2-1.6x on two cores above it, see ``benchmarks/``)."""
 
 
 def _align(ids: pl.Series, results: pl.DataFrame) -> pl.DataFrame:
@@ -130,21 +122,10 @@ def _empty_output() -> EvalOutput:
     return EvalOutput(empty(RESULT_ROW_SCHEMA)).conformed()
 
 
-def _scored(evaluator: Evaluator, ready: pl.DataFrame, helper: Executor | None) -> EvalOutput:
-    """``evaluate`` on the ready rows; as two halves at once (the second on ``helper``, an engine thread) when the
-    evaluator is :attr:`~vision_eval.evaluator.Evaluator.splittable` and each half has ``SPLIT_MIN_ROWS`` rows."""
-    if helper is None or not evaluator.splittable or ready.height < 2 * SPLIT_MIN_ROWS:
-        return run_guarded(evaluator, ready)
-    half = ready.height // 2
-    later = helper.submit(run_guarded, evaluator, ready[half:])
-    first = run_guarded(evaluator, ready[:half])
-    return concat_outputs([first, later.result()])
-
-
-def evaluate_batch(evaluator: Evaluator, batch: pl.DataFrame, helper: Executor | None = None) -> Part:
-    """A vectorized evaluator's finished part for ``batch`` (``helper``: a thread that may score half of it)."""
+def evaluate_batch(evaluator: Evaluator, batch: pl.DataFrame) -> Part:
+    """A vectorized evaluator's finished part for ``batch``."""
     ready, positions, pre = split(evaluator, batch)
-    out = _scored(evaluator, ready, helper) if ready.height else _empty_output()
+    out = run_guarded(evaluator, ready) if ready.height else _empty_output()
     return make_part(evaluator, batch, ready, positions, pre, out)
 
 

@@ -3,8 +3,8 @@ memory holds about two batches whatever the size of the dataset.
 
 For each data batch, in dataset order: the candidate writes ``output`` (when the run has one), the batch's rows
 are kept for samples.parquet, then every evaluator runs on it. Vectorized evaluators run one after another on one
-worker thread (Polars spreads each over the cores; a ``splittable`` one's large batch is scored as two halves, the
-second on a helper thread); async ones (model calls) run on the event loop in small
+worker thread (Polars spreads each over the cores; a per-row rule spreads a large batch over the process pool of
+:mod:`vision_eval.rowwise`); async ones (model calls) run on the event loop in small
 batches, a window of them in flight per evaluator. Each finished part goes to the ledger at once
 (:mod:`vision_eval.parts`: a checkpoint folder, a temporary folder, or memory) and the batch is dropped. At most
 ``WINDOW_BATCHES`` data batches are in flight: while batch k's model calls run, batch k+1 is read (on a thread of
@@ -141,8 +141,6 @@ class _Driver:
         self.progress, self.scrub, self.prepare = progress, scrub, prepare
         self.tracks: dict[str, _Track] = {}
         self.dataset: dict[str, Any] = {"rows": 0, "images": 0, "columns": []}
-        self.helper: ThreadPoolExecutor | None = None
-        """The thread that scores the second half of a splittable evaluator's large batch."""
         self.stopping = False
         """Set when a batch failed or the run was interrupted: the worker starts no further batch."""
 
@@ -151,7 +149,6 @@ class _Driver:
         waits_for_jobs = any(_joins_batch_jobs(e) for e in self.evaluators if e.is_async)
         slots = asyncio.Semaphore(UNBOUNDED if waits_for_jobs else WINDOW_BATCHES)
         compute = ThreadPoolExecutor(1, thread_name_prefix="vision-eval-evaluate")
-        self.helper = ThreadPoolExecutor(1, thread_name_prefix="vision-eval-half")
         reader = ThreadPoolExecutor(1, thread_name_prefix="vision-eval-read")
         loop = asyncio.get_running_loop()
         rows = iter(batches)
@@ -173,7 +170,6 @@ class _Driver:
             self.stopping = True
             compute.shutdown(wait=True, cancel_futures=True)  # a running batch finishes (and is saved) first
             reader.shutdown(wait=True, cancel_futures=True)
-            self.helper.shutdown(wait=True, cancel_futures=True)
         for evaluator in self.evaluators:
             self.progress.end(evaluator.name)
 
@@ -209,7 +205,7 @@ class _Driver:
             start = time.perf_counter()
             results = self.ledger.reuse(evaluator, (index, 0), batch)
             if results is None:
-                part = evaluate_batch(evaluator, batch, self.helper)
+                part = evaluate_batch(evaluator, batch)
                 part.results = self.scrub(part.results)
                 self.ledger.put(evaluator, (index, 0), batch, part)
                 results = part.results

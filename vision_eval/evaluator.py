@@ -184,10 +184,6 @@ class Evaluator(Generic[SettingsT]):
     required_columns: ClassVar[tuple[str, ...]] = ("output",)
     default_threshold: ClassVar[float | None] = 1.0
     is_async: ClassVar[bool] = False
-    splittable: ClassVar[bool] = False
-    """True when a vectorized evaluator scores each row on its own (nothing kept between calls, nothing shared between
-    rows of a batch): the engine may then score a large batch as two halves on two of its threads, which keeps both
-    cores busy through the single-core stretches of Polars, DuckDB and numpy work."""
     example: ClassVar[Example | None] = None
     """A working example (settings and two rows, one passing): ``vision-eval describe`` prints it and the test suite
     runs it. Every shipped type has one."""
