@@ -158,10 +158,11 @@ def score_lmms_eval(output: str, expected: str) -> RowResult:
     prediction = lmms_eval_count(output)
     if _DIGITS.fullmatch(prediction):
         return _counted(prediction, gold)
-    details = details_json(
-        protocol="lmms_eval", predicted=prediction, expected=gold, unparseable=True, raw=output[:RAW_CHARS]
+    details = (
+        f'{{"protocol":"lmms_eval","predicted":{json_text(prediction)},"expected":"{gold}","unparseable":true,'
+        f'"raw":{json_text(output[:RAW_CHARS])}}}'
     )
-    return RowResult("processed", float(prediction == gold), details)
+    return RowResult("processed", 0.0, details)
 
 
 def score_lenient(pick: Pick, output: str, expected: str) -> RowResult:
@@ -221,6 +222,7 @@ class ExactCount(ExtractedMetric[ExactCountSettings]):
     missing_protocols: ClassVar[dict[str, str]] = {
         "official": "CountBench (Paiss et al. 2023) publishes no scoring script for model replies",
     }
+    unpooled_protocols: ClassVar[frozenset[str]] = frozenset({"lmms_eval"})
     example: ClassVar[Example] = Example(
         {"type": "exact_count"},
         [{"id": "a", "output": "3", "expected_output": "3"}, {"id": "b", "output": "five", "expected_output": "4"}],

@@ -106,25 +106,22 @@ def _bad_reference(protocol: str, output: str, expected: str, reason: str = NOT_
 
 def score_row(protocol: str, output: str, expected: str) -> RowResult:
     """One row under ``protocol``: 1 when the reply's reading equals the reference answer."""
+    gold = lenient_reading(expected) if protocol == "lenient" else lmms_eval_reading(expected)
+    if gold is None:
+        return _bad_reference(protocol, output, expected)
+    prediction: str | None
     if protocol == "lenient":
-        gold = lenient_reading(expected)
-        if gold is None:
-            return _bad_reference(protocol, output, expected)
         prediction = lenient_reading(output)
         if prediction is None:
             return _bad_reference(protocol, output, expected, f"{UNPARSEABLE_REASON} yes or no from the output")
         return READ[(protocol, prediction, gold)]
-    gold = lmms_eval_reading(expected)
-    if gold is None:
-        return _bad_reference(protocol, output, expected)
     if protocol == "official":
-        reading, unparseable = official_reading(output)
-        prediction: str | None = reading
+        prediction, unparseable = official_reading(output)
     else:
         prediction = lmms_eval_reading(output)
         unparseable = prediction is None
-    if not unparseable:
-        return READ[(protocol, str(prediction), gold)]
+    if prediction is not None and not unparseable:
+        return READ[(protocol, prediction, gold)]
     details = details_json(
         protocol=protocol, prediction=prediction, expected=gold, unparseable=True, raw=output[:RAW_CHARS]
     )
@@ -275,6 +272,7 @@ class Pope(ExtractedMetric[PopeSettings]):
         "lmms_eval": "lmms-eval tasks/pope/utils.py: the whole reply, lowercased and stripped, must equal the answer",
         "lenient": LENIENT,
     }
+    unpooled_protocols: ClassVar[frozenset[str]] = frozenset({"lenient"})
     example: ClassVar[Example] = Example(
         {"type": "pope"},
         [

@@ -9,14 +9,15 @@ reproduces). What each protocol does, where they differ and the agreement figure
 
 from __future__ import annotations
 
+import sys
 from typing import Any, ClassVar, Literal
 
 import polars as pl
 from typing_extensions import TypeVar
 
-from vision_eval.evaluator import EvaluatorSettings
+from vision_eval.evaluator import EvalOutput, EvaluatorSettings
 from vision_eval.results import ERROR, PROCESSED
-from vision_eval.rowwise import RowRule
+from vision_eval.rowwise import POOL_MIN_ROWS, RowRule, score_rows
 
 Protocol = Literal["official", "lmms_eval", "lenient"]
 
@@ -61,6 +62,10 @@ class ProtocolMetric(RowRule[ProtocolSettingsT]):
     """Protocol -> the reference implementation it reproduces."""
     missing_protocols: ClassVar[dict[str, str]] = {}
     """Protocol -> why the metric does not offer it (shown in the config error)."""
+    unpooled_protocols: ClassVar[frozenset[str]] = frozenset()
+    """Protocols whose row function costs about what handing a row to a pool worker and its verdict back costs (a
+    few microseconds): their batches are scored in this process, whatever their size
+    (``benchmarks/bench_benchmark_metrics.py``)."""
     required_columns = ("output", "expected_output")
 
     @property
@@ -70,6 +75,10 @@ class ProtocolMetric(RowRule[ProtocolSettingsT]):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **describe_protocol(type(self), self.protocol)}
+
+    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        pool_min_rows = sys.maxsize if self.protocol in self.unpooled_protocols else POOL_MIN_ROWS
+        return score_rows(batch["id"], self.row_inputs(batch), self.row_function(), self.workers(), pool_min_rows)
 
 
 class ExtractedMetric(ProtocolMetric[ProtocolSettingsT]):

@@ -52,13 +52,11 @@ def score_row(protocol: str, column: str, tolerance: float, output: str, answers
     best = -1.0
     for gold in golds:
         expected = python_float(gold)
-        numeric = predicted is not None and expected is not None and expected != 0
         # Numbers within the tolerance of a non-zero label, else the same lowercased text.
-        correct = (
-            abs(predicted - expected) / abs(expected) <= tolerance  # type: ignore[operator]
-            if numeric
-            else prediction == gold.lower()
-        )
+        if predicted is not None and expected:  # a label of 0 is compared as text; NaN is a number
+            numeric, correct = True, abs(predicted - expected) / abs(expected) <= tolerance
+        else:
+            numeric, correct = False, prediction == gold.lower()
         if correct > best:
             best, answer, answer_number, compared_as_numbers = float(correct), gold, expected, numeric
     shown = json_text(answer)
