@@ -517,7 +517,7 @@ def test_exact_count_pick_modes() -> None:
 
 
 def test_exact_count_lenient_reads_digits_of_any_script() -> None:
-    """Digits Polars cannot cast are read by the row-wise definition: one count, not "several different counts"."""
+    """Digits of other scripts are numbers (Python's float reads them): one count, not "several different counts"."""
     rows = [
         {"id": "arabic", "output": "I see ٣ cats", "expected_output": "3"},
         {"id": "fullwidth", "output": "１２ birds", "expected_output": "12"},

@@ -72,6 +72,14 @@ def test_reference_answers_one_answer_or_a_json_list() -> None:
         assert answers is None and error is not None
         assert error.startswith("reference answers look like a JSON list but do not parse (")
     assert reference_answers("[" * 300, column)[1].endswith("[" * 200)  # type: ignore[union-attr]
+    for bad in ('["walk", "go"', "  [1]  x", "[1]\t\tx", '["a"]]', "[tru]"):
+        try:
+            json.loads(bad.strip())
+        except ValueError as exc:
+            reason = f"{exc}): {bad.strip()}"
+        assert (
+            reference_answers(bad, column)[1] == f"reference answers look like a JSON list but do not parse ({reason}"
+        )
     assert WHITE_SPACE.strip() == "" and not any(c in WHITE_SPACE for c in "\x1c\x1d\x1e\x1f")
 
 

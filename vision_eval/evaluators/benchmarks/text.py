@@ -19,11 +19,15 @@ PY_WHITE_SPACE = WHITE_SPACE + "\x1c\x1d\x1e\x1f"
 """What Python's ``str.strip()`` and ``str.split()`` treat as white space (``str.isspace``)."""
 
 
+_decode = json.JSONDecoder().raw_decode
+_TEXTS = {str}
+
+
 def reference_answers(text: str, column: str) -> tuple[list[str], None] | tuple[None, str]:
     """(the reference answers, ``None``) or (``None``, why they cannot be used).
 
-    ``text`` is one answer, or a JSON list of answers when it starts with ``[`` (leading white space aside); numbers
-    in the list become their JSON text, nulls are left out.
+    ``text`` is one answer, or a JSON list of answers when it starts with ``[`` (leading white space aside), read
+    by Python's ``json.loads``; numbers in the list become their JSON text, nulls are left out.
     """
     head = text[:1]
     if head != "[" and (not head or head not in WHITE_SPACE):
@@ -32,8 +36,12 @@ def reference_answers(text: str, column: str) -> tuple[list[str], None] | tuple[
     if not stripped.startswith("["):
         return [text], None
     try:
-        value = json.loads(stripped)
-        if type(value) is list and all(type(v) is str for v in value):
+        # json.loads, without its layers: nothing to skip before the "[", no JSON white space after the end.
+        value, end = _decode(stripped)
+        if end != len(stripped):
+            extra = len(stripped) - len(stripped[end:].lstrip(" \t\n\r"))  # after JSON white space, as json.loads
+            raise json.JSONDecodeError("Extra data", stripped, extra)
+        if type(value) is list and set(map(type, value)) <= _TEXTS:
             answers = value
         elif not isinstance(value, list) or any(isinstance(v, list | dict) for v in value):
             raise ValueError("not a flat JSON list")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import lru_cache, partial
+from json.encoder import encode_basestring
 from typing import ClassVar
 
 import polars as pl
@@ -142,7 +143,7 @@ def score_row(protocol: str, column: str, output: str, answers: str) -> RowResul
         prediction = evalai_answer(output)
         compared = [evalai_answer(g) for g in golds]
     matches = compared.count(prediction)
-    references = ",".join(map(json_text, compared))
+    references = ",".join(map(encode_basestring, compared))
     details = (
         f'{{"protocol":"{protocol}","prediction":{json_text(prediction)},"matches":{matches},'
         f'"answers":{len(compared)},"references":[{references}]}}'
