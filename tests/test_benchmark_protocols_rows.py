@@ -11,6 +11,8 @@ from typing import Any
 import polars as pl
 import pytest
 
+from vision_eval import rowwise
+from vision_eval.config import RunConfig
 from vision_eval.evaluator import EvalContext
 from vision_eval.evaluators.benchmarks.anls import Anls
 from vision_eval.evaluators.benchmarks.exact_count import ExactCount
@@ -19,6 +21,7 @@ from vision_eval.evaluators.benchmarks.protocols import answers_text
 from vision_eval.evaluators.benchmarks.relaxed_accuracy import RelaxedAccuracy
 from vision_eval.evaluators.benchmarks.text import WHITE_SPACE, details_json, json_number, reference_answers
 from vision_eval.evaluators.benchmarks.vqa_accuracy import VqaAccuracy
+from vision_eval.pool import process_pool
 from vision_eval.rowwise import score_rows
 
 CLASSES: dict[str, Any] = {
@@ -30,9 +33,9 @@ CLASSES: dict[str, Any] = {
 }
 
 
-def evaluator(metric: str, **settings: Any) -> Any:
+def evaluator(metric: str, workers: int | None = None, **settings: Any) -> Any:
     cls = CLASSES[metric]
-    return cls(metric, cls.settings_model(type=metric, **settings), EvalContext())
+    return cls(metric, cls.settings_model(type=metric, **settings), EvalContext(run=RunConfig(workers=workers)))
 
 
 # --- details: JSON as Polars writes it ---------------------------------------------------------------------------
@@ -174,19 +177,30 @@ def _rows(metric: str, n: int) -> pl.DataFrame:
 @pytest.mark.parametrize(
     ("metric", "settings"),
     [
-        ("pope", {"protocol": "official"}),
-        ("pope", {"protocol": "lenient"}),
         ("exact_count", {"protocol": "lenient", "pick": "only"}),
         ("relaxed_accuracy", {"protocol": "official"}),
         ("anls", {"protocol": "lmms_eval"}),
         ("vqa_accuracy", {"protocol": "official"}),
+        ("vqa_accuracy", {"protocol": "lmms_eval"}),
     ],
 )
-def test_a_pool_sized_batch_is_scored_as_in_process(metric: str, settings: dict[str, Any]) -> None:
-    rated = evaluator(metric, **settings)
+def test_a_pool_sized_batch_is_scored_as_in_process(
+    metric: str, settings: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     batch = _rows(metric, 600)
-    alone = rated.evaluate(batch).conformed().results
-    inputs = rated.row_inputs(batch)
-    pooled = score_rows(batch["id"], inputs, rated.row_function(), workers=2, pool_min_rows=1).conformed().results
+    alone = evaluator(metric, workers=1, **settings).evaluate(batch).conformed().results
+    pools: list[int] = []
+    monkeypatch.setattr(rowwise, "process_pool", lambda workers: pools.append(workers) or process_pool(workers))
+    monkeypatch.setattr(rowwise, "POOL_MIN_ROWS", 50)
+    pooled = evaluator(metric, workers=2, **settings).evaluate(batch).conformed().results
+    assert pools == [2]
     assert pooled.equals(alone)
-    assert alone["status"].n_unique() >= 1 and alone["score"].n_unique() > 1
+    assert alone["score"].n_unique() > 1
+
+
+@pytest.mark.parametrize(("metric", "protocol"), [("pope", "lenient"), ("exact_count", "lmms_eval")])
+def test_cheap_rules_stay_in_process(metric: str, protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row that costs about what handing it to a worker costs is scored in this process, however many there are."""
+    monkeypatch.setattr(rowwise, "process_pool", lambda workers: pytest.fail("the pool was used"))
+    monkeypatch.setattr(rowwise, "POOL_MIN_ROWS", 1)
+    assert evaluator(metric, workers=2, protocol=protocol).evaluate(_rows(metric, 600)).results.height == 600

@@ -15,9 +15,10 @@ from typing import Any, ClassVar, Literal
 import polars as pl
 from typing_extensions import TypeVar
 
+from vision_eval import rowwise
 from vision_eval.evaluator import EvalOutput, EvaluatorSettings
 from vision_eval.results import ERROR, PROCESSED
-from vision_eval.rowwise import POOL_MIN_ROWS, RowRule, score_rows
+from vision_eval.rowwise import RowRule, score_rows
 
 Protocol = Literal["official", "lmms_eval", "lenient"]
 
@@ -77,7 +78,7 @@ class ProtocolMetric(RowRule[ProtocolSettingsT]):
         return {**super().describe(), **describe_protocol(type(self), self.protocol)}
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        pool_min_rows = sys.maxsize if self.protocol in self.unpooled_protocols else POOL_MIN_ROWS
+        pool_min_rows = sys.maxsize if self.protocol in self.unpooled_protocols else rowwise.POOL_MIN_ROWS
         return score_rows(batch["id"], self.row_inputs(batch), self.row_function(), self.workers(), pool_min_rows)
 
 
