@@ -11,7 +11,8 @@ approximation of the same reading (it differs on non-ASCII digits and the ``\\x1
 ``official`` and ``lmms_eval`` relaxed accuracy and ANLS are the same function: only ``official`` is timed.
 
 ``--old-checkout DIR`` also times the same batches with the evaluators of another checkout (e.g. the commit before
-the metrics became row rules: ``git worktree add /tmp/bench-old cdf29d8``), in a subprocess, as the ``old rows/s``
+the metrics became row rules, whose column paths handed doubtful rows to the row-wise definitions:
+``git worktree add /tmp/bench-old cdf29d8``), in a subprocess just before each line's own timings, as the ``old/s``
 column. The machine may be shared: the load average is printed, and each time is the best of ``--repeat`` runs.
 
 Run: ``PYTHONPATH=$PWD python benchmarks/bench_benchmark_metrics.py [--rows 100000 1000000] [--old-checkout DIR]``
@@ -100,24 +101,26 @@ def _question(metric: str, rng: random.Random, tag: str) -> tuple[list[str], str
     return [*pool, "The " + pool[0].title() + "."], json.dumps([rng.choice(pool) for _ in range(10)])
 
 
+QUESTIONS = 5_000
+"""Questions of the ``repeated`` data's benchmark (DocVQA's and TextVQA's validation splits have about as many)."""
+
+
 def synthetic(metric: str, rows: int, kind: str = "repeated", seed: int = 0) -> pl.DataFrame:
     """``id, output, expected_output`` shaped like the benchmark's own rows (JSON answer lists where it has them).
 
-    ``repeated``: replies as models give them (POPE and CountBench replies from a few forms; for the reference
-    metrics one question per ten rows, each answered with one of a few replies). ``distinct``: every row's
-    (output, expected_output) differs from every other's."""
+    ``repeated``: replies as models give them: POPE and CountBench replies of a few forms; for the reference metrics
+    :data:`QUESTIONS` questions, each row one of them answered with one of a few replies (several models, or runs,
+    scored together). ``distinct``: every row's (output, expected_output) differs from every other's."""
     rng = random.Random(seed)
     outputs: list[str] = []
     expected: list[str] = []
-    questions: list[tuple[list[str], str]] = []
+    questions = [] if kind == "distinct" else [_question(metric, rng, "") for _ in range(QUESTIONS)]
     for i in range(rows):
         tag = f" #{i}" if kind == "distinct" else ""
         if metric in ("pope", "exact_count"):
             reply, answer = (_pope if metric == "pope" else _count)(rng, tag)
         else:
-            if kind == "distinct" or not questions or (len(questions) < rows // 10 and rng.random() < 0.1):
-                questions.append(_question(metric, rng, tag))
-            replies, answer = questions[-1] if kind == "distinct" else rng.choice(questions)
+            replies, answer = _question(metric, rng, tag) if tag else rng.choice(questions)
             reply = rng.choice(replies)
             if tag and not reply.endswith(tag):  # "distinct": the row's own reply
                 reply += tag
@@ -261,13 +264,15 @@ def loop_rate(evaluator: Any, metric: str, data: pl.DataFrame, repeat: int) -> f
     return data.height / _best(lambda: [function(*row) for row in evaluator.row_inputs(data).rows()], repeat)
 
 
-def old_rates(checkout: str, args: argparse.Namespace) -> dict[str, float]:
-    """``metric protocol kind rows`` -> rows/s of another checkout's evaluators on the same batches."""
-    command = [sys.executable, __file__, "--only-evaluate", "--rows", *map(str, args.rows)]
-    command += ["--batch-size", str(args.batch_size), "--workers", str(args.workers), "--repeat", str(args.repeat)]
+def old_rate(checkout: str, metric: str, protocol: str, kind: str, rows: int, args: argparse.Namespace) -> float:
+    """Rows/s of another checkout's evaluator on the same batches, measured in a subprocess right now (the load on
+    a shared machine changes: each case's old and new timings are taken one after the other)."""
+    command = [sys.executable, __file__, "--only-evaluate", "--rows", str(rows), "--only", metric]
+    command += ["--protocols", protocol, "--kinds", kind, "--batch-size", str(args.batch_size)]
+    command += ["--workers", str(args.workers), "--repeat", str(args.repeat)]
     env = {**os.environ, "PYTHONPATH": checkout}
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    return float(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def load() -> str:
@@ -282,41 +287,41 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="runs per timing (the best is kept)")
     parser.add_argument("--old-checkout", help="also time this checkout's evaluators (PYTHONPATH), in a subprocess")
     parser.add_argument("--only", help="metrics to time, comma-separated")
+    parser.add_argument("--protocols", help="protocols to time, comma-separated")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="data to time on: repeated, distinct")
     parser.add_argument("--only-evaluate", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    cases = [c for c in CASES if not args.only or c[0] in args.only.split(",")]
-    if args.only_evaluate:  # the --old-checkout subprocess: evaluator rates only, as JSON
-        rates = {}
-        for rows in args.rows:
-            for metric, settings in cases:
-                for kind in KINDS:
-                    data = synthetic(metric, rows, kind)
-                    rated = evaluator(metric, settings, args.workers, from_registry=True)
-                    rates[f"{metric} {settings['protocol']} {kind} {rows}"] = evaluate_rate(
-                        rated, data, args.batch_size, args.repeat
-                    )
-        print(json.dumps(rates))
+    cases = [
+        (metric, settings, kind)
+        for metric, settings in CASES
+        if (not args.only or metric in args.only.split(","))
+        and (not args.protocols or settings["protocol"] in args.protocols.split(","))
+        for kind in args.kinds.split(",")
+    ]
+    if args.only_evaluate:  # the --old-checkout subprocess: one evaluator rate, as JSON
+        (metric, settings, kind), rows = cases[0], args.rows[0]
+        rated = evaluator(metric, settings, args.workers, from_registry=True)
+        print(json.dumps(evaluate_rate(rated, synthetic(metric, rows, kind), args.batch_size, args.repeat)))
         return
     print(f"{load()}; batches of {args.batch_size:,} rows, pool of {args.workers} workers, best of {args.repeat}")
-    old = old_rates(args.old_checkout, args) if args.old_checkout else {}
-    if old:
-        print(f"old rows/s: {args.old_checkout} (measured above, before this run's timings)")
+    if args.old_checkout:
+        print(f"old/s: the evaluators of {args.old_checkout}, timed on the same batches just before each line's")
     header = f"{'metric protocol':<27}{'data':<10}{'rows':>10}{'evaluate/s':>12}{'1 process/s':>13}{'loop/s':>10}"
-    print(header + f"{'vs loop':>9}" + (f"{'old/s':>12}{'vs old':>8}" if old else ""))
+    print(header + f"{'vs loop':>9}" + (f"{'old/s':>12}{'vs old':>8}" if args.old_checkout else ""))
     for rows in args.rows:
-        for metric, settings in cases:
-            for kind in KINDS:
-                data = synthetic(metric, rows, kind)
-                rated = evaluator(metric, settings, args.workers)
-                rate = evaluate_rate(rated, data, args.batch_size, args.repeat)
-                alone = evaluate_rate(evaluator(metric, settings, 1), data, args.batch_size, args.repeat)
-                looped = loop_rate(rated, metric, data, args.repeat)
-                line = f"{metric + ' ' + settings['protocol']:<27}{kind:<10}{rows:>10,}{rate:>12,.0f}{alone:>13,.0f}"
-                line += f"{looped:>10,.0f}{rate / looped:>8.1f}x"
-                was = old.get(f"{metric} {settings['protocol']} {kind} {rows}")
-                if was:
-                    line += f"{was:>12,.0f}{rate / was:>7.2f}x"
-                print(line, flush=True)
+        for metric, settings, kind in cases:
+            protocol = settings["protocol"]
+            was = old_rate(args.old_checkout, metric, protocol, kind, rows, args) if args.old_checkout else None
+            data = synthetic(metric, rows, kind)
+            rated = evaluator(metric, settings, args.workers)
+            rate = evaluate_rate(rated, data, args.batch_size, args.repeat)
+            alone = evaluate_rate(evaluator(metric, settings, 1), data, args.batch_size, args.repeat)
+            looped = loop_rate(rated, metric, data, args.repeat)
+            line = f"{metric + ' ' + protocol:<27}{kind:<10}{rows:>10,}{rate:>12,.0f}{alone:>13,.0f}"
+            line += f"{looped:>10,.0f}{rate / looped:>8.1f}x"
+            if was is not None:
+                line += f"{was:>12,.0f}{rate / was:>7.2f}x"
+            print(line, flush=True)
         print(load(), flush=True)
 
 

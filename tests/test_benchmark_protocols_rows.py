@@ -31,6 +31,8 @@ CLASSES: dict[str, Any] = {
     "anls": Anls,
     "vqa_accuracy": VqaAccuracy,
 }
+LENIENT_ON_COLUMNS = {("relaxed_accuracy", "lenient"), ("anls", "lenient"), ("vqa_accuracy", "lenient")}
+"""Protocols defined by Polars expressions (no row function)."""
 
 
 def evaluator(metric: str, workers: int | None = None, **settings: Any) -> Any:
@@ -177,8 +179,7 @@ def _rows(metric: str, n: int) -> pl.DataFrame:
 @pytest.mark.parametrize(
     ("metric", "settings"),
     [
-        ("exact_count", {"protocol": "lenient", "pick": "only"}),
-        ("relaxed_accuracy", {"protocol": "official"}),
+        ("anls", {"protocol": "official"}),
         ("anls", {"protocol": "lmms_eval"}),
         ("vqa_accuracy", {"protocol": "official"}),
         ("vqa_accuracy", {"protocol": "lmms_eval"}),
@@ -198,9 +199,33 @@ def test_a_pool_sized_batch_is_scored_as_in_process(
     assert alone["score"].n_unique() > 1
 
 
-@pytest.mark.parametrize(("metric", "protocol"), [("pope", "lenient"), ("exact_count", "lmms_eval")])
+@pytest.mark.parametrize(
+    ("metric", "protocol"),
+    [("pope", "lenient"), ("exact_count", "lmms_eval"), ("exact_count", "lenient"), ("relaxed_accuracy", "official")],
+)
 def test_cheap_rules_stay_in_process(metric: str, protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A row that costs about what handing it to a worker costs is scored in this process, however many there are."""
     monkeypatch.setattr(rowwise, "process_pool", lambda workers: pytest.fail("the pool was used"))
     monkeypatch.setattr(rowwise, "POOL_MIN_ROWS", 1)
     assert evaluator(metric, workers=2, protocol=protocol).evaluate(_rows(metric, 600)).results.height == 600
+
+
+@pytest.mark.parametrize(
+    ("metric", "protocol"),
+    [(m, p) for m, cls in CLASSES.items() for p in cls.protocols if (m, p) not in LENIENT_ON_COLUMNS],
+)
+def test_every_row_function_gives_the_same_rows_on_the_pool(metric: str, protocol: str) -> None:
+    """Each row function is picklable and gives in a worker what it gives here (whether or not its metric uses the
+    pool)."""
+    rated = evaluator(metric, protocol=protocol)
+    batch = _rows(metric, 300)
+    inputs, function = rated.row_inputs(batch), rated.row_function()
+    alone = score_rows(batch["id"], inputs, function, workers=1)
+    pooled = score_rows(batch["id"], inputs, function, workers=2, pool_min_rows=1)
+    assert pooled.results.equals(alone.results)
+
+
+@pytest.mark.parametrize(("metric", "protocol"), sorted(LENIENT_ON_COLUMNS))
+def test_the_lenient_column_protocols_have_no_row_function(metric: str, protocol: str) -> None:
+    with pytest.raises(NotImplementedError, match="defined on columns"):
+        evaluator(metric, protocol=protocol).row_function()

@@ -38,14 +38,10 @@ def normalized(text: str) -> str:
     return " ".join(text.strip().lower().split())
 
 
-def official_distance(prediction: str, answer: str) -> float:
-    """The reference's normalized distance between a reply and one answer (0 when both are empty)."""
-    length = max(len(answer.upper()), len(prediction.upper()))
-    return 0.0 if length == 0 else _levenshtein(normalized(answer), normalized(prediction)) / length
-
-
 def score_row(protocol: str, column: str, cutoff: float, output: str, answers: str) -> RowResult:
-    """One row: the similarity to the closest reference answer (0 below ``cutoff``), and what was compared."""
+    """One row: the similarity to the closest reference answer (0 below ``cutoff``), and what was compared. The
+    distance between the normalized texts is divided by the longer raw text (``upper()`` length; 0 when both are
+    empty)."""
     golds, error = reference_answers(answers, column)
     if golds is None:
         return failed(str(error))
@@ -138,6 +134,8 @@ class Anls(ReferenceMetric[AnlsSettings]):
     default_threshold = 0.5
 
     def row_function(self) -> Callable[..., RowResult]:
+        if self.protocol == "lenient":
+            raise NotImplementedError(f"{self.type_name}'s lenient protocol is defined on columns (lenient_scores)")
         return partial(score_row, self.protocol, self.reference_column, self.settings.cutoff)
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:

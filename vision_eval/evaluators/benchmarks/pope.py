@@ -83,7 +83,7 @@ def lenient_reading(reply: str) -> str | None:
 # --- the row ----------------------------------------------------------------------------------------------------
 
 
-def _read(protocol: str, prediction: str | None, expected: str) -> str:
+def _read(protocol: str, prediction: str, expected: str) -> str:
     # Both values are "yes" or "no": nothing to escape.
     return f'{{"protocol":"{protocol}","prediction":"{prediction}","expected":"{expected}"}}'
 
@@ -162,11 +162,14 @@ def column_scores(batch: pl.DataFrame, protocol: str) -> EvalOutput:
     else:
         prediction = strict_readings(output)
         unparseable = prediction.is_null()
+    expected = pl.col("expected_output").cast(pl.Utf8)
+    # Benchmark answers almost always are a bare yes/no already: their reading is themselves.
+    bare = batch["expected_output"].cast(pl.Utf8).is_in(["yes", "no"]).all()
     frame = batch.select(
         pl.col("id").alias("sample_id"),
         output.alias("output"),
-        pl.col("expected_output").cast(pl.Utf8),
-        strict_readings(pl.col("expected_output").cast(pl.Utf8)).alias("_gold"),
+        expected,
+        (expected if bare else strict_readings(expected)).alias("_gold"),
         prediction.alias("_pred"),
         unparseable.alias("_unparseable"),
     ).with_row_index("_pos")

@@ -64,9 +64,9 @@ class ProtocolMetric(RowRule[ProtocolSettingsT]):
     missing_protocols: ClassVar[dict[str, str]] = {}
     """Protocol -> why the metric does not offer it (shown in the config error)."""
     unpooled_protocols: ClassVar[frozenset[str]] = frozenset()
-    """Protocols whose row function costs about what handing a row to a pool worker and its verdict back costs (a
-    few microseconds): their batches are scored in this process, whatever their size
-    (``benchmarks/bench_benchmark_metrics.py``)."""
+    """Protocols whose row function costs no more than handing a row to a pool worker and taking its verdict back
+    (pickling them, a few microseconds in this process): their batches are scored here, whatever their size. The
+    pool pays only for dearer rows (ANLS, VQA) on idle cores (``benchmarks/bench_benchmark_metrics.py``)."""
     required_columns = ("output", "expected_output")
 
     @property
@@ -123,8 +123,7 @@ ReferenceSettingsT = TypeVar("ReferenceSettingsT", bound=ReferenceSettings, defa
 class ReferenceMetric(ProtocolMetric[ReferenceSettingsT]):
     """Base of the metrics scored against one or more reference answers (``relaxed_accuracy``, ``anls``,
     ``vqa_accuracy``). Their row functions get ``(output, answers)``: the answers as text (one answer or a JSON
-    list; a list column is handed as a JSON list), read by :func:`~vision_eval.evaluators.benchmarks.text.
-    reference_answers`."""
+    list; a list column is handed as a JSON list), read by ``text.reference_answers``."""
 
     def columns_needed(self) -> tuple[str, ...]:
         column = self.settings.answers_column

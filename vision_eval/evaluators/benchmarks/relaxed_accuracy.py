@@ -34,14 +34,6 @@ def python_float(text: str) -> float | None:
         return None
 
 
-def relaxed_correct(prediction: str, target: str, tolerance: float = 0.05) -> bool:
-    """The reference's relaxed correctness of one reply against one label."""
-    predicted, expected = python_float(prediction), python_float(target)
-    if predicted is not None and expected:
-        return abs(predicted - expected) / abs(expected) <= tolerance
-    return prediction.lower() == target.lower()
-
-
 def score_row(protocol: str, column: str, tolerance: float, output: str, answers: str) -> RowResult:
     """One row: the best relaxed correctness over the reference answers, and what was compared (the reply and the
     deciding answer, each as a number when it reads as one)."""
@@ -150,6 +142,7 @@ class RelaxedAccuracy(ReferenceMetric[RelaxedAccuracySettings]):
         "lmms_eval": "lmms-eval tasks/chartqa/utils.py relaxed_correctness (copied from Qwen-VL, itself pix2struct's)",
         "lenient": LENIENT,
     }
+    unpooled_protocols: ClassVar[frozenset[str]] = frozenset({"official", "lmms_eval"})
     example: ClassVar[Example] = Example(
         {"type": "relaxed_accuracy"},
         [
@@ -160,6 +153,8 @@ class RelaxedAccuracy(ReferenceMetric[RelaxedAccuracySettings]):
     default_threshold = 1.0
 
     def row_function(self) -> Callable[..., RowResult]:
+        if self.protocol == "lenient":
+            raise NotImplementedError(f"{self.type_name}'s lenient protocol is defined on columns (lenient_scores)")
         return partial(score_row, self.protocol, self.reference_column, self.settings.tolerance)
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:

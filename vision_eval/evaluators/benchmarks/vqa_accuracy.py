@@ -259,6 +259,8 @@ class VqaAccuracy(ReferenceMetric[VqaSettings]):
     default_threshold = 0.9
 
     def row_function(self) -> Callable[..., RowResult]:
+        if self.protocol == "lenient":
+            raise NotImplementedError(f"{self.type_name}'s lenient protocol is defined on columns (lenient_scores)")
         return partial(score_row, self.protocol, self.reference_column)
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
