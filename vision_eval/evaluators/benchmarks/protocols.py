@@ -65,8 +65,8 @@ class ProtocolMetric(RowRule[ProtocolSettingsT]):
     """Protocol -> why the metric does not offer it (shown in the config error)."""
     unpooled_protocols: ClassVar[frozenset[str]] = frozenset()
     """Protocols whose row function costs no more than handing a row to a pool worker and taking its verdict back
-    (pickling them, a few microseconds in this process): their batches are scored here, whatever their size. The
-    pool pays only for dearer rows (ANLS, VQA) on idle cores (``benchmarks/bench_benchmark_metrics.py``)."""
+    (pickling them, a few microseconds in this process): their batches are scored here, whatever their size.
+    Dearer rows (ANLS, VQA) are left to the pool (``benchmarks/bench_benchmark_metrics.py`` times both)."""
     required_columns = ("output", "expected_output")
 
     @property
