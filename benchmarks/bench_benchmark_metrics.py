@@ -1,36 +1,135 @@
-"""Throughput of the benchmark metrics (rows/s) under each protocol, against row-wise Python references measured
-in the same run.
+"""Throughput of the benchmark metrics (rows/s) under each protocol, against a plain per-row Python loop of the same
+definition measured in the same run, on data with realistic repetition and on all-distinct data.
 
-The references compute the same scores one row at a time: for ``lenient`` with their own ``re`` and Python loops
-(json.loads of the answers, rapidfuzz per pair for ANLS; exact_count with its row-wise definition), for
-``official`` / ``lmms_eval`` with the protocols' row-wise definitions (the functions the column paths hand doubtful
-rows to); ``tests/test_benchmark_metrics.py`` checks that both agree. ``official`` and ``lmms_eval`` score relaxed
-accuracy and ANLS identically, so only ``official`` is timed for those.
+The evaluator scores the data in batches of ``--batch-size`` rows (the engine's ``run.batch_size``), each through its
+``evaluate``: the row rules score each distinct row once and spread a batch with many distinct rows over
+``--workers`` processes (:mod:`vision_eval.rowwise`; ``1 process``: the same with ``workers: 1``); POPE ``official``
+and ``lmms_eval`` run their Polars expressions. The loop calls the metric's row function on every row, one after
+another, in this process.
+``lenient`` relaxed accuracy, ANLS and VQA are Polars expressions (no row function): their loop is a plain Python
+approximation of the same reading (it differs on non-ASCII digits and the ``\\x1c``-``\\x1f`` separators).
+``official`` and ``lmms_eval`` relaxed accuracy and ANLS are the same function: only ``official`` is timed.
 
-Run: ``PYTHONPATH=$PWD python benchmarks/bench_benchmark_metrics.py [--rows 200000] [--ref-rows 50000]``.
+``--old-checkout DIR`` also times the same batches with the evaluators of another checkout (e.g. the commit before
+the metrics became row rules, whose column paths handed doubtful rows to the row-wise definitions:
+``git worktree add /tmp/bench-old cdf29d8``), in a subprocess just before each line's own timings, as the ``old/s``
+column. The machine may be shared: the load average is printed, and each time is the best of ``--repeat`` runs.
+
+Run: ``PYTHONPATH=$PWD python benchmarks/bench_benchmark_metrics.py [--rows 100000 1000000] [--old-checkout DIR]``
+(CI: ``--rows 2000``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from vision_eval.evaluators.benchmarks import anls as _anls
-from vision_eval.evaluators.benchmarks import counts as _counts
-from vision_eval.evaluators.benchmarks import relaxed as _relaxed
-from vision_eval.evaluators.benchmarks import vqa_answers as _vqa_answers
-from vision_eval.evaluators.benchmarks import yes_no as _yes_no
-from vision_eval.evaluators.benchmarks.text import NUMBER_WORDS
-from vision_eval.evaluators.benchmarks.vqa_answers import LENIENT_CONTRACTIONS as VQA_CONTRACTIONS
+if not os.environ.get("PYTHONPATH"):  # with PYTHONPATH set (--old-checkout's subprocess), that checkout is timed
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# --- row-wise references ---------------------------------------------------------------------------------
+CASES: list[tuple[str, dict[str, Any]]] = [
+    ("pope", {"protocol": "official"}),
+    ("pope", {"protocol": "lmms_eval"}),
+    ("pope", {"protocol": "lenient"}),
+    ("exact_count", {"protocol": "lmms_eval"}),
+    ("exact_count", {"protocol": "lenient"}),
+    ("relaxed_accuracy", {"protocol": "official"}),
+    ("relaxed_accuracy", {"protocol": "lenient"}),
+    ("anls", {"protocol": "official"}),
+    ("anls", {"protocol": "lenient"}),
+    ("vqa_accuracy", {"protocol": "official"}),
+    ("vqa_accuracy", {"protocol": "lmms_eval"}),
+    ("vqa_accuracy", {"protocol": "lenient"}),
+]
+KINDS = ("repeated", "distinct")
+
+# --- data ----------------------------------------------------------------------------------------------------
+
+OBJECTS = ["dog", "cat", "car", "chair", "person", "bottle", "cup", "bench", "bird", "clock", "book", "bus", "kite"]
+OBJECTS += ["umbrella", "bowl", "oven", "sink", "train", "boat", "horse", "sheep", "cow", "vase", "knife", "fork"]
+NUMBER_NAMES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven"]
+NUMBER_NAMES += ["twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
+WORDS = [
+    "nokia", "pepsi", "coca-cola", "stop", "walk", "don't", "dont", "exit", "open", "closed",
+    "red", "blue", "the", "a", "an", "two", "three", "7", "ten",
+]  # fmt: skip
+
+
+def _pope(rng: random.Random, tag: str) -> tuple[str, str]:
+    thing = rng.choice(OBJECTS)
+    reply = rng.choice(
+        ["Yes", "No", "Yes.", "No.", "yes", f"Yes, there is a {thing} in the image.", f"No, there is no {thing}.",
+         f"There is no {thing}.", "I cannot tell."]
+    )  # fmt: skip
+    return (reply + tag if tag else reply), rng.choice(["yes", "no"])
+
+
+def _count(rng: random.Random, tag: str) -> tuple[str, str]:
+    n = rng.randint(2, 20)
+    thing = rng.choice(OBJECTS)
+    shown = f"{n}{tag}" if tag else str(n)
+    reply = rng.choice(
+        [shown, str(n + 1), NUMBER_NAMES[n], NUMBER_NAMES[n].title(), f"There are {shown} {thing}s.", "many"]
+    )
+    return reply, shown if tag else str(n)
+
+
+def _question(metric: str, rng: random.Random, tag: str) -> tuple[list[str], str]:
+    """(candidate replies, reference answers as JSON) of one question."""
+    if metric == "relaxed_accuracy":
+        gold = f"{rng.randint(0, 5000) / rng.choice([1, 10, 100]):g}{tag}"
+        if rng.random() < 0.2:
+            gold = rng.choice(["Yes", "No", "Canada", "2019"]) + tag
+        near = f"{float(gold) * rng.uniform(0.9, 1.1):.2f}" if gold[0].isdigit() and not tag else gold.lower()
+        return [gold, near, gold + "%", "Canada"], json.dumps([gold])
+    if metric == "anls":
+        gold = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4))) + f" {rng.randint(0, 999)}{tag}"
+        cut = gold[: rng.randint(0, len(gold))] + rng.choice(WORDS)
+        return [gold, gold.upper(), cut], json.dumps([gold, gold.replace(" ", "  ")])
+    pool = [f"{rng.choice(WORDS)} {rng.randint(0, 300)}{tag}" for _ in range(3)]
+    return [*pool, "The " + pool[0].title() + "."], json.dumps([rng.choice(pool) for _ in range(10)])
+
+
+QUESTIONS = 5_000
+"""Questions of the ``repeated`` data's benchmark (DocVQA's and TextVQA's validation splits have about as many)."""
+
+
+def synthetic(metric: str, rows: int, kind: str = "repeated", seed: int = 0) -> pl.DataFrame:
+    """``id, output, expected_output`` shaped like the benchmark's own rows (JSON answer lists where it has them).
+
+    ``repeated``: replies as models give them: POPE and CountBench replies of a few forms; for the reference metrics
+    :data:`QUESTIONS` questions, each row one of them answered with one of a few replies (several models, or runs,
+    scored together). ``distinct``: every row's (output, expected_output) differs from every other's."""
+    rng = random.Random(seed)
+    outputs: list[str] = []
+    expected: list[str] = []
+    questions = [] if kind == "distinct" else [_question(metric, rng, "") for _ in range(QUESTIONS)]
+    for i in range(rows):
+        tag = f" #{i}" if kind == "distinct" else ""
+        if metric in ("pope", "exact_count"):
+            reply, answer = (_pope if metric == "pope" else _count)(rng, tag)
+        else:
+            replies, answer = _question(metric, rng, tag) if tag else rng.choice(questions)
+            reply = rng.choice(replies)
+            if tag and not reply.endswith(tag):  # "distinct": the row's own reply
+                reply += tag
+        outputs.append(reply)
+        expected.append(answer)
+    return pl.DataFrame({"id": [str(i) for i in range(rows)], "output": outputs, "expected_output": expected})
+
+
+# --- plain Python readings of the lenient column protocols (the loops they are timed against) -------------------
 
 
 def golds_of(expected: str) -> list[str]:
@@ -55,7 +154,7 @@ def _close(p: float, g: float, tol: float) -> bool:
     return p == 0 if g == 0 else abs(p - g) / abs(g) <= tol + 1e-12
 
 
-def relaxed_ref(output: str, expected: str, tol: float = 0.05) -> float:
+def relaxed_lenient(output: str, expected: str, tol: float = 0.05) -> float:
     best = 0.0
     p, pp = _to_number(output)
     for gold in golds_of(expected):
@@ -68,7 +167,7 @@ def relaxed_ref(output: str, expected: str, tol: float = 0.05) -> float:
     return best
 
 
-def anls_ref(output: str, expected: str, cutoff: float = 0.5) -> float:
+def anls_lenient(output: str, expected: str, cutoff: float = 0.5) -> float:
     from rapidfuzz.distance import Levenshtein
 
     pred = " ".join(output.lower().split())
@@ -79,229 +178,151 @@ def anls_ref(output: str, expected: str, cutoff: float = 0.5) -> float:
     return best
 
 
-_PUNCT = [";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">", "<", "@", "`", ",", "?", "!"]
-_COMMA_STRIP = re.compile(r"(\d)(,)(\d)")
-_PERIOD_STRIP = re.compile(r"(?!<=\d)(\.)(?!\d)")  # the official pattern, verbatim (lookbehind typo and all)
-_NUMBERS = {"none": "0", "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5"}
-_NUMBERS |= {"six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
+def vqa_lenient(output: str, expected: str) -> float:
+    from vision_eval.evaluators.benchmarks.vqa_accuracy import LENIENT_WORD_MAP, process_punctuation
 
+    def normalized(text: str) -> str:
+        text = text.replace("\n", " ").replace("\t", " ").replace("’", "'").replace("‘", "'").strip()
+        words = process_punctuation(text, re.compile(r"\d,\d")).lower().split()
+        return " ".join(LENIENT_WORD_MAP.get(w, w) for w in words if w not in ("a", "an", "the"))
 
-def vqa_norm_ref(text: str) -> str:
-    text = text.replace("\n", " ").replace("\t", " ").replace("’", "'").replace("‘", "'").strip()
-    out = text
-    for p in _PUNCT:
-        if (p + " " in text or " " + p in text) or _COMMA_STRIP.search(text) is not None:
-            out = out.replace(p, "")
-        else:
-            out = out.replace(p, " ")
-    out = _PERIOD_STRIP.sub("", out)
-    words = [_NUMBERS.get(w, w) for w in out.lower().split() if w not in ("a", "an", "the")]
-    return " ".join(VQA_CONTRACTIONS.get(w, w) for w in words)
-
-
-def vqa_ref(output: str, expected: str) -> float:
-    pred = vqa_norm_ref(output)
-    golds = [vqa_norm_ref(g) for g in golds_of(expected)]
+    pred = normalized(output)
+    golds = [normalized(g) for g in golds_of(expected)]
     if len(golds) == 1:
         return float(golds[0] == pred)
-    accs = []
-    for i in range(len(golds)):
-        others = golds[:i] + golds[i + 1 :]
-        accs.append(min(1.0, sum(g == pred for g in others) / 3))
-    return sum(accs) / len(accs)
+    matches = golds.count(pred)
+    return (matches * min(1.0, (matches - 1) / 3) + (len(golds) - matches) * min(1.0, matches / 3)) / len(golds)
 
 
-_LEADING = re.compile(r"^[^a-z0-9]*(yes|no)\b")
-
-
-def yes_no_ref(text: str) -> str | None:
-    t = text.lower()
-    m = _LEADING.match(t)
-    if m:
-        return m.group(1)
-    has_yes, has_no = re.search(r"\byes\b", t) is not None, re.search(r"\bno\b", t) is not None
-    return "yes" if has_yes and not has_no else "no" if has_no and not has_yes else None
-
-
-def pope_ref(output: str, expected: str) -> float | None:
-    pred, gold = yes_no_ref(output), yes_no_ref(expected)
-    return None if pred is None or gold is None else float(pred == gold)
-
-
-def count_lenient(output: str, expected: str) -> float | None:
-    reading = _counts.lenient_count(output, expected, "first")
-    return None if reading.error else float(reading.predicted == reading.expected)
-
-
-def relaxed_official(output: str, expected: str, tol: float = 0.05) -> float:
-    return max(float(_relaxed.relaxed_correct(output, gold, tol)) for gold in golds_of(expected))
-
-
-def anls_official(output: str, expected: str, cutoff: float = 0.5) -> float:
-    similarity = 1 - min(_anls.official_distance(output, gold) for gold in golds_of(expected))
-    return 0.0 if similarity < cutoff else similarity
-
-
-def _loo(prediction: str, golds: list[str]) -> float:
-    return _vqa_answers.leave_one_out(sum(g == prediction for g in golds), len(golds))
-
-
-def vqa_official(output: str, expected: str) -> float:
-    return _loo(_vqa_answers.official_answer(output), _vqa_answers.official_golds(golds_of(expected)))
-
-
-def vqa_lmms_eval(output: str, expected: str) -> float:
-    return _loo(_vqa_answers.evalai_answer(output), [_vqa_answers.evalai_answer(g) for g in golds_of(expected)])
-
-
-def pope_official(output: str, expected: str) -> float | None:
-    gold = _yes_no.lmms_eval_reading(expected)
-    return None if gold is None else float(_yes_no.official_reading(output)[0] == gold)
-
-
-def pope_lmms_eval(output: str, expected: str) -> float | None:
-    gold = _yes_no.lmms_eval_reading(expected)
-    return None if gold is None else float(_yes_no.lmms_eval_reading(output) == gold)
-
-
-def count_lmms_eval(output: str, expected: str) -> float | None:
-    gold = _counts.lmms_eval_count(expected)
-    return float(_counts.lmms_eval_count(output) == gold) if re.fullmatch("[0-9]+", gold) else None
-
-
-REFERENCES: dict[tuple[str, str], Callable[[str, str], float | None]] = {
-    ("relaxed_accuracy", "official"): relaxed_official,
-    ("relaxed_accuracy", "lenient"): relaxed_ref,
-    ("anls", "official"): anls_official,
-    ("anls", "lenient"): anls_ref,
-    ("vqa_accuracy", "official"): vqa_official,
-    ("vqa_accuracy", "lmms_eval"): vqa_lmms_eval,
-    ("vqa_accuracy", "lenient"): vqa_ref,
-    ("pope", "official"): pope_official,
-    ("pope", "lmms_eval"): pope_lmms_eval,
-    ("pope", "lenient"): pope_ref,
-    ("exact_count", "lmms_eval"): count_lmms_eval,
-    ("exact_count", "lenient"): count_lenient,
-}
-"""(metric, protocol) -> the row-wise reference the vectorized path is timed and tested against."""
-
-# --- synthetic data ----------------------------------------------------------------------------------------
-
-WORDS = [
-    "nokia", "pepsi", "coca-cola", "stop", "walk", "don't", "dont", "exit", "open", "closed",
-    "red", "blue", "the", "a", "an", "two", "three", "7", "ten",
-]  # fmt: skip
-
-
-EDGES: dict[str, tuple[list[str], list[str]]] = {
-    # (replies, reference answers) mixed in by ``synthetic(..., edge=True)``: texts the column paths hand to the
-    # row-wise definitions (non-ASCII, Python-only number syntax, many periods) and protocol corner cases.
-    "relaxed_accuracy": (
-        ["nan", "inf", " 12", "1_000", "١٢", "Straße", "STRASSE", "0", "0.0", "-0", "12%%", "1e3", "ΣΑΣ", ".5"],
-        ["nan", "12", "1000", "strasse", "0", "σας", "12%", "1e3", "-0", "İ", "50"],
-    ),
-    "anls": (
-        ["straße", "İstanbul", "a\x1cb", "a\u00a0 b", "ﬁle", "", "  ", "ABC"],
-        ["STRASSE", "istanbul", "a b", "file", "abc", "x"],
-    ),
-    "vqa_accuracy": (
-        ["café", "٣.٥", "naïve-test", "a" + "." * 40, "dont", "the dog's", "Two, three", "somebody'd"],
-        ["cafe", "3.5", "naive test", "a", "don't", "dog's", "2 3", "somebodyd"],
-    ),
-    "pope": (
-        ["yes\u00a0", "YES", "Yes, no doubt.", "Nope", "", '"No"', "No!", " no ", "yes\n", "Ｙｅｓ"],
-        ["yes", "no", " Yes", "NO "],
-    ),
-    "exact_count": (
-        ["٧", "seven ", "Twenty", "07", "7\u3000", "Ⅶ", "none", "ten\n"],
-        ["7", "20", "0", "10", " 7"],
-    ),
+LENIENT_LOOPS: dict[str, Callable[[str, str], float]] = {
+    "relaxed_accuracy": relaxed_lenient,
+    "anls": anls_lenient,
+    "vqa_accuracy": vqa_lenient,
 }
 
-
-def _edge_row(metric: str, rng: random.Random) -> tuple[str, str]:
-    replies, answers = EDGES[metric]
-    if metric in ("pope", "exact_count"):
-        return rng.choice(replies), rng.choice(answers)
-    count = rng.choice([1, 2, 10])
-    return rng.choice(replies + answers), json.dumps([rng.choice(replies + answers) for _ in range(count)])
+# --- timing ----------------------------------------------------------------------------------------------------
 
 
-def synthetic(metric: str, rows: int, seed: int = 0, edge: bool = False) -> pl.DataFrame:
-    """Rows like the benchmark's own: ``id, output, expected_output`` (JSON answer lists where it has them);
-    ``edge`` replaces one row in four by a corner case of :data:`EDGES`."""
-    rng = random.Random(seed)
-    outputs: list[str] = []
-    expected: list[str] = []
-    for _ in range(rows):
-        if edge and rng.random() < 0.25:
-            reply, answer = _edge_row(metric, rng)
-            outputs.append(reply)
-            expected.append(answer)
-        elif metric == "relaxed_accuracy":
-            gold = f"{rng.randint(0, 5000) / rng.choice([1, 10, 100]):g}"
-            pred = rng.choice([gold, f"{float(gold) * rng.uniform(0.9, 1.1):.2f}", gold + "%", "Canada"])
-            outputs.append(pred)
-            expected.append(json.dumps([gold]))
-        elif metric == "anls":
-            gold = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4))) + f" {rng.randint(0, 999)}"
-            pred = gold if rng.random() < 0.4 else gold[: rng.randint(0, len(gold))] + rng.choice(WORDS)
-            outputs.append(pred.upper() if rng.random() < 0.2 else pred)
-            expected.append(json.dumps([gold, gold.replace(" ", "  ")]))
-        elif metric == "vqa_accuracy":
-            pool = [f"{rng.choice(WORDS)} {rng.randint(0, 300)}" for _ in range(3)]
-            answers = [rng.choice(pool) for _ in range(10)]
-            outputs.append(rng.choice([*pool, "The " + pool[0].title() + "."]))
-            expected.append(json.dumps(answers))
-        elif metric == "pope":
-            expected.append(rng.choice(["yes", "no"]))
-            outputs.append(rng.choice(["Yes.", "No", "Yes, there is a dog.", "There is no cat.", "Unclear"]))
-        else:
-            n = rng.randint(2, 10)
-            expected.append(str(n))
-            word = next(k for k, v in NUMBER_WORDS.items() if v == n)
-            outputs.append(rng.choice([str(n), f"There are {word} dogs.", f"I count {n + 1} cats", "many"]))
-    return pl.DataFrame({"id": [str(i) for i in range(rows)], "output": outputs, "expected_output": expected})
+def evaluator(metric: str, settings: dict[str, Any], workers: int, from_registry: bool = False) -> Any:
+    """The metric's evaluator (``from_registry``: the class the installed entry points name, as another checkout
+    would have it)."""
+    from vision_eval.config import RunConfig
+    from vision_eval.evaluator import EvalContext
+
+    if from_registry:
+        from vision_eval.registry import get
+
+        cls = get(metric)
+    else:
+        from vision_eval.evaluators.benchmarks import anls, exact_count, pope, relaxed_accuracy, vqa_accuracy
+
+        modules = {"pope": pope, "exact_count": exact_count, "anls": anls}
+        modules |= {"relaxed_accuracy": relaxed_accuracy, "vqa_accuracy": vqa_accuracy}
+        cls = getattr(modules[metric], {"pope": "Pope", "exact_count": "ExactCount", "anls": "Anls"}.get(
+            metric, "RelaxedAccuracy" if metric == "relaxed_accuracy" else "VqaAccuracy"))  # fmt: skip
+    context = EvalContext(run=RunConfig(workers=workers))
+    return cls(metric, cls.settings_model(type=metric, **settings), context)
 
 
-def vectorized_scores(metric: str, batch: pl.DataFrame, settings: dict[str, Any] | None = None) -> pl.DataFrame:
-    """``sample_id, status, score`` from the registered evaluator, called on the batch directly."""
-    from vision_eval.registry import get
+def _clear_caches() -> None:
+    """Forget the processed texts a previous run left behind (VQA keeps recent ones per process)."""
+    try:
+        from vision_eval.evaluators.benchmarks import vqa_accuracy
+    except ImportError:
+        return
+    for name in ("official_answer", "official_gold", "evalai_answer"):
+        cache = getattr(getattr(vqa_accuracy, name, None), "cache_clear", None)
+        if cache is not None:
+            cache()
 
-    cls = get(metric)
-    evaluator = cls(metric, cls.settings_model(type=metric, **(settings or {})))
-    return evaluator.evaluate(batch).results.select("sample_id", "status", "score")
 
-
-def _time(fn: Callable[[], Any], repeat: int = 1) -> float:
-    """Best wall time of ``repeat`` runs (the machine is shared; the best run is the least disturbed)."""
+def _best(fn: Callable[[], Any], repeat: int) -> float:
+    """Best wall time of ``repeat`` runs (the machine may be shared: the best run is the least disturbed)."""
     best = float("inf")
     for _ in range(repeat):
+        _clear_caches()
         start = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - start)
     return best
 
 
+def evaluate_rate(evaluator: Any, data: pl.DataFrame, batch_size: int, repeat: int) -> float:
+    """Rows/s of the evaluator scoring ``data`` in batches of ``batch_size`` rows, as the engine hands them over."""
+    batches = [data.slice(start, batch_size) for start in range(0, data.height, batch_size)]
+    evaluator.evaluate(data.head(100))  # warm-up: imports (rapidfuzz, numpy) are not throughput
+    return data.height / _best(lambda: [evaluator.evaluate(batch) for batch in batches], repeat)
+
+
+def loop_rate(evaluator: Any, metric: str, data: pl.DataFrame, repeat: int) -> float:
+    """Rows/s of a plain loop calling the same definition on every row (from the frame's columns)."""
+    if evaluator.protocol == "lenient" and metric in LENIENT_LOOPS:
+        definition = LENIENT_LOOPS[metric]
+        pairs = data.select("output", "expected_output")
+        return data.height / _best(lambda: [definition(*row) for row in pairs.rows()], repeat)
+    function = evaluator.row_function()
+    return data.height / _best(lambda: [function(*row) for row in evaluator.row_inputs(data).rows()], repeat)
+
+
+def old_rate(checkout: str, metric: str, protocol: str, kind: str, rows: int, args: argparse.Namespace) -> float:
+    """Rows/s of another checkout's evaluator on the same batches, measured in a subprocess right now (the load on
+    a shared machine changes: each case's old and new timings are taken one after the other)."""
+    command = [sys.executable, __file__, "--only-evaluate", "--rows", str(rows), "--only", metric]
+    command += ["--protocols", protocol, "--kinds", kind, "--batch-size", str(args.batch_size)]
+    command += ["--workers", str(args.workers), "--repeat", str(args.repeat)]
+    env = {**os.environ, "PYTHONPATH": checkout}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    return float(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=200_000)
-    parser.add_argument("--ref-rows", type=int, default=50_000, help="rows given to the row-wise reference")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--batch-size", type=int, default=50_000, help="rows per evaluate() call (run.batch_size)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes of the row rules' pool")
+    parser.add_argument("--repeat", type=int, default=2, help="runs per timing (the best is kept)")
+    parser.add_argument("--old-checkout", help="also time this checkout's evaluators (PYTHONPATH), in a subprocess")
+    parser.add_argument("--only", help="metrics to time, comma-separated")
+    parser.add_argument("--protocols", help="protocols to time, comma-separated")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="data to time on: repeated, distinct")
+    parser.add_argument("--only-evaluate", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    print(f"{args.rows:,} rows vectorized (best of 3), {min(args.ref_rows, args.rows):,} rows row-wise (best of 2)")
-    print(f"{'metric protocol':<28}{'vectorized rows/s':>20}{'row-wise rows/s':>18}{'speed-up':>10}")
-    for (metric, protocol), reference in REFERENCES.items():
-        data = synthetic(metric, args.rows)
-        settings = {"protocol": protocol}
-        vectorized_scores(metric, data.head(100), settings)  # warm-up: imports (rapidfuzz, numpy) are not throughput
-        [reference(o, e) for o, e in zip(data["output"].head(100), data["expected_output"].head(100), strict=True)]
-        vec_s = _time(lambda data=data, metric=metric, s=settings: vectorized_scores(metric, data, s), repeat=3)
-        ref_data = data.head(args.ref_rows)
-        pairs = list(zip(ref_data["output"].to_list(), ref_data["expected_output"].to_list(), strict=True))
-        ref_s = _time(lambda pairs=pairs, reference=reference: [reference(o, e) for o, e in pairs], repeat=2)
-        vec_rate, ref_rate = data.height / vec_s, ref_data.height / ref_s
-        label = f"{metric} {protocol}"
-        print(f"{label:<28}{vec_rate:>20,.0f}{ref_rate:>18,.0f}{vec_rate / ref_rate:>9.1f}x")
+    cases = [
+        (metric, settings, kind)
+        for metric, settings in CASES
+        if (not args.only or metric in args.only.split(","))
+        and (not args.protocols or settings["protocol"] in args.protocols.split(","))
+        for kind in args.kinds.split(",")
+    ]
+    if args.only_evaluate:  # the --old-checkout subprocess: one evaluator rate, as JSON
+        (metric, settings, kind), rows = cases[0], args.rows[0]
+        rated = evaluator(metric, settings, args.workers, from_registry=True)
+        print(json.dumps(evaluate_rate(rated, synthetic(metric, rows, kind), args.batch_size, args.repeat)))
+        return
+    print(f"{load()}; batches of {args.batch_size:,} rows, pool of {args.workers} workers, best of {args.repeat}")
+    if args.old_checkout:
+        print(f"old/s: the evaluators of {args.old_checkout}, timed on the same batches just before each line's")
+    header = f"{'metric protocol':<27}{'data':<10}{'rows':>10}{'evaluate/s':>12}{'1 process/s':>13}{'loop/s':>10}"
+    print(header + f"{'vs loop':>9}" + (f"{'old/s':>12}{'vs old':>8}" if args.old_checkout else ""))
+    for rows in args.rows:
+        for metric, settings, kind in cases:
+            protocol = settings["protocol"]
+            was = old_rate(args.old_checkout, metric, protocol, kind, rows, args) if args.old_checkout else None
+            data = synthetic(metric, rows, kind)
+            rated = evaluator(metric, settings, args.workers)
+            rate = evaluate_rate(rated, data, args.batch_size, args.repeat)
+            alone = evaluate_rate(evaluator(metric, settings, 1), data, args.batch_size, args.repeat)
+            looped = loop_rate(rated, metric, data, args.repeat)
+            line = f"{metric + ' ' + protocol:<27}{kind:<10}{rows:>10,}{rate:>12,.0f}{alone:>13,.0f}"
+            line += f"{looped:>10,.0f}{rate / looped:>8.1f}x"
+            if was is not None:
+                line += f"{was:>12,.0f}{rate / was:>7.2f}x"
+            print(line, flush=True)
+        print(load(), flush=True)
 
 
 if __name__ == "__main__":

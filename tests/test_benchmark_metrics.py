@@ -8,7 +8,6 @@ cases is in ``tests/test_benchmark_protocols.py``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -19,8 +18,8 @@ import yaml
 
 import vision_eval as ve
 from vision_eval.config import DatasetConfig
-from vision_eval.evaluators.benchmarks.text import reference_lists
-from vision_eval.evaluators.benchmarks.vqa_answers import evalai_answers, lenient_answers, official_answers
+from vision_eval.evaluators.benchmarks.text import reference_answers
+from vision_eval.evaluators.benchmarks.vqa_accuracy import evalai_answer, lenient_answers, official_answer
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "benchmarks"
@@ -450,10 +449,9 @@ def test_bad_json_list_errors_only_its_row() -> None:
     assert scores(result)["plain"] == pytest.approx(1 - 2 / 7)  # "[draft]" vs "draft": 2 edits over 7 chars
 
 
-def test_reference_lists_numbers_in_json_become_text() -> None:
-    frame = pl.DataFrame({"id": ["a", "b"], "expected_output": ["[12, 1.5]", "12"]})
-    refs = reference_lists(frame, "expected_output")
-    assert refs["golds"].to_list() == [["12", "1.5"], ["12"]]
+def test_reference_answers_numbers_in_json_become_text() -> None:
+    assert reference_answers("[12, 1.5, true, null]", "expected_output") == (["12", "1.5", "true"], None)
+    assert reference_answers("12", "expected_output") == (["12"], None)
 
 
 # --- metric details ------------------------------------------------------------------------------------
@@ -483,9 +481,10 @@ def test_vqa_processing_of_each_protocol() -> None:
         "somebody'd": ("somebodyd", "somebodyd", "somebody'd"),  # the published table's typo
         "a" + "." * 40 + "b": ("a" + "." * 8 + "b", "a" + "." * 8 + "b", "ab"),  # at most 32 periods go
     }
-    replies = pl.Series(list(cases))
-    for index, processed in enumerate((official_answers, evalai_answers, lenient_answers)):
-        assert dict(zip(cases, processed(replies).to_list(), strict=True)) == {k: v[index] for k, v in cases.items()}
+    assert {reply: official_answer(reply) for reply in cases} == {k: v[0] for k, v in cases.items()}
+    assert {reply: evalai_answer(reply) for reply in cases} == {k: v[1] for k, v in cases.items()}
+    lenient = lenient_answers(pl.Series(list(cases))).to_list()
+    assert dict(zip(cases, lenient, strict=True)) == {k: v[2] for k, v in cases.items()}
 
 
 def test_vqa_single_answer() -> None:
@@ -518,7 +517,7 @@ def test_exact_count_pick_modes() -> None:
 
 
 def test_exact_count_lenient_reads_digits_of_any_script() -> None:
-    """Digits Polars cannot cast are read by the row-wise definition: one count, not "several different counts"."""
+    """Digits of other scripts are numbers (Python's float reads them): one count, not "several different counts"."""
     rows = [
         {"id": "arabic", "output": "I see ٣ cats", "expected_output": "3"},
         {"id": "fullwidth", "output": "１２ birds", "expected_output": "12"},
@@ -533,35 +532,3 @@ def test_exact_count_lenient_reads_digits_of_any_script() -> None:
 def test_pope_gold_must_be_yes_or_no(protocol: str) -> None:
     result = run([{"id": "a", "output": "yes", "expected_output": "maybe"}], {"type": "pope", "protocol": protocol})
     assert by_id(result)["a"]["error"] == "expected_output is not yes or no"
-
-
-# --- vectorized == row-wise definition ----------------------------------------------------------------------
-
-
-def _bench_module() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_bm", ROOT / "benchmarks" / "bench_benchmark_metrics.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-BENCH = _bench_module()
-
-
-@pytest.mark.parametrize(("metric", "protocol"), list(BENCH.REFERENCES))
-def test_vectorized_metric_equals_row_wise_definition(metric: str, protocol: str) -> None:
-    # The reference protocols also get the corner cases their column paths hand to the row-wise definitions.
-    # (Lenient is today's reading; its bench reference differs from it on non-ASCII digits and \x1c-\x1f spaces.)
-    data = BENCH.synthetic(metric, 2000, seed=11, edge=protocol != "lenient")
-    got = BENCH.vectorized_scores(metric, data, {"protocol": protocol})["score"].to_list()
-    reference = BENCH.REFERENCES[(metric, protocol)]
-    want = [reference(o, e) for o, e in zip(data["output"], data["expected_output"], strict=True)]
-    assert len(got) == len(want)
-    assert len(set(want)) > 1
-    mismatches = [
-        (i, g, w)
-        for i, (g, w) in enumerate(zip(got, want, strict=True))
-        if (g is None) != (w is None) or (g is not None and abs(g - w) > 1e-12)
-    ]
-    assert mismatches == []

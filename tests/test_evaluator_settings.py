@@ -10,7 +10,8 @@ import pytest
 import vision_eval as ve
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
-from vision_eval.evaluators.benchmarks.extracted import ExactCount, ExactCountSettings, ProtocolMetric
+from vision_eval.evaluators.benchmarks.exact_count import ExactCount, ExactCountSettings
+from vision_eval.evaluators.benchmarks.protocols import ProtocolMetric
 from vision_eval.evaluators.code.ocr import OcrValidator, OcrValidatorSettings
 from vision_eval.evaluators.graded.llm_judge import JudgeFileSettings, LLMJudge
 from vision_eval.evaluators.graded.output_graders import LLMRubric, LLMRubricSettings

@@ -1,17 +1,30 @@
-"""ANLS of each protocol, row-wise (the definition) and on columns.
+"""``anls`` (DocVQA): 1 - the smallest normalized edit distance between the reply and the reference answers.
 
 ``official`` and ``lmms_eval`` (lmms-eval's ``anls`` is the RRC script's computation): both texts are stripped,
 lowercased and whitespace-collapsed for the edit distance, but the distance is divided by the longer of the *raw*
 texts (their ``upper()`` lengths), so ``"i  a"`` against ``"a"`` scores 1 - 2/4 = 0.5; the row's value is
 1 - the smallest normalized distance over the answers, 0 below the threshold. ``lenient`` divides by the
-normalized lengths.
+normalized lengths, on columns.
 """
 
 from __future__ import annotations
 
-import polars as pl
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import ClassVar
 
-from vision_eval.evaluators.benchmarks.text import is_ascii, py_words_joined, with_fallback
+import polars as pl
+from pydantic import field_validator
+
+from vision_eval.evaluator import EvalOutput
+from vision_eval.evaluators.benchmarks import lenient
+from vision_eval.evaluators.benchmarks.protocols import LENIENT, ReferenceMetric, ReferenceSettings, check_protocol
+from vision_eval.evaluators.benchmarks.text import json_number, json_text, reference_answers
+from vision_eval.example import Example
+from vision_eval.rowwise import RowResult, failed
+
+# --- official / lmms_eval -------------------------------------------------------------------------------------
 
 
 def _levenshtein(a: str, b: str) -> int:
@@ -20,43 +33,112 @@ def _levenshtein(a: str, b: str) -> int:
     return int(Levenshtein.distance(a, b))
 
 
-def official_distance(prediction: str, answer: str) -> float:
-    """The reference's normalized distance between a reply and one answer (0 when both are empty)."""
-    gold = " ".join(answer.strip().lower().split())
-    predicted = " ".join(prediction.strip().lower().split())
-    length = max(len(answer.upper()), len(prediction.upper()))
-    return 0.0 if length == 0 else _levenshtein(gold, predicted) / length
-
-
-def normalized(text: pl.Expr) -> pl.Expr:
+def normalized(text: str) -> str:
     """A text as the reference protocols compare it: stripped, lowercased, whitespace runs collapsed."""
-    return py_words_joined(text.str.to_lowercase())
+    return " ".join(text.strip().lower().split())
 
 
-def official_row_columns() -> dict[str, pl.Expr]:
-    """What :func:`official_distances` needs of each reply, computed once per row before answers are exploded."""
-    output = pl.col("output")
-    return {
-        "a": py_words_joined(output.str.to_lowercase()),
-        "olen": output.str.len_chars(),
-        "oascii": is_ascii(output),
-    }
+def score_row(protocol: str, column: str, cutoff: float, output: str, answers: str) -> RowResult:
+    """One row: the similarity to the closest reference answer (0 below ``cutoff``), and what was compared. The
+    distance between the normalized texts is divided by the longer raw text (``upper()`` length; 0 when both are
+    empty)."""
+    golds, error = reference_answers(answers, column)
+    if golds is None:
+        return failed(str(error))
+    prediction, output_length = normalized(output), len(output.upper())
+    similarity = -math.inf  # the first answer is the closest until one is closer (a distance may exceed 1)
+    for gold in golds:
+        length = max(len(gold.upper()), output_length)
+        compared = normalized(gold)
+        distance = 0.0 if length == 0 else _levenshtein(compared, prediction) / length
+        if 1.0 - distance > similarity:
+            similarity, closest, closest_normalized = 1.0 - distance, gold, compared
+    details = (
+        f'{{"protocol":"{protocol}","prediction":{json_text(prediction)},"closest":{json_text(closest)},'
+        f'"closest_normalized":{json_text(closest_normalized)},"similarity":{json_number(similarity)}}}'
+    )
+    return RowResult("processed", 0.0 if similarity < cutoff else similarity, details)
 
 
-def official_distances(pairs: pl.DataFrame, workers: int = 1) -> pl.Series:
-    """:func:`official_distance` of every pair of ``pairs`` (``output``, ``gold`` and :func:`official_row_columns`)."""
+# --- lenient --------------------------------------------------------------------------------------------------
+
+
+def lenient_scores(batch: pl.DataFrame, column: str, cutoff: float, workers: int) -> EvalOutput:
+    """The ``lenient`` protocol on a batch: the distance divided by the longer normalized text."""
     import numpy as np
     from rapidfuzz.distance import Levenshtein
     from rapidfuzz.process import cpdist
 
-    if pairs.height == 0:
-        return pl.Series("nl", [], dtype=pl.Float64)
-    frame = pairs.select(
-        py_words_joined(pl.col("gold").str.to_lowercase()).alias("b"),
-        pl.max_horizontal(pl.col("olen"), pl.col("gold").str.len_chars()).alias("length"),
-        (pl.col("oascii") & is_ascii(pl.col("gold"))).alias("exact"),
+    rows, pairs = lenient.pairs_frame(batch, column, a=lenient.collapse_ws(pl.col("output")))
+    if pairs.height:
+        golds = pairs.select(lenient.collapse_ws(pl.col("gold")))["gold"].to_list()
+        scorer = Levenshtein.normalized_distance
+        distance = cpdist(pairs["a"].to_list(), golds, scorer=scorer, workers=workers, dtype=np.float64)
+        pairs = pairs.with_columns(pl.Series("nl", distance, dtype=pl.Float64))
+    else:
+        pairs = pairs.with_columns(pl.lit(None, pl.Float64).alias("nl"))
+    # The cut-off is monotonic, so it can be applied after taking the most similar answer.
+    best = lenient.best_answer(pairs.with_columns((1.0 - pl.col("nl")).alias("similarity")), "similarity", "a")
+    similarity = pl.col("similarity")
+    details = lenient.details(
+        prediction=pl.col("a"),
+        closest=pl.col("best"),
+        closest_normalized=lenient.collapse_ws(pl.col("best")),
+        similarity=similarity,
     )
-    distance = cpdist(pairs["a"].to_list(), frame["b"].to_list(), scorer=Levenshtein.distance, workers=workers)
-    frame = frame.with_columns(pl.Series("d", np.asarray(distance), dtype=pl.Float64))
-    fast = frame.select(pl.when(pl.col("length") == 0).then(0.0).otherwise(pl.col("d") / pl.col("length")).alias("nl"))
-    return with_fallback(fast["nl"], frame["exact"], [pairs["output"], pairs["gold"]], official_distance)
+    scored = best.select(
+        lenient.ROW,
+        pl.when(similarity < cutoff).then(0.0).otherwise(similarity).alias("score"),
+        details.alias("details"),
+    )
+    return lenient.finish(rows, scored)
+
+
+# --- the evaluator -------------------------------------------------------------------------------------------------
+
+
+class AnlsSettings(ReferenceSettings):
+    """Settings of ``anls``."""
+
+    cutoff: float = 0.5
+    """A similarity (1 - normalized Levenshtein distance) below this scores 0."""
+    workers: int = 1
+    """Threads rapidfuzz uses for the ``lenient`` distances (-1: all cores); the other protocols score large
+    batches on the run's process pool (``run.workers``)."""
+
+    @field_validator("protocol")
+    @classmethod
+    def _offered(cls, value: str) -> str:
+        return check_protocol(Anls, value)
+
+
+class Anls(ReferenceMetric[AnlsSettings]):
+    """Average Normalized Levenshtein Similarity (DocVQA): 1 - the smallest normalized edit distance over the
+    reference answers, 0 below ``cutoff``. Both texts are stripped, lowercased and whitespace-collapsed; the
+    distance is divided by the longer *raw* text (``official`` / ``lmms_eval``, as the RRC script does) or by the
+    longer normalized text (``lenient``)."""
+
+    type_name: ClassVar[str] = "anls"
+    protocols: ClassVar[dict[str, str]] = {
+        "official": "DocVQA / RRC evaluation script (rrc.cvc.uab.es, Task 1): ANLS with raw lengths, threshold 0.5",
+        "lmms_eval": "lmms-eval api/metrics.py anls (the RRC script's computation)",
+        "lenient": LENIENT,
+    }
+    example: ClassVar[Example] = Example(
+        {"type": "anls"},
+        [
+            {"id": "a", "output": "ACME Corp", "expected_output": "Acme Corp."},
+            {"id": "b", "output": "May 3", "expected_output": '["5 June", "June 5th"]'},
+        ],
+    )
+    default_threshold = 0.5
+
+    def row_function(self) -> Callable[..., RowResult]:
+        if self.protocol == "lenient":
+            raise NotImplementedError(f"{self.type_name}'s lenient protocol is defined on columns (lenient_scores)")
+        return partial(score_row, self.protocol, self.reference_column, self.settings.cutoff)
+
+    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        if self.protocol == "lenient":
+            return lenient_scores(batch, self.reference_column, self.settings.cutoff, self.settings.workers)
+        return super().evaluate(batch)

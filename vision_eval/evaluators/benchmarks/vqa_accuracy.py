@@ -1,4 +1,4 @@
-"""VQA answer processing of each protocol, row-wise (the definitions) and on columns.
+"""``vqa_accuracy`` (TextVQA / VQAv2): the processed reply against the annotators' answers.
 
 - ``official``: GT-Vision-Lab's ``vqaEval.py``. The reply is stripped, then ``processPunctuation`` (each mark of
   :data:`PUNCT` is deleted when it touches a space or the text has a digit,digit comma, else it becomes a space;
@@ -9,20 +9,30 @@
 - ``lmms_eval``: lmms-eval's ``EvalAIAnswerProcessor`` (mmf's; TextVQA's EvalAI evaluation) on the reply and on
   every reference answer: lowercase, ``,`` and ``?`` removed, ``'s`` split off as `` 's``, then the same
   punctuation and digit/article steps.
-- ``lenient``: this project's reading (both sides fully normalized, typographic apostrophes, ``im``/``ive``).
+- ``lenient``: this project's reading (both sides fully normalized, typographic apostrophes, ``im``/``ive``, and
+  with one reference answer an exact match), on columns.
 
-The column versions read ASCII text with at most 32 periods themselves and hand any other text to the row-wise
-definition, so both always agree.
+With N answers of which M equal the processed reply, the score is the mean over the N leave-one-out subsets of
+min(1, matches / 3) (so one reference answer scores 0 under the reference protocols).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache, partial
+from json.encoder import encode_basestring
+from typing import ClassVar
 
 import polars as pl
+from pydantic import field_validator
 
-from vision_eval.evaluators.benchmarks.text import is_ascii, map_unique, py_strip, py_words_joined, with_fallback
+from vision_eval.evaluator import EvalOutput
+from vision_eval.evaluators.benchmarks import lenient
+from vision_eval.evaluators.benchmarks.protocols import LENIENT, ReferenceMetric, ReferenceSettings, check_protocol
+from vision_eval.evaluators.benchmarks.text import json_text, reference_answers
+from vision_eval.example import Example
+from vision_eval.rowwise import RowResult, failed
 
 PUNCT = [";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">", "<", "@", "`", ",", "?", "!"]
 NUMBER_WORDS = {"none": "0", "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5"}
@@ -67,21 +77,26 @@ WORD_MAP = {**NUMBER_WORDS, **CONTRACTIONS}
 LENIENT_WORD_MAP = {**NUMBER_WORDS, **LENIENT_CONTRACTIONS}
 MAX_PERIODS = 32
 """The reference scripts remove at most this many periods (``re.UNICODE`` == 32 passed as ``re.sub``'s count)."""
+CACHED_TEXTS = 1 << 16
+"""Processed texts kept per process: annotators' answers repeat across questions ("yes", "2", "red")."""
 
-# --- row-wise definitions ----------------------------------------------------------------------------------
+# --- official / lmms_eval -------------------------------------------------------------------------------------
 
 _DIGIT_COMMA = re.compile(r"\d,\d")
 _DIGIT_COMMAS = re.compile(r"\d,+\d")
 _PERIOD_NOT_BEFORE_DIGIT = re.compile(r"\.(?!\d)")
+_ANY_MARK = re.compile("[" + re.escape("".join(PUNCT)) + "]")
 
 
 def process_punctuation(text: str, digit_comma: re.Pattern[str] = _DIGIT_COMMA) -> str:
     """``processPunctuation``: each mark deleted or made a space (decided on ``text``), then periods stripped."""
     out = text
-    drop_all = digit_comma.search(text) is not None
-    for mark in PUNCT:
-        out = out.replace(mark, "" if drop_all or mark + " " in text or " " + mark in text else " ")
-    return _PERIOD_NOT_BEFORE_DIGIT.sub("", out, count=MAX_PERIODS)
+    if _ANY_MARK.search(text):
+        drop_all = digit_comma.search(text) is not None
+        for mark in PUNCT:
+            if mark in out:
+                out = out.replace(mark, "" if drop_all or mark + " " in text or " " + mark in text else " ")
+    return _PERIOD_NOT_BEFORE_DIGIT.sub("", out, count=MAX_PERIODS) if "." in out else out
 
 
 def process_digit_article(text: str, word_map: dict[str, str] = WORD_MAP) -> str:
@@ -90,12 +105,20 @@ def process_digit_article(text: str, word_map: dict[str, str] = WORD_MAP) -> str
     return " ".join(word_map.get(word, word) for word in words if word not in ARTICLES)
 
 
+@lru_cache(maxsize=CACHED_TEXTS)
 def official_answer(reply: str) -> str:
     """The official VQA script's processing of a reply."""
     text = reply.replace("\n", " ").replace("\t", " ").strip()
     return process_digit_article(process_punctuation(text))
 
 
+@lru_cache(maxsize=CACHED_TEXTS)
+def official_gold(answer: str) -> str:
+    """The official script's processing of a reference answer when the annotators disagree."""
+    return process_punctuation(answer)
+
+
+@lru_cache(maxsize=CACHED_TEXTS)
 def evalai_answer(text: str) -> str:
     """lmms-eval's (EvalAI's) processing of a reply or of a reference answer."""
     text = text.lower().replace(",", "").replace("?", "").replace("'s", " 's").strip()
@@ -103,122 +126,41 @@ def evalai_answer(text: str) -> str:
     return process_digit_article(process_punctuation(text, _DIGIT_COMMAS))
 
 
-def official_golds(answers: list[str]) -> list[str]:
-    """The official script's reference answers: raw when all agree, else each after ``processPunctuation``."""
-    return [process_punctuation(a) for a in answers] if len(set(answers)) > 1 else list(answers)
-
-
 def leave_one_out(matches: int, answers: int) -> float:
     """Mean over the ``answers`` leave-one-out subsets of min(1, matching answers in the subset / 3)."""
-    if answers == 0:
-        raise ValueError("no reference answers")
     return (matches * min(1.0, (matches - 1) / 3) + (answers - matches) * min(1.0, matches / 3)) / answers
 
 
-# --- columns --------------------------------------------------------------------------------------------------
-
-
-def _digit_article(text: pl.Expr, word_map: dict[str, str]) -> pl.Expr:
-    return (
-        py_words_joined(text.str.to_lowercase())
-        .str.split(" ")
-        .list.eval(pl.element().filter((pl.element() != "") & ~pl.element().is_in(ARTICLES)).replace(word_map))
-        .list.join(" ")
+def score_row(protocol: str, column: str, output: str, answers: str) -> RowResult:
+    """One row: the leave-one-out VQA accuracy of the processed reply, and every answer as compared with it."""
+    golds, error = reference_answers(answers, column)
+    if golds is None:
+        return failed(str(error))
+    if protocol == "official":
+        prediction = official_answer(output)
+        compared = [official_gold(g) for g in golds] if len(set(golds)) > 1 else golds
+    else:
+        prediction = evalai_answer(output)
+        compared = [evalai_answer(g) for g in golds]
+    matches = compared.count(prediction)
+    references = ",".join(map(encode_basestring, compared))
+    details = (
+        f'{{"protocol":"{protocol}","prediction":{json_text(prediction)},"matches":{matches},'
+        f'"answers":{len(compared)},"references":[{references}]}}'
     )
+    return RowResult("processed", leave_one_out(matches, len(compared)), details)
 
 
-_ANY_MARK = "[" + "".join("\\" + p if p in "[]\\-^" else p for p in PUNCT) + "]"
+# --- lenient --------------------------------------------------------------------------------------------------
 
-
-def _with_punctuation(frame: pl.DataFrame, text: str, decide_on: str, drop_all: pl.Expr) -> pl.DataFrame:
-    """``frame`` with column ``text`` through the punctuation step, each mark decided on column ``decide_on`` (only
-    rows holding a mark pay for the marks, one pass per mark that occurs)."""
-    marked = frame[decide_on].str.contains(_ANY_MARK).fill_null(False)
-    # The decisions read the text as it was before any mark was replaced.
-    done = frame.filter(marked).with_columns(drop_all.alias("_drop"), pl.col(decide_on).alias("_decide"))
-    rest = frame.filter(~marked)
-    for mark in PUNCT:
-        if not done[text].str.contains(mark, literal=True).any():
-            continue
-        touches_space = pl.col("_decide").str.contains(mark + " ", literal=True) | pl.col("_decide").str.contains(
-            " " + mark, literal=True
-        )
-        done = done.with_columns(
-            pl.when(pl.col("_drop") | touches_space)
-            .then(pl.col(text).str.replace_all(mark, "", literal=True))
-            .otherwise(pl.col(text).str.replace_all(mark, " ", literal=True))
-            .alias(text)
-        )
-    # A run of periods and the character after it become that character, unless it is a digit: this removes
-    # exactly the periods not followed by a digit (the gate keeps texts with more than 32 periods out).
-    return pl.concat([done.drop("_drop", "_decide"), rest]).with_columns(
-        pl.col(text).str.replace_all(r"\.+([^0-9]|$)", "${1}")
-    )
-
-
-def _gated(
-    series: pl.Series, columnar: Callable[[pl.DataFrame], pl.Series], definition: Callable[[str], str]
-) -> pl.Series:
-    """Per distinct value: ``columnar`` for ASCII text with at most 32 periods, ``definition`` for the rest."""
-
-    def transform(distinct: pl.DataFrame) -> pl.DataFrame:
-        exact = distinct.select(
-            is_ascii(pl.col("v")) & (pl.col("v").str.count_matches(r"\.", literal=False) <= MAX_PERIODS)
-        )
-        fast = columnar(distinct).alias("n")
-        return distinct.with_columns(with_fallback(fast, exact.to_series(), [distinct["v"]], definition))
-
-    return map_unique(series, transform)
-
-
-def _official_columns(distinct: pl.DataFrame) -> pl.Series:
-    frame = distinct.with_row_index("_i").with_columns(
-        py_strip(pl.col("v").str.replace_all("\n", " ", literal=True).str.replace_all("\t", " ", literal=True)).alias(
-            "t"
-        )
-    )
-    frame = _with_punctuation(frame, "t", "t", pl.col("t").str.contains(r"[0-9],[0-9]"))
-    return frame.sort("_i").select(_digit_article(pl.col("t"), WORD_MAP))["t"]
-
-
-def _evalai_columns(distinct: pl.DataFrame) -> pl.Series:
-    first = pl.col("v").str.to_lowercase().str.replace_all(",", "", literal=True).str.replace_all("?", "", literal=True)
-    first = py_strip(first.str.replace_all("'s", " 's", literal=True))
-    second = py_strip(first.str.replace_all("\n", " ", literal=True).str.replace_all("\t", " ", literal=True))
-    frame = distinct.with_row_index("_i").with_columns(second.alias("t"))
-    frame = _with_punctuation(frame, "t", "t", pl.lit(False))  # no comma is left for the digit,digit rule
-    return frame.sort("_i").select(_digit_article(pl.col("t"), WORD_MAP))["t"]
-
-
-def _official_punctuation_columns(distinct: pl.DataFrame) -> pl.Series:
-    frame = distinct.with_row_index("_i").with_columns(pl.col("v").alias("t"))
-    frame = _with_punctuation(frame, "t", "v", pl.col("v").str.contains(r"[0-9],[0-9]"))
-    return frame.sort("_i")["t"]
-
-
-def official_answers(series: pl.Series) -> pl.Series:
-    """:func:`official_answer` of every string (nulls stay null)."""
-    return _gated(series, _official_columns, official_answer)
-
-
-def evalai_answers(series: pl.Series) -> pl.Series:
-    """:func:`evalai_answer` of every string (nulls stay null)."""
-    return _gated(series, _evalai_columns, evalai_answer)
-
-
-def official_punctuations(series: pl.Series) -> pl.Series:
-    """:func:`process_punctuation` of every string (nulls stay null)."""
-    return _gated(series, _official_punctuation_columns, process_punctuation)
-
-
-# --- lenient ----------------------------------------------------------------------------------------------------
+_MARK_CLASS = "[" + "".join("\\" + p if p in "[]\\-^" else p for p in PUNCT) + "]"
 
 
 def _lenient_columns(frame: pl.DataFrame) -> pl.DataFrame:
     """The lenient normalization over column ``v`` into ``n``."""
     text = pl.col("v").str.replace_all(r"[\n\t]", " ").str.replace_all("[’‘]", "'").str.strip_chars()
     frame = frame.with_columns(text.alias("t"))
-    has_punct = frame["t"].str.contains(_ANY_MARK).fill_null(False)
+    has_punct = frame["t"].str.contains(_MARK_CLASS).fill_null(False)
     plain, punct = frame.filter(~has_punct), frame.filter(has_punct)
     if punct.height:
         digit_comma = pl.col("t").str.contains(r"\d,\d")
@@ -248,5 +190,80 @@ def _lenient_columns(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def lenient_answers(series: pl.Series) -> pl.Series:
-    """The lenient VQA normalization of every string in ``series`` (nulls stay null)."""
-    return map_unique(series, _lenient_columns)
+    """The lenient VQA normalization of every string in ``series`` (each distinct one once; nulls stay null)."""
+    values = pl.DataFrame({"v": series.cast(pl.Utf8)})
+    mapped = _lenient_columns(values.unique())
+    return values.join(mapped, on="v", how="left", maintain_order="left", nulls_equal=True)["n"].alias(series.name)
+
+
+def lenient_scores(batch: pl.DataFrame, column: str) -> EvalOutput:
+    """The ``lenient`` protocol on a batch (with one reference answer, an exact match)."""
+    rows, pairs = lenient.pairs_frame(batch, column)
+    predictions = rows.select(lenient.ROW, lenient_answers(rows["output"]).alias("pred"))
+    pairs = pairs.with_columns(lenient_answers(pairs["gold"]).alias("g")).join(predictions, on=lenient.ROW)
+    counts = pairs.group_by(lenient.ROW).agg(
+        pl.len().cast(pl.Float64).alias("n"),
+        (pl.col("g") == pl.col("pred")).fill_null(False).sum().cast(pl.Float64).alias("m"),
+        pl.col("pred").first(),
+        pl.col("g").alias("references"),
+    )
+    n, m = pl.col("n"), pl.col("m")
+    # A subset that leaves out a matching answer has m - 1 matches; the other n - m subsets have m.
+    loo = (m * pl.min_horizontal(1.0, (m - 1) / 3) + (n - m) * pl.min_horizontal(1.0, m / 3)) / n
+    details = lenient.details(
+        prediction=pl.col("pred"),
+        matches=m.cast(pl.Int64),
+        answers=n.cast(pl.Int64),
+        references=pl.col("references"),  # each reference answer as compared with the prediction
+    )
+    score = pl.when(n == 1).then(m).otherwise(loo)
+    return lenient.finish(rows, counts.select(lenient.ROW, score.alias("score"), details.alias("details")))
+
+
+# --- the evaluator -------------------------------------------------------------------------------------------------
+
+
+class VqaSettings(ReferenceSettings):
+    """Settings of ``vqa_accuracy``."""
+
+    @field_validator("protocol")
+    @classmethod
+    def _offered(cls, value: str) -> str:
+        return check_protocol(VqaAccuracy, value)
+
+
+class VqaAccuracy(ReferenceMetric[VqaSettings]):
+    """VQA accuracy: with N reference answers of which M equal the processed reply, the mean over the N
+    leave-one-out subsets of min(1, matches / 3) (so one reference answer scores 0).
+
+    ``official``: the VQA script's processing of the reply; references compared raw, or after its punctuation step
+    when the annotators disagree. ``lmms_eval``: lmms-eval's (EvalAI's) processing of the reply and of every
+    reference. ``lenient``: both fully normalized, typographic apostrophes, ``im``/``ive``, and with one reference
+    answer an exact match. Default threshold 0.9: a prediction passes when at least 3 annotators gave it.
+    """
+
+    type_name: ClassVar[str] = "vqa_accuracy"
+    protocols: ClassVar[dict[str, str]] = {
+        "official": "GT-Vision-Lab/VQA PythonEvaluationTools/vqaEvaluation/vqaEval.py (VQA accuracy)",
+        "lmms_eval": "lmms-eval tasks/textvqa/utils.py with _task_utils/vqa_eval_metric.py EvalAIAnswerProcessor "
+        "(also TextVQA's EvalAI / mmf evaluation)",
+        "lenient": LENIENT,
+    }
+    example: ClassVar[Example] = Example(
+        {"type": "vqa_accuracy"},
+        [
+            {"id": "a", "output": "Red", "expected_output": '["red", "red", "red", "red", "dark red"]'},
+            {"id": "b", "output": "two", "expected_output": '["2", "2", "two", "3"]'},
+        ],
+    )
+    default_threshold = 0.9
+
+    def row_function(self) -> Callable[..., RowResult]:
+        if self.protocol == "lenient":
+            raise NotImplementedError(f"{self.type_name}'s lenient protocol is defined on columns (lenient_scores)")
+        return partial(score_row, self.protocol, self.reference_column)
+
+    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        if self.protocol == "lenient":
+            return lenient_scores(batch, self.reference_column)
+        return super().evaluate(batch)
