@@ -129,8 +129,7 @@ def _verdict(opts: RowOptions, pred: bx.Boxes, gt: bx.Boxes, plain: bool) -> Row
     for label in gt.labels if aware else [None] * len(gt):
         truths[label] = truths.get(label, 0) + 1
     counts = (match.tp, match.n_pred - match.tp, match.n_gt - match.tp)
-    details = _plain_details(metrics, counts, dets, truths) if plain else _details(metrics, counts, dets, truths)
-    return RowResult(PROCESSED, metrics[opts.score], details)
+    return RowResult(PROCESSED, metrics[opts.score], _details(metrics, counts, dets, truths, plain))
 
 
 def _details(
@@ -138,44 +137,43 @@ def _details(
     counts: tuple[int, int, int],
     dets: list[tuple[float, str | None, int]],
     truths: dict[str | None, int],
+    plain: bool,
 ) -> str:
     """The details JSON: metrics rounded to 6 decimals, TP/FP/FN, and the AP inputs (``ap_dets``: score, label
-    when labels count, true-positive bits; ``ap_gt``: ground-truth boxes per label)."""
+    when labels count, true-positive bits; ``ap_gt``: ground-truth boxes per label).
+
+    A row whose both sides are plain lists of boxes (:attr:`~vision_eval.structured.boxes.Boxes.plain`) is written
+    the way the earlier batch reader (DuckDB and Polars) wrote it: compact, metrics rounded as ``round(x * 1e6) /
+    1e6``, Polars' float notation, ``null`` for an empty list; any other as ``json.dumps`` writes the values."""
     tp, fp, fn = counts
-    return json.dumps(
-        {
-            **{k: round(v, 6) for k, v in metrics.items()},
-            "tp": tp,
-            "fp": fp,
-            "fn": fn,
-            "ap_dets": [{"s": s, "l": label, "b": b} for s, label, b in dets],
-            "ap_gt": [{"l": label, "n": n} for label, n in truths.items()],
-        },
-        ensure_ascii=False,
+    if plain:
+        sep, colon, number, text, empty = ",", ":", _polars_float, _plain_text, "null"
+        values = [round(v * 1e6) / 1e6 for v in metrics.values()]
+    else:
+        sep, colon, number, text, empty = ", ", ": ", _json_float, _json_text, "[]"
+        values = [round(v, 6) for v in metrics.values()]
+    head = sep.join(f'"{k}"{colon}{number(v)}' for k, v in zip(metrics, values))
+    ap_dets = sep.join(
+        f'{{"s"{colon}{number(s)}{sep}"l"{colon}{text(label)}{sep}"b"{colon}{b}}}' for s, label, b in dets
     )
-
-
-def _plain_details(
-    metrics: dict[str, float],
-    counts: tuple[int, int, int],
-    dets: list[tuple[float, str | None, int]],
-    truths: dict[str | None, int],
-) -> str:
-    """:func:`_details` of a row whose both sides are plain lists of boxes (:attr:`~vision_eval.structured.boxes.
-    Boxes.plain`), in the encoding earlier versions' batch reader (DuckDB and Polars) wrote them in: compact JSON,
-    metrics rounded as ``round(x * 1e6) / 1e6``, Polars' float notation, ``null`` for an empty list."""
-    tp, fp, fn = counts
-    head = ",".join(f'"{k}":{_polars_float(round(v * 1e6) / 1e6)}' for k, v in metrics.items())
-    ap_dets = ",".join(f'{{"s":{_polars_float(s)},"l":{_text(label)},"b":{b}}}' for s, label, b in dets)
-    ap_gt = ",".join(f'{{"l":{_text(label)},"n":{n}}}' for label, n in truths.items())
+    ap_gt = sep.join(f'{{"l"{colon}{text(label)}{sep}"n"{colon}{n}}}' for label, n in truths.items())
     return (
-        f'{{{head},"tp":{tp},"fp":{fp},"fn":{fn},'
-        f'"ap_dets":{f"[{ap_dets}]" if dets else "null"},"ap_gt":{f"[{ap_gt}]" if truths else "null"}}}'
+        f'{{{head}{sep}"tp"{colon}{tp}{sep}"fp"{colon}{fp}{sep}"fn"{colon}{fn}{sep}"ap_dets"{colon}'
+        f'{f"[{ap_dets}]" if dets else empty}{sep}"ap_gt"{colon}{f"[{ap_gt}]" if truths else empty}}}'
     )
 
 
-def _text(label: str | None) -> str:
-    return "null" if label is None else json.dumps(label, ensure_ascii=False)
+def _plain_text(label: str | None) -> str:
+    return "null" if label is None else f'"{label}"'  # a plain text's labels hold nothing JSON escapes
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_text(label: str | None) -> str:
+    return json.dumps(label, ensure_ascii=False)
+
+
+def _json_float(x: float) -> str:
+    return repr(x) if -math.inf < x < math.inf else json.dumps(x)
 
 
 def _polars_float(x: float) -> str:

@@ -30,6 +30,7 @@ DENSE_PAIRS = 400
 """Box pairs in a row from which IoU is computed by numpy (below, Python's per-pair arithmetic is faster)."""
 _COORDS = ("box", "bbox", "xyxy", "coordinates")
 _PLAIN_KEYS = frozenset(("box", "label", "score"))
+_NUMBERS = frozenset((int, float))
 
 
 @dataclass
@@ -84,20 +85,38 @@ def parse_boxes(value: Any, fmt: BoxFormat = "xyxy", where: str = "boxes") -> Bo
     labels: Labels = []
     scores: list[float | None] = []
     for i, item in enumerate(value):
-        if isinstance(item, dict):
-            coords = item.get("box") if "box" in item else next((item[k] for k in _COORDS if k in item), None)
+        if type(item) is dict and item.keys() <= _PLAIN_KEYS and "box" in item:  # the usual shape, no aliases
+            coords, label, score = item["box"], item.get("label"), item.get("score")
             if coords is None:
                 raise ValueError(f"malformed box at {where}[{i}]: no 'box' or 'bbox' key in {json.dumps(item)[:200]}")
-            label = item["label"] if "label" in item else item.get("class", item.get("category"))
-            score = item["score"] if "score" in item else item.get("confidence")
             if plain:
-                plain = "box" in item and item.keys() <= _PLAIN_KEYS and (label is None or isinstance(label, str))
-                quotes += 2 * len(item) + (2 if label is not None else 0)
+                quotes += 2 * len(item) + (0 if label is None else 2)
+                plain = label is None or type(label) is str
+        elif isinstance(item, dict):
+            coords = next((item[k] for k in _COORDS if k in item), None)
+            if coords is None:
+                raise ValueError(f"malformed box at {where}[{i}]: no 'box' or 'bbox' key in {json.dumps(item)[:200]}")
+            label = item.get("label", item.get("class", item.get("category")))
+            score = item.get("score", item.get("confidence"))
+            plain = False
         else:
             coords, label, score, plain = item, None, None, False
-        raws.append(_coords(coords, f"{where}[{i}]"))
-        labels.append(None if label is None else str(label))
-        scores.append(None if score is None else _score(score, f"{where}[{i}]"))
+        box = None
+        if type(coords) is list and len(coords) == 4:  # four plain numbers: checked without a call per number
+            a, b, c, d = coords
+            if type(a) is float and type(b) is float and type(c) is float and type(d) is float:
+                if -math.inf < a + b + c + d < math.inf:  # (a sum of finite coordinates may overflow: then the
+                    box = (a, b, c, d)  # check below decides)
+            elif type(a) in _NUMBERS and type(b) in _NUMBERS and type(c) in _NUMBERS and type(d) in _NUMBERS:
+                try:
+                    box = (float(a), float(b), float(c), float(d))
+                except OverflowError:  # an integer beyond floats
+                    box = None
+                if box is not None and not -math.inf < box[0] + box[1] + box[2] + box[3] < math.inf:
+                    box = None
+        raws.append(box or _coords(coords, f"{where}[{i}]"))
+        labels.append(label if label is None or type(label) is str else str(label))
+        scores.append(score if score is None or type(score) is float else _score(score, f"{where}[{i}]"))
     if plain and not all(-math.inf < score < math.inf for score in scores if score is not None):
         bare = re.sub(r'"[^"]*"', "", text or "")  # NaN and Infinity are Python's JSON, not JSON
         plain = "N" not in bare and "I" not in bare
@@ -195,15 +214,24 @@ def overlaps(
             by_label.setdefault(label, []).append((j, box))
         peers = [by_label.get(label, []) for label in pred_labels]
     out: Overlaps = []
-    for a, candidates in zip(pred, peers):
-        ax0, ay0, ax1, ay1 = a
+    for (ax0, ay0, ax1, ay1), candidates in zip(pred, peers):
+        area_a = (ax1 - ax0) * (ay1 - ay0)
         row = []
-        for j, b in candidates:
-            bx0, by0, bx1, by1 = b
+        for j, (bx0, by0, bx1, by1) in candidates:  # box_iou, inlined
             if bx0 >= ax1 or ax0 >= bx1 or by0 >= ay1 or ay0 >= by1:  # apart (IoU 0) unless the same zero-area box
-                if not (ax0 == bx0 and ay0 == by0 and ax1 == bx1 and ay1 == by1):
-                    continue
-            v = box_iou(a, b)
+                if ax0 == bx0 and ay0 == by0 and ax1 == bx1 and ay1 == by1:
+                    v = box_iou((ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1))
+                    if v >= floor:
+                        row.append((j, v))
+                continue
+            iw = (ax1 if ax1 < bx1 else bx1) - (ax0 if ax0 > bx0 else bx0)
+            ih = (ay1 if ay1 < by1 else by1) - (ay0 if ay0 > by0 else by0)
+            inter = (iw if iw > 0 else 0.0) * (ih if ih > 0 else 0.0)
+            union = area_a + (bx1 - bx0) * (by1 - by0) - inter
+            if union > 0:
+                v = inter / union
+            else:
+                v = 1.0 if ax0 == bx0 and ay0 == by0 and ax1 == bx1 and ay1 == by1 else 0.0
             if v >= floor:
                 row.append((j, v))
         out.append(row)
@@ -258,13 +286,26 @@ class RowMatch:
 
 
 def mean(values: list[float]) -> float:
-    """``numpy.mean`` of a list, to the bit: below 8 values numpy adds them in order, which is cheaper here."""
-    if len(values) >= 8:
+    """``numpy.mean`` of a non-empty list, to the bit, without numpy's per-call cost: numpy adds up to 7 values in
+    order, up to 128 in 8 interleaved partial sums (pairwise summation), more in halves (left to numpy here)."""
+    n = len(values)
+    if n < 8:
+        total = 0.0
+        for v in values:
+            total += v
+        return total / n
+    if n > 128:
         return float(np.mean(values))
-    total = 0.0
-    for v in values:
+    r0, r1, r2, r3, r4, r5, r6, r7 = values[:8]
+    i = 8
+    while i + 8 <= n:
+        r0, r1, r2, r3 = r0 + values[i], r1 + values[i + 1], r2 + values[i + 2], r3 + values[i + 3]
+        r4, r5, r6, r7 = r4 + values[i + 4], r5 + values[i + 5], r6 + values[i + 6], r7 + values[i + 7]
+        i += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for v in values[i:]:
         total += v
-    return total / len(values)
+    return total / n
 
 
 def match(found: Overlaps, n_gt: int, threshold: float) -> RowMatch:
