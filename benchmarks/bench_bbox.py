@@ -19,6 +19,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 import polars as pl
@@ -28,10 +29,12 @@ from vision_eval.evaluator import EvalContext
 from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
 from vision_eval.pool import default_workers
 
+T = TypeVar("T")
 LABELS = ["circle", "square", "triangle"]
 BEFORE = (
-    "before this change (commit 43f635a: DuckDB batch reader + numpy, one thread), 100,000 rows, load 3.5 on 2 cores:"
-    " evaluate() 36,570 rows/s, run 29,758 rows/s; its row-wise path (the same work per row) 3,209 rows/s"
+    "before this change, measured at commit 43f635a (DuckDB batch reader + padded numpy arrays, one thread; this "
+    "script's predecessor), 100,000 rows, load average 3.5 on 2 cores: evaluate() 36,570 rows/s, a run 29,758 rows/s; "
+    "its row-wise path (the same work, one row at a time) 3,209 rows/s"
 )
 """Measured with this script's predecessor at the earlier commit (the code it measured is gone)."""
 
@@ -60,42 +63,47 @@ def make_rows(rows: int, seed: int = 0) -> pl.DataFrame:
     return pl.DataFrame({"id": [f"r{i}" for i in range(rows)], "output": outs, "expected_output": exps})
 
 
-def timed(work: Callable[[], object]) -> tuple[float, object, float]:
+def timed(work: Callable[[], T]) -> tuple[float, T, float]:
     """Seconds, result, and the 1-minute load average at the end."""
     start = time.perf_counter()
     result = work()
     return time.perf_counter() - start, result, os.getloadavg()[0]
 
 
+def measure(rows: int, batch: int) -> None:
+    """The three ways on ``rows`` rows: one table line each, then whether they agree."""
+    evaluator = BboxIou("bench", BboxIouSettings(), EvalContext())
+    function = evaluator.row_function()
+    frame = make_rows(rows)
+    pairs = frame.select("output", "expected_output").rows()
+    batches = [frame[o : o + batch] for o in range(0, rows, batch)]
+    loop_s, loop, loop_load = timed(lambda: [function(o, e) for o, e in pairs])
+    direct_s, outs, direct_load = timed(lambda: [evaluator.evaluate(b) for b in batches])
+    stack = {"b": {"type": "bbox_iou"}}
+    run_s, run, run_load = timed(lambda: ve.evaluate(frame, evaluators=stack, run={"batch_size": batch}))
+    for way, seconds, load in (
+        ("per-row loop (one process)", loop_s, loop_load),
+        ("evaluate(), batch by batch", direct_s, direct_load),
+        ("a run (vision_eval.evaluate)", run_s, run_load),
+    ):
+        rate, ratio = rows / seconds, loop_s / seconds
+        print(f"{rows:>10,} {way:<30} {seconds:>8.2f} {rate:>9,.0f} {ratio:>6.2f}x {load:>5.2f}")
+    details = pl.concat([o.results for o in outs])["details"].to_list()
+    same = details == [v.details for v in loop] == run.results["details"].to_list()
+    metrics = run.run_info["metrics"]["b"]
+    print(f"{'':>10} same verdicts three ways: {same}; AP50 {metrics['ap50']:.4f}, mean F1 {metrics['mean_score']:.4f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000])
-    parser.add_argument("--batch", type=int, default=50_000, help="rows per evaluate() call / run.batch_size")
+    parser.add_argument("--batch", type=int, default=50_000, help="rows per evaluate() call, and run.batch_size")
     args = parser.parse_args()
-    evaluator = BboxIou("bench", BboxIouSettings(), EvalContext())
-    function = evaluator.row_function()
-    evaluator.evaluate(make_rows(300, seed=1))  # imports (scipy's solver) and first-call costs, out of the timings
-    print(f"bbox_iou, {default_workers()} cores, batches of {args.batch:,} rows; load average before: {os.getloadavg()}")
-    print(f"{'rows':>10} {'way':<34} {'seconds':>8} {'rows/s':>9} {'x loop':>7} {'load':>5}")
+    BboxIou("warm", BboxIouSettings()).evaluate(make_rows(300, seed=1))  # imports (scipy's solver), out of the timings
+    print(f"bbox_iou: {default_workers()} cores, batches of {args.batch:,} rows, load average {os.getloadavg()}")
+    print(f"{'rows':>10} {'way':<30} {'seconds':>8} {'rows/s':>9} {'x loop':>7} {'load':>5}")
     for rows in args.rows:
-        frame = make_rows(rows)
-        pairs = frame.select("output", "expected_output").rows()
-        loop_s, loop, loop_load = timed(lambda: [function(o, e) for o, e in pairs])  # noqa: B023
-        batches = [frame[o : o + args.batch] for o in range(0, rows, args.batch)]
-        direct_s, outs, direct_load = timed(lambda: [evaluator.evaluate(b) for b in batches])  # noqa: B023
-        stack = {"b": {"type": "bbox_iou"}}
-        run_s, run, run_load = timed(lambda: ve.evaluate(frame, evaluators=stack, run={"batch_size": args.batch}))  # noqa: B023
-        for way, seconds, load in (
-            ("per-row loop (one process)", loop_s, loop_load),
-            ("evaluate(), batch by batch", direct_s, direct_load),
-            ("a run (vision_eval.evaluate)", run_s, run_load),
-        ):
-            print(f"{rows:>10,} {way:<34} {seconds:>8.2f} {rows / seconds:>9,.0f} {loop_s / seconds:>6.2f}x {load:>5.2f}")
-        direct = pl.concat([o.results for o in outs])  # type: ignore[attr-defined]
-        same = direct["details"].to_list() == [v.details for v in loop]  # type: ignore[attr-defined]
-        same &= run.results["details"].to_list() == direct["details"].to_list()  # type: ignore[attr-defined]
-        metrics = run.run_info["metrics"]["b"]  # type: ignore[attr-defined]
-        print(f"{'':>10} same verdicts all three ways: {same}; AP50={metrics['ap50']:.4f} mean F1={metrics['mean_score']:.4f}")
+        measure(rows, args.batch)
     print(BEFORE)
 
 

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from vision_eval.evaluator import EvalOutput, EvaluatorSettings
 from vision_eval.registry import register
-from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform, to_json
+from vision_eval.results import PROCESSED, RESULT_ROW_SCHEMA, conform, to_json
 from vision_eval.rowwise import RowResult, RowRule, score_rows
 from vision_eval.structured import boxes as bx
 
@@ -109,7 +109,7 @@ def score_row(
             plain = _finite(pred.boxes) and _finite(gt.boxes)
         return _verdict(opts, pred, gt, plain)
     except ValueError as exc:  # including the matching solver's refusal of infinite weights
-        return RowResult(ERROR, details=to_json({"raw": str(output)[:2000]}), error=str(exc))
+        return RowResult("error", details=to_json({"raw": str(output)[:2000]}), error=str(exc))
 
 
 def _finite(boxes: list[bx.Box]) -> bool:
@@ -129,7 +129,7 @@ def _verdict(opts: RowOptions, pred: bx.Boxes, gt: bx.Boxes, plain: bool) -> Row
     for label in gt.labels if aware else [None] * len(gt):
         truths[label] = truths.get(label, 0) + 1
     counts = (match.tp, match.n_pred - match.tp, match.n_gt - match.tp)
-    return RowResult(PROCESSED, metrics[opts.score], _details(metrics, counts, dets, truths, plain))
+    return RowResult("processed", metrics[opts.score], _details(metrics, counts, dets, truths, plain))
 
 
 def _details(

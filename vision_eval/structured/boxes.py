@@ -218,20 +218,16 @@ def overlaps(
         area_a = (ax1 - ax0) * (ay1 - ay0)
         row = []
         for j, (bx0, by0, bx1, by1) in candidates:  # box_iou, inlined
-            if bx0 >= ax1 or ax0 >= bx1 or by0 >= ay1 or ay0 >= by1:  # apart (IoU 0) unless the same zero-area box
-                if ax0 == bx0 and ay0 == by0 and ax1 == bx1 and ay1 == by1:
-                    v = box_iou((ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1))
-                    if v >= floor:
-                        row.append((j, v))
-                continue
-            iw = (ax1 if ax1 < bx1 else bx1) - (ax0 if ax0 > bx0 else bx0)
-            ih = (ay1 if ay1 < by1 else by1) - (ay0 if ay0 > by0 else by0)
-            inter = (iw if iw > 0 else 0.0) * (ih if ih > 0 else 0.0)
-            union = area_a + (bx1 - bx0) * (by1 - by0) - inter
-            if union > 0:
-                v = inter / union
+            if bx0 >= ax1 or ax0 >= bx1 or by0 >= ay1 or ay0 >= by1:  # apart: IoU 0 unless the same zero-area box
+                if not (ax0 == bx0 and ay0 == by0 and ax1 == bx1 and ay1 == by1):
+                    continue
+                v = box_iou((ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1))
             else:
-                v = 1.0 if ax0 == bx0 and ay0 == by0 and ax1 == bx1 and ay1 == by1 else 0.0
+                iw = (ax1 if ax1 < bx1 else bx1) - (ax0 if ax0 > bx0 else bx0)
+                ih = (ay1 if ay1 < by1 else by1) - (ay0 if ay0 > by0 else by0)
+                inter = (iw if iw > 0 else 0.0) * (ih if ih > 0 else 0.0)
+                union = area_a + (bx1 - bx0) * (by1 - by0) - inter
+                v = inter / union if union > 0 else box_iou((ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1))
             if v >= floor:
                 row.append((j, v))
         out.append(row)
