@@ -95,18 +95,21 @@ def score_row(
         gt = bx.parse_boxes(expected, opts.expected_format, "expected_output")
         plain = pred.plain and gt.plain
         if opts.scaled is not None:
+            w_col, h_col = opts.size_columns
             if not width or not height:
-                w_col, h_col = opts.size_columns
                 raise ValueError(f"image size needed ({w_col}, {h_col}) to mix coordinate systems")
-            w, h = np.array([width, height], dtype=float).tolist()
+            scale = np.array([width, height, width, height], dtype=float)  # (numpy's reading of numbers and text)
+            if scale.shape != (4,):
+                raise ValueError(f"image size must be two numbers ({w_col}, {h_col}), got {width!r}, {height!r}")
+            w, h = float(scale[0]), float(scale[1])
             side = pred if opts.scaled == "output" else gt
             side.boxes = [(a * w, b * h, c * w, d * h) for a, b, c, d in side.boxes]
             plain = plain and sized
         for i, score in enumerate(pred.scores):  # (ground-truth scores are not read)
             if score is not None and not -math.inf < score < math.inf:
                 raise ValueError(f"malformed box at output[{i}]: score must be a finite number")
-        if plain and (opts.scaled is not None or "xyxy" not in (opts.output_format, opts.expected_format)):
-            plain = _finite(pred.boxes) and _finite(gt.boxes)
+        if plain and (opts.scaled is not None or opts.output_format != "xyxy" or opts.expected_format != "xyxy"):
+            plain = _finite(pred.boxes) and _finite(gt.boxes)  # (conversion or scaling may overflow)
         return _verdict(opts, pred, gt, plain)
     except ValueError as exc:  # including the matching solver's refusal of infinite weights
         return RowResult("error", details=to_json({"raw": str(output)[:2000]}), error=str(exc))
