@@ -288,9 +288,10 @@ def test_coco_hits_and_matching_agree_with_dense_references() -> None:
         floor = min(threshold, 0.5)
         found = bx.overlaps([tuple(b) for b in pred.tolist()], [tuple(b) for b in gt.tolist()], floor, None, None)
         assert [[(j, v) for j, v in enumerate(row) if v >= floor] for row in dense.tolist()] == found
-        hits = bx.coco_hits(found, scores.tolist())
+        hits = bx.coco_hits(found, scores.tolist(), floor)
         flags = _greedy_reference(dense, scores)
         assert hits == [int(sum(1 << t for t in np.nonzero(f)[0])) for f in flags]
+        assert bx.coco_hits(found, scores.tolist()) == hits  # (not told the floor: filters the pairs itself)
         match = bx.match(found, n_gt, threshold)
         weight = np.where(dense >= threshold, 1.0 + dense, 0.0)
         if n_pred and n_gt:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -126,11 +127,9 @@ def _verdict(opts: RowOptions, pred: bx.Boxes, gt: bx.Boxes, plain: bool) -> Row
     match = bx.match(found, len(gt), opts.iou_threshold)
     metrics = match.metrics()
     scores = [1.0 if s is None else s for s in pred.scores]
-    hits = bx.coco_hits(found, scores)
+    hits = bx.coco_hits(found, scores, floor)
     dets = list(zip(scores, pred.labels if aware else [None] * len(pred), hits))
-    truths: dict[str | None, int] = {}
-    for label in gt.labels if aware else [None] * len(gt):
-        truths[label] = truths.get(label, 0) + 1
+    truths = Counter(gt.labels if aware else [None] * len(gt))  # (in order of first appearance)
     counts = (match.tp, match.n_pred - match.tp, match.n_gt - match.tp)
     return RowResult("processed", metrics[opts.score], _details(metrics, counts, dets, truths, plain))
 
@@ -139,7 +138,7 @@ def _details(
     metrics: dict[str, float],
     counts: tuple[int, int, int],
     dets: list[tuple[float, str | None, int]],
-    truths: dict[str | None, int],
+    truths: Mapping[str | None, int],
     plain: bool,
 ) -> str:
     """The details JSON: metrics rounded to 6 decimals, TP/FP/FN, and the AP inputs (``ap_dets``: score, label

@@ -310,7 +310,8 @@ def match(found: Overlaps, n_gt: int, threshold: float) -> RowMatch:
     pairs share a box, every pair is in it, without the solver."""
     pairs = [(i, j, v) for i, row in enumerate(found) for j, v in row if v >= threshold]
     ious = [v for _, _, v in pairs]
-    alone = len({j for _, j, _ in pairs}) == len(pairs) and len({i for i, _, _ in pairs}) == len(pairs)
+    alone = len({j for _, j, _ in pairs}) == len(pairs)
+    alone = alone and (max(map(len, found), default=0) <= 1 or len({i for i, _, _ in pairs}) == len(pairs))
     if alone and math.inf not in ious:  # (an infinite IoU, from boxes scaled by odd image sizes: the solver rejects)
         return RowMatch(len(pairs), len(found), n_gt, ious, [(i, j) for i, j, _ in pairs])
     from scipy.optimize import linear_sum_assignment
@@ -335,18 +336,20 @@ def hungarian(iou: np.ndarray, threshold: float) -> RowMatch:
     return match(found, m, threshold)
 
 
-def coco_hits(found: Overlaps, scores: list[float]) -> list[int]:
+def coco_hits(found: Overlaps, scores: list[float], floor: float = 0.0) -> list[int]:
     """COCO's greedy matching of one image at the ten :data:`COCO_THRESHOLDS`: per prediction, bit ``t`` set when
     it is a true positive at threshold ``t``. Predictions go in descending score order (ties: in order) and each takes
-    the unmatched ground truth of highest IoU ≥ the threshold (ties: the first).
+    the unmatched ground truth of highest IoU ≥ the threshold (ties: the first). ``found`` holds the pairs with IoU
+    ≥ ``floor`` (at least those ≥ the lowest threshold).
 
     When no prediction has two ground truths with IoU ≥ the lowest threshold and no ground truth two predictions,
     nothing is contended: each prediction is a true positive at every threshold up to its IoU."""
     lowest = _THRESHOLDS[0]
-    near = [[(j, v) for j, v in row if v >= lowest] for row in found]
-    taken = [j for row in near for j, _ in row]
-    if len(set(taken)) == len(taken) and all(len(row) <= 1 for row in near):
-        return [(1 << bisect_right(_THRESHOLDS, row[0][1])) - 1 if row else 0 for row in near]
+    near = found if floor >= lowest else [[(j, v) for j, v in row if v >= lowest] for row in found]
+    if max(map(len, near), default=0) <= 1:
+        taken = [row[0][0] for row in near if row]
+        if len(set(taken)) == len(taken):
+            return [(1 << bisect_right(_THRESHOLDS, row[0][1])) - 1 if row else 0 for row in near]
     order = sorted(range(len(near)), key=lambda p: -scores[p])
     hits = [0] * len(near)
     for bit, t in enumerate(_THRESHOLDS):
