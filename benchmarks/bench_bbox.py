@@ -38,9 +38,9 @@ from vision_eval.rowwise import RowResult
 T = TypeVar("T")
 LABELS = ["circle", "square", "triangle"]
 BEFORE = (
-    "before this change, measured at commit 43f635a (DuckDB batch reader + padded numpy arrays, one thread; this "
-    "script's predecessor), 100,000 rows, load average 3.5 on 2 cores: evaluate() 36,570 rows/s, a run 29,758 rows/s; "
-    "its row-wise path (the same work, one row at a time) 3,209 rows/s"
+    "before this change, measured at commit 43f635a with this script's predecessor (DuckDB batch reader + padded "
+    "numpy arrays; 100,000 rows, load average 3.5 on 2 cores): evaluate() 36,570 rows/s, a run 29,758 rows/s; its "
+    "row-wise path (the same work, one row at a time) 3,209 rows/s"
 )
 """Measured with this script's predecessor at the earlier commit (the code it measured is gone)."""
 

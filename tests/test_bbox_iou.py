@@ -286,8 +286,16 @@ def test_coco_hits_and_matching_agree_with_dense_references() -> None:
         threshold = float(rng.choice([0.1, 0.5, 0.75]))
         dense = bx.iou_matrix(pred, gt)
         floor = min(threshold, 0.5)
-        found = bx.overlaps([tuple(b) for b in pred.tolist()], [tuple(b) for b in gt.tolist()], floor, None, None)
+        boxes = [tuple(b) for b in pred.tolist()], [tuple(b) for b in gt.tolist()]
+        found = bx.overlaps(*boxes, floor, None, None)
         assert [[(j, v) for j, v in enumerate(row) if v >= floor] for row in dense.tolist()] == found
+        labels = rng.choice(["a", "b"], size=n_pred).tolist(), rng.choice(["a", "b"], size=n_gt).tolist()
+        same = np.array(labels[0], dtype=object)[:, None] == np.array(labels[1], dtype=object)[None, :]
+        by_label = [
+            [(j, v) for j, (v, ok) in enumerate(zip(row, oks)) if v >= floor and ok]
+            for row, oks in zip(dense.tolist(), same.reshape(n_pred, n_gt).tolist())
+        ]
+        assert bx.overlaps(*boxes, floor, *labels) == by_label
         hits = bx.coco_hits(found, scores.tolist(), floor)
         flags = _greedy_reference(dense, scores)
         assert hits == [int(sum(1 << t for t in np.nonzero(f)[0])) for f in flags]
@@ -328,6 +336,22 @@ def test_mean_iou_is_numpys_mean_to_the_bit() -> None:
         for _ in range(30):
             values = rng.random(n).tolist()
             assert bx.mean(values) == float(np.mean(values))
+
+
+def test_nested_values_are_read_like_their_json_text() -> None:
+    """A column of lists (boxes as lists, or objects) is scored row by row like the same boxes as JSON text."""
+    import polars as pl
+
+    from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
+
+    outputs = [[[0.0, 0, 10, 10]], [], [[0.0, 0, 5, 5], [1.0, 1, 2, 2]], [[0.0, 0, 10, 10]]]
+    expected = ["[[0, 0, 10, 10]]", "[[0, 0, 1, 1]]", "[]", "[[0, 0, 10, 10]]"]
+    nested = pl.DataFrame({"id": ["a", "b", "c", "d"], "output": outputs, "expected_output": expected})
+    texts = nested.with_columns(pl.Series("output", [json.dumps(o) for o in outputs]))
+    evaluator = BboxIou("b", BboxIouSettings())
+    got, want = evaluator.evaluate(nested).results, evaluator.evaluate(texts).results
+    assert got["score"].to_list() == want["score"].to_list() == [1.0, 0.0, 0.0, 1.0]
+    assert got["details"].to_list() == want["details"].to_list()
 
 
 def test_degenerate_boxes_in_a_padded_batch() -> None:
