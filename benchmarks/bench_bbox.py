@@ -1,13 +1,14 @@
-"""bbox_iou throughput: rows/s on rows of ≤ 20 labelled boxes a side, three ways, measured in the same run:
+"""bbox_iou throughput: rows/s on rows of ≤ 20 labelled boxes a side, four ways, measured in the same run:
 
 - a plain per-row loop: ``bbox_iou``'s row function called on each row in turn, in this process (the baseline);
 - ``evaluate()`` batch by batch (``--batch`` rows): each distinct row scored once, a large batch spread over a
-  process pool (``run.workers``, default the cores), the AP inputs read back from the details;
+  process pool (``run.workers``, default the cores), the AP inputs read back from the details; and the same with
+  ``run.workers = 1`` (everything in this process);
 - a user's run, ``vision_eval.evaluate`` with ``run.batch_size = --batch`` (prechecks, the engine's threads, dataset
   AP);
 
 at each ``--rows`` size (rows are distinct but for the ~5% without boxes), with the ratio to the loop, the CPU
-seconds spent (this process and the pool's workers) and the load average. The verdicts of the three ways are compared.
+seconds spent (this process and the pool's workers) and the load average. The verdicts of the four ways are compared.
 
 The pool gains nothing on a machine whose cores are busy with other sessions' work: Linux shares the CPU between
 sessions (autogroup), so the workers split this session's share; the CPU column tells what the work costs.
@@ -30,6 +31,7 @@ import polars as pl
 
 import vision_eval as ve
 from vision_eval import pool
+from vision_eval.config import RunConfig
 from vision_eval.evaluator import EvalContext
 from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
 from vision_eval.pool import default_workers
@@ -91,9 +93,10 @@ def per_row_loop(function: Callable[..., RowResult], frame: pl.DataFrame) -> lis
 
 
 def measure(rows: int, batch: int, repeat: int) -> None:
-    """The three ways on ``rows`` rows, in turn, ``repeat`` times (the best wall time of each is printed: other work
+    """The four ways on ``rows`` rows, in turn, ``repeat`` times (the best wall time of each is printed: other work
     on the machine comes and goes), then whether their verdicts agree."""
     evaluator = BboxIou("bench", BboxIouSettings(), EvalContext())
+    alone = BboxIou("bench", BboxIouSettings(), EvalContext(run=RunConfig(workers=1)))
     function = evaluator.row_function()
     frame = make_rows(rows)
     batches = [frame[o : o + batch] for o in range(0, rows, batch)]
@@ -102,6 +105,9 @@ def measure(rows: int, batch: int, repeat: int) -> None:
         "per-row loop (one process)": lambda: per_row_loop(function, frame),
         "evaluate(), batch by batch": lambda: [
             d for b in batches for d in evaluator.evaluate(b).results["details"].to_list()
+        ],
+        "evaluate(), run.workers=1": lambda: [
+            d for b in batches for d in alone.evaluate(b).results["details"].to_list()
         ],
         "a run (vision_eval.evaluate)": lambda: (
             ve.evaluate(frame, evaluators=stack, run={"batch_size": batch}).results["details"].to_list()
@@ -120,7 +126,7 @@ def measure(rows: int, batch: int, repeat: int) -> None:
             f"{rows:>10,} {way:<30} {wall:>7.2f} {cpu:>7.2f} {rows / wall:>9,.0f} {loop_s / wall:>6.2f}x {load:>5.2f}"
         )
     same = len({tuple(d) for d in details.values()}) == 1
-    print(f"{'':>10} same verdicts three ways: {same}")
+    print(f"{'':>10} same verdicts every way: {same}")
 
 
 def main() -> None:
