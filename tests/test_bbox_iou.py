@@ -1,4 +1,5 @@
-"""bbox_iou: formats, IoU edge cases, Hungarian matching, P/R/F1, COCO AP; and the code-judge example script."""
+"""bbox_iou: formats, IoU edge cases, Hungarian matching, P/R/F1, COCO AP, the process pool; and the code-judge
+example script."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ def run(rows: list[dict[str, Any]], **settings: Any) -> Any:
 def test_iou_and_formats() -> None:
     a = np.array([[0.0, 0, 10, 10]])
     assert bx.iou_matrix(a, np.array([[5.0, 0, 15, 10]]))[0, 0] == pytest.approx(1 / 3)
-    assert np.allclose(bx.to_xyxy(np.array([[0.0, 0, 10, 10]]), "xywh"), a)
-    assert np.allclose(bx.to_xyxy(np.array([[5.0, 5, 10, 10]]), "cxcywh"), a)
+    assert bx.to_xyxy((0.0, 0, 10, 10), "xywh") == (0, 0, 10, 10)
+    assert bx.to_xyxy((5.0, 5, 10, 10), "cxcywh") == (0, 0, 10, 10)
     point = np.array([[1.0, 1, 1, 1]])
     assert bx.iou_matrix(point, point)[0, 0] == 1.0
     assert bx.iou_matrix(point, np.array([[0.0, 0, 2, 2]]))[0, 0] == 0.0
@@ -116,6 +117,27 @@ def test_ap_hand_checked() -> None:
     assert metrics["ap50_95"] == pytest.approx(expected, abs=1e-6)
 
 
+def test_ap_interpolates_precision_where_it_rises_again() -> None:
+    """Detections by descending score: FP (0.9), TP (0.8), TP (0.7), over 2 ground truths. Precision after each is
+    0, 1/2, 2/3 at recall 0, 1/2, 1. COCO reads precision at 101 recall points as the best precision at that recall or
+    beyond (the running maximum from the end): 2/3 everywhere, AP = 2/3 = 0.6667. Without that maximum the points
+    would read 0 (recall 0), 1/2 (50 points up to 0.5) and 2/3 (50 points up to 1): (25 + 100/3) / 101 = 0.5776."""
+    rows = [
+        {
+            "output": [
+                {"box": [50, 50, 60, 60], "score": 0.9},
+                {"box": [0, 0, 10, 10], "score": 0.8},
+                {"box": [20, 20, 30, 30], "score": 0.7},
+            ],
+            "expected_output": [[0, 0, 10, 10], [20, 20, 30, 30]],
+        }
+    ]
+    metrics = run(rows).run_info["metrics"]["b"]
+    assert metrics["ap50"] == pytest.approx(2 / 3, abs=1e-6)
+    assert metrics["ap50_95"] == pytest.approx(2 / 3, abs=1e-6)
+    assert abs(metrics["ap50"] - (25 + 100 / 3) / 101) > 0.08  # what AP without the running maximum would be
+
+
 def test_ap_by_threshold() -> None:
     # IoU 0.68: a true positive at 0.50..0.65 (4 of 10 COCO thresholds).
     rows = [{"output": [[20, 20, 30, 30]], "expected_output": [[21, 21, 31, 31]]}]
@@ -176,68 +198,160 @@ def random_rows(count: int) -> list[dict[str, Any]]:
     return rows
 
 
-def test_batch_path_matches_row_path() -> None:
-    rows = random_rows(300)
-    frame = vision_eval.evaluate(rows, evaluators={"b": {"type": "bbox_iou"}})
-    from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
-
-    evaluator = BboxIou("b", BboxIouSettings())
+def test_a_batch_gives_each_row_the_row_functions_verdict_and_its_ap_inputs() -> None:
+    """evaluate() is the row function on every row; its AP inputs are those in the rows' details, and dataset AP from
+    them, from the details, and from the rows in another order (equal scores) is the same."""
     import polars as pl
 
+    from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings, ap_from_frames, ap_inputs
+
+    rows = random_rows(300)
+    frame = vision_eval.evaluate(rows, evaluators={"b": {"type": "bbox_iou"}})
+    evaluator = BboxIou("b", BboxIouSettings())
     batch = pl.DataFrame(rows)
-    slow = evaluator._rows(batch)
-    fast_output = evaluator.evaluate(batch)
-    fast = fast_output.results
-    assert fast["status"].to_list() == ["processed"] * 300
-    for f, s in zip(fast.sort("sample_id").to_dicts(), slow.sort("sample_id").to_dicts()):
-        assert f["score"] == pytest.approx(s["score"]), f["sample_id"]
-        fd, sd = json.loads(f["details"]), json.loads(s["details"])
-        for key in ("precision", "recall", "f1", "mean_iou", "tp", "fp", "fn"):
-            assert fd[key] == pytest.approx(sd[key]), (f["sample_id"], key)
-        assert sorted((d["s"], d["l"] or "", d["b"]) for d in fd["ap_dets"] or []) == sorted(
-            (d["s"], d["l"] or "", d["b"]) for d in sd["ap_dets"]
-        )
-    from vision_eval.structured import box_batch
-
-    from_details = box_batch.dataset_ap(slow["details"], slow["sample_id"])  # scores tie: order must not matter
-    assert box_batch.dataset_ap(fast["details"], fast["sample_id"]) == pytest.approx(from_details, abs=1e-12)
-    inputs = {name: table.lazy() for name, table in fast_output.metric_inputs.items()}
-    kept = evaluator.summarize_from(fast, inputs)  # from the AP inputs evaluate() returned
-    assert {k: kept[k] for k in from_details} == pytest.approx({k: round(v, 6) for k, v in from_details.items()})
-    assert evaluator.summarize(fast) == kept  # without them, from the details
-    mixed = BboxIou("m", BboxIouSettings())
-    mixed_rows = [*rows[:50], {"id": "lists", "output": "[[0, 0, 2, 2]]", "expected_output": "[[0, 0, 2, 2]]"}]
-    mixed_output = mixed.evaluate(pl.DataFrame(mixed_rows))  # one row takes the row-wise path
-    mixed_result = mixed_output.results
-    mixed_inputs = {name: table.lazy() for name, table in mixed_output.metric_inputs.items()}
-    assert mixed.summarize_from(mixed_result, mixed_inputs)["ap50"] == pytest.approx(
-        box_batch.dataset_ap(mixed_result["details"], mixed_result["sample_id"])["ap50"], abs=1e-6
-    )
+    output = evaluator.evaluate(batch)
+    results = output.results
+    function = evaluator.row_function()
+    verdicts = [function(o, e) for o, e in zip(batch["output"], batch["expected_output"])]
+    assert results["sample_id"].to_list() == batch["id"].to_list()
+    assert results["status"].to_list() == ["processed"] * 300
+    assert results["score"].to_list() == [v.score for v in verdicts]
+    assert results["details"].to_list() == [v.details for v in verdicts]
+    assert sum(json.loads(d)["tp"] for d in results["details"]) > 300  # boxes were matched
+    from_details = ap_from_frames(*ap_inputs(results["details"], results["sample_id"]))
+    inputs = {name: table.lazy() for name, table in output.metric_inputs.items()}
+    kept = evaluator.summarize_from(results, inputs)  # from the AP inputs evaluate() returned
+    assert {k: kept[k] for k in from_details} == {k: round(v, 6) for k, v in from_details.items()}
+    assert evaluator.summarize(results) == kept  # without them, from the details
+    shuffled = results.sample(fraction=1.0, shuffle=True, seed=4)  # scores tie: order must not matter
+    assert ap_from_frames(*ap_inputs(shuffled["details"], shuffled["sample_id"])) == from_details
     assert frame.run_info["metrics"]["b"]["rows"] == 300
+    assert frame.run_info["metrics"]["b"]["ap50"] == kept["ap50"]
 
 
-def test_coco_batch_flags_match_per_image_greedy() -> None:
-    """Uncontested rows take the shortcut, contested ones the greedy loop: both give coco_tp's flags per image."""
+def test_the_process_pool_gives_what_the_run_process_gives() -> None:
+    """A batch large enough for the pool (here: from one row) gets the verdicts scoring in this process gives."""
+    import polars as pl
+
+    from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
+    from vision_eval.rowwise import score_rows
+
+    rows = [*random_rows(400), {"id": "bad", "output": "[[0, 0, 5]]", "expected_output": "[]"}]
+    batch = pl.DataFrame(rows)
+    for settings in (BboxIouSettings(), BboxIouSettings(output_normalized=True, label_aware=False)):
+        evaluator = BboxIou("b", settings)
+        sized = batch.with_columns(width=pl.lit(640), height=pl.lit(480))
+        inputs, function = evaluator.row_inputs(sized), evaluator.row_function()
+        alone = score_rows(sized["id"], inputs, function, workers=1)
+        pooled = score_rows(sized["id"], inputs, function, workers=2, pool_min_rows=1)
+        assert pooled.results.equals(alone.results)
+        assert alone.results["status"].to_list() == ["processed"] * 400 + ["error"]
+
+
+def _greedy_reference(iou: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """COCO's greedy matching written plainly over a dense IoU matrix: ``(n_pred, 10)`` true-positive flags."""
+    t = bx.COCO_THRESHOLDS
+    n, m = iou.shape
+    tp = np.zeros((n, len(t)), dtype=bool)
+    if n == 0 or m == 0:
+        return tp
+    matched = np.zeros((len(t), m), dtype=bool)
+    for p in np.argsort(-scores, kind="stable"):
+        ok = (iou[p][None, :] >= t[:, None]) & ~matched
+        masked = np.where(ok, iou[p][None, :], -1.0)
+        j = masked.argmax(axis=1)
+        hit = masked[np.arange(len(t)), j] >= 0
+        matched[np.nonzero(hit)[0], j[hit]] = True
+        tp[p] = hit
+    return tp
+
+
+def test_coco_hits_and_matching_agree_with_dense_references() -> None:
+    """Rows without contention take the shortcuts (flags from each prediction's IoU, every pair matched), the others
+    the greedy loop and the solver: both give the dense greedy reference's flags and scipy's matching on the dense
+    weights; and the overlaps are the dense IoU matrix's entries at or above the floor, to the bit."""
+    from scipy.optimize import linear_sum_assignment
+
     rng = np.random.default_rng(11)
     contested = 0
-    for _ in range(60):
-        rows, n_pred, n_gt = 40, int(rng.integers(1, 8)), int(rng.integers(1, 8))
-        xy = rng.uniform(0, 100, size=(rows, n_gt, 2))
-        gt = np.concatenate([xy, xy + rng.uniform(5, 40, size=(rows, n_gt, 2))], axis=2)
-        pick = rng.integers(0, n_gt, size=(rows, n_pred))
-        noise = rng.normal(0, rng.choice([1.0, 5.0, 15.0]), size=(rows, n_pred, 4))
-        pred = np.take_along_axis(gt, pick[..., None], axis=1) + noise
-        pred[..., 2:] = np.maximum(pred[..., 2:], pred[..., :2])
-        valid = rng.random((rows, n_pred)) > 0.2
-        iou = np.where(valid[..., None], bx.iou_matrix(pred, gt), 0.0)
-        scores = np.round(rng.random((rows, n_pred)), 1)  # ties too
-        flags = bx.coco_tp_batch(iou, scores, valid)
-        for r in range(rows):
-            keep = np.nonzero(valid[r])[0]
-            assert np.array_equal(flags[r][keep], bx.coco_tp(iou[r][keep], scores[r][keep]))
-            assert not flags[r][~valid[r]].any()
-            contested += int(((iou[r] >= 0.5).sum(axis=1) > 1).any() or ((iou[r] >= 0.5).sum(axis=0) > 1).any())
+    for _ in range(1500):
+        n_pred, n_gt = int(rng.integers(0, 8)), int(rng.integers(0, 8))
+        xy = rng.uniform(0, 100, size=(n_gt, 2))
+        gt = np.concatenate([xy, xy + rng.uniform(5, 40, size=(n_gt, 2))], axis=1) if n_gt else np.zeros((0, 4))
+        pick = rng.integers(0, max(n_gt, 1), size=n_pred)
+        noise = rng.normal(0, rng.choice([1.0, 5.0, 15.0]), size=(n_pred, 4))
+        pred = (gt[pick] if n_gt else rng.uniform(0, 100, size=(n_pred, 4))) + noise
+        pred[:, 2:] = np.maximum(pred[:, 2:], pred[:, :2])
+        scores = np.round(rng.random(n_pred), 1)  # ties too
+        threshold = float(rng.choice([0.1, 0.5, 0.75]))
+        dense = bx.iou_matrix(pred, gt)
+        floor = min(threshold, 0.5)
+        boxes = [tuple(b) for b in pred.tolist()], [tuple(b) for b in gt.tolist()]
+        found = bx.overlaps(*boxes, floor, None, None)
+        assert [[(j, v) for j, v in enumerate(row) if v >= floor] for row in dense.tolist()] == found
+        labels = rng.choice(["a", "b"], size=n_pred).tolist(), rng.choice(["a", "b"], size=n_gt).tolist()
+        same = np.array(labels[0], dtype=object)[:, None] == np.array(labels[1], dtype=object)[None, :]
+        by_label = [
+            [(j, v) for j, (v, ok) in enumerate(zip(row, oks)) if v >= floor and ok]
+            for row, oks in zip(dense.tolist(), same.reshape(n_pred, n_gt).tolist())
+        ]
+        assert bx.overlaps(*boxes, floor, *labels) == by_label
+        hits = bx.coco_hits(found, scores.tolist(), floor)
+        flags = _greedy_reference(dense, scores)
+        assert hits == [int(sum(1 << t for t in np.nonzero(f)[0])) for f in flags]
+        assert bx.coco_hits(found, scores.tolist()) == hits  # (not told the floor: filters the pairs itself)
+        match = bx.match(found, n_gt, threshold)
+        weight = np.where(dense >= threshold, 1.0 + dense, 0.0)
+        if n_pred and n_gt:
+            r, c = linear_sum_assignment(weight, maximize=True)
+            keep = dense[r, c] >= threshold
+            assert match.pairs == list(zip(r[keep].tolist(), c[keep].tolist()))
+            assert match.ious == dense[r[keep], c[keep]].tolist()
+        cand = dense >= 0.5
+        contested += int((cand.sum(axis=1) > 1).any() or (cand.sum(axis=0) > 1).any())
     assert contested > 100  # the greedy path was exercised
+
+
+def test_python_iou_is_numpys_to_the_bit() -> None:
+    """Rows of few boxes take Python's IoU (skipping pairs apart), rows of many numpy's matrix: both give the matrix's
+    values on ordinary, touching, zero-area, identical, reversed and infinite boxes."""
+    rng = np.random.default_rng(5)
+    values = [0.0, 1.0, 1e-300, 5.0, np.inf, -np.inf, 1e308, *rng.uniform(-10, 10, 12).round(1).tolist()]
+    for size in (12, 30):  # 144 pairs: Python; 900: numpy
+        for _ in range(30):
+            a, b = rng.choice(values, size=(size, 4)), rng.choice(values, size=(size, 4))
+            a[: size // 2, 2:] = np.maximum(a[: size // 2, 2:], a[: size // 2, :2])
+            b[: size // 3] = a[: size // 3]
+            with np.errstate(all="ignore"):
+                dense = bx.iou_matrix(a, b)
+                found = bx.overlaps([tuple(x) for x in a.tolist()], [tuple(x) for x in b.tolist()], 1e-12, None, None)
+                scalar = [bx.box_iou(tuple(x), tuple(y)) for x, y in zip(a.tolist(), b.tolist())]
+            assert found == [[(j, v) for j, v in enumerate(row) if v >= 1e-12] for row in dense.tolist()]
+            assert scalar == np.diagonal(dense).tolist()
+
+
+def test_mean_iou_is_numpys_mean_to_the_bit() -> None:
+    rng = np.random.default_rng(6)
+    for n in range(1, 150):
+        for _ in range(30):
+            values = rng.random(n).tolist()
+            assert bx.mean(values) == float(np.mean(values))
+
+
+def test_nested_values_are_read_like_their_json_text() -> None:
+    """A column of lists (boxes as lists, or objects) is scored row by row like the same boxes as JSON text."""
+    import polars as pl
+
+    from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
+
+    outputs = [[[0.0, 0, 10, 10]], [], [[0.0, 0, 5, 5], [1.0, 1, 2, 2]], [[0.0, 0, 10, 10]]]
+    expected = ["[[0, 0, 10, 10]]", "[[0, 0, 1, 1]]", "[]", "[[0, 0, 10, 10]]"]
+    nested = pl.DataFrame({"id": ["a", "b", "c", "d"], "output": outputs, "expected_output": expected})
+    texts = nested.with_columns(pl.Series("output", [json.dumps(o) for o in outputs]))
+    evaluator = BboxIou("b", BboxIouSettings())
+    got, want = evaluator.evaluate(nested).results, evaluator.evaluate(texts).results
+    assert got["score"].to_list() == want["score"].to_list() == [1.0, 0.0, 0.0, 1.0]
+    assert got["details"].to_list() == want["details"].to_list()
 
 
 def test_degenerate_boxes_in_a_padded_batch() -> None:
@@ -267,13 +381,13 @@ ODD_OUTPUTS = [
 ]
 
 
-def test_batch_path_takes_plain_rows_and_leaves_the_rest_to_the_row_path() -> None:
-    """Plain lists of box objects (any key order, optional label/score, nulls, exponents, spacing) are decided by the
-    batch path; every other shape goes to the row-wise path, so each row gets the row-wise answer."""
+def test_plain_rows_keep_the_details_encoding_of_the_earlier_batch_reader() -> None:
+    """Plain lists of box objects (any key order, optional label/score, nulls, exponents, spacing) on both sides get
+    the compact details the earlier batch reader wrote; every other shape the spaced ones of the earlier row-wise
+    path. Both say the same."""
     import polars as pl
 
     from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
-    from vision_eval.structured import box_batch
 
     expected = '[{"label": "a", "box": [0, 0, 10, 10]}, {"label": "b", "box": [20, 20, 30, 30]}]'
     plain = [
@@ -282,22 +396,41 @@ def test_batch_path_takes_plain_rows_and_leaves_the_rest_to_the_row_path() -> No
         '[\n  {\n    "label": "b",\n    "box": [20, 20, 31, 30]\n  }\n]',
         "[]",
     ]
-    opts = box_batch.BoxOptions("xyxy", "xyxy", False, False, 0.5, True)
-    texts = pl.Series(plain + ODD_OUTPUTS)
-    result = box_batch.evaluate_batch(texts, pl.Series([expected] * texts.len()), opts, None)
-    assert result.fallback.tolist() == list(range(len(plain), texts.len()))
-    assert result.frame["row"].to_list() == list(range(len(plain)))
+    assert [bx.parse_boxes(t).plain for t in plain] == [True] * len(plain)
+    parsed = 0
+    for text in ODD_OUTPUTS:
+        try:
+            assert not bx.parse_boxes(text).plain, text
+            parsed += 1
+        except ValueError:  # malformed (a row error)
+            continue
+    assert parsed == 10
+    assert not bx.parse_boxes('[{"box": [0, 0, 1, 1], "score": NaN}]').plain  # not JSON
+    assert bx.parse_boxes('[{"box": [0, 0, 1, 1], "score": 1e400}]').plain  # JSON, beyond floats
 
+    texts = plain + ODD_OUTPUTS
     rows = [{"id": str(i), "output": t, "expected_output": expected} for i, t in enumerate(texts)]
-    evaluator = BboxIou("b", BboxIouSettings())
-    batch = evaluator.evaluate(pl.DataFrame(rows)).results.sort("sample_id")
-    row_wise = evaluator._rows(pl.DataFrame(rows)).sort("sample_id")
-    assert batch["status"].to_list() == row_wise["status"].to_list()
-    assert batch["score"].to_list() == pytest.approx(row_wise["score"].to_list(), nan_ok=True)
-    statuses = dict(zip(batch["sample_id"].to_list(), batch["status"].to_list()))
+    results = BboxIou("b", BboxIouSettings()).evaluate(pl.DataFrame(rows)).results
+    details = results["details"].to_list()
+    assert [d.startswith('{"precision":') for d in details[: len(plain)]] == [True] * len(plain)
+    assert details[3].endswith('"ap_dets":null,"ap_gt":[{"l":"a","n":1},{"l":"b","n":1}]}')
+    statuses = dict(zip(results["sample_id"].to_list(), results["status"].to_list()))
     assert statuses[str(len(plain))] == "error"  # the boolean coordinate
-    repeated = json.loads(batch.filter(pl.col("sample_id") == str(len(plain) + 2))["details"].item())
+    repeated = json.loads(details[len(plain) + 2])
+    assert details[len(plain) + 2].startswith('{"precision": ')
     assert repeated["tp"] == 1  # labelled "a" (the last label), so it matches the expected "a" box
+    for text, encoded in zip(plain, details):
+        compact = json.loads(encoded)
+        assert {k: [] if v is None else v for k, v in compact.items()} == json.loads(_spaced(text, expected)), text
+
+
+def _spaced(output: str, expected: str) -> str:
+    """The details of a row whose output is not plain (a wrapping object makes it so)."""
+    from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
+
+    verdict = BboxIou("b", BboxIouSettings()).row_function()('{"boxes": ' + output + "}", expected)
+    assert verdict.details is not None and verdict.details.startswith('{"precision": ')
+    return verdict.details
 
 
 def test_average_precision_of_all_thresholds_at_once() -> None:

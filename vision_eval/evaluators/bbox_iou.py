@@ -1,24 +1,43 @@
-"""``bbox_iou``: detection boxes against expected boxes — Hungarian matching, P/R/F1, mean IoU, dataset AP."""
+"""``bbox_iou``: detection boxes against expected boxes — Hungarian matching, P/R/F1, mean IoU, dataset AP.
+
+One function scores a row (:func:`score_row`): it parses both sides, matches the boxes, and writes the row's metrics
+with what dataset AP needs (each detection's score, label and true-positive bits at the ten COCO thresholds, and the
+ground-truth boxes counted per label) into its details. ``evaluate`` reads the AP inputs back from those details;
+``summarize_from`` computes AP over every batch's.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 import polars as pl
 from pydantic import Field
 
-from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings
+from vision_eval.evaluator import EvalOutput, EvaluatorSettings
 from vision_eval.registry import register
-from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform, rows_frame
-from vision_eval.structured import box_batch
+from vision_eval.results import PROCESSED, RESULT_ROW_SCHEMA, conform, to_json
+from vision_eval.rowwise import RowResult, RowRule, score_rows
 from vision_eval.structured import boxes as bx
 
 AP_DETS, AP_GTS = "ap_dets", "ap_gts"
 """Names of the metric inputs dataset AP is computed from."""
 AP_DETS_SCHEMA = {"sample_id": pl.Utf8, "s": pl.Float64, "l": pl.Utf8, "b": pl.Int64}
 AP_GTS_SCHEMA = {"l": pl.Utf8, "n": pl.Int64}
+AP_DTYPE = pl.Struct(
+    {
+        "ap_dets": pl.List(pl.Struct({"s": pl.Float64, "l": pl.Utf8, "b": pl.Int64})),
+        "ap_gt": pl.List(pl.Struct({"l": pl.Utf8, "n": pl.Int64})),
+    }
+)
+"""The AP inputs of a row's details."""
+Metric = Literal["f1", "precision", "recall", "mean_iou"]
 
 
 class BboxIouSettings(EvaluatorSettings):
@@ -41,12 +60,139 @@ class BboxIouSettings(EvaluatorSettings):
     """IoU at or above which a matched pair is a true positive."""
     label_aware: bool = True
     """Only boxes with the same label match, when both sides carry labels."""
-    score: Literal["f1", "precision", "recall", "mean_iou"] = "f1"
+    score: Metric = "f1"
     """Which per-row metric is the row score."""
 
 
+@dataclass(frozen=True)
+class RowOptions:
+    """The settings :func:`score_row` needs (plain values: it is pickled to the process pool's workers)."""
+
+    output_format: bx.BoxFormat
+    """Box format of ``output``."""
+    expected_format: bx.BoxFormat
+    """Box format of ``expected_output``."""
+    scaled: Literal["output", "expected_output"] | None
+    """The side brought to pixels by the image size (the sides' normalizations differ), else ``None``."""
+    size_columns: tuple[str, str]
+    """The image width and height columns (named in the error when a row lacks them)."""
+    iou_threshold: float
+    """IoU at or above which a matched pair is a true positive."""
+    label_aware: bool
+    """Only boxes with the same label match, when both sides carry labels."""
+    score: Metric
+    """Which metric is the row score."""
+
+
+def score_row(
+    opts: RowOptions, output: Any, expected: Any, width: Any = None, height: Any = None, sized: bool = False
+) -> RowResult:
+    """The verdict on one row: P/R/F1 and mean IoU of the optimal matching, and the row's AP inputs, in ``details``.
+
+    ``width``/``height`` are the row's image size and ``sized`` whether it reads as positive numbers (only used
+    when the sides' normalizations differ). A row that cannot be scored is an ``error`` naming the reason."""
+    try:
+        pred = bx.parse_boxes(output, opts.output_format, "output")
+        gt = bx.parse_boxes(expected, opts.expected_format, "expected_output")
+        plain = pred.plain and gt.plain
+        if opts.scaled is not None:
+            w_col, h_col = opts.size_columns
+            if not width or not height:
+                raise ValueError(f"image size needed ({w_col}, {h_col}) to mix coordinate systems")
+            scale = np.array([width, height, width, height], dtype=float)  # (numpy's reading of numbers and text)
+            if scale.shape != (4,):
+                raise ValueError(f"image size must be two numbers ({w_col}, {h_col}), got {width!r}, {height!r}")
+            w, h = float(scale[0]), float(scale[1])
+            side = pred if opts.scaled == "output" else gt
+            side.boxes = [(a * w, b * h, c * w, d * h) for a, b, c, d in side.boxes]
+            plain = plain and sized
+        for i, score in enumerate(pred.scores):  # (ground-truth scores are not read)
+            if score is not None and not -math.inf < score < math.inf:
+                raise ValueError(f"malformed box at output[{i}]: score must be a finite number")
+        if plain and (opts.scaled is not None or opts.output_format != "xyxy" or opts.expected_format != "xyxy"):
+            plain = _finite(pred.boxes) and _finite(gt.boxes)  # (conversion or scaling may overflow)
+        return _verdict(opts, pred, gt, plain)
+    except ValueError as exc:  # including the matching solver's refusal of infinite weights
+        return RowResult("error", details=to_json({"raw": str(output)[:2000]}), error=str(exc))
+
+
+def _finite(boxes: list[bx.Box]) -> bool:
+    return all(-math.inf < c < math.inf for box in boxes for c in box)
+
+
+def _verdict(opts: RowOptions, pred: bx.Boxes, gt: bx.Boxes, plain: bool) -> RowResult:
+    aware = opts.label_aware and None not in pred.labels and None not in gt.labels
+    floor = min(opts.iou_threshold, bx.LOWEST_THRESHOLD)  # the pairs matching or COCO's true positives look at
+    found = bx.overlaps(pred.boxes, gt.boxes, floor, pred.labels if aware else None, gt.labels if aware else None)
+    match = bx.match(found, len(gt), opts.iou_threshold)
+    metrics = match.metrics()
+    scores = [1.0 if s is None else s for s in pred.scores]
+    hits = bx.coco_hits(found, scores, floor)
+    dets = list(zip(scores, pred.labels if aware else [None] * len(pred), hits))
+    truths = Counter(gt.labels if aware else [None] * len(gt))  # (in order of first appearance)
+    counts = (match.tp, match.n_pred - match.tp, match.n_gt - match.tp)
+    return RowResult("processed", metrics[opts.score], _details(metrics, counts, dets, truths, plain))
+
+
+def _details(
+    metrics: dict[str, float],
+    counts: tuple[int, int, int],
+    dets: list[tuple[float, str | None, int]],
+    truths: Mapping[str | None, int],
+    plain: bool,
+) -> str:
+    """The details JSON: metrics rounded to 6 decimals, TP/FP/FN, and the AP inputs (``ap_dets``: score, label
+    when labels count, true-positive bits; ``ap_gt``: ground-truth boxes per label).
+
+    A row whose both sides are plain lists of boxes (:attr:`~vision_eval.structured.boxes.Boxes.plain`) is written
+    the way the earlier batch reader (DuckDB and Polars) wrote it: compact, metrics rounded as ``round(x * 1e6) /
+    1e6``, Polars' float notation, ``null`` for an empty list; any other as ``json.dumps`` writes the values."""
+    tp, fp, fn = counts
+    if plain:
+        sep, colon, number, text, empty = ",", ":", _polars_float, _plain_text, "null"
+        values = [round(v * 1e6) / 1e6 for v in metrics.values()]
+    else:
+        sep, colon, number, text, empty = ", ", ": ", _json_float, _json_text, "[]"
+        values = [round(v, 6) for v in metrics.values()]
+    head = sep.join(f'"{k}"{colon}{number(v)}' for k, v in zip(metrics, values))
+    ap_dets = sep.join(
+        f'{{"s"{colon}{number(s)}{sep}"l"{colon}{text(label)}{sep}"b"{colon}{b}}}' for s, label, b in dets
+    )
+    ap_gt = sep.join(f'{{"l"{colon}{text(label)}{sep}"n"{colon}{n}}}' for label, n in truths.items())
+    return (
+        f'{{{head}{sep}"tp"{colon}{tp}{sep}"fp"{colon}{fp}{sep}"fn"{colon}{fn}{sep}"ap_dets"{colon}'
+        f'{f"[{ap_dets}]" if dets else empty}{sep}"ap_gt"{colon}{f"[{ap_gt}]" if truths else empty}}}'
+    )
+
+
+def _plain_text(label: str | None) -> str:
+    return "null" if label is None else f'"{label}"'  # a plain text's labels hold nothing JSON escapes
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_text(label: str | None) -> str:
+    return json.dumps(label, ensure_ascii=False)
+
+
+def _json_float(x: float) -> str:
+    return repr(x) if -math.inf < x < math.inf else json.dumps(x)
+
+
+def _polars_float(x: float) -> str:
+    """A float as Polars writes it in JSON: Python's shortest form, except below 1e-4: 1e-5 to 1e-4 as decimals
+    (``0.00001234``), smaller ones with an unpadded exponent (``1.5e-7``)."""
+    text = repr(x)
+    if "e-" not in text:
+        return text
+    mantissa, exponent = text.split("e-")
+    if exponent != "05":
+        return f"{mantissa}e-{int(exponent)}"
+    sign, digits = ("-", mantissa[1:]) if mantissa.startswith("-") else ("", mantissa)
+    return f"{sign}0.0000{digits.replace('.', '')}"
+
+
 @register
-class BboxIou(Evaluator[BboxIouSettings]):
+class BboxIou(RowRule[BboxIouSettings]):
     """Per-row detection quality of ``output`` boxes against ``expected_output`` boxes."""
 
     type_name: ClassVar[str] = "bbox_iou"
@@ -55,108 +201,64 @@ class BboxIou(Evaluator[BboxIouSettings]):
     default_threshold = 0.5
     splittable = True  # each row is scored on its own; AP reads the rows' inputs only in summarize_from
 
+    def _scaled(self) -> Literal["output", "expected_output"] | None:
+        s = self.settings
+        out_norm = s.normalized if s.output_normalized is None else s.output_normalized
+        if out_norm == s.normalized:
+            return None
+        return "output" if out_norm else "expected_output"
+
     def columns_needed(self) -> tuple[str, ...]:
         s = self.settings
-        if s.output_normalized is not None and s.output_normalized != s.normalized:
+        if self._scaled() is not None:
             return (*self.required_columns, s.width_column, s.height_column)
         return self.required_columns
 
-    def _row(self, out: Any, exp: Any, size: tuple[Any, Any]) -> dict[str, Any]:
+    def row_function(self) -> Callable[..., RowResult]:
         s = self.settings
-        pred = bx.parse_boxes(out, s.output_format or s.format, "output")
-        gt = bx.parse_boxes(exp, s.format, "expected_output")
-        out_norm = s.normalized if s.output_normalized is None else s.output_normalized
-        if out_norm != s.normalized:
-            w, h = size
-            if not w or not h:
-                raise ValueError(f"image size needed ({s.width_column}, {s.height_column}) to mix coordinate systems")
-            scale = np.array([w, h, w, h], dtype=float)
-            if out_norm:
-                pred.xyxy = pred.xyxy * scale
-            else:
-                gt.xyxy = gt.xyxy * scale
-        iou = bx.iou_matrix(pred.xyxy, gt.xyxy)
-        mask = bx.label_mask(pred, gt) if s.label_aware else None
-        if mask is not None:
-            iou = np.where(mask, iou, 0.0)
-        match = bx.hungarian(iou, s.iou_threshold)
-        metrics = match.metrics()
-        scores = np.array([1.0 if x is None else x for x in pred.scores], dtype=float)
-        packed = bx.bits(bx.coco_tp(iou, scores)) if len(pred) else np.zeros(0, dtype=np.int64)
-        aware = mask is not None
-        gt_counts: dict[str | None, int] = {}
-        for c in gt.labels if aware else [None] * len(gt):
-            gt_counts[c] = gt_counts.get(c, 0) + 1
-        details = {
-            **{k: round(v, 6) for k, v in metrics.items()},
-            "tp": match.tp,
-            "fp": match.n_pred - match.tp,
-            "fn": match.n_gt - match.tp,
-            "ap_dets": [
-                {"s": float(sc), "l": lab if aware else None, "b": int(b)}
-                for sc, lab, b in zip(scores, pred.labels, packed)
-            ],
-            "ap_gt": [{"l": c, "n": k} for c, k in gt_counts.items()],
-        }
-        return {"status": PROCESSED, "score": metrics[s.score], "details": details}
-
-    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        s = self.settings
-        out_norm = s.normalized if s.output_normalized is None else s.output_normalized
-        mixed = out_norm != s.normalized
-        sizes = None
-        if mixed:
-            w, h = (batch[c].cast(pl.Float64, strict=False).to_numpy() for c in (s.width_column, s.height_column))
-            sizes = np.stack([w, h, w, h], axis=1).astype(float)
-        opts = box_batch.BoxOptions(
+        opts = RowOptions(
             output_format=s.output_format or s.format,
             expected_format=s.format,
-            scale_output=mixed and out_norm,
-            scale_expected=mixed and not out_norm,
+            scaled=self._scaled(),
+            size_columns=(s.width_column, s.height_column),
             iou_threshold=s.iou_threshold,
             label_aware=s.label_aware,
+            score=s.score,
         )
-        fast = box_batch.evaluate_batch(batch["output"], batch["expected_output"], opts, sizes)
-        ids = batch["id"].to_numpy()
-        decided = fast.frame.select(
-            pl.Series("sample_id", ids[fast.frame["row"].to_numpy()], dtype=pl.Utf8),
-            pl.lit(PROCESSED).alias("status"),
-            pl.col(s.score).alias("score"),
-            pl.col("details"),
-        )
-        fast_dets = fast.dets.with_columns(pl.Series("sample_id", ids[fast.dets["row"].to_numpy()], pl.Utf8))
-        rows = self._rows(batch[fast.fallback])
-        processed = rows.filter(pl.col("status") == PROCESSED)
-        slow_dets, slow_gts = box_batch.ap_inputs(processed["details"], processed["sample_id"])
-        results = pl.concat([conform(decided, RESULT_ROW_SCHEMA), conform(rows, RESULT_ROW_SCHEMA)])
-        return EvalOutput(results, metric_inputs=_ap_tables([fast_dets, slow_dets], [fast.gts, slow_gts]))
+        return functools.partial(score_row, opts)
 
-    def _rows(self, batch: pl.DataFrame) -> pl.DataFrame:
-        s = self.settings
-        ids, outs, exps = batch["id"].to_list(), batch["output"].to_list(), batch["expected_output"].to_list()
-        widths = batch[s.width_column].to_list() if s.width_column in batch.columns else [None] * batch.height
-        heights = batch[s.height_column].to_list() if s.height_column in batch.columns else [None] * batch.height
-        rows = []
-        for sid, out, exp, w, h in zip(ids, outs, exps, widths, heights):
-            try:
-                rows.append({"sample_id": sid, **self._row(out, exp, (w, h))})
-            except ValueError as exc:
-                rows.append({"sample_id": sid, "status": ERROR, "error": str(exc), "details": {"raw": str(out)[:2000]}})
-        return rows_frame(rows)
+    def row_inputs(self, batch: pl.DataFrame) -> pl.DataFrame:
+        """``output`` and ``expected_output``; with the image size and whether it reads as positive numbers when
+        the sides' normalizations differ."""
+        columns = [pl.col("output"), pl.col("expected_output")]
+        if self._scaled() is not None:
+            sizes = [
+                pl.col(c).alias(f"_{i}") if c in batch.columns else pl.lit(None).alias(f"_{i}")
+                for i, c in enumerate((self.settings.width_column, self.settings.height_column))
+            ]
+            numbers = [size.cast(pl.Float64, strict=False) for size in sizes]
+            sized = pl.all_horizontal(x.is_finite() & (x > 0) for x in numbers).fill_null(False).alias("_sized")
+            columns += [*sizes, sized]
+        return batch.select(columns)
+
+    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        out = score_rows(batch["id"], self.row_inputs(batch), self.row_function(), self.workers())
+        results = conform(out.results, RESULT_ROW_SCHEMA)
+        return EvalOutput(results, metric_inputs=ap_tables(results))
 
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
         """Dataset AP from the processed rows' ``details`` (what :meth:`summarize_from` does faster)."""
         done = results.filter(pl.col("status") == PROCESSED)
-        ap = box_batch.dataset_ap(done["details"], done["sample_id"]) if done.height else None
+        ap = ap_from_frames(*ap_inputs(done["details"], done["sample_id"])) if done.height else None
         return _metrics(done, ap)
 
     def summarize_from(self, results: pl.DataFrame, inputs: Mapping[str, pl.LazyFrame]) -> dict[str, Any]:
         """Dataset AP from the AP inputs of every batch (the compact tables ``evaluate`` returned, read back from the
-        saved parts): 5x faster than reading them from the details."""
+        saved parts)."""
         if AP_DETS not in inputs or AP_GTS not in inputs:
             return self.summarize(results)
         done = results.filter(pl.col("status") == PROCESSED)
-        ap = box_batch.ap_from_frames(inputs[AP_DETS].collect(), inputs[AP_GTS].collect()) if done.height else None
+        ap = ap_from_frames(inputs[AP_DETS].collect(), inputs[AP_GTS].collect()) if done.height else None
         return _metrics(done, ap)
 
 
@@ -167,13 +269,37 @@ def _metrics(done: pl.DataFrame, ap: dict[str, float] | None) -> dict[str, Any]:
     return {**rounded, "mean_score": mean, "rows": done.height}
 
 
-def _ap_tables(dets: list[pl.DataFrame], gts: list[pl.DataFrame]) -> dict[str, pl.DataFrame]:
+def ap_inputs(details: pl.Series, sample_ids: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The AP inputs in the ``details`` of processed rows: detections (sample_id, s, l, b) and ground-truth counts
+    (l, n)."""
+    decoded = pl.DataFrame({"sample_id": sample_ids, "d": details.str.json_decode(AP_DTYPE)}).unnest("d")
+    dets = decoded.select("sample_id", "ap_dets").explode("ap_dets").drop_nulls("ap_dets").unnest("ap_dets")
+    gts = decoded.select(pl.col("ap_gt").explode()).drop_nulls().unnest("ap_gt")
+    return dets, gts
+
+
+def ap_tables(results: pl.DataFrame) -> dict[str, pl.DataFrame]:
     """A batch's AP inputs: every detection of a processed row (sample id, score, label, per-threshold hit bits)
     and the batch's ground-truth boxes counted per label."""
-    detections = pl.concat([d.select("sample_id", "s", "l", "b") for d in dets], how="vertical_relaxed")
-    truths = pl.concat([g.select("l", "n") for g in gts], how="vertical_relaxed")
-    per_label = truths.group_by("l", maintain_order=True).agg(pl.col("n").sum())
+    done = results.filter(pl.col("status") == PROCESSED)
+    dets, gts = ap_inputs(done["details"], done["sample_id"])
+    per_label = gts.group_by("l", maintain_order=True).agg(pl.col("n").sum())
     return {
-        AP_DETS: detections.cast(AP_DETS_SCHEMA),  # type: ignore[arg-type]
+        AP_DETS: dets.select(list(AP_DETS_SCHEMA)).cast(AP_DETS_SCHEMA),  # type: ignore[arg-type]
         AP_GTS: per_label.cast(AP_GTS_SCHEMA),  # type: ignore[arg-type]
     }
+
+
+def ap_from_frames(dets: pl.DataFrame, gts: pl.DataFrame) -> dict[str, float]:
+    """AP50 and AP@[.5:.95] from detections (s, l, b[, sample_id]) and ground-truth counts (l, n). Equal scores
+    keep sample order (COCO keeps image order), so the answer does not depend on batch order."""
+    if "sample_id" in dets.columns:  # sample ids as the ranks of their sorted values: sorting strings is slower
+        rank = dets["sample_id"].cast(pl.Enum(dets["sample_id"].unique().sort())).to_physical().alias("_rank")
+        dets = dets.with_columns(rank).sort(["s", "_rank"], descending=[True, False], maintain_order=True)
+    counts = gts.group_by("l").agg(pl.col("n").sum())
+    gt = dict(zip(counts["l"].to_list(), counts["n"].to_list()))
+    per_class = {
+        key[0]: (part["s"].to_numpy(), part["b"].to_numpy())
+        for key, part in dets.partition_by("l", as_dict=True, include_key=False).items()
+    }
+    return bx.ap_from_classes(per_class, gt)

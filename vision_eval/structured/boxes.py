@@ -1,94 +1,167 @@
-"""Boxes: parsing, IoU (vectorized over padded batches), Hungarian matching, COCO-style AP."""
+"""Boxes: parsing, IoU, optimal matching, COCO true positives and AP (``bbox_iou`` and the code-judge scripts).
+
+A row holds a few boxes, for which plain Python arithmetic costs less than numpy's per-call overhead: a row's boxes
+are tuples, and IoU is computed only for pairs of boxes that overlap (:func:`overlaps`), by numpy
+(:func:`iou_matrix`) from :data:`DENSE_PAIRS` pairs on. Both do the same float operations in the same order, so
+they give the same IoU to the bit.
+"""
 
 from __future__ import annotations
 
 import json
 import math
+import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
 BoxFormat = Literal["xyxy", "xywh", "cxcywh"]
+Box = tuple[float, float, float, float]
+Labels = list[str | None]
+Overlaps = list[list[tuple[int, float]]]
+"""Per prediction, the ground truths ``(index, IoU)`` it overlaps enough, in index order."""
+
 COCO_THRESHOLDS = np.round(np.arange(0.5, 0.951, 0.05), 2)
+_THRESHOLDS: tuple[float, ...] = tuple(COCO_THRESHOLDS.tolist())
+LOWEST_THRESHOLD = _THRESHOLDS[0]
+DENSE_PAIRS = 400
+"""Box pairs in a row from which IoU is computed by numpy (below, Python's per-pair arithmetic is faster)."""
+_COORDS = ("box", "bbox", "xyxy", "coordinates")
+_PLAIN_KEYS = frozenset(("box", "label", "score"))
+_NUMBERS = frozenset((int, float))
 
 
 @dataclass
 class Boxes:
-    """Boxes of one row in absolute-or-normalized xyxy, with optional labels and confidence scores."""
+    """One side of a row: xyxy boxes (pixels or fractions), with optional labels and confidence scores."""
 
-    xyxy: np.ndarray
-    labels: list[str | None] = field(default_factory=list)
+    boxes: list[Box]
+    """xyxy coordinates, one tuple per box."""
+    labels: Labels = field(default_factory=list)
+    """Each box's label (``None``: none given)."""
     scores: list[float | None] = field(default_factory=list)
+    """Each box's confidence (``None``: none given)."""
+    plain: bool = False
+    """The value was JSON text of the simplest shape: a list of objects whose only keys are ``box`` (4 numbers),
+    ``label`` (text without escapes, or null) and ``score`` (a number or null), each at most once. ``bbox_iou``
+    writes the details of rows whose both sides are plain in the encoding its earlier batch reader wrote them in."""
 
     def __len__(self) -> int:
-        return int(self.xyxy.shape[0])
+        return len(self.boxes)
 
-
-def _item(item: Any, where: str) -> tuple[list[Any], Any, Any]:
-    if isinstance(item, dict):
-        coords = next((item[k] for k in ("box", "bbox", "xyxy", "coordinates") if k in item), None)
-        if coords is None:
-            raise ValueError(f"malformed box at {where}: no 'box' or 'bbox' key in {json.dumps(item)[:200]}")
-        label = item.get("label", item.get("class", item.get("category")))
-        return coords, label, item.get("score", item.get("confidence"))
-    return item, None, None
+    @property
+    def xyxy(self) -> np.ndarray:
+        """The boxes as an ``(n, 4)`` array."""
+        return np.array(self.boxes, dtype=float).reshape(-1, 4)
 
 
 def parse_boxes(value: Any, fmt: BoxFormat = "xyxy", where: str = "boxes") -> Boxes:
     """Boxes from a JSON value (text or parsed): a list of ``[a, b, c, d]`` or of objects with ``box``/``bbox``
     and optional ``label``/``score``, or an object with a ``boxes`` list. Raises ``ValueError`` naming the box."""
-    if isinstance(value, str):
-        from vision_eval.evaluators.fields.matching import extract_json
-
+    text = value if isinstance(value, str) else None
+    if text is not None:
         try:
-            value = json.loads(value)
+            value = json.loads(text)
         except ValueError:
-            ok, value = extract_json(value)
+            from vision_eval.evaluators.fields.matching import extract_json
+
+            ok, value = extract_json(text)
             if not ok:
                 raise ValueError(f"{where} is not a JSON list of boxes") from None
+            text = None
     if isinstance(value, dict) and isinstance(value.get("boxes"), list):
-        value = value["boxes"]
-    if isinstance(value, dict) and any(k in value for k in ("box", "bbox", "xyxy", "coordinates")):
-        value = [value]
+        value, text = value["boxes"], None
+    if isinstance(value, dict) and any(k in value for k in _COORDS):
+        value, text = [value], None
     if value is None:
-        value = []
+        value, text = [], None
     if not isinstance(value, list):
         raise ValueError(f"{where} is not a JSON list of boxes")
-    coords, labels, scores = [], [], []
-    for i, raw in enumerate(value):
-        c, label, score = _item(raw, f"{where}[{i}]")
-        if not isinstance(c, list | tuple) or len(c) != 4:
-            raise ValueError(f"malformed box at {where}[{i}]: expected 4 numbers, got {json.dumps(c)[:100]}")
-        if not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in c):
-            raise ValueError(f"malformed box at {where}[{i}]: coordinates must be finite numbers: {json.dumps(c)}")
-        if score is not None and (not isinstance(score, int | float) or isinstance(score, bool)):
-            raise ValueError(f"malformed box at {where}[{i}]: score must be a number")
-        coords.append([float(x) for x in c])
-        labels.append(None if label is None else str(label))
-        scores.append(None if score is None else float(score))
-    arr = to_xyxy(np.array(coords, dtype=float).reshape(-1, 4), fmt)
-    bad = np.nonzero((arr[:, 2] < arr[:, 0]) | (arr[:, 3] < arr[:, 1]))[0]
-    if bad.size:
-        i = int(bad[0])
-        raise ValueError(f"malformed box at {where}[{i}]: negative width or height ({fmt} {coords[i]})")
-    return Boxes(arr, labels, scores)
+    plain = text is not None and "\\" not in text
+    quotes = 0  # the quotes a plain text has: its keys' and its text labels' (a repeated key adds two)
+    raws: list[Box] = []
+    labels: Labels = []
+    scores: list[float | None] = []
+    for i, item in enumerate(value):
+        if type(item) is dict and item.keys() <= _PLAIN_KEYS and "box" in item:  # the usual shape, no aliases
+            coords, label, score = item["box"], item.get("label"), item.get("score")
+            if coords is None:
+                raise ValueError(f"malformed box at {where}[{i}]: no 'box' or 'bbox' key in {json.dumps(item)[:200]}")
+            if plain:
+                quotes += 2 * len(item) + (0 if label is None else 2)
+                plain = label is None or type(label) is str
+        elif isinstance(item, dict):
+            coords = next((item[k] for k in _COORDS if k in item), None)
+            if coords is None:
+                raise ValueError(f"malformed box at {where}[{i}]: no 'box' or 'bbox' key in {json.dumps(item)[:200]}")
+            label = item.get("label", item.get("class", item.get("category")))
+            score = item.get("score", item.get("confidence"))
+            plain = False
+        else:
+            coords, label, score, plain = item, None, None, False
+        box = None
+        if type(coords) is list and len(coords) == 4:  # four plain numbers: checked without a call per number
+            a, b, c, d = coords
+            if type(a) is float and type(b) is float and type(c) is float and type(d) is float:
+                if -math.inf < a + b + c + d < math.inf:  # (a sum of finite coordinates may overflow: then the
+                    box = (a, b, c, d)  # check below decides)
+            elif type(a) in _NUMBERS and type(b) in _NUMBERS and type(c) in _NUMBERS and type(d) in _NUMBERS:
+                try:
+                    box = (float(a), float(b), float(c), float(d))
+                except OverflowError:  # an integer beyond floats
+                    box = None
+                if box is not None and not -math.inf < box[0] + box[1] + box[2] + box[3] < math.inf:
+                    box = None
+        raws.append(box or _coords(coords, f"{where}[{i}]"))
+        labels.append(label if label is None or type(label) is str else str(label))
+        scores.append(score if score is None or type(score) is float else _score(score, f"{where}[{i}]"))
+    if plain and not all(-math.inf < score < math.inf for score in scores if score is not None):
+        bare = re.sub(r'"[^"]*"', "", text or "")  # NaN and Infinity are Python's JSON, not JSON
+        plain = "N" not in bare and "I" not in bare
+    boxes = raws if fmt == "xyxy" else [to_xyxy(box, fmt) for box in raws]
+    for i, (x0, y0, x1, y1) in enumerate(boxes):
+        if x1 < x0 or y1 < y0:
+            raise ValueError(f"malformed box at {where}[{i}]: negative width or height ({fmt} {list(raws[i])})")
+    return Boxes(boxes, labels, scores, plain and text is not None and text.count('"') == quotes)
 
 
-def to_xyxy(arr: np.ndarray, fmt: BoxFormat) -> np.ndarray:
-    """Convert ``(n, 4)`` boxes to xyxy."""
+def _finite(x: Any) -> bool:
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an integer beyond floats
+        return False
+
+
+def _coords(coords: Any, where: str) -> Box:
+    if not isinstance(coords, list | tuple) or len(coords) != 4:
+        raise ValueError(f"malformed box at {where}: expected 4 numbers, got {json.dumps(coords)[:100]}")
+    a, b, c, d = coords
+    if not (_finite(a) and _finite(b) and _finite(c) and _finite(d)):
+        raise ValueError(f"malformed box at {where}: coordinates must be finite numbers: {json.dumps(coords)}")
+    return float(a), float(b), float(c), float(d)
+
+
+def _score(score: Any, where: str) -> float:
+    if isinstance(score, bool) or not isinstance(score, int | float):
+        raise ValueError(f"malformed box at {where}: score must be a number")
+    try:
+        return float(score)
+    except OverflowError:  # an integer beyond floats
+        return math.inf if score > 0 else -math.inf
+
+
+def to_xyxy(box: Box, fmt: BoxFormat) -> Box:
+    """One box converted to xyxy."""
+    a, b, c, d = box
     if fmt == "xyxy":
-        return arr
-    out = arr.copy()
+        return box
     if fmt == "xywh":
-        out[:, 2] = arr[:, 0] + arr[:, 2]
-        out[:, 3] = arr[:, 1] + arr[:, 3]
-    else:
-        out[:, 0] = arr[:, 0] - arr[:, 2] / 2
-        out[:, 1] = arr[:, 1] - arr[:, 3] / 2
-        out[:, 2] = arr[:, 0] + arr[:, 2] / 2
-        out[:, 3] = arr[:, 1] + arr[:, 3] / 2
-    return out
+        return a, b, a + c, b + d
+    return a - c / 2, b - d / 2, a + c / 2, b + d / 2
 
 
 def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -112,14 +185,67 @@ def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def label_mask(pred: Boxes, gt: Boxes) -> np.ndarray | None:
-    """``(n, m)`` True where labels agree, or ``None`` when some box (on either side) has no label."""
-    if any(x is None for x in pred.labels + gt.labels):
-        return None
-    mask: np.ndarray = np.array(pred.labels, dtype=object).reshape(-1, 1) == np.array(gt.labels, dtype=object).reshape(
-        1, -1
-    )
-    return mask
+def box_iou(a: Box, b: Box) -> float:
+    """:func:`iou_matrix` of two boxes, in plain Python (the same operations, so the same bits)."""
+    ax0, ay0, ax1, ay1 = a
+    bx0, by0, bx1, by1 = b
+    iw = (ax1 if ax1 < bx1 else bx1) - (ax0 if ax0 > bx0 else bx0)
+    ih = (ay1 if ay1 < by1 else by1) - (ay0 if ay0 > by0 else by0)
+    inter = (iw if iw > 0 else 0.0) * (ih if ih > 0 else 0.0)
+    union = (ax1 - ax0) * (ay1 - ay0) + (bx1 - bx0) * (by1 - by0) - inter
+    if union > 0:
+        return inter / union
+    return 1.0 if ax0 == bx0 and ay0 == by0 and ax1 == bx1 and ay1 == by1 else 0.0
+
+
+def overlaps(
+    pred: list[Box], gt: list[Box], floor: float, pred_labels: Labels | None, gt_labels: Labels | None
+) -> Overlaps:
+    """For each prediction, the ground truths whose IoU with it is at least ``floor`` (> 0), as ``(index, IoU)`` in
+    index order; with labels, only boxes of the same label are compared."""
+    if len(pred) * len(gt) >= DENSE_PAIRS:
+        return _dense_overlaps(pred, gt, floor, pred_labels, gt_labels)
+    if pred_labels is None or gt_labels is None:
+        everyone = list(enumerate(gt))
+        peers = [everyone] * len(pred)
+    else:
+        by_label: dict[str | None, list[tuple[int, Box]]] = {}
+        for j, (box, label) in enumerate(zip(gt, gt_labels)):
+            by_label.setdefault(label, []).append((j, box))
+        peers = [by_label.get(label, []) for label in pred_labels]
+    out: Overlaps = []
+    for (ax0, ay0, ax1, ay1), candidates in zip(pred, peers):
+        area_a = (ax1 - ax0) * (ay1 - ay0)
+        row = []
+        for j, (bx0, by0, bx1, by1) in candidates:  # box_iou, inlined
+            if bx0 >= ax1 or ax0 >= bx1 or by0 >= ay1 or ay0 >= by1:  # apart: IoU 0 unless the same zero-area box
+                if not (ax0 == bx0 and ay0 == by0 and ax1 == bx1 and ay1 == by1):
+                    continue
+                v = box_iou((ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1))
+            else:
+                iw = (ax1 if ax1 < bx1 else bx1) - (ax0 if ax0 > bx0 else bx0)
+                ih = (ay1 if ay1 < by1 else by1) - (ay0 if ay0 > by0 else by0)
+                inter = (iw if iw > 0 else 0.0) * (ih if ih > 0 else 0.0)
+                union = area_a + (bx1 - bx0) * (by1 - by0) - inter
+                v = inter / union if union > 0 else box_iou((ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1))
+            if v >= floor:
+                row.append((j, v))
+        out.append(row)
+    return out
+
+
+def _dense_overlaps(
+    pred: list[Box], gt: list[Box], floor: float, pred_labels: Labels | None, gt_labels: Labels | None
+) -> Overlaps:
+    iou = iou_matrix(np.array(pred, dtype=float), np.array(gt, dtype=float))
+    hit = iou >= floor
+    if pred_labels is not None and gt_labels is not None:
+        hit &= np.array(pred_labels, dtype=object)[:, None] == np.array(gt_labels, dtype=object)[None, :]
+    out: Overlaps = [[] for _ in pred]
+    rows, cols = np.nonzero(hit)
+    for i, j, v in zip(rows.tolist(), cols.tolist(), iou[rows, cols].tolist()):
+        out[i].append((j, v))
+    return out
 
 
 @dataclass
@@ -149,47 +275,100 @@ class RowMatch:
     def mean_iou(self) -> float:
         if not self.ious:
             return 1.0 if self.n_pred == 0 and self.n_gt == 0 else 0.0
-        return float(np.mean(self.ious))
+        return mean(self.ious)
 
     def metrics(self) -> dict[str, float]:
         return {"precision": self.precision, "recall": self.recall, "f1": self.f1, "mean_iou": self.mean_iou}
 
 
-def hungarian(iou: np.ndarray, threshold: float) -> RowMatch:
-    """Optimal one-to-one matching: most true positives (IoU ≥ threshold) first, then the highest total IoU."""
-    n, m = iou.shape
-    if n == 0 or m == 0:
-        return RowMatch(0, n, m, [], [])
+def mean(values: list[float]) -> float:
+    """``numpy.mean`` of a non-empty list, to the bit, without numpy's per-call cost: numpy adds up to 7 values in
+    order, up to 128 in 8 interleaved partial sums (pairwise summation), more in halves (left to numpy here)."""
+    n = len(values)
+    if n < 8:
+        total = 0.0
+        for v in values:
+            total += v
+        return total / n
+    if n > 128:
+        return float(np.mean(values))
+    r0, r1, r2, r3, r4, r5, r6, r7 = values[:8]
+    i = 8
+    while i + 8 <= n:
+        r0, r1, r2, r3 = r0 + values[i], r1 + values[i + 1], r2 + values[i + 2], r3 + values[i + 3]
+        r4, r5, r6, r7 = r4 + values[i + 4], r5 + values[i + 5], r6 + values[i + 6], r7 + values[i + 7]
+        i += 8
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for v in values[i:]:
+        total += v
+    return total / n
+
+
+def match(found: Overlaps, n_gt: int, threshold: float) -> RowMatch:
+    """Optimal one-to-one matching of the overlapping pairs with IoU ≥ ``threshold`` (``found`` per prediction):
+    the assignment of highest total weight, a pair weighing 1 + its IoU (scipy's Hungarian solver). When no two
+    pairs share a box, every pair is in it, without the solver."""
+    pairs = [(i, j, v) for i, row in enumerate(found) for j, v in row if v >= threshold]
+    ious = [v for _, _, v in pairs]
+    alone = len({j for _, j, _ in pairs}) == len(pairs)
+    alone = alone and (max(map(len, found), default=0) <= 1 or len({i for i, _, _ in pairs}) == len(pairs))
+    if alone and math.inf not in ious:  # (an infinite IoU, from boxes scaled by odd image sizes: the solver rejects)
+        return RowMatch(len(pairs), len(found), n_gt, ious, [(i, j) for i, j, _ in pairs])
     from scipy.optimize import linear_sum_assignment
 
-    weight = np.where(iou >= threshold, 1.0 + iou, 0.0)
+    weight = np.zeros((len(found), n_gt))
+    for i, j, v in pairs:
+        weight[i, j] = 1.0 + v
     rows, cols = linear_sum_assignment(weight, maximize=True)
-    keep = iou[rows, cols] >= threshold
-    pairs = [(int(i), int(j)) for i, j in zip(rows[keep], cols[keep])]
-    return RowMatch(len(pairs), n, m, [float(iou[i, j]) for i, j in pairs], pairs)
+    keep = weight[rows, cols] > 0
+    kept = [(int(i), int(j)) for i, j in zip(rows[keep], cols[keep])]
+    iou = {(i, j): v for i, j, v in pairs}
+    return RowMatch(len(kept), len(found), n_gt, [iou[p] for p in kept], kept)
 
 
-def coco_tp(iou: np.ndarray, scores: np.ndarray, thresholds: np.ndarray = COCO_THRESHOLDS) -> np.ndarray:
-    """COCO greedy matching of one image: ``(n_pred, n_thresholds)`` true-positive flags. Predictions go in
-    descending score order and each takes the unmatched ground truth of highest IoU ≥ the threshold."""
+def hungarian(iou: np.ndarray, threshold: float) -> RowMatch:
+    """:func:`match` over a dense IoU matrix ``(n_pred, n_gt)``."""
     n, m = iou.shape
-    tp = np.zeros((n, len(thresholds)), dtype=bool)
-    if n == 0 or m == 0:
-        return tp
-    matched = np.zeros((len(thresholds), m), dtype=bool)
-    for p in np.argsort(-scores, kind="stable"):
-        ok = (iou[p][None, :] >= thresholds[:, None]) & ~matched
-        masked = np.where(ok, iou[p][None, :], -1.0)
-        j = masked.argmax(axis=1)
-        hit = masked[np.arange(len(thresholds)), j] >= 0
-        matched[np.nonzero(hit)[0], j[hit]] = True
-        tp[p] = hit
-    return tp
+    found: Overlaps = [[] for _ in range(n)]
+    rows, cols = np.nonzero(iou >= threshold)
+    for i, j, v in zip(rows.tolist(), cols.tolist(), iou[rows, cols].tolist()):
+        found[i].append((j, v))
+    return match(found, m, threshold)
+
+
+def coco_hits(found: Overlaps, scores: list[float], floor: float = 0.0) -> list[int]:
+    """COCO's greedy matching of one image at the ten :data:`COCO_THRESHOLDS`: per prediction, bit ``t`` set when
+    it is a true positive at threshold ``t``. Predictions go in descending score order (ties: in order) and each takes
+    the unmatched ground truth of highest IoU ≥ the threshold (ties: the first). ``found`` holds the pairs with IoU
+    ≥ ``floor`` (at least those ≥ the lowest threshold).
+
+    When no prediction has two ground truths with IoU ≥ the lowest threshold and no ground truth two predictions,
+    nothing is contended: each prediction is a true positive at every threshold up to its IoU."""
+    lowest = _THRESHOLDS[0]
+    near = found if floor >= lowest else [[(j, v) for j, v in row if v >= lowest] for row in found]
+    if max(map(len, near), default=0) <= 1:
+        taken = [row[0][0] for row in near if row]
+        if len(set(taken)) == len(taken):
+            return [(1 << bisect_right(_THRESHOLDS, row[0][1])) - 1 if row else 0 for row in near]
+    order = sorted(range(len(near)), key=lambda p: -scores[p])
+    hits = [0] * len(near)
+    for bit, t in enumerate(_THRESHOLDS):
+        matched: set[int] = set()
+        for p in order:
+            best, best_iou = -1, -1.0
+            for j, v in near[p]:
+                if v >= t and v > best_iou and j not in matched:
+                    best, best_iou = j, v
+            if best >= 0:
+                matched.add(best)
+                hits[p] |= 1 << bit
+    return hits
 
 
 def average_precision(scores: np.ndarray, tp: np.ndarray, n_gt: int) -> np.ndarray | float:
     """101-point interpolated AP (COCO) for one class: ``tp`` flags ``(n,)`` give one AP, ``(T, n)`` one per
-    threshold (the detections are ranked once)."""
+    threshold (the detections are ranked once). Precision at a recall is the best precision at that recall or
+    beyond (the running maximum from the end)."""
     flags = np.atleast_2d(tp)
     if n_gt == 0:
         out = np.full(flags.shape[0], np.nan)
@@ -207,59 +386,11 @@ def average_precision(scores: np.ndarray, tp: np.ndarray, n_gt: int) -> np.ndarr
     return float(out[0]) if tp.ndim == 1 else out
 
 
-def coco_tp_batch(iou: np.ndarray, scores: np.ndarray, pred_valid: np.ndarray) -> np.ndarray:
-    """:func:`coco_tp` for a padded batch: ``iou (R, P, G)``, ``scores (R, P)`` → ``(R, P, T)`` flags.
-
-    In a row where every prediction has at most one ground truth with IoU ≥ the lowest threshold, and every ground
-    truth at most one prediction, no two predictions contend for a ground truth: each prediction's flags are its best
-    IoU against the thresholds. The other rows run the greedy matching, a loop over prediction ranks (≤ P) vectorized
-    over rows and thresholds."""
-    rows, n_pred, n_gt = iou.shape
-    t = COCO_THRESHOLDS
-    if n_pred == 0 or n_gt == 0:
-        return np.zeros((rows, n_pred, len(t)), dtype=bool)
-    cand = iou >= t[0]
-    contested = (cand.sum(axis=2) > 1).any(axis=1) | (cand.sum(axis=1) > 1).any(axis=1)
-    tp = (iou.max(axis=2)[..., None] >= t) & pred_valid[..., None]
-    hard = np.nonzero(contested)[0]
-    if hard.size:
-        tp[hard] = _greedy_tp(iou[hard], scores[hard], pred_valid[hard])
-    flags: np.ndarray = tp
-    return flags
-
-
-def _greedy_tp(iou: np.ndarray, scores: np.ndarray, pred_valid: np.ndarray) -> np.ndarray:
-    """COCO's greedy matching over a padded batch (predictions in descending score order)."""
-    rows, n_pred, n_gt = iou.shape
-    t = COCO_THRESHOLDS
-    tp = np.zeros((rows, n_pred, len(t)), dtype=bool)
-    order = np.argsort(np.where(pred_valid, -scores, np.inf), axis=1, kind="stable")
-    matched = np.zeros((rows, len(t), n_gt), dtype=bool)
-    r = np.arange(rows)
-    for k in range(n_pred):
-        p = order[:, k]
-        row_iou = iou[r, p, :]
-        ok = (row_iou[:, None, :] >= t[None, :, None]) & ~matched
-        masked = np.where(ok, row_iou[:, None, :], -1.0)
-        j = masked.argmax(axis=2)
-        hit = (np.take_along_axis(masked, j[..., None], axis=2)[..., 0] >= 0) & pred_valid[r, p][:, None]
-        rr, tt = np.nonzero(hit)
-        matched[rr, tt, j[rr, tt]] = True
-        tp[r, p, :] = hit
-    return tp
-
-
-def bits(flags: np.ndarray) -> np.ndarray:
-    """Threshold flags ``(..., T)`` packed into ints (bit t = TP at ``COCO_THRESHOLDS[t]``)."""
-    packed: np.ndarray = (flags.astype(np.int64) << np.arange(flags.shape[-1], dtype=np.int64)).sum(axis=-1)
-    return packed
-
-
 def ap_from_classes(
     dets: dict[str | None, tuple[np.ndarray, np.ndarray]], gt: dict[str | None, int]
 ) -> dict[str, float]:
-    """AP50 and AP@[.5:.95] over a dataset: per class, every detection's scores and packed TP bits, and the
-    ground-truth count. Classes without ground truth are left out (COCO)."""
+    """AP50 and AP@[.5:.95] over a dataset: per class, every detection's scores and true-positive bits (see
+    :func:`coco_hits`), and the ground-truth count. Classes without ground truth are left out (COCO)."""
     classes = [c for c, n in gt.items() if n > 0]
     if not classes:
         return {"ap50": float("nan"), "ap50_95": float("nan")}
