@@ -33,7 +33,7 @@ import vision_eval as ve
 from vision_eval import pool
 from vision_eval.config import RunConfig
 from vision_eval.evaluator import EvalContext
-from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
+from vision_eval.evaluators.boxes.bbox_iou import BboxIou, BboxIouSettings
 from vision_eval.pool import default_workers
 from vision_eval.rowwise import RowResult
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import vision_eval
-from vision_eval.structured import boxes as bx
+from vision_eval.evaluators.boxes import geometry as bx
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -203,7 +203,7 @@ def test_a_batch_gives_each_row_the_row_functions_verdict_and_its_ap_inputs() ->
     them, from the details, and from the rows in another order (equal scores) is the same."""
     import polars as pl
 
-    from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings, ap_from_frames, ap_inputs
+    from vision_eval.evaluators.boxes.bbox_iou import BboxIou, BboxIouSettings, ap_from_frames, ap_inputs
 
     rows = random_rows(300)
     frame = vision_eval.evaluate(rows, evaluators={"b": {"type": "bbox_iou"}})
@@ -233,7 +233,7 @@ def test_the_process_pool_gives_what_the_run_process_gives() -> None:
     """A batch large enough for the pool (here: from one row) gets the verdicts scoring in this process gives."""
     import polars as pl
 
-    from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
+    from vision_eval.evaluators.boxes.bbox_iou import BboxIou, BboxIouSettings
     from vision_eval.rowwise import score_rows
 
     rows = [*random_rows(400), {"id": "bad", "output": "[[0, 0, 5]]", "expected_output": "[]"}]
@@ -342,7 +342,7 @@ def test_nested_values_are_read_like_their_json_text() -> None:
     """A column of lists (boxes as lists, or objects) is scored row by row like the same boxes as JSON text."""
     import polars as pl
 
-    from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
+    from vision_eval.evaluators.boxes.bbox_iou import BboxIou, BboxIouSettings
 
     outputs = [[[0.0, 0, 10, 10]], [], [[0.0, 0, 5, 5], [1.0, 1, 2, 2]], [[0.0, 0, 10, 10]]]
     expected = ["[[0, 0, 10, 10]]", "[[0, 0, 1, 1]]", "[]", "[[0, 0, 10, 10]]"]
@@ -387,7 +387,7 @@ def test_plain_rows_keep_the_details_encoding_of_the_earlier_batch_reader() -> N
     path. Both say the same."""
     import polars as pl
 
-    from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
+    from vision_eval.evaluators.boxes.bbox_iou import BboxIou, BboxIouSettings
 
     expected = '[{"label": "a", "box": [0, 0, 10, 10]}, {"label": "b", "box": [20, 20, 30, 30]}]'
     plain = [
@@ -426,7 +426,7 @@ def test_plain_rows_keep_the_details_encoding_of_the_earlier_batch_reader() -> N
 
 def _spaced(output: str, expected: str) -> str:
     """The details of a row whose output is not plain (a wrapping object makes it so)."""
-    from vision_eval.evaluators.bbox_iou import BboxIou, BboxIouSettings
+    from vision_eval.evaluators.boxes.bbox_iou import BboxIou, BboxIouSettings
 
     verdict = BboxIou("b", BboxIouSettings()).row_function()('{"boxes": ' + output + "}", expected)
     assert verdict.details is not None and verdict.details.startswith('{"precision": ')
@@ -443,29 +443,12 @@ def test_average_precision_of_all_thresholds_at_once() -> None:
         assert bx.average_precision(scores, flags, n_gt).tolist() == each
 
 
-def test_the_engine_may_score_halves_of_a_batch_with_the_same_rows_and_ap(monkeypatch: pytest.MonkeyPatch) -> None:
-    """bbox_iou starts no threads of its own: it is splittable, so the engine scores a large batch as two halves on
-    two of its threads; rows, AP inputs and dataset metrics are those of one call on the whole batch."""
-    from vision_eval import batch_part
-    from vision_eval.evaluators.bbox_iou import BboxIou
-
-    heights: list[int] = []
-    evaluate = BboxIou.evaluate
-
-    def recorded(self: BboxIou, batch: Any) -> Any:
-        heights.append(batch.height)
-        return evaluate(self, batch)
-
-    monkeypatch.setattr(BboxIou, "evaluate", recorded)
+def test_rows_and_ap_do_not_depend_on_how_the_rows_are_batched() -> None:
+    """AP is computed from every batch's saved inputs: three batches give the rows and dataset metrics of one."""
     rows = random_rows(300)
     stack = {"b": {"type": "bbox_iou"}}
-    monkeypatch.setattr(batch_part, "SPLIT_MIN_ROWS", 50)
-    halved = vision_eval.evaluate(rows, evaluators=stack, run={"batch_size": 300})
-    assert heights == [150, 150]
-    monkeypatch.setattr(batch_part, "SPLIT_MIN_ROWS", 10**9)
+    split = vision_eval.evaluate(rows, evaluators=stack, run={"batch_size": 100})
     whole = vision_eval.evaluate(rows, evaluators=stack, run={"batch_size": 300})
-    assert heights == [150, 150, 300]
     volatile = ["run_id", "latency_s"]
-    assert halved.results.drop(volatile).equals(whole.results.drop(volatile))
-    assert halved.run_info["metrics"]["b"] == whole.run_info["metrics"]["b"]
-    assert 0 < whole.run_info["metrics"]["b"]["ap50"] < 1
+    assert split.results.drop(volatile).equals(whole.results.drop(volatile))
+    assert split.run_info["metrics"]["b"] == whole.run_info["metrics"]["b"]

@@ -26,7 +26,7 @@ GRADING += [f"vision_eval/llm/{m}.py" for m in ("graded", "grading", "graders", 
 GRADING += ["vision_eval/llm/reliability.py"]
 GROUPS = {
     "validators (+ tests/reference)": ["vision_eval/evaluators/code/", "tests/reference/"],
-    "structured": ["vision_eval/structured/"],
+    "structured": ["vision_eval/structured/", "vision_eval/evaluators/fields/", "vision_eval/evaluators/boxes/"],
     "llm + grading": ["vision_eval/llm/", "vision_eval/grading/"],
     "model grading (llm's, grading/, evaluators')": GRADING,
 }

@@ -17,8 +17,8 @@ import json
 import sys
 from typing import Any
 
+from vision_eval.evaluators.boxes import geometry as bx
 from vision_eval.evaluators.fields import matching as m
-from vision_eval.structured import boxes as bx
 
 
 def judge(row: dict[str, Any]) -> dict[str, Any]:

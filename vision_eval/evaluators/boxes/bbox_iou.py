@@ -21,10 +21,10 @@ import polars as pl
 from pydantic import Field
 
 from vision_eval.evaluator import EvalOutput, EvaluatorSettings
-from vision_eval.registry import register
+from vision_eval.evaluators.boxes import geometry as bx
+from vision_eval.example import Example
 from vision_eval.results import PROCESSED, RESULT_ROW_SCHEMA, conform, to_json
 from vision_eval.rowwise import RowResult, RowRule, score_rows
-from vision_eval.structured import boxes as bx
 
 AP_DETS, AP_GTS = "ap_dets", "ap_gts"
 """Names of the metric inputs dataset AP is computed from."""
@@ -144,7 +144,7 @@ def _details(
     """The details JSON: metrics rounded to 6 decimals, TP/FP/FN, and the AP inputs (``ap_dets``: score, label
     when labels count, true-positive bits; ``ap_gt``: ground-truth boxes per label).
 
-    A row whose both sides are plain lists of boxes (:attr:`~vision_eval.structured.boxes.Boxes.plain`) is written
+    A row whose both sides are plain lists of boxes (:attr:`.geometry.Boxes.plain`) is written
     the way the earlier batch reader (DuckDB and Polars) wrote it: compact, metrics rounded as ``round(x * 1e6) /
     1e6``, Polars' float notation, ``null`` for an empty list; any other as ``json.dumps`` writes the values."""
     tp, fp, fn = counts
@@ -191,15 +191,28 @@ def _polars_float(x: float) -> str:
     return f"{sign}0.0000{digits.replace('.', '')}"
 
 
-@register
 class BboxIou(RowRule[BboxIouSettings]):
     """Per-row detection quality of ``output`` boxes against ``expected_output`` boxes."""
 
     type_name: ClassVar[str] = "bbox_iou"
+    example: ClassVar[Example] = Example(
+        {"type": "bbox_iou", "format": "xyxy"},
+        [
+            {
+                "id": "a",
+                "output": '[{"label": "cat", "box": [10, 10, 50, 50]}]',
+                "expected_output": '[{"label": "cat", "box": [12, 10, 50, 52]}]',
+            },
+            {
+                "id": "b",
+                "output": '[{"label": "dog", "box": [0, 0, 20, 20]}]',
+                "expected_output": '[{"label": "dog", "box": [30, 30, 60, 60]}]',
+            },
+        ],
+    )
     settings_model = BboxIouSettings
     required_columns = ("output", "expected_output")
     default_threshold = 0.5
-    splittable = True  # each row is scored on its own; AP reads the rows' inputs only in summarize_from
 
     def _scaled(self) -> Literal["output", "expected_output"] | None:
         s = self.settings
