@@ -203,23 +203,30 @@ LENIENT_LOOPS: dict[str, Callable[[str, str], float]] = {
 # --- timing ----------------------------------------------------------------------------------------------------
 
 
-def evaluator(metric: str, settings: dict[str, Any], workers: int, from_registry: bool = False) -> Any:
-    """The metric's evaluator (``from_registry``: the class the installed entry points name, as another checkout
-    would have it)."""
+CLASSES = {
+    "pope": "Pope",
+    "exact_count": "ExactCount",
+    "relaxed_accuracy": "RelaxedAccuracy",
+    "anls": "Anls",
+    "vqa_accuracy": "VqaAccuracy",
+}
+"""Each metric's class, in ``vision_eval.evaluators.benchmarks.<metric>`` (before the metrics had a module each:
+in ``extracted`` or ``metrics`` there, which is where ``--old-checkout`` finds them)."""
+
+
+def evaluator(metric: str, settings: dict[str, Any], workers: int) -> Any:
+    """The metric's evaluator, on a run with ``workers`` processes for the row rules' pool."""
+    import importlib
+
     from vision_eval.config import RunConfig
     from vision_eval.evaluator import EvalContext
 
-    if from_registry:
-        from vision_eval.registry import get
-
-        cls = get(metric)
-    else:
-        from vision_eval.evaluators.benchmarks import anls, exact_count, pope, relaxed_accuracy, vqa_accuracy
-
-        modules = {"pope": pope, "exact_count": exact_count, "anls": anls}
-        modules |= {"relaxed_accuracy": relaxed_accuracy, "vqa_accuracy": vqa_accuracy}
-        cls = getattr(modules[metric], {"pope": "Pope", "exact_count": "ExactCount", "anls": "Anls"}.get(
-            metric, "RelaxedAccuracy" if metric == "relaxed_accuracy" else "VqaAccuracy"))  # fmt: skip
+    for module in (metric, "extracted", "metrics"):
+        try:
+            cls = getattr(importlib.import_module(f"vision_eval.evaluators.benchmarks.{module}"), CLASSES[metric])
+            break
+        except (ImportError, AttributeError):
+            continue
     context = EvalContext(run=RunConfig(workers=workers))
     return cls(metric, cls.settings_model(type=metric, **settings), context)
 
@@ -300,7 +307,7 @@ def main() -> None:
     ]
     if args.only_evaluate:  # the --old-checkout subprocess: one evaluator rate, as JSON
         (metric, settings, kind), rows = cases[0], args.rows[0]
-        rated = evaluator(metric, settings, args.workers, from_registry=True)
+        rated = evaluator(metric, settings, args.workers)
         print(json.dumps(evaluate_rate(rated, synthetic(metric, rows, kind), args.batch_size, args.repeat)))
         return
     print(f"{load()}; batches of {args.batch_size:,} rows, pool of {args.workers} workers, best of {args.repeat}")

@@ -424,6 +424,17 @@ def test_plain_rows_keep_the_details_encoding_of_the_earlier_batch_reader() -> N
         assert {k: [] if v is None else v for k, v in compact.items()} == json.loads(_spaced(text, expected)), text
 
 
+def test_plain_details_write_floats_as_polars_json_does() -> None:
+    """The earlier batch reader's details were Polars' JSON: its float notation differs from Python's below 1e-4."""
+    import polars as pl
+
+    from vision_eval.evaluators.bbox_iou import _polars_float
+
+    values = [0.1, 1e-7, 2.5e-6, 1.234e-05, 5e-05, -1e-06, 0.0001, 1e15, 1e16, 1e22, 123456789.123, 5e-324, -0.0]
+    encoded = pl.DataFrame({"s": values}).select(pl.struct("s").struct.json_encode()).to_series().to_list()
+    assert [f'{{"s":{_polars_float(v)}}}' for v in values] == encoded
+
+
 def _spaced(output: str, expected: str) -> str:
     """The details of a row whose output is not plain (a wrapping object makes it so)."""
     from vision_eval.evaluators.boxes.bbox_iou import BboxIou, BboxIouSettings
