@@ -428,7 +428,7 @@ def test_plain_details_write_floats_as_polars_json_does() -> None:
     """The earlier batch reader's details were Polars' JSON: its float notation differs from Python's below 1e-4."""
     import polars as pl
 
-    from vision_eval.evaluators.bbox_iou import _polars_float
+    from vision_eval.evaluators.boxes.bbox_iou import _polars_float
 
     values = [0.1, 1e-7, 2.5e-6, 1.234e-05, 5e-05, -1e-06, 0.0001, 1e15, 1e16, 1e22, 123456789.123, 5e-324, -0.0]
     encoded = pl.DataFrame({"s": values}).select(pl.struct("s").struct.json_encode()).to_series().to_list()
