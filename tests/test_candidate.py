@@ -10,9 +10,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from secret_scan import assert_no_secret
 
 import vision_eval as ve
-from vision_eval.testing.fake_providers import FakeProviders, FakeRequest
+from vision_eval.testing.fake_providers import Action, FakeProviders, FakeRequest
 
 EXACT = {"colour": {"type": "exact_match"}}
 
@@ -133,3 +134,32 @@ def test_multirun_over_two_candidates_with_joblib_and_a_leaderboard(
     board, _ = write_leaderboard([tmp_path / "sweep"])
     scores = dict(zip(board["candidate"], board["mean_score"], strict=True))
     assert scores == {"openai/good": 1.0, "openai/bad": 0.0}
+
+
+def test_the_candidate_error_quoting_the_key_is_redacted_in_every_file(image_dir, tmp_path) -> None:
+    """The model under test answers one row with a 401 whose body quotes the key: the failure is recorded (its
+    reason kept, the key masked) and the key is in no file of the run, read back decoded."""
+    secret = "sk-test-Abc123XyZ987secret"
+    with FakeProviders(responder=answer_colour) as server:
+        server.push(Action(status=401, echo_key=True))
+        result = ve.evaluate(
+            rows(image_dir),
+            evaluators=EXACT,
+            candidate={
+                "model": "openai/good",
+                "api_base": server.openai_base,
+                "api_key": secret,
+                "cache": False,
+                "max_retries": 0,
+                "max_concurrency": 1,
+            },
+            run={"preflight": False, "junit": "junit.xml", "progress": False},
+            output_dir=tmp_path / "run",
+        )
+        assert server.requests[0].headers["Authorization"] == f"Bearer {secret}"  # the key was sent, and echoed
+    errors = result.samples["candidate_error"].drop_nulls().to_list()
+    assert len(errors) == 1 and "Incorrect API key provided: ***" in errors[0], errors
+    assert sorted(result.results["status"].to_list()) == ["processed", "skipped"]
+    assert result.exit_code == 3  # one failed generation in two is over the candidate's max_error_rate
+    written = ("samples.parquet", "results.parquet", "run.json", "report.html", "junit.xml")
+    assert_no_secret(tmp_path / "run", secret, expect=written)

@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import REPO
+from secret_scan import assert_no_secret
 
 CLI = [sys.executable, "-m", "vision_eval.cli"]
 
@@ -93,9 +94,7 @@ def test_secret_from_the_command_line_is_not_saved(tmp_path: Path, subprocess_en
     secret = "sk-cli-secret-42"
     proc = run_cli([f"+judge.api_key={secret}", "run.limit=2", "hydra.run.dir=r"], tmp_path, subprocess_env)
     assert proc.returncode == 0, proc.stderr
-    for file in (tmp_path / "r").rglob("*"):
-        if file.is_file():
-            assert secret.encode() not in file.read_bytes(), file
+    assert_no_secret(tmp_path / "r", secret, expect=("results.parquet", "run.json", "config.yaml"))
 
 
 def test_secret_is_not_saved_by_a_sweep(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
@@ -115,8 +114,7 @@ def test_secret_is_not_saved_by_a_sweep(tmp_path: Path, subprocess_env: dict[str
     assert proc.returncode == 0, proc.stderr
     files = [f for f in (tmp_path / "s").rglob("*") if f.is_file()]
     assert any(f.name == "multirun.yaml" for f in files) and len(list((tmp_path / "s").glob("*/results.parquet"))) == 2
-    for file in files:
-        assert secret.encode() not in file.read_bytes(), file
+    assert_no_secret(tmp_path / "s", secret, expect=("results.parquet", "run.json", "config.yaml"))
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from secret_scan import assert_no_secret
 
 import vision_eval as ve
 from vision_eval.config import ConfigSources, redact
@@ -143,9 +144,7 @@ def test_secrets_are_redacted_in_outputs(tmp_path: Path) -> None:
         judge={"model": None, "api_key": secret},
         output_dir=tmp_path,
     )
-    for file in tmp_path.rglob("*"):
-        if file.is_file():
-            assert secret.encode() not in file.read_bytes(), file.name
+    assert_no_secret(tmp_path, secret, expect=("results.parquet", "samples.parquet", "run.json"))
     assert redact({"judge": {"api_key": "x", "api_key_env": "OPENAI_API_KEY", "max_tokens": 5}}) == {
         "judge": {"api_key": "***", "api_key_env": "OPENAI_API_KEY", "max_tokens": 5}
     }

@@ -30,6 +30,7 @@ from typing import Any
 import polars as pl
 import pytest
 from conftest import BLUE, RED, shape_png
+from secret_scan import assert_no_secret
 
 import vision_eval as ve
 from vision_eval.errors import ConfigError, DatasetError
@@ -739,8 +740,7 @@ def test_provider_fault(fault: ProviderFault, provider: Any, tmp_path: Path) -> 
     assert fault.reason in text, text
     assert provider.state["faulty_requests"] == fault.requests
     assert elapsed < fault.max_seconds
-    written = b"".join(p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file())
-    assert KEY.encode() not in written
+    assert_no_secret(tmp_path / "run", KEY, expect=("results.parquet", "run.json"))
 
 
 # --- process faults -----------------------------------------------------------------------------------------

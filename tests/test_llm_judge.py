@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import BLUE, GREEN, RED, shape_png
+from secret_scan import assert_no_secret
 
 import vision_eval as ve
 from vision_eval.errors import ConfigError
@@ -244,9 +245,8 @@ def test_keys_never_reach_saved_files(fresh_fake, image_dir, tmp_path) -> None:
     evaluators = {"desc": {"type": "llm_judge", "prompt": "image-description", "judge": override}}
     out = tmp_path / "run"
     ve.evaluate(_rows(image_dir), evaluators=evaluators, judge=_judge(fresh_fake, tmp_path), output_dir=out)
-    for path in (p for p in out.rglob("*") if p.is_file()):
-        content = path.read_bytes()
-        assert b"sk-evaluator-secret" not in content and b"sk-test" not in content, path.name
+    assert_no_secret(out, "sk-evaluator-secret", expect=("results.parquet", "samples.parquet", "run.json"))
+    assert_no_secret(out, "sk-test")
     assert fresh_fake.requests[0].headers["Authorization"] == "Bearer sk-evaluator-secret"
 
 

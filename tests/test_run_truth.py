@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 import pytest
 from conftest import JUDGED, user_project
+from secret_scan import assert_no_secret
 
 from vision_eval.testing.fake_providers import Action, FakeProviders
 
@@ -246,9 +247,7 @@ def test_no_secret_reaches_the_console_or_the_files(project, fresh_fake, subproc
     assert proc.returncode == 3, proc.stderr
     assert "Incorrect API key provided: ***" in proc.stdout  # the provider's message, the key masked
     assert secret not in proc.stdout + proc.stderr and "judge.api_key=***" in proc.stdout
-    for path in (project / "sweep").rglob("*"):
-        if path.is_file():
-            assert secret.encode() not in path.read_bytes(), path
+    assert_no_secret(project / "sweep", secret, expect=("results.parquet", "run.json", "config.yaml", "multirun.yaml"))
 
 
 def test_report_shows_dataset_relative_image_paths(project, subprocess_env) -> None:
