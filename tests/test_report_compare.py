@@ -380,8 +380,11 @@ def test_verdicts_and_the_counted_bootstrap() -> None:
     # Resampling drawn as counts of each distinct score: the same interval as the textbook one for a proportion.
     values = (pl.int_range(4000, eager=True) % 5 < 3).cast(pl.Float64).to_numpy()
     low, high = bootstrap_interval(values)
-    half = 1.96 * (0.6 * 0.4 / 4000) ** 0.5
-    assert low == pytest.approx(0.6 - half, abs=0.004) and high == pytest.approx(0.6 + half, abs=0.004)
+    sd = (0.6 * 0.4 / 4000) ** 0.5
+    half = 1.96 * sd
+    tolerance = 0.0012  # 1,000 resamples; a 90% interval (1.645 sd) would be twice this further in on each side
+    assert (1.96 - 1.645) * sd > 2 * tolerance
+    assert low == pytest.approx(0.6 - half, abs=tolerance) and high == pytest.approx(0.6 + half, abs=tolerance)
 
 
 def test_cards_are_chosen_by_position_only_when_the_results_align_with_the_samples() -> None:
