@@ -109,6 +109,25 @@ def test_missing_values_and_where_filter() -> None:
     assert (summary["processed"], summary["errors"], summary["skipped"]) == (1, 1, 1)
 
 
+def test_a_row_whose_filter_column_is_null_is_not_selected() -> None:
+    """SQL's three-valued logic: ``task = 'count'`` is null, not true, for a row without a task, so that row is
+    ``skipped`` with the reason, never scored (also when the output would have matched)."""
+    rows = [
+        {"id": "a", "task": "count", "output": "3", "expected_output": "3"},
+        {"id": "n", "task": None, "output": "3", "expected_output": "3"},
+        {"id": "o", "task": "ocr", "output": "3", "expected_output": "3"},
+    ]
+    result = ve.evaluate(rows, evaluators={"em": {"type": "exact_match", "where": "task = 'count'"}})
+    by = {r["sample_id"]: r for r in result.results.iter_rows(named=True)}
+    assert by["a"]["status"] == "processed" and by["a"]["score"] == 1.0
+    for skipped in ("n", "o"):
+        assert by[skipped]["status"] == "skipped", by[skipped]
+        assert by[skipped]["score"] is None and by[skipped]["passed"] is None
+        assert json.loads(by[skipped]["details"])["reason"] == "row not selected by where: task = 'count'"
+    summary = result.summary.row(0, named=True)
+    assert (summary["processed"], summary["errors"], summary["skipped"]) == (1, 0, 2)
+
+
 def test_threshold_override_changes_passed_not_score() -> None:
     rows = [{"output": "a b c", "expected_output": ""}]
     low = ve.evaluate(rows, evaluators={"c": {"type": "contains", "value": ["a", "z"], "threshold": 0.5}})
@@ -165,12 +184,29 @@ def test_write_creates_all_outputs(tmp_path: Path) -> None:
     assert "evaluate_s" in info["timings"]
 
 
-def test_empty_dataset_reports_nothing_and_does_not_crash() -> None:
+def test_empty_dataset_reports_nothing_and_does_not_crash(tmp_path: Path) -> None:
+    """No rows: the results still have every column with its type (as a one-row run's), the summary counts zero
+    rows of each status with no score, and the run exits 0 with its files written."""
+    em = {"em": {"type": "exact_match"}}
     result = ve.evaluate(
         pl.DataFrame({"output": [], "expected_output": []}, schema={"output": pl.Utf8, "expected_output": pl.Utf8}),
-        evaluators={"em": {"type": "exact_match"}},
+        evaluators=em,
+        output_dir=tmp_path / "run",
     )
-    assert result.results.height == 0
+    one = ve.evaluate([{"id": "a", "output": "x", "expected_output": "x"}], evaluators=em)
+    assert result.results.height == 0 and result.results.schema == one.results.schema
+    assert {"sample_id", "evaluator", "status", "score", "passed", "details", "error"} <= set(result.results.columns)
+    assert result.results["status"].to_list() == []
+    assert result.summary.to_dicts() == [
+        {"evaluator": "em", "type": "exact_match", "rows": 0, "processed": 0, "errors": 0, "skipped": 0,
+         "mean_score": None, "pass_rate": None, "input_tokens": 0, "output_tokens": 0, "cost_usd": None}
+    ]  # fmt: skip
+    assert result.exit_code == 0
+    assert {"id", "output", "expected_output"} <= set(result.samples.columns) and result.samples.height == 0
+    written = pl.read_parquet(tmp_path / "run" / "results.parquet")
+    assert written.height == 0 and written.schema == one.results.schema
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert info["counts"] == {"samples": 0, "result_rows": 0, "status": {}} and info["exit_code"] == 0
 
 
 @pytest.mark.parametrize("batch_size", [1, 3, 100])
