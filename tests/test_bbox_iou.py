@@ -463,3 +463,112 @@ def test_rows_and_ap_do_not_depend_on_how_the_rows_are_batched() -> None:
     volatile = ["run_id", "latency_s"]
     assert split.results.drop(volatile).equals(whole.results.drop(volatile))
     assert split.run_info["metrics"]["b"] == whole.run_info["metrics"]["b"]
+
+
+def pycocotools_ap(rows: list[dict[str, Any]]) -> tuple[float, float]:
+    """AP50 and AP@[.5:.95] of ``rows`` (xyxy boxes with labels; scores on the predictions) by pycocotools."""
+    import contextlib
+    import io
+
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    labels = sorted({b["label"] for r in rows for b in [*r["output"], *r["expected_output"]]})
+    category = {label: i + 1 for i, label in enumerate(labels)}
+
+    def xywh(box: list[float]) -> list[float]:
+        return [box[0], box[1], box[2] - box[0], box[3] - box[1]]
+
+    annotations, detections = [], []
+    for image, row in enumerate(rows):
+        for b in row["expected_output"]:
+            w, h = xywh(b["box"])[2:]
+            annotations.append({"id": len(annotations) + 1, "image_id": image, "category_id": category[b["label"]],
+                                "bbox": xywh(b["box"]), "area": w * h, "iscrowd": 0})  # fmt: skip
+        detections += [{"image_id": image, "category_id": category[b["label"]], "bbox": xywh(b["box"]),
+                        "score": b["score"]} for b in row["output"]]  # fmt: skip
+    with contextlib.redirect_stdout(io.StringIO()):
+        truth = COCO()
+        truth.dataset = {"images": [{"id": i} for i in range(len(rows))], "annotations": annotations,
+                         "categories": [{"id": c, "name": n} for n, c in category.items()]}  # fmt: skip
+        truth.createIndex()
+        found = truth.loadRes(detections)
+        evaluation = COCOeval(truth, found, iouType="bbox")
+        evaluation.evaluate()
+        evaluation.accumulate()
+        evaluation.summarize()
+    return float(evaluation.stats[1]), float(evaluation.stats[0])
+
+
+def _box(label: str, box: list[float], score: float | None = None) -> dict[str, Any]:
+    return {"label": label, "box": box} if score is None else {"label": label, "box": box, "score": score}
+
+
+COCO_CASES = {
+    # FP first, then two TPs: precision rises again (the running maximum matters).
+    "precision_rises": [
+        {
+            "output": [
+                _box("a", [50, 50, 60, 60], 0.9),
+                _box("a", [0, 0, 10, 10], 0.8),
+                _box("a", [20, 20, 30, 30], 0.7),
+            ],
+            "expected_output": [_box("a", [0, 0, 10, 10]), _box("a", [20, 20, 30, 30])],
+        },
+    ],
+    # Partial overlaps (IoU 0.82, 0.64, 0.53, so true positives at some thresholds only), two classes, a missed
+    # ground truth, a false positive on an image without ground truth, a wrong label.
+    "two_classes_partial": [
+        {
+            "output": [
+                _box("cat", [1, 0, 11, 10], 0.95),
+                _box("dog", [20, 20, 32, 30], 0.6),
+                _box("cat", [40, 40, 50, 50], 0.5),
+            ],
+            "expected_output": [
+                _box("cat", [0, 0, 10, 10]),
+                _box("dog", [21, 20, 31, 30]),
+                _box("dog", [70, 70, 80, 80]),
+            ],
+        },
+        {
+            "output": [
+                _box("cat", [0, 0, 13, 10], 0.85),
+                _box("dog", [5, 5, 15, 15], 0.75),
+                _box("dog", [60, 0, 70, 6], 0.4),
+            ],
+            "expected_output": [_box("cat", [0, 0, 10, 10]), _box("dog", [60, 0, 70, 10])],
+        },
+        {"output": [_box("cat", [30, 30, 40, 40], 0.9)], "expected_output": []},
+    ],
+    # Contention: one prediction overlaps two ground truths; the higher-scored takes the better one first.
+    "contention": [
+        {
+            "output": [_box("p", [0, 0, 10, 10], 0.9), _box("p", [2, 0, 12, 10], 0.8), _box("p", [5, 0, 15, 10], 0.3)],
+            "expected_output": [_box("p", [1, 0, 11, 10]), _box("p", [4, 0, 14, 10])],
+        },
+    ],
+    # Many detections, scores interleaving true and false positives across three images.
+    "interleaved": [
+        {
+            "output": [_box("x", [10 * i, 0, 10 * i + 9, 9], s) for i, s in enumerate([0.99, 0.42, 0.77, 0.31])],
+            "expected_output": [_box("x", [0, 0, 9, 9]), _box("x", [21, 0, 30, 9])],
+        },
+        {
+            "output": [_box("x", [0, 20, 8, 28], 0.88), _box("x", [40, 40, 48, 48], 0.93)],
+            "expected_output": [_box("x", [0, 20, 9, 29]), _box("x", [80, 80, 90, 90])],
+        },
+        {"output": [_box("x", [0, 0, 5, 5], 0.55)], "expected_output": [_box("x", [0, 0, 5, 6])]},
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(COCO_CASES))
+def test_ap_matches_pycocotools(case: str) -> None:
+    pytest.importorskip("pycocotools")
+    rows = [dict(r) for r in COCO_CASES[case]]
+    ap50, ap50_95 = pycocotools_ap(rows)
+    metrics = run(rows).run_info["metrics"]["b"]
+    assert 0 < ap50_95 < 1 and ap50_95 <= ap50  # cases where the detections are neither all right nor all wrong
+    assert metrics["ap50"] == pytest.approx(ap50, abs=1e-6)  # run_info rounds to 6 decimals
+    assert metrics["ap50_95"] == pytest.approx(ap50_95, abs=1e-6)
