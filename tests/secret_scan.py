@@ -41,7 +41,7 @@ def _parquet_strings(path: Path) -> Iterator[str]:
         for value in frame[column].to_list():  # every row of every column, nested ones walked
             yield from strings(value)
             if isinstance(value, str) and value[:1] in "{[":  # a JSON text column (details): its decoded strings
-                with contextlib.suppress(ValueError):
+                with contextlib.suppress(ValueError, RecursionError):  # too deep for json: the text is read
                     yield from strings(json.loads(value))
 
 

@@ -564,12 +564,33 @@ def test_bad_input(case: BadInput, case_folder: Path, fresh_fake: Any, tmp_path:
         assert sent.count("blue") == 1  # only the good blue row's image: nothing from outside the dataset
     if case.check is not None:
         case.check(bad, fresh_fake)
-    for file in (tmp_path / "out").rglob("*"):
-        assert not file.is_file() or SECRET.encode() not in file.read_bytes(), file
+    assert_no_secret(tmp_path / "out", SECRET, expect=("results.parquet", "samples.parquet", "run.json"))
 
 
-def test_the_matrix_covers_at_least_40_bad_inputs() -> None:
-    assert len(BAD_INPUTS) >= 40 and len({c.id for c in BAD_INPUTS}) == len(BAD_INPUTS)
+@pytest.mark.parametrize("evaluator", ["count", "json"])
+def test_every_bad_row_of_an_evaluator_in_one_file_gets_its_own_verdict(evaluator: str, case_folder: Path) -> None:
+    """The matrix's bad rows of one text evaluator, all in one JSONL file and one batch with the good rows: each
+    gets the verdict it gets alone (status, reason, score), no row is lost or duplicated, and the good rows score as
+    they do without them."""
+    cases = [c for c in BAD_INPUTS if c.evaluator == evaluator and c.row is not None and c.line is None
+             and c.raises is None and c.source == "jsonl" and not c.dataset]  # fmt: skip
+    assert len(cases) >= 5, [c.id for c in cases]
+    good = [{"id": f"good_{i}", **row} for i, (row, _) in enumerate(GOOD[evaluator])]
+    bad = [{**(c.row(case_folder) if c.row else {}), "id": c.id} for c in cases]
+    _write_jsonl(case_folder / "rows.jsonl", [good[0], *bad, *good[1:]], None)
+    result = ve.evaluate(str(case_folder / "rows.jsonl"), evaluators={"v": EVALUATORS[evaluator]})
+    by_id = {r["sample_id"]: r for r in result.results.to_dicts()}
+    assert result.results.height == len(good) + len(cases) and sorted(by_id) == sorted(r["id"] for r in good + bad)
+    for case in cases:
+        row = by_id[case.id]
+        assert row["status"] == case.status, (case.id, row["error"], row["details"])
+        if case.status == "error":
+            assert case.reason is not None and case.reason in row["error"], (case.id, row["error"])
+        else:
+            assert row["score"] == pytest.approx(case.score), (case.id, row["details"])
+            assert case.reason is None or case.reason in row["details"], (case.id, row["details"])
+    for i, (_, score) in enumerate(GOOD[evaluator]):
+        assert by_id[f"good_{i}"]["status"] == "processed" and by_id[f"good_{i}"]["score"] == pytest.approx(score)
 
 
 # --- the same through the CLI ----------------------------------------------------------------------------------
