@@ -4,7 +4,9 @@ two rows: deterministic types score both rows, model-graded ones plan their requ
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -25,8 +27,8 @@ def test_every_registered_type_has_an_example() -> None:
     assert all(example_of(registry.get(name)) is not None for name in registry.names())
 
 
-@pytest.mark.parametrize("type_name", registry.names())
-def test_example_runs_on_its_two_rows(type_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _run_example(type_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The type's example as a user runs it: its files written, its two rows as a JSONL file."""
     example = _example(type_name)
     for index, (relative, content) in enumerate(example.files.items()):
         path = tmp_path / relative
@@ -38,7 +40,12 @@ def test_example_runs_on_its_two_rows(type_name: str, tmp_path: Path, monkeypatc
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in example.rows))
     monkeypatch.chdir(tmp_path)  # a `python` example's module sits where vision-eval runs
-    result = evaluate(str(data), evaluators={f"my_{type_name}": example.settings}, run={"progress": False})
+    return evaluate(str(data), evaluators={f"my_{type_name}": example.settings}, run={"progress": False})
+
+
+@pytest.mark.parametrize("type_name", registry.names())
+def test_example_runs_on_its_two_rows(type_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = _run_example(type_name, tmp_path, monkeypatch)
     assert result.exit_code == 0, result.problems
     statuses = result.results["status"].to_list()
     assert len(statuses) == 2 and "error" not in statuses, result.results["error"].to_list()
@@ -72,11 +79,29 @@ def test_describe_reads_columns_from_the_settings() -> None:
     assert "Reads columns:" in text and "output_b" in text.split("Reads columns:")[1].splitlines()[0]
 
 
-def test_frame_of_results_is_what_describe_promises() -> None:
-    # The example rows are valid JSON Lines a user can paste.
-    for name in registry.names():
-        frame = pl.DataFrame(_example(name).rows)
-        assert frame.height == 2 and "id" in frame.columns
+SCORED = [name for name in registry.names() if not registry.get(name).calls_models and name != "judge_agents"]
+
+
+@pytest.mark.parametrize("type_name", SCORED)
+def test_frame_of_results_is_what_describe_promises(
+    type_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``describe`` prints about a type's results holds in the frame of results its example produces: one row
+    per example row under the example's id, the type and the evaluator's name as printed, the threshold it names
+    ("Default threshold: X", unless the example sets one) and "a processed row passes when score >= threshold"."""
+    text = describe(type_name)
+    promised = re.search(r"^Default threshold: (\S+)  \(a processed row passes when score >= threshold\)$", text, re.M)
+    assert promised is not None, text
+    example = _example(type_name)
+    threshold = float(example.settings.get("threshold", promised.group(1)))
+    assert f"my_{type_name}:" in text
+    frame = _run_example(type_name, tmp_path, monkeypatch).results
+    assert frame["sample_id"].to_list() == [row["id"] for row in example.rows]
+    assert set(frame["evaluator"]) == {f"my_{type_name}"} and set(frame["type"]) == {type_name}
+    assert frame["status"].to_list() == ["processed", "processed"]
+    assert frame["threshold"].to_list() == [threshold, threshold]
+    assert frame["passed"].to_list() == [score >= threshold for score in frame["score"]]
+    assert frame.select(pl.col("score").is_between(0, 1).all()).item()  # the score range describe names: 0..1
 
 
 def test_describe_your_own_evaluator_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
