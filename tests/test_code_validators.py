@@ -307,6 +307,35 @@ def test_chart_tolerances_are_configurable_and_zero_needs_absolute() -> None:
     assert chart("$500", "$0", zero_tolerance=1000)["score"] == 1.0
 
 
+@pytest.mark.parametrize(
+    ("output", "expected", "opts", "matched"),
+    [
+        # currency: relative to the expected value, on both sides; at the limit matched, just past it not
+        ("$2.88M", "$2.4M", {"currency_tolerance": 0.2}, True),
+        ("$2.89M", "$2.4M", {"currency_tolerance": 0.2}, False),
+        ("$1.92M", "$2.4M", {"currency_tolerance": 0.2}, True),
+        ("$1.91M", "$2.4M", {"currency_tolerance": 0.2}, False),
+        ("$2.76M", "$2.4M", {}, True),  # the default, 15%
+        ("$2.77M", "$2.4M", {}, False),
+        # percent: absolute, in points
+        ("57%", "58%", {"percent_tolerance": 1.0}, True),
+        ("56.9%", "58%", {"percent_tolerance": 1.0}, False),
+        ("59.1%", "58%", {"percent_tolerance": 1.0}, False),
+        ("57%", "58%", {}, False),  # the default: exact
+        # an expected zero: absolute, in the currency's units; none by default
+        ("$1000", "$0", {"zero_tolerance": 1000}, True),
+        ("$1001", "$0", {"zero_tolerance": 1000}, False),
+        ("$500", "$0", {}, False),
+    ],
+)
+def test_chart_tolerance_accepts_up_to_its_limit_and_rejects_past_it(
+    output: str, expected: str, opts: dict, matched: bool
+) -> None:
+    row = chart(output, expected, **opts)
+    assert row["score"] == (1.0 if matched else 0.0), row["details"]
+    assert [v["matched"] for v in row["details"]["values"]] == [matched], row["details"]
+
+
 def test_chart_demo_row_and_no_values_error() -> None:
     rows = run(
         "chart_validator",
