@@ -163,3 +163,20 @@ def test_the_candidate_error_quoting_the_key_is_redacted_in_every_file(image_dir
     assert result.exit_code == 3  # one failed generation in two is over the candidate's max_error_rate
     written = ("samples.parquet", "results.parquet", "run.json", "report.html", "junit.xml")
     assert_no_secret(tmp_path / "run", secret, expect=written)
+
+
+def test_the_candidate_gate_is_inclusive(image_dir, tmp_path) -> None:
+    """One failed generation in ten at the default ``run.max_error_rate`` (0.1) holds the candidate's gate; two do
+    not (exit 3)."""
+    data = [{**row, "id": f"{row['id']}{i}"} for i in range(5) for row in rows(image_dir)]
+    spec = {"max_retries": 0, "max_concurrency": 1, "cache": False}
+    codes = {}
+    for failures in (1, 2):
+        with FakeProviders(responder=answer_colour) as server:
+            server.push(*[Action(status=400)] * failures)
+            result = ve.evaluate(data, evaluators=EXACT, candidate=candidate(server, tmp_path, **spec))
+        (gate,) = [g for g in result.run_info["gates"] if g["evaluator"] == "candidate"]
+        assert gate["value"] == failures / 10 and gate["limit"] == 0.1, gate
+        assert result.samples["candidate_error"].null_count() == 10 - failures
+        codes[failures] = (gate["passed"], result.exit_code)
+    assert codes == {1: (True, 0), 2: (False, 3)}
