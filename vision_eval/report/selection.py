@@ -270,4 +270,4 @@ def within_budget(keys: pl.DataFrame, sizes: pl.DataFrame, budget: int) -> pl.Da
     bytes (the first card is always kept)."""
     ranked = keys.join(sizes, on=KEY, how="left").with_columns(pl.col("_bytes").fill_null(0)).sort(RANK)
     running = pl.col("_bytes").cum_sum()
-    return ranked.filter((running <= budget) | (pl.col(RANK) == ranked[RANK].min())).drop("_bytes")
+    return ranked.filter((running <= budget) | (pl.col(RANK) == pl.col(RANK).min())).drop("_bytes")
