@@ -105,3 +105,24 @@ def test_the_collector_is_paused_while_scoring_and_restored_after() -> None:
         finally:
             gc.enable()
     assert seen and not any(seen)
+
+
+def _dies(output: str | None, expected: str | None) -> RowResult:
+    import os
+
+    if output == "die":
+        os._exit(1)  # a worker killed mid-batch (out of memory, a signal)
+    return processed(1.0, {})
+
+
+def test_a_dead_worker_fails_that_call_and_the_next_one_gets_a_fresh_pool() -> None:
+    from concurrent.futures.process import BrokenProcessPool
+
+    import pytest
+
+    frame = pl.DataFrame({"id": ["a", "b"], "output": ["die", "ok"], "expected_output": ["x", "y"]})
+    with pytest.raises(BrokenProcessPool):
+        score_rows(frame["id"], frame.select("output", "expected_output"), _dies, workers=2, pool_min_rows=1)
+    again = frame.with_columns(pl.lit("ok").alias("output"))
+    out = score_rows(again["id"], again.select("output", "expected_output"), _dies, workers=2, pool_min_rows=1)
+    assert out.results["score"].to_list() == [1.0, 1.0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import os
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 
 _pool: ProcessPoolExecutor | None = None
@@ -33,6 +34,9 @@ def process_pool(workers: int) -> ProcessPoolExecutor:
     shutdown()
     context = multiprocessing.get_context("fork")
     _pool, _size = ProcessPoolExecutor(max_workers=workers, mp_context=context), workers
+    with warnings.catch_warnings():  # Python 3.12+ warns about any fork of a threaded process; see the docstring
+        warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+        _pool.submit(int).result()  # a fork pool starts every worker at its first task: now, under the filter
     return _pool
 
 

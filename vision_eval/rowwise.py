@@ -16,6 +16,7 @@ import gc
 import json
 import math
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, NamedTuple
@@ -24,6 +25,7 @@ import polars as pl
 
 from vision_eval.evaluator import EvalOutput, Evaluator, EvaluatorSettings, SettingsT
 from vision_eval.pool import default_workers, process_pool
+from vision_eval.pool import shutdown as shutdown_pool
 
 POOL_MIN_ROWS = 20_000
 """Distinct inputs below which a batch is scored in this process: a pool's hand-over (pickling the inputs and the
@@ -170,8 +172,12 @@ def score_rows(
         size = math.ceil(len(rows) / (workers * CHUNKS_PER_WORKER))
         chunks = [rows[i : i + size] for i in range(0, len(rows), size)]
         verdicts = Verdicts([[] for _ in RESULT_COLUMNS], [])
-        for part in process_pool(workers).map(_score_chunk, [function] * len(chunks), chunks):
-            verdicts.extend(part)
+        try:
+            for part in process_pool(workers).map(_score_chunk, [function] * len(chunks), chunks):
+                verdicts.extend(part)
+        except BrokenProcessPool:
+            shutdown_pool()  # a worker died (killed, out of memory): the next call starts a fresh pool
+            raise
     else:
         verdicts = _score_chunk(function, rows)
     results = pl.DataFrame(dict(zip(RESULT_COLUMNS, verdicts.columns)), schema=RESULT_COLUMNS)
