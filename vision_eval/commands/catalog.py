@@ -39,9 +39,11 @@ def first_line(text: str | None) -> str:
 
 
 def family(cls: type) -> str:
-    """The family of an evaluator class: its module's name (a user class: its module path)."""
+    """The family of an evaluator class: its folder of ``vision_eval.evaluators`` (``code``, ``fields``,
+    ``benchmarks``...; a user class: its module path)."""
     module = cls.__module__
-    return module.rsplit(".", 1)[-1] if module.startswith("vision_eval.evaluators.") else module
+    prefix = "vision_eval.evaluators."
+    return module[len(prefix) :].split(".", 1)[0] if module.startswith(prefix) else module
 
 
 @dataclass
