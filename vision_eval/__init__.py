@@ -28,21 +28,15 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# Imported on first use: the model-graded code brings jinja2, YAML and the model-call modules with it.
-_LAZY = {
-    "Grade": "vision_eval.grading.outcomes",
-    "GradeFailure": "vision_eval.grading.outcomes",
-    "GradedEvaluator": "vision_eval.grading.base",
-    "GradedSettings": "vision_eval.grading.settings",
-    "GraderError": "vision_eval.grading.parsers",
-}
+# Imported on first use, through vision_eval.grading (which maps each to its module): the model-graded code brings
+# jinja2, YAML and the model-call modules with it.
+_FROM_GRADING = frozenset({"Grade", "GradeFailure", "GradedEvaluator", "GradedSettings", "GraderError"})
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in _FROM_GRADING:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module("vision_eval.grading"), name)
     globals()[name] = value
     return value
 

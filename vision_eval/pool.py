@@ -9,10 +9,12 @@ what runs there must not use Polars (its thread pool is not copied): per-row rul
 from __future__ import annotations
 
 import atexit
-import multiprocessing
 import os
 import warnings
-from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 _pool: ProcessPoolExecutor | None = None
 _size = 0
@@ -32,6 +34,9 @@ def process_pool(workers: int) -> ProcessPoolExecutor:
     if _pool is not None and _size == workers:
         return _pool
     shutdown()
+    import multiprocessing  # here, not at start-up: most runs never start a pool
+    from concurrent.futures import ProcessPoolExecutor
+
     context = multiprocessing.get_context("fork")
     _pool, _size = ProcessPoolExecutor(max_workers=workers, mp_context=context), workers
     with warnings.catch_warnings():  # Python 3.12+ warns about any fork of a threaded process; see the docstring

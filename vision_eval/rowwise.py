@@ -16,7 +16,6 @@ import gc
 import json
 import math
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, NamedTuple
@@ -171,6 +170,8 @@ def score_rows(
     if workers > 1 and len(rows) >= (POOL_MIN_ROWS if pool_min_rows is None else pool_min_rows):
         size = math.ceil(len(rows) / (workers * CHUNKS_PER_WORKER))
         chunks = [rows[i : i + size] for i in range(0, len(rows), size)]
+        from concurrent.futures.process import BrokenProcessPool
+
         verdicts = Verdicts([[] for _ in RESULT_COLUMNS], [])
         try:
             for part in process_pool(workers).map(_score_chunk, [function] * len(chunks), chunks):
