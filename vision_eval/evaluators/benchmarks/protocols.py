@@ -9,16 +9,14 @@ reproduces). What each protocol does, where they differ and the agreement figure
 
 from __future__ import annotations
 
-import sys
 from typing import Any, ClassVar, Literal
 
 import polars as pl
 from typing_extensions import TypeVar
 
-from vision_eval import rowwise
-from vision_eval.evaluator import EvalOutput, EvaluatorSettings
+from vision_eval.evaluator import EvaluatorSettings
 from vision_eval.results import ERROR, PROCESSED
-from vision_eval.rowwise import RowRule, score_rows
+from vision_eval.rowwise import RowRule
 
 Protocol = Literal["official", "lmms_eval", "lenient"]
 
@@ -77,9 +75,8 @@ class ProtocolMetric(RowRule[ProtocolSettingsT]):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **describe_protocol(type(self), self.protocol)}
 
-    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        pool_min_rows = sys.maxsize if self.protocol in self.unpooled_protocols else rowwise.POOL_MIN_ROWS
-        return score_rows(batch["id"], self.row_inputs(batch), self.row_function(), self.workers(), pool_min_rows)
+    def pooled(self) -> bool:
+        return self.protocol not in self.unpooled_protocols
 
 
 class ExtractedMetric(ProtocolMetric[ProtocolSettingsT]):
