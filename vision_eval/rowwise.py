@@ -93,18 +93,20 @@ FIELD_COLUMNS = {
 
 @dataclass
 class Verdicts:
-    """A run of verdicts as columns (how a worker hands them back: lists of plain values pickle fast)."""
+    """A run of verdicts as columns."""
 
     columns: list[list[Any]]
     """One list per :data:`RESULT_COLUMNS` entry."""
-    fields: list[tuple[Any, ...]]
-    """``(index of the verdict, *FieldRow)`` per compared field, in verdict order."""
+    fields: list[list[Any]]
+    """One list per :data:`FIELD_COLUMNS` entry (the index of the verdict each field belongs to first), in verdict
+    order; empty when the rule compared no fields."""
 
-    def extend(self, other: Verdicts) -> None:
-        offset = len(self.columns[0])
-        for mine, theirs in zip(self.columns, other.columns):
-            mine.extend(theirs)
-        self.fields.extend((index + offset, *rest) for index, *rest in other.fields)
+    def frames(self) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+        """The verdicts and the compared fields as frames."""
+        results = pl.DataFrame(dict(zip(RESULT_COLUMNS, self.columns)), schema=RESULT_COLUMNS)
+        if not self.fields:
+            return results, None
+        return results, pl.DataFrame(dict(zip(FIELD_COLUMNS, self.fields)), schema=FIELD_COLUMNS)
 
 
 @contextmanager
@@ -120,13 +122,39 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _score_chunk(function: Callable[..., RowResult], rows: Sequence[tuple[Any, ...]]) -> Verdicts:
+def _score_chunk(function: Callable[..., RowResult], rows: Sequence[tuple[Any, ...]], start: int = 0) -> Verdicts:
+    """``function`` on each row; the fields' owner indexes count from ``start``."""
     with _collector_paused():
         verdicts = [function(*row) for row in rows]
         columns = [list(column) for column in zip(*verdicts)] or [[] for _ in RowResult._fields]
         owned = columns.pop()  # each verdict's fields
-        fields = [(index, *f) for index, compared in enumerate(owned) if compared for f in compared]
-    return Verdicts(columns, fields)
+        flat = [f for compared in owned if compared for f in compared]
+        if not flat:
+            return Verdicts(columns, [])
+        owners = [start + index for index, compared in enumerate(owned) if compared for _ in compared]
+        return Verdicts(columns, [owners, *(list(column) for column in zip(*flat))])
+
+
+def _arrow_table(schema: dict[str, Any], columns: list[list[Any]]) -> Any:
+    """Columns of plain values as an Arrow table of ``schema``'s types."""
+    import pyarrow as pa
+
+    types = {pl.Utf8: pa.string(), pl.Float64: pa.float64(), pl.Boolean: pa.bool_(), pl.UInt32: pa.uint32()}
+    return pa.table(
+        {name: pa.array(column, type=types[dtype]) for (name, dtype), column in zip(schema.items(), columns)}
+    )
+
+
+def _score_chunk_arrow(
+    function: Callable[..., RowResult], rows: Sequence[tuple[Any, ...]], start: int
+) -> tuple[Any, Any]:
+    """:func:`_score_chunk` in a worker process, handed back as Arrow tables (verdicts; fields or ``None``): their
+    buffers pickle as a few large copies, where lists of Python values are pickled and unpickled one object at a
+    time, the unpickling in the run's process while the workers wait for it."""
+    verdicts = _score_chunk(function, rows, start)
+    with _collector_paused():
+        fields = _arrow_table(FIELD_COLUMNS, verdicts.fields) if verdicts.fields else None
+        return _arrow_table(RESULT_COLUMNS, verdicts.columns), fields
 
 
 _DEDUPABLE = (pl.Utf8, pl.String, pl.Int64, pl.Int32, pl.Float64, pl.Boolean, pl.Null)
@@ -144,6 +172,27 @@ def _distinct(inputs: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series | None]:
     index = distinct.with_row_index("_code")
     codes = inputs.join(index, on=inputs.columns, how="left", nulls_equal=True, maintain_order="left")["_code"]
     return distinct, codes
+
+
+def _score_on_pool(
+    function: Callable[..., RowResult], rows: list[tuple[Any, ...]], workers: int
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """:func:`_score_chunk` over chunks of ``rows`` on the process pool, as frames in ``rows`` order."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    import pyarrow  # noqa: F401  # the verdicts come back as Arrow tables: imported before the pool forks its workers
+
+    size = math.ceil(len(rows) / (workers * CHUNKS_PER_WORKER))
+    starts = range(0, len(rows), size)
+    chunks = [rows[start : start + size] for start in starts]
+    try:
+        parts = list(process_pool(workers).map(_score_chunk_arrow, [function] * len(chunks), chunks, starts))
+    except BrokenProcessPool:
+        shutdown_pool()  # a worker died (killed, out of memory): the next call starts a fresh pool
+        raise
+    results = pl.concat([pl.DataFrame(verdicts) for verdicts, _ in parts])
+    compared = [pl.DataFrame(fields) for _, fields in parts if fields is not None]
+    return results, pl.concat(compared) if compared else None
 
 
 def score_rows(
@@ -168,26 +217,14 @@ def score_rows(
     distinct, codes = _distinct(inputs)
     rows = distinct.rows()
     if workers > 1 and len(rows) >= (POOL_MIN_ROWS if pool_min_rows is None else pool_min_rows):
-        size = math.ceil(len(rows) / (workers * CHUNKS_PER_WORKER))
-        chunks = [rows[i : i + size] for i in range(0, len(rows), size)]
-        from concurrent.futures.process import BrokenProcessPool
-
-        verdicts = Verdicts([[] for _ in RESULT_COLUMNS], [])
-        try:
-            for part in process_pool(workers).map(_score_chunk, [function] * len(chunks), chunks):
-                verdicts.extend(part)
-        except BrokenProcessPool:
-            shutdown_pool()  # a worker died (killed, out of memory): the next call starts a fresh pool
-            raise
+        results, fields = _score_on_pool(function, rows, workers)
     else:
-        verdicts = _score_chunk(function, rows)
-    results = pl.DataFrame(dict(zip(RESULT_COLUMNS, verdicts.columns)), schema=RESULT_COLUMNS)
+        results, fields = _score_chunk(function, rows).frames()
     if codes is not None:
         results = results[codes]
     results = results.with_columns(ids.alias("sample_id"))
-    if not verdicts.fields:
+    if fields is None:
         return EvalOutput(results)
-    fields = pl.DataFrame([list(column) for column in zip(*verdicts.fields)], schema=FIELD_COLUMNS, orient="col")
     owners = pl.DataFrame({"_code": codes if codes is not None else pl.Series(range(len(ids)), dtype=pl.UInt32)})
     owners = owners.with_columns(ids.alias("sample_id")).with_row_index("_row")
     # every owner's fields, owners in row order and each one's fields in the order the rule listed them
