@@ -183,6 +183,10 @@ def _rows(metric: str, n: int) -> pl.DataFrame:
         ("anls", {"protocol": "lmms_eval"}),
         ("vqa_accuracy", {"protocol": "official"}),
         ("vqa_accuracy", {"protocol": "lmms_eval"}),
+        ("pope", {"protocol": "lenient"}),
+        ("exact_count", {"protocol": "lmms_eval"}),
+        ("exact_count", {"protocol": "lenient"}),
+        ("relaxed_accuracy", {"protocol": "official"}),
     ],
 )
 def test_a_pool_sized_batch_is_scored_as_in_process(
@@ -197,17 +201,6 @@ def test_a_pool_sized_batch_is_scored_as_in_process(
     assert pools == [2]
     assert pooled.equals(alone)
     assert alone["score"].n_unique() > 1
-
-
-@pytest.mark.parametrize(
-    ("metric", "protocol"),
-    [("pope", "lenient"), ("exact_count", "lmms_eval"), ("exact_count", "lenient"), ("relaxed_accuracy", "official")],
-)
-def test_cheap_rules_stay_in_process(metric: str, protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A row that costs about what handing it to a worker costs is scored in this process, however many there are."""
-    monkeypatch.setattr(rowwise, "process_pool", lambda workers: pytest.fail("the pool was used"))
-    monkeypatch.setattr(rowwise, "POOL_MIN_ROWS", 1)
-    assert evaluator(metric, workers=2, protocol=protocol).evaluate(_rows(metric, 600)).results.height == 600
 
 
 @pytest.mark.parametrize(

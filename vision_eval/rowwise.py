@@ -250,16 +250,8 @@ class RowRule(Evaluator[SettingsT]):
             pl.col(name) if name in batch.columns else pl.lit(None).alias(name) for name in self.row_columns
         )
 
-    def pooled(self) -> bool:
-        """Whether a large batch may go to the process pool: ``False`` for a rule whose rows cost no more than the
-        pool's hand-over (pickling a row and its verdict both ways, a few microseconds). Default ``True``."""
-        return True
-
     def workers(self) -> int:
-        """Processes a large batch is spread over: 1 for a rule that is not :meth:`pooled`, else ``run.workers``,
-        else the machine's cores."""
-        if not self.pooled():
-            return 1
+        """Processes a large batch is spread over: ``run.workers``, else the machine's cores."""
         run = self.context.run
         configured = getattr(run, "workers", None) if run is not None else None
         return configured if configured is not None else default_workers()

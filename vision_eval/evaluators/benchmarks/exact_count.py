@@ -222,7 +222,6 @@ class ExactCount(ExtractedMetric[ExactCountSettings]):
     missing_protocols: ClassVar[dict[str, str]] = {
         "official": "CountBench (Paiss et al. 2023) publishes no scoring script for model replies",
     }
-    unpooled_protocols: ClassVar[frozenset[str]] = frozenset({"lmms_eval", "lenient"})
     example: ClassVar[Example] = Example(
         {"type": "exact_count"},
         [{"id": "a", "output": "3", "expected_output": "3"}, {"id": "b", "output": "five", "expected_output": "4"}],

@@ -275,7 +275,6 @@ class Pope(ExtractedMetric[PopeSettings]):
         "lmms_eval": "lmms-eval tasks/pope/utils.py: the whole reply, lowercased and stripped, must equal the answer",
         "lenient": LENIENT,
     }
-    unpooled_protocols: ClassVar[frozenset[str]] = frozenset({"lenient"})
     example: ClassVar[Example] = Example(
         {"type": "pope"},
         [

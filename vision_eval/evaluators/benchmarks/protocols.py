@@ -61,10 +61,6 @@ class ProtocolMetric(RowRule[ProtocolSettingsT]):
     """Protocol -> the reference implementation it reproduces."""
     missing_protocols: ClassVar[dict[str, str]] = {}
     """Protocol -> why the metric does not offer it (shown in the config error)."""
-    unpooled_protocols: ClassVar[frozenset[str]] = frozenset()
-    """Protocols whose row function costs no more than handing a row to a pool worker and taking its verdict back
-    (pickling them, a few microseconds in this process): their batches are scored here, whatever their size.
-    Dearer rows (ANLS, VQA) are left to the pool (``benchmarks/bench_benchmark_metrics.py`` times both)."""
     required_columns = ("output", "expected_output")
 
     @property
@@ -74,9 +70,6 @@ class ProtocolMetric(RowRule[ProtocolSettingsT]):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **describe_protocol(type(self), self.protocol)}
-
-    def pooled(self) -> bool:
-        return self.protocol not in self.unpooled_protocols
 
 
 class ExtractedMetric(ProtocolMetric[ProtocolSettingsT]):

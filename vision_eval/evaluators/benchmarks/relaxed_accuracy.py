@@ -142,7 +142,6 @@ class RelaxedAccuracy(ReferenceMetric[RelaxedAccuracySettings]):
         "lmms_eval": "lmms-eval tasks/chartqa/utils.py relaxed_correctness (copied from Qwen-VL, itself pix2struct's)",
         "lenient": LENIENT,
     }
-    unpooled_protocols: ClassVar[frozenset[str]] = frozenset({"official", "lmms_eval"})
     example: ClassVar[Example] = Example(
         {"type": "relaxed_accuracy"},
         [
