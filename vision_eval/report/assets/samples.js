@@ -106,7 +106,7 @@
     if (details.answer !== undefined) ref = "reference " + cell(details.answer);
     else if (details.closest !== undefined) ref = "closest reference " + cell(details.closest);
     else if (Array.isArray(details.references)) {
-      ref = (details.references.length === 1 ? "reference " : "references ") + details.references.slice(0, 5).map(cell).join(", ") + (details.references.length > 5 ? ", \u2026 (" + details.references.length + ")" : "");
+      ref = details.references.length === 1 ? "reference " + cell(details.references[0]) : "references " + details.references.slice(0, 5).map(quoted).join(", ") + (details.references.length > 5 ? ", \u2026 (" + details.references.length + ")" : "");
     } else if (details.expected !== undefined) ref = "reference " + cell(details.expected);
     if (ref !== null) text += "; " + ref;
     if (isNum(details.similarity)) text += " (similarity " + fmt(details.similarity) + ")";
