@@ -218,7 +218,11 @@ def _run(
             from vision_eval.junit import write_junit
 
             junit = Path(config.run.junit)
-            write_junit(result.results, info["gates"], output_dir / junit if output_dir else junit)
+            columns = {
+                e.name: {k: v[0] for k, v in e.settings.columns.mapped().items() if k != "images"} for e in evaluators
+            }
+            junit_file = output_dir / junit if output_dir else junit
+            write_junit(result.results, info["gates"], junit_file, samples=result.lazy("samples"), columns=columns)
     except OSError as exc:  # a full disk, a read-only folder: say so, keep what resumes the run
         where = output_dir or config.run.junit
         problem = f"run: could not write the outputs to {where}: {exc}"

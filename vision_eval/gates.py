@@ -28,6 +28,7 @@ EXIT_INTERRUPTED = 130
 SEVERITY = (EXIT_OK, EXIT_GATE, EXIT_INCOMPLETE, EXIT_CONFIG, EXIT_INTERRUPTED)
 """Exit codes from least to most severe (a sweep exits with the most severe of its jobs)."""
 TOP_REASONS = 3
+AT_MOST, AT_LEAST = "\u2264", "\u2265"
 SWEEP_EXIT_CODES: list[int] = []
 """Filled when a multirun ends (by ``vision_eval.cli.SweepExitCode``): the most severe exit code of its jobs.
 Kept here, not in the CLI module, because ``python -m vision_eval.cli`` runs that module as ``__main__``."""
@@ -96,8 +97,19 @@ def top_errors(results: pl.DataFrame | pl.LazyFrame, limit: int = TOP_REASONS) -
     return out
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
+def compared(value: float, limit: float, *, upper: bool, percent: bool) -> str:
+    """``value`` against its ``upper`` (or lower) ``limit``, with the comparison that holds between them:
+    ``0.0% ≤ 10.0%``, ``12.5% > 10.0%``, ``0.950 ≥ 0.9``, ``0.667 < 0.9``. The limit is written as configured (a
+    percentage to one decimal, a number as ``:g``); the value gets more decimals when fewer would round it onto the
+    limit (never ``10.0% > 10.0%``)."""
+    scale, digits = (100, 1) if percent else (1, 3)
+    while digits < 12 and value != limit and round(value * scale, digits) == round(limit * scale, digits):
+        digits += 1
+    shown = f"{value:.{digits}%}" if percent else f"{value:.{digits}f}"
+    wanted = f"{limit:.1%}" if percent else f"{limit:g}"
+    if upper:
+        return f"{shown} {AT_MOST if value <= limit else '>'} {wanted}"
+    return f"{shown} {AT_LEAST if value >= limit else '<'} {wanted}"
 
 
 def evaluator_gates(name: str, settings: Any, stats: dict[str, Any] | None, default_error_rate: float) -> list[Gate]:
@@ -111,7 +123,11 @@ def evaluator_gates(name: str, settings: Any, stats: dict[str, Any] | None, defa
         rate = stats["errors"] / applicable
         all_error = stats["errors"] == applicable
         held = not all_error and rate <= limit
-        what = "every applicable row is an error" if all_error else f"error rate {_pct(rate)} > {_pct(limit)}"
+        what = (
+            "every applicable row is an error"
+            if all_error
+            else f"error rate {compared(rate, limit, upper=True, percent=True)}"
+        )
         gates.append(
             Gate(
                 name,
@@ -129,10 +145,12 @@ def evaluator_gates(name: str, settings: Any, stats: dict[str, Any] | None, defa
             continue
         value = stats[key]
         held = value is not None and value >= wanted
-        shown = f"{value:.3f}" if value is not None else "none (no processed rows)"
-        gates.append(
-            Gate(name, gate, value, wanted, held, EXIT_GATE, f"{name}: {key.replace('_', ' ')} {shown} < {wanted:g}")
+        shown = (
+            compared(value, wanted, upper=False, percent=False)
+            if value is not None
+            else f"none (no processed rows) < {wanted:g}"
         )
+        gates.append(Gate(name, gate, value, wanted, held, EXIT_GATE, f"{name}: {key.replace('_', ' ')} {shown}"))
     return gates
 
 
@@ -170,5 +188,6 @@ def candidate_gate(samples: pl.DataFrame | pl.LazyFrame, limit: float) -> Gate |
         reasons = lazy.filter(pl.col("candidate_error").is_not_null()).group_by("candidate_error").len()
         top = reasons.collect(engine="streaming").sort(["len", "candidate_error"], descending=[True, False])
         first = f": most often {top.row(0)[0]!r}"
-    message = f"candidate: {failed} of {rows} generations failed ({_pct(rate)} > {_pct(limit)}){first}"
+    rates = compared(rate, limit, upper=True, percent=True) + (", every generation failed" if failed == rows else "")
+    message = f"candidate: {failed} of {rows} generations failed ({rates}){first}"
     return Gate("candidate", "max_error_rate", rate, limit, held, EXIT_INCOMPLETE, message)

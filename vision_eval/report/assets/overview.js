@@ -48,7 +48,11 @@
     var p = DATA.pivot;
     var cells = {};
     p.cells.forEach(function (c) { cells[c.evaluator + "\u0000" + c.variant] = c; });
-    var rows = p.evaluators.map(function (e) {
+    // Evaluators no variant scored or erred on (every row skipped): one line under the table, not a row of dashes.
+    var scored = {};
+    (DATA.summary || []).forEach(function (r) { if (r.processed || r.errors) scored[r.evaluator] = true; });
+    var unscored = p.evaluators.filter(function (e) { return !scored[e]; });
+    var rows = p.evaluators.filter(function (e) { return scored[e]; }).map(function (e) {
       var own = p.variants.map(function (v) { return cells[e + "\u0000" + v]; }).filter(Boolean);
       var tied = own.every(function (c) { return c.rank === 1; });
       var flips = p.changed[e] || 0;
@@ -58,6 +62,13 @@
     body.appendChild(el("h3", { id: "pivot-h", text: "Variants compared" }));
     body.appendChild(table("Per evaluator (rows) and variant (columns), over every row: mean score with its 95% bootstrap interval, pass rate and errors. \u201cChanged\u201d: samples whose verdict (passed, failed, error) differs between variants.",
       ["Evaluator"].concat(p.variants.map(function (v) { return labelNode(v); })), rows, "pivot"));
+    if (unscored.length) body.appendChild(el("p", { class: "muted unscored", text: "Skipped on every row in every variant: " + unscored.join(", ") + "." }));
+  }
+  /* In a comparison the pivot says it all at a glance: the long per-variant tables are one click away, so the samples
+     start within the first screen. */
+  function section(title, content, folded) {
+    if (folded) return el("details", { class: "overview-more" }, [el("summary", { text: title }), content]);
+    return el("div", {}, [el("h3", { text: title }), content]);
   }
 
   function renderOverview() {
@@ -71,27 +82,30 @@
     if (DATA.pivot) renderPivot(body);
     if (DATA.leaderboard) {
       var board = table(null, DATA.leaderboard.columns, DATA.leaderboard.rows.map(function (r) { return r.map(cell); }), "leaderboard");
-      if (DATA.pivot) body.appendChild(el("details", { class: "leaderboard-all" }, [el("summary", { id: "leaderboard-h", text: "Leaderboard, every column" }), board]));
-      else { body.appendChild(el("h3", { id: "leaderboard-h", text: "Leaderboard" })); body.appendChild(board); }
+      // Folded: the pivot (several variants) or the summary below (one run) shows its numbers at a glance.
+      body.appendChild(el("details", { class: "leaderboard-all" }, [el("summary", { id: "leaderboard-h", text: "Leaderboard, every column" }), board]));
     }
     var headers = (COMPARE ? ["Variant"] : []).concat(["Evaluator", "Type", "Rows", "Mean score", "Pass rate", "Processed", "Errors", "Skipped", "Threshold", "Tokens in / out", "Cost"]);
-    var rows = (DATA.summary || []).map(function (r) {
+    // One run: the evaluators that skipped every row are one line under the table (a comparison folds the table).
+    var idle = COMPARE ? [] : (DATA.summary || []).filter(function (r) { return !r.processed && !r.errors; });
+    var rows = (DATA.summary || []).filter(function (r) { return idle.indexOf(r) === -1; }).map(function (r) {
       return (COMPARE ? [r.run] : []).concat([r.evaluator, r.type, int(r.rows), fmt(r.mean_score), pct(r.pass_rate), int(r.processed),
         int(r.errors), int(r.skipped), fmt(r.threshold, 2), int(r.input_tokens) + " / " + int(r.output_tokens), cost(r.cost_usd)]);
     });
-    body.appendChild(el("h3", { text: "Per evaluator" }));
-    body.appendChild(table("Summary per evaluator: mean score and pass rate over processed rows", headers, rows, "summary"));
+    var summary = el("div", {}, [table("Summary per evaluator: mean score and pass rate over processed rows", headers, rows, "summary"),
+      idle.length ? el("p", { class: "muted unscored", text: "Skipped on every row: " + idle.map(function (r) { return r.evaluator; }).join(", ") + "." }) : null]);
+    body.appendChild(section(COMPARE ? "Per evaluator and variant (" + plural(rows.length, "row") + ")" : "Per evaluator", summary, COMPARE));
 
-    if ((DATA.histograms || []).length) {
-      body.appendChild(el("h3", { text: "Score distributions" }));
-      body.appendChild(el("div", { class: "hists" }, DATA.histograms.map(histogram)));
+    // A histogram of no score says nothing: only those of evaluators that scored rows.
+    var hists = (DATA.histograms || []).filter(function (h) { return h.counts.some(function (c) { return c > 0; }); });
+    if (hists.length) {
+      body.appendChild(section("Score distributions" + (COMPARE ? " (" + hists.length + ")" : ""), el("div", { class: "hists" }, hists.map(histogram)), COMPARE));
     }
     if ((DATA.dimensions || []).length) {
-      body.appendChild(el("h3", { text: "Dimensions" }));
-      body.appendChild(table("Mean score per dimension", (COMPARE ? ["Variant"] : []).concat(["Evaluator", "Dimension", "Mean score", "", "Rows"]),
+      body.appendChild(section("Dimensions", table("Mean score per dimension", (COMPARE ? ["Variant"] : []).concat(["Evaluator", "Dimension", "Mean score", "", "Rows"]),
         DATA.dimensions.map(function (d) {
           return (COMPARE ? [d.run] : []).concat([d.evaluator, d.dimension, fmt(d.mean_score), bar(d.mean_score, d.dimension), int(d.rows)]);
-        }), "dims"));
+        }), "dims"), COMPARE));
     }
     var metricRows = [];
     runs.forEach(function (run) {
@@ -101,8 +115,8 @@
       });
     });
     if (metricRows.length) {
-      body.appendChild(el("h3", { text: "Dataset-level metrics" }));
-      body.appendChild(table(null, (runs.length > 1 ? ["Run"] : []).concat(["Evaluator", "Metrics"]), metricRows, "metrics"));
+      body.appendChild(section("Dataset-level metrics" + (COMPARE ? " (" + plural(metricRows.length, "row") + ")" : ""),
+        table(null, (runs.length > 1 ? ["Run"] : []).concat(["Evaluator", "Metrics"]), metricRows, "metrics"), COMPARE));
     }
     var runRows = runs.map(function (run) {
       var t = run.totals || {}, c = run.counts || {}, tm = run.timings || {};
