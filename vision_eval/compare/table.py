@@ -1,0 +1,222 @@
+"""Two runs compared evaluator by evaluator on the samples they share (see :mod:`vision_eval.pairing`): the paired
+means, their difference with a bootstrap interval and a p-value (:func:`vision_eval.stats.paired_test`), the samples
+whose verdict flipped, and a verdict per evaluator (worse, better, no significant difference, not compared)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from vision_eval.compare.sides import NotARun, Side
+from vision_eval.pairing import Pairing, content_columns, content_hashes, pair
+from vision_eval.results import ERROR, PROCESSED, SKIPPED
+from vision_eval.stats import PAIRED_RESAMPLES, mcnemar_exact, paired_test
+
+WORSE, BETTER, SAME, NOT_COMPARED = "worse", "better", "no significant difference", "not compared"
+FLIPS = ("to_pass", "to_fail", "to_error", "from_error", "to_skip", "from_skip")
+"""How a paired sample's verdict can change: failed -> passed, passed -> failed, into an error (from a score or a
+skip), out of an error, scored -> skipped, skipped -> scored."""
+_CANDIDATE = "_c"
+
+
+@dataclass
+class Comparison:
+    """What ``vision-eval compare`` reports."""
+
+    table: pl.DataFrame
+    """One row per evaluator (the columns of comparison.parquet)."""
+    flips: pl.DataFrame
+    """One row per paired sample x evaluator whose verdict changed: ``sample_id, evaluator, change`` (one of
+    :data:`FLIPS`), both statuses, scores and pass flags."""
+    pairing: Pairing
+    baseline: Side
+    candidate: Side
+
+    @property
+    def regressions(self) -> list[str]:
+        """The evaluators significantly worse in the candidate."""
+        return self.table.filter(pl.col("verdict") == WORSE)["evaluator"].to_list()
+
+
+def _verdict_text(status: str, passed: str) -> pl.Expr:
+    return (
+        pl.when(pl.col(status) == PROCESSED)
+        .then(
+            pl.when(pl.col(passed)).then(pl.lit("passed")).when(~pl.col(passed)).then(pl.lit("failed"))
+            .otherwise(pl.lit("processed"))
+        )
+        .otherwise(pl.col(status))
+    )  # fmt: skip
+
+
+def _change() -> pl.Expr:
+    """Which of :data:`FLIPS` a joined row is (null: its verdict did not change)."""
+    base, cand = pl.col("status"), pl.col("status" + _CANDIDATE)
+    passed, passed_c = pl.col("passed"), pl.col("passed" + _CANDIDATE)
+    scored = (base == PROCESSED) & (cand == PROCESSED)
+    return (
+        pl.when(scored & (passed == False) & (passed_c == True)).then(pl.lit("to_pass"))  # noqa: E712
+        .when(scored & (passed == True) & (passed_c == False)).then(pl.lit("to_fail"))  # noqa: E712
+        .when((cand == ERROR) & (base != ERROR)).then(pl.lit("to_error"))
+        .when((base == ERROR) & (cand != ERROR)).then(pl.lit("from_error"))
+        .when((base == PROCESSED) & (cand == SKIPPED)).then(pl.lit("to_skip"))
+        .when((base == SKIPPED) & (cand == PROCESSED)).then(pl.lit("from_skip"))
+    )  # fmt: skip
+
+
+def _hashes(side: Side, columns: list[str]) -> pl.DataFrame:
+    hashes = content_hashes(side.samples, columns).collect(engine="streaming")
+    repeated = hashes.filter(pl.col("sample_id").is_duplicated())["sample_id"].unique(maintain_order=True)
+    if repeated.len():
+        shown = ", ".join(repeated.head(5).to_list()) + (", ..." if repeated.len() > 5 else "")
+        raise NotARun(
+            f"{side.path} holds {repeated.len()} sample id(s) more than once ({shown}): several runs of the same "
+            "samples? name one of them"
+        )
+    return hashes
+
+
+def _counts(joined: pl.LazyFrame) -> pl.LazyFrame:
+    """Per evaluator: the paired samples, those scored on both sides, the flips, pass and error counts."""
+    status, status_c = pl.col("status"), pl.col("status" + _CANDIDATE)
+    scored = (status == PROCESSED) & (status_c == PROCESSED)
+    both_passed = scored & pl.col("passed").is_not_null() & pl.col("passed" + _CANDIDATE).is_not_null()
+    change = pl.col("_change")
+    return joined.group_by("evaluator", maintain_order=True).agg(
+        pl.len().alias("n_samples"),
+        scored.sum().alias("n_paired"),
+        *((change == name).sum().alias(name) for name in FLIPS),
+        pl.when(both_passed).then(pl.col("passed")).mean().alias("baseline_pass_rate"),
+        pl.when(both_passed).then(pl.col("passed" + _CANDIDATE)).mean().alias("candidate_pass_rate"),
+        (status == ERROR).mean().alias("baseline_error_rate"),
+        (status_c == ERROR).mean().alias("candidate_error_rate"),
+    )
+
+
+def _incomparable(name: str, baseline: Side, candidate: Side, types: dict[str, tuple[Any, Any]]) -> str | None:
+    """Why evaluator ``name``'s scores on the two sides mean different things (``None``: they are comparable)."""
+    base_type, cand_type = types.get(name, (None, None))
+    if base_type is None:
+        return "in the candidate only"
+    if cand_type is None:
+        return "in the baseline only"
+    if base_type != cand_type:
+        return f"different types ({base_type} vs {cand_type})"
+    protocols = baseline.evaluator_info(name).get("protocol"), candidate.evaluator_info(name).get("protocol")
+    if protocols[0] != protocols[1]:
+        return f"scored under different protocols ({protocols[0] or 'none'} vs {protocols[1] or 'none'})"
+    return None
+
+
+def _types(results: pl.LazyFrame) -> dict[str, Any]:
+    frame = results.group_by("evaluator", maintain_order=True).agg(pl.col("type").first()).collect()
+    return dict(zip(frame["evaluator"].to_list(), frame["type"].to_list(), strict=True))
+
+
+def compare(baseline: Side, candidate: Side, *, seed: int = 0, resamples: int = PAIRED_RESAMPLES) -> Comparison:
+    """Compare ``candidate`` with ``baseline`` on the samples that pair (same id and content). :class:`NotARun`
+    when a side holds a sample id twice."""
+    columns = content_columns([*baseline.infos, *candidate.infos])
+    paired_ids, pairing = pair(_hashes(baseline, columns).lazy(), _hashes(candidate, columns).lazy())
+    base_types, cand_types = _types(baseline.results), _types(candidate.results)
+    names = list(dict.fromkeys([*base_types, *cand_types]))
+    types = {name: (base_types.get(name), cand_types.get(name)) for name in names}
+    notes = {name: _incomparable(name, baseline, candidate, types) for name in names}
+    comparable = [name for name in names if notes[name] is None]
+
+    kept = ("sample_id", "evaluator", "status", "score", "passed")
+    joined = (
+        baseline.results.select(kept)
+        .filter(pl.col("evaluator").is_in(comparable))
+        .join(paired_ids.lazy(), on="sample_id", how="semi")
+        .join(candidate.results.select(kept), on=["sample_id", "evaluator"], how="inner", suffix=_CANDIDATE)
+        .with_columns(_change().alias("_change"))
+    )
+    scored = (pl.col("status") == PROCESSED) & (pl.col("status" + _CANDIDATE) == PROCESSED)
+    counts, scores, flips = pl.collect_all(
+        [
+            _counts(joined),
+            joined.filter(scored).select("evaluator", "score", "score" + _CANDIDATE),
+            joined.filter(pl.col("_change").is_not_null()),
+        ],
+        engine="streaming",
+    )
+    rows = []
+    by_name = {row["evaluator"]: row for row in counts.iter_rows(named=True)}
+    parts = {key[0]: part for key, part in scores.partition_by("evaluator", as_dict=True).items()}
+    for name in names:
+        row: dict[str, Any] = {"evaluator": name, "type": types[name][0] or types[name][1]}
+        row.update(by_name.get(name, {"n_samples": 0, "n_paired": 0}))
+        part = parts.get(name)
+        base = part["score"].to_numpy() if part is not None else np.array([])
+        cand = part["score" + _CANDIDATE].to_numpy() if part is not None else np.array([])
+        test = paired_test(base, cand, seed, resamples)
+        row.update(
+            baseline_mean=test.baseline_mean,
+            candidate_mean=test.candidate_mean,
+            delta=test.delta,
+            ci_low=test.ci_low,
+            ci_high=test.ci_high,
+            p_value=test.p_value,
+            test=test.test or None,
+            error_p_value=mcnemar_exact(int(row.get("from_error") or 0), int(row.get("to_error") or 0)),
+            note=notes[name] or (None if row["n_paired"] else "no sample scored on both sides"),
+        )
+        rows.append(row)
+    table = pl.DataFrame(rows, schema=_SCHEMA, strict=False).with_columns(pl.col(pl.Float64).fill_nan(None))
+    flips = flips.select(
+        "sample_id",
+        "evaluator",
+        pl.col("_change").alias("change"),
+        _verdict_text("status", "passed").alias("baseline_verdict"),
+        _verdict_text("status" + _CANDIDATE, "passed" + _CANDIDATE).alias("candidate_verdict"),
+        pl.col("score").alias("baseline_score"),
+        pl.col("score" + _CANDIDATE).alias("candidate_score"),
+    )
+    return Comparison(table, flips, pairing, baseline, candidate)
+
+
+_SCHEMA: dict[str, Any] = {
+    "evaluator": pl.Utf8,
+    "type": pl.Utf8,
+    "n_paired": pl.Int64,
+    "baseline_mean": pl.Float64,
+    "candidate_mean": pl.Float64,
+    "delta": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "p_value": pl.Float64,
+    "test": pl.Utf8,
+    **dict.fromkeys(FLIPS, pl.Int64),
+    "n_samples": pl.Int64,
+    "baseline_pass_rate": pl.Float64,
+    "candidate_pass_rate": pl.Float64,
+    "baseline_error_rate": pl.Float64,
+    "candidate_error_rate": pl.Float64,
+    "error_p_value": pl.Float64,
+    "note": pl.Utf8,
+}
+"""comparison.parquet's columns (then ``verdict``, ``alpha`` and ``min_delta``: :func:`judged`)."""
+
+
+def judged(table: pl.DataFrame, alpha: float = 0.05, min_delta: float = 0.0) -> pl.DataFrame:
+    """``table`` with each evaluator's ``verdict``: ``worse`` when its mean score dropped by at least ``min_delta``
+    with p < ``alpha``, or its error rate rose by at least ``min_delta`` with the exact McNemar p of the error
+    flips < ``alpha``; ``better`` when its mean rose by at least ``min_delta`` with p < ``alpha`` (and it is not
+    worse); ``not compared`` without a sample scored on both sides; else ``no significant difference``."""
+    delta, errors = pl.col("delta"), pl.col("candidate_error_rate") - pl.col("baseline_error_rate")
+    significant = pl.col("p_value") < alpha
+    worse_score = significant & (delta < 0) & (-delta >= min_delta)
+    worse_errors = (pl.col("error_p_value") < alpha) & (errors > 0) & (errors >= min_delta)
+    verdict = (
+        pl.when(worse_score.fill_null(False) | worse_errors.fill_null(False)).then(pl.lit(WORSE))
+        .when(pl.col("n_paired").fill_null(0) == 0).then(pl.lit(NOT_COMPARED))
+        .when((significant & (delta > 0) & (delta >= min_delta)).fill_null(False)).then(pl.lit(BETTER))
+        .otherwise(pl.lit(SAME))
+    )  # fmt: skip
+    return table.with_columns(
+        verdict.alias("verdict"), pl.lit(alpha).alias("alpha"), pl.lit(min_delta).alias("min_delta")
+    )
