@@ -80,6 +80,20 @@ def test_two_prediction_files_pair_and_give_the_right_flips(newcomer: tuple[Path
     assert set(flips["change"]) == {"to_pass"} and set(flips["baseline_verdict"]) == {"failed"}
 
 
+def test_the_report_of_the_two_runs_shows_the_flips(newcomer: tuple[Path, Path]) -> None:
+    """`vision-eval-report run1 run2` on the newcomer's runs: the samples pair, and the page names the 4 flips
+    (it used to say "no sample changed" under every evaluator)."""
+    from test_report import payload_of
+
+    from vision_eval.report import build_html, load_runs
+
+    payload = payload_of(build_html(load_runs(list(newcomer))))
+    assert payload["pivot"]["changed"] == {"count": 4, "exact": 4}
+    assert payload["pivot"]["compared"] == {"count": 30, "exact": 30}
+    changed = sorted(s["id"] for s in payload["samples"] if s.get("changed"))
+    assert changed == ["s0", "s1", "s2", "s3"] and len(payload["samples"]) == 30
+
+
 def test_the_cli_prints_writes_and_shows_the_flipped_samples(newcomer: tuple[Path, Path], capsys: Any) -> None:
     run1, run2 = newcomer
     assert main([str(run1), str(run2)]) == 0

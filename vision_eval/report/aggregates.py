@@ -11,6 +11,8 @@ import polars as pl
 
 from vision_eval.leaderboard import leaderboard, run_columns
 from vision_eval.report.cards import clean
+from vision_eval.report.content import VariantPairing
+from vision_eval.report.selection import Selection
 from vision_eval.report.sources import LEADERBOARD, RUN_COLUMN, ReportInput
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 
@@ -150,9 +152,12 @@ def variant_board(data: ReportInput) -> pl.DataFrame:
     return leaderboard(frame)
 
 
-def pivot(data: ReportInput, evaluators: list[str], changed_counts: dict[str, int]) -> dict[str, Any] | None:
+def pivot(
+    data: ReportInput, evaluators: list[str], selection: Selection, pairing: VariantPairing
+) -> dict[str, Any] | None:
     """For several variants: per variant x evaluator the leaderboard's mean score, 95% interval, pass and error
-    rates and rank, and per evaluator how many samples changed verdict between variants."""
+    rates and rank; per evaluator how many samples were compared and how many changed verdict between variants;
+    and how the variants' samples paired."""
     labels = data.labels
     if len(labels) < 2:
         return None
@@ -167,5 +172,7 @@ def pivot(data: ReportInput, evaluators: list[str], changed_counts: dict[str, in
         "variants": labels,
         "evaluators": evaluators,
         "cells": [clean(row) for row in cells.select(kept).iter_rows(named=True)],
-        "changed": changed_counts,
+        "changed": selection.changed_counts,
+        "compared": selection.compared_counts,
+        "pairing": {**pairing.counts, "sentence": pairing.sentence()},
     }

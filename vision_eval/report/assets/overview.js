@@ -51,11 +51,16 @@
     var rows = p.evaluators.map(function (e) {
       var own = p.variants.map(function (v) { return cells[e + "\u0000" + v]; }).filter(Boolean);
       var tied = own.every(function (c) { return c.rank === 1; });
-      var flips = p.changed[e] || 0;
-      var head = el("div", {}, [el("strong", { text: e }), flips ? el("div", {}, [el("a", { href: "#changed=1&evaluator=" + encodeURIComponent(e), class: "changed-link", text: "\u21c4 " + plural(flips, "sample") + " changed" })]) : el("div", { class: "muted", text: "no sample changed" })]);
+      var flips = p.changed[e] || 0, compared = (p.compared || {})[e] || 0;
+      /* "no sample changed" only when samples were compared: none in two variants is "not compared" */
+      var status = flips ? el("div", {}, [el("a", { href: "#changed=1&evaluator=" + encodeURIComponent(e), class: "changed-link", text: "\u21c4 " + plural(flips, "sample") + " changed" }), el("span", { class: "muted", text: " of " + int(compared) + " compared" })])
+        : compared ? el("div", { class: "muted", text: "no sample changed (" + int(compared) + " compared)" })
+        : el("div", { class: "muted not-compared", text: "not compared: no sample in two variants with the same content" });
+      var head = el("div", {}, [el("strong", { text: e }), status]);
       return [head].concat(p.variants.map(function (v) { return pivotCell(cells[e + "\u0000" + v], tied); }));
     });
     body.appendChild(el("h3", { id: "pivot-h", text: "Variants compared" }));
+    if (p.pairing) body.appendChild(el("p", { class: "notice pairing", role: "note", text: "Pairing: " + p.pairing.sentence + "." }));
     body.appendChild(table("Per evaluator (rows) and variant (columns), over every row: mean score with its 95% bootstrap interval, pass rate and errors. \u201cChanged\u201d: samples whose verdict (passed, failed, error) differs between variants.",
       ["Evaluator"].concat(p.variants.map(function (v) { return labelNode(v); })), rows, "pivot"));
   }
