@@ -67,15 +67,14 @@ def _as_text(name: str, dtype: pl.DataType) -> pl.Expr:
 
 
 def content_hashes(
-    samples: pl.LazyFrame, columns: Sequence[str] = CONTENT_COLUMNS, id_column: str = "id"
+    samples: pl.LazyFrame, columns: Sequence[str] = CONTENT_COLUMNS, id_column: str = "id", keep: Sequence[str] = ()
 ) -> pl.LazyFrame:
-    """``sample_id`` and :data:`CONTENT` for each row of ``samples`` (a run's samples.parquet, lazily), plus every
-    other column of ``samples`` whose name starts with ``_`` or is ``run`` (labels the caller added)."""
+    """``sample_id`` and :data:`CONTENT` for each row of ``samples`` (a run's samples.parquet, lazily), after the
+    columns of ``keep`` (labels the caller added, e.g. the run)."""
     schema = samples.collect_schema()
     texts = [_as_text(c, schema[c]).alias(c) if c in schema else pl.lit(None, pl.Utf8).alias(c) for c in columns]
-    kept = [c for c in schema.names() if c == "run" or (c.startswith("_") and c != CONTENT)]
     sample_id = pl.col(id_column).cast(pl.Utf8) if id_column in schema else pl.lit(None, pl.Utf8)
-    return samples.select(*kept, sample_id.alias("sample_id"), pl.struct(texts).hash(_SEED).alias(CONTENT))
+    return samples.select(*keep, sample_id.alias("sample_id"), pl.struct(texts).hash(_SEED).alias(CONTENT))
 
 
 @dataclass

@@ -144,6 +144,15 @@ def is_pass_fail(baseline: np.ndarray, candidate: np.ndarray) -> bool:
     return bool(np.isin(baseline, (0.0, 1.0)).all() and np.isin(candidate, (0.0, 1.0)).all())
 
 
+def paired_p_value(baseline: np.ndarray, candidate: np.ndarray) -> tuple[float, str]:
+    """The two-sided p-value of a difference between two runs' scores of the same samples, and the test's name:
+    the exact McNemar test when the scores are pass/fail (0 or 1), else the Wilcoxon signed-rank test."""
+    differences = candidate.astype(np.float64) - baseline.astype(np.float64)
+    if is_pass_fail(baseline, candidate):
+        return mcnemar_exact(int((differences > 0).sum()), int((differences < 0).sum())), MCNEMAR
+    return wilcoxon_signed_rank(differences), WILCOXON
+
+
 def paired_test(
     baseline: np.ndarray, candidate: np.ndarray, seed: int = 0, resamples: int = PAIRED_RESAMPLES
 ) -> PairedTest:
@@ -158,9 +167,6 @@ def paired_test(
     # sorted: the interval depends on the pairs, not on the order in which a join handed them over
     differences = np.sort(candidate.astype(np.float64) - baseline.astype(np.float64))
     low, high = bootstrap_interval(differences, seed, resamples)
-    if is_pass_fail(baseline, candidate):
-        p_value, test = mcnemar_exact(int((differences > 0).sum()), int((differences < 0).sum())), MCNEMAR
-    else:
-        p_value, test = wilcoxon_signed_rank(differences), WILCOXON
+    p_value, test = paired_p_value(baseline, candidate)
     base_mean, cand_mean = float(baseline.mean()), float(candidate.mean())
     return PairedTest(n, base_mean, cand_mean, float(differences.mean()), low, high, p_value, test)

@@ -11,13 +11,27 @@ import polars as pl
 
 from vision_eval.leaderboard import leaderboard, run_columns
 from vision_eval.report.cards import clean
-from vision_eval.report.content import VariantPairing
+from vision_eval.report.content import VariantPairing, variant_contents
 from vision_eval.report.selection import Selection
 from vision_eval.report.sources import LEADERBOARD, RUN_COLUMN, ReportInput
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 
 BINS = 10
-_PIVOT_COLUMNS = ("rows", "mean_score", "ci_low", "ci_high", "pass_rate", "error_rate", "rank", "protocol")
+_PIVOT_COLUMNS = (
+    "rows",
+    "skipped",
+    "errors",
+    "mean_score",
+    "ci_low",
+    "ci_high",
+    "pass_rate",
+    "error_rate",
+    "rank",
+    "tied_with_best",
+    "p_vs_best",
+    "vs_best_test",
+    "protocol",
+)
 
 
 def _cells(results: pl.LazyFrame) -> pl.LazyFrame:
@@ -134,22 +148,27 @@ def variant_board(data: ReportInput) -> pl.DataFrame:
     for source in data.runs:
         first.setdefault(source.label, source.info)
     labels: list[Any] = []
-    protocols: list[Any] = []
+    described: list[Any] = []
     for label, info in first.items():
         columns, by_evaluator = run_columns(info, label)
         labels.append({RUN_COLUMN: label, **columns})
-        protocols.extend({RUN_COLUMN: label, "evaluator": e, "protocol": p} for e, p in by_evaluator.items())
+        described.extend(
+            {RUN_COLUMN: label, "evaluator": e, "protocol": d["protocol"], "_judge": d["judge"]}
+            for e, d in by_evaluator.items()
+        )
     label_frame = pl.DataFrame(
         labels, schema={RUN_COLUMN: pl.Utf8, "candidate": pl.Utf8, "judge": pl.Utf8, "variant": pl.Utf8}
     ).lazy()
     frame = data.results.with_columns(pl.col(RUN_COLUMN).fill_null("")).join(label_frame, on=RUN_COLUMN, how="left")
-    protocol_frame = pl.DataFrame(
-        protocols, schema={RUN_COLUMN: pl.Utf8, "evaluator": pl.Utf8, "protocol": pl.Utf8}
-    ).lazy()
-    frame = frame.join(protocol_frame, on=[RUN_COLUMN, "evaluator"], how="left").with_columns(
-        pl.col(RUN_COLUMN).alias("run_dir")
+    evaluator_frame = pl.DataFrame(
+        described,
+        schema={RUN_COLUMN: pl.Utf8, "evaluator": pl.Utf8, "protocol": pl.Utf8, "_judge": pl.Utf8},
+    ).with_columns(pl.lit(True).alias("_described"))
+    frame = frame.join(evaluator_frame.lazy(), on=[RUN_COLUMN, "evaluator"], how="left").with_columns(
+        pl.col(RUN_COLUMN).alias("run_dir"),
+        pl.when(pl.col("_described")).then(pl.col("_judge")).otherwise(pl.col("judge")).alias("judge"),
     )
-    return leaderboard(frame)
+    return leaderboard(frame.drop("_judge", "_described"), contents=variant_contents(data))
 
 
 def pivot(

@@ -45,6 +45,16 @@ def no_pairing() -> VariantPairing:
     return VariantPairing(pl.DataFrame(schema={RUN_COLUMN: pl.Utf8, "sample_id": pl.Utf8, KEY: pl.Utf8}))
 
 
+def variant_contents(data: ReportInput) -> pl.LazyFrame | None:
+    """``run_dir`` (the variant's label), ``sample_id`` and the content hash of every sample of the report, lazily
+    (``None`` without samples): what the leaderboard pairs variants on."""
+    if not columns_of(data.samples):
+        return None
+    columns = content_columns(source.info for source in data.runs)
+    samples = data.samples.with_columns(pl.col(RUN_COLUMN).fill_null("").alias("run_dir"))
+    return content_hashes(samples, columns, keep=["run_dir"])
+
+
 def variant_pairing(data: ReportInput) -> VariantPairing:
     """Pair the samples of the report's variants by id and content (one streaming pass over the samples)."""
     if len(data.labels) < 2 or not columns_of(data.samples):
@@ -54,7 +64,7 @@ def variant_pairing(data: ReportInput) -> VariantPairing:
     # A sample without recorded content pairs with nothing: its own value per variant.
     content = pl.col(CONTENT).fill_null(pl.col(RUN_COLUMN).hash(7))
     per_variant = (
-        content_hashes(samples, columns)
+        content_hashes(samples, columns, keep=[RUN_COLUMN])
         .group_by(RUN_COLUMN, "sample_id", maintain_order=True)
         .agg(content.first().alias(CONTENT))
         .collect(engine="streaming")

@@ -36,11 +36,12 @@
   /* Variant x evaluator: mean score with the leaderboard's 95% bootstrap interval, pass and error rates, over every row. */
   function pivotCell(c, tied) {
     if (!c) return "\u2013";
-    var best = c.rank === 1 && !tied ? el("span", { class: "best", text: "\u2605 best" }) : null;
+    var best = c.rank === 1 && !tied ? el("span", { class: "best", text: "\u2605 best" })
+      : c.rank > 1 && c.tied_with_best ? el("span", { class: "best tied", title: "not significantly different from the best (" + (c.vs_best_test === "intervals" ? "95% intervals overlap" : c.vs_best_test + " p = " + fmt(c.p_vs_best, 3)) + ")", text: "\u2248 best" }) : null;
     return el("div", { class: "pv" }, [
       el("div", { class: "pv-mean" }, [el("strong", { text: fmt(c.mean_score) }), " ", bar(c.mean_score, "mean score"), " ", best]),
       el("div", { class: "pv-ci", text: isNum(c.ci_low) ? "95% CI " + fmt(c.ci_low) + "\u2013" + fmt(c.ci_high) : "95% CI \u2013" }),
-      el("div", { class: "pv-rates", text: "pass " + pct(c.pass_rate) + (c.error_rate ? " \u00b7 errors " + pct(c.error_rate) : "") + " \u00b7 " + int(c.rows) + " rows" }),
+      el("div", { class: "pv-rates", text: "pass " + pct(c.pass_rate) + (c.error_rate ? " \u00b7 errors " + pct(c.error_rate) : "") + " \u00b7 " + int(c.rows) + " scored" + (c.skipped ? ", " + int(c.skipped) + " skipped" : "") + (c.errors ? ", " + plural(c.errors, "error") : "") }),
       c.protocol ? el("div", { class: "muted", text: "protocol " + c.protocol }) : null
     ]);
   }
