@@ -137,6 +137,37 @@ def test_a_content_mismatch_is_reported_and_not_compared(tmp_path: Path) -> None
     assert set(result.flips["sample_id"]) == {"s0", "s3"}
 
 
+def test_results_in_any_order_and_shards_give_the_same_comparison(newcomer: tuple[Path, Path], tmp_path: Path) -> None:
+    """Rows are found by position when the results are laid out as runs write them, else joined on (id,
+    evaluator): the same table either way; a folder holding a run's shards is one side."""
+    run1, run2 = newcomer
+    expected = compare(load_side(run1), load_side(run2))
+    shuffled = tmp_path / "shuffled"
+    shuffled.mkdir()
+    for name in ("run.json", "samples.parquet"):
+        (shuffled / name).write_bytes((run2 / name).read_bytes())
+    pl.read_parquet(run2 / "results.parquet").sample(fraction=1.0, shuffle=True, seed=1).write_parquet(
+        shuffled / "results.parquet"
+    )
+    v2 = run2.parent / "preds_v2.jsonl"
+    for index in range(2):
+        ve.evaluate(v2, evaluators=STACK, dataset={"columns": COLUMNS}, output_dir=tmp_path / "shards" / f"s{index}",
+                    run={"shard": f"{index}/2", "write_report": False, "progress": False})  # fmt: skip
+    for candidate in (shuffled, tmp_path / "shards"):
+        result = compare(load_side(run1), load_side(candidate))
+        assert result.pairing == expected.pairing
+        assert result.table.equals(expected.table), candidate
+        assert result.flips.sort("evaluator", "sample_id").equals(expected.flips.sort("evaluator", "sample_id"))
+
+
+def test_a_side_holding_two_runs_of_the_same_samples_is_refused(newcomer: tuple[Path, Path], tmp_path: Path) -> None:
+    run1, run2 = newcomer
+    v1 = run1.parent / "preds_v1.jsonl"
+    for index in range(2):  # the same run twice in one folder: not shards, one sample would count twice
+        run_file(v1, tmp_path / "twice" / f"r{index}")
+    assert main([str(run2), str(tmp_path / "twice")]) == 2
+
+
 def runs_of_scores(folder: Path, base: list[float], cand: list[float], name: str = "score") -> tuple[Path, Path]:
     """Two runs whose `name` evaluator scores sample i as base[i] and cand[i] (a python row function reading the
     score from the output), with the same inputs."""

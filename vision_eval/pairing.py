@@ -8,7 +8,7 @@ is not part of it: it is what differs between the models being compared. An id w
 not compared; an id in one run only is counted.
 
 Content is compared through a 64-bit hash of those columns (:func:`content_hashes`), computed by Polars in one pass
-over ``samples.parquet`` (two different contents share a hash with probability 2^-64).
+over ``samples.parquet`` (two different contents share a hash with probability about 2^-64).
 """
 
 from __future__ import annotations
@@ -46,24 +46,24 @@ def content_columns(infos: Iterable[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _as_text(name: str, dtype: pl.DataType) -> pl.Expr:
-    """A column as text that is equal exactly when the values are: images by their hashes (the path when a file
-    could not be read), other nested values as JSON."""
+def _value_hash(name: str, dtype: pl.DataType, seed: int) -> pl.Expr:
+    """A 64-bit hash of a column's values, equal exactly when the values are (to 2^-64): text as is, images by
+    their hashes (the path when a file could not be read), numbers as text, other nested values as JSON."""
     column = pl.col(name)
-    if dtype == pl.Utf8:
-        return column
     if dtype == pl.Null:
-        return pl.lit(None, pl.Utf8)
+        return pl.lit(None, pl.Utf8).hash(seed)
     if isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct):
         fields = {f.name for f in dtype.inner.fields}
         if "sha256" in fields:
             element = pl.element().struct
             path = element.field("path") if "path" in fields else pl.lit(None, pl.Utf8)
             ref = pl.coalesce(element.field("sha256"), pl.lit("path:") + path, pl.lit("unreadable"))
-            return column.list.eval(ref).list.join(",")
+            return column.list.eval(ref).hash(seed)
     if dtype.is_numeric() or dtype == pl.Boolean:
-        return column.cast(pl.Utf8)
-    return pl.struct(column).struct.json_encode()
+        return column.cast(pl.Utf8).hash(seed)
+    if dtype != pl.Utf8:
+        return pl.struct(column).struct.json_encode().hash(seed)
+    return column.hash(seed)
 
 
 def content_hashes(
@@ -72,9 +72,14 @@ def content_hashes(
     """``sample_id`` and :data:`CONTENT` for each row of ``samples`` (a run's samples.parquet, lazily), after the
     columns of ``keep`` (labels the caller added, e.g. the run)."""
     schema = samples.collect_schema()
-    texts = [_as_text(c, schema[c]).alias(c) if c in schema else pl.lit(None, pl.Utf8).alias(c) for c in columns]
+    content: pl.Expr | None = None
+    for index, name in enumerate(columns):  # each column hashed, then mixed in order (cheaper than a struct's hash)
+        value = _value_hash(name, schema[name], _SEED + index) if name in schema else pl.lit(None, pl.Utf8).hash(index)
+        content = value if content is None else (content ^ value).hash(_SEED)
     sample_id = pl.col(id_column).cast(pl.Utf8) if id_column in schema else pl.lit(None, pl.Utf8)
-    return samples.select(*keep, sample_id.alias("sample_id"), pl.struct(texts).hash(_SEED).alias(CONTENT))
+    return samples.select(
+        *keep, sample_id.alias("sample_id"), (content if content is not None else pl.lit(0, pl.UInt64)).alias(CONTENT)
+    )
 
 
 @dataclass
@@ -107,26 +112,36 @@ class Pairing:
         return "; ".join(parts)
 
 
-def pair(baseline: pl.LazyFrame, candidate: pl.LazyFrame) -> tuple[pl.DataFrame, Pairing]:
-    """The ids of the samples that pair (``sample_id``, in the baseline's order), and the counts, from two frames of
-    ``sample_id, _content`` (:func:`content_hashes`), one row per sample. A null content (a sample whose run
-    recorded no content) pairs with nothing."""
-    other = candidate.select("sample_id", pl.col(CONTENT).alias("_other"), pl.lit(True).alias("_in_candidate"))
-    joined = (
-        baseline.select("sample_id", CONTENT)
-        .with_row_index("_order")
-        .join(other, on="sample_id", how="full", coalesce=True, maintain_order="left")
-        .collect(engine="streaming")
-    )
-    in_baseline, in_candidate = pl.col("_order").is_not_null(), pl.col("_in_candidate").fill_null(False)
+POSITION_BASELINE, POSITION_CANDIDATE = "_pos_b", "_pos_c"
+"""A paired sample's row in each side's samples."""
+
+
+def pair(baseline: pl.DataFrame, candidate: pl.DataFrame) -> tuple[pl.DataFrame, Pairing]:
+    """The samples that pair (``sample_id`` and their rows in each frame, :data:`POSITION_BASELINE` and
+    :data:`POSITION_CANDIDATE`, in the baseline's order) and the counts, from two frames of ``sample_id,
+    _content`` (:func:`content_hashes`), one row per sample. A null content (a sample whose run recorded no
+    content) pairs with nothing. Two sides listing the same ids in the same order (the usual case) are paired row
+    by row, without a join."""
+    left = baseline.select("sample_id", CONTENT).with_row_index(POSITION_BASELINE)
+    if baseline.height == candidate.height and baseline["sample_id"].equals(candidate["sample_id"]):
+        both = left.with_columns(
+            pl.col(POSITION_BASELINE).alias(POSITION_CANDIDATE), candidate[CONTENT].alias("_other")
+        )
+        only_baseline = only_candidate = 0
+    else:
+        right = candidate.select("sample_id", pl.col(CONTENT).alias("_other")).with_row_index(POSITION_CANDIDATE)
+        joined = left.join(right, on="sample_id", how="full", coalesce=True)
+        in_baseline, in_candidate = pl.col(POSITION_BASELINE).is_not_null(), pl.col(POSITION_CANDIDATE).is_not_null()
+        both = joined.filter(in_baseline & in_candidate).sort(POSITION_BASELINE)
+        only_baseline = int(joined.select((in_baseline & ~in_candidate).sum()).item())
+        only_candidate = int(joined.select((~in_baseline & in_candidate).sum()).item())
     same = pl.col(CONTENT).is_not_null() & (pl.col(CONTENT) == pl.col("_other")).fill_null(False)
-    both = joined.filter(in_baseline & in_candidate)
-    differ = both.filter(~same).sort("_order")
+    differ = both.filter(~same)
     counts = Pairing(
         paired=both.height - differ.height,
         differ=differ.height,
-        only_baseline=int(joined.select((in_baseline & ~in_candidate).sum()).item()),
-        only_candidate=int(joined.select((~in_baseline & in_candidate).sum()).item()),
+        only_baseline=only_baseline,
+        only_candidate=only_candidate,
         differing_ids=differ["sample_id"].head(LISTED).to_list(),
     )
-    return both.filter(same).sort("_order").select("sample_id"), counts
+    return both.filter(same).select("sample_id", POSITION_BASELINE, POSITION_CANDIDATE), counts

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from vision_eval.compare.sides import NotARun, Side
-from vision_eval.pairing import Pairing, content_columns, content_hashes, pair
+from vision_eval.compare.paired_rows import CANDIDATE, paired_rows, side_samples
+from vision_eval.compare.sides import Side
+from vision_eval.pairing import Pairing, content_columns, pair
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 from vision_eval.stats import PAIRED_RESAMPLES, mcnemar_exact, paired_test
 
@@ -19,7 +20,6 @@ WORSE, BETTER, SAME, NOT_COMPARED = "worse", "better", "no significant differenc
 FLIPS = ("to_pass", "to_fail", "to_error", "from_error", "to_skip", "from_skip")
 """How a paired sample's verdict can change: failed -> passed, passed -> failed, into an error (from a score or a
 skip), out of an error, scored -> skipped, skipped -> scored."""
-_CANDIDATE = "_c"
 
 
 @dataclass
@@ -54,8 +54,8 @@ def _verdict_text(status: str, passed: str) -> pl.Expr:
 
 def _change() -> pl.Expr:
     """Which of :data:`FLIPS` a joined row is (null: its verdict did not change)."""
-    base, cand = pl.col("status"), pl.col("status" + _CANDIDATE)
-    passed, passed_c = pl.col("passed"), pl.col("passed" + _CANDIDATE)
+    base, cand = pl.col("status"), pl.col("status" + CANDIDATE)
+    passed, passed_c = pl.col("passed"), pl.col("passed" + CANDIDATE)
     scored = (base == PROCESSED) & (cand == PROCESSED)
     return (
         pl.when(scored & (passed == False) & (passed_c == True)).then(pl.lit("to_pass"))  # noqa: E712
@@ -67,33 +67,21 @@ def _change() -> pl.Expr:
     )  # fmt: skip
 
 
-def _hashes(side: Side, columns: list[str]) -> pl.DataFrame:
-    hashes = content_hashes(side.samples, columns).collect(engine="streaming")
-    repeated = hashes.filter(pl.col("sample_id").is_duplicated())["sample_id"].unique(maintain_order=True)
-    if repeated.len():
-        shown = ", ".join(repeated.head(5).to_list()) + (", ..." if repeated.len() > 5 else "")
-        raise NotARun(
-            f"{side.path} holds {repeated.len()} sample id(s) more than once ({shown}): several runs of the same "
-            "samples? name one of them"
-        )
-    return hashes
-
-
-def _counts(joined: pl.LazyFrame) -> pl.LazyFrame:
-    """Per evaluator: the paired samples, those scored on both sides, the flips, pass and error counts."""
-    status, status_c = pl.col("status"), pl.col("status" + _CANDIDATE)
+def _counts(frame: pl.DataFrame) -> dict[str, Any]:
+    """One evaluator's paired samples, those scored on both sides, the flips, pass and error rates."""
+    status, status_c = pl.col("status"), pl.col("status" + CANDIDATE)
     scored = (status == PROCESSED) & (status_c == PROCESSED)
-    both_passed = scored & pl.col("passed").is_not_null() & pl.col("passed" + _CANDIDATE).is_not_null()
+    both_passed = scored & pl.col("passed").is_not_null() & pl.col("passed" + CANDIDATE).is_not_null()
     change = pl.col("_change")
-    return joined.group_by("evaluator", maintain_order=True).agg(
+    return frame.select(
         pl.len().alias("n_samples"),
         scored.sum().alias("n_paired"),
         *((change == name).sum().alias(name) for name in FLIPS),
         pl.when(both_passed).then(pl.col("passed")).mean().alias("baseline_pass_rate"),
-        pl.when(both_passed).then(pl.col("passed" + _CANDIDATE)).mean().alias("candidate_pass_rate"),
+        pl.when(both_passed).then(pl.col("passed" + CANDIDATE)).mean().alias("candidate_pass_rate"),
         (status == ERROR).mean().alias("baseline_error_rate"),
         (status_c == ERROR).mean().alias("candidate_error_rate"),
-    )
+    ).row(0, named=True)
 
 
 def _incomparable(name: str, baseline: Side, candidate: Side, types: dict[str, tuple[Any, Any]]) -> str | None:
@@ -111,49 +99,56 @@ def _incomparable(name: str, baseline: Side, candidate: Side, types: dict[str, t
     return None
 
 
-def _types(results: pl.LazyFrame) -> dict[str, Any]:
-    frame = results.group_by("evaluator", maintain_order=True).agg(pl.col("type").first()).collect()
+def _types(side: Side) -> dict[str, Any]:
+    """Each evaluator's type, from run.json (else the results, in one pass)."""
+    types: dict[str, Any] = {}
+    for info in side.infos:
+        for name, described in (info.get("evaluators") or {}).items():
+            if isinstance(described, dict) and described.get("type"):
+                types.setdefault(str(name), described["type"])
+    if types:
+        return types
+    frame = side.results.group_by("evaluator", maintain_order=True).agg(pl.col("type").first()).collect()
     return dict(zip(frame["evaluator"].to_list(), frame["type"].to_list(), strict=True))
+
+
+def _flips(name: str, frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.filter(pl.col("_change").is_not_null()).select(
+        "sample_id",
+        pl.lit(name, pl.Utf8).alias("evaluator"),
+        pl.col("_change").alias("change"),
+        _verdict_text("status", "passed").alias("baseline_verdict"),
+        _verdict_text("status" + CANDIDATE, "passed" + CANDIDATE).alias("candidate_verdict"),
+        pl.col("score").alias("baseline_score"),
+        pl.col("score" + CANDIDATE).alias("candidate_score"),
+    )
 
 
 def compare(baseline: Side, candidate: Side, *, seed: int = 0, resamples: int = PAIRED_RESAMPLES) -> Comparison:
     """Compare ``candidate`` with ``baseline`` on the samples that pair (same id and content). :class:`NotARun`
     when a side holds a sample id twice."""
     columns = content_columns([*baseline.infos, *candidate.infos])
-    paired_ids, pairing = pair(_hashes(baseline, columns).lazy(), _hashes(candidate, columns).lazy())
-    base_types, cand_types = _types(baseline.results), _types(candidate.results)
+    samples = side_samples(baseline, columns), side_samples(candidate, columns)
+    paired, pairing = pair(samples[0].hashes, samples[1].hashes)
+    base_types, cand_types = _types(baseline), _types(candidate)
     names = list(dict.fromkeys([*base_types, *cand_types]))
     types = {name: (base_types.get(name), cand_types.get(name)) for name in names}
     notes = {name: _incomparable(name, baseline, candidate, types) for name in names}
     comparable = [name for name in names if notes[name] is None]
 
-    kept = ("sample_id", "evaluator", "status", "score", "passed")
-    joined = (
-        baseline.results.select(kept)
-        .filter(pl.col("evaluator").is_in(comparable))
-        .join(paired_ids.lazy(), on="sample_id", how="semi")
-        .join(candidate.results.select(kept), on=["sample_id", "evaluator"], how="inner", suffix=_CANDIDATE)
-        .with_columns(_change().alias("_change"))
-    )
-    scored = (pl.col("status") == PROCESSED) & (pl.col("status" + _CANDIDATE) == PROCESSED)
-    counts, scores, flips = pl.collect_all(
-        [
-            _counts(joined),
-            joined.filter(scored).select("evaluator", "score", "score" + _CANDIDATE),
-            joined.filter(pl.col("_change").is_not_null()),
-        ],
-        engine="streaming",
-    )
+    counted: dict[str, dict[str, Any]] = {}
+    flips = []
+    for name, frame in paired_rows(baseline, candidate, paired, samples, comparable):
+        frame = frame.with_columns(_change().alias("_change"))
+        scored = frame.filter((pl.col("status") == PROCESSED) & (pl.col("status" + CANDIDATE) == PROCESSED))
+        base, cand = scored["score"].to_numpy(), scored["score" + CANDIDATE].to_numpy()
+        counted[name] = {**_counts(frame), "test": paired_test(base, cand, seed, resamples)}
+        flips.append(_flips(name, frame))
     rows = []
-    by_name = {row["evaluator"]: row for row in counts.iter_rows(named=True)}
-    parts = {key[0]: part for key, part in scores.partition_by("evaluator", as_dict=True).items()}
     for name in names:
         row: dict[str, Any] = {"evaluator": name, "type": types[name][0] or types[name][1]}
-        row.update(by_name.get(name, {"n_samples": 0, "n_paired": 0}))
-        part = parts.get(name)
-        base = part["score"].to_numpy() if part is not None else np.array([])
-        cand = part["score" + _CANDIDATE].to_numpy() if part is not None else np.array([])
-        test = paired_test(base, cand, seed, resamples)
+        row.update(counted.get(name, {"n_samples": 0, "n_paired": 0}))
+        test = row.pop("test", None) or paired_test(np.array([]), np.array([]))
         row.update(
             baseline_mean=test.baseline_mean,
             candidate_mean=test.candidate_mean,
@@ -167,18 +162,19 @@ def compare(baseline: Side, candidate: Side, *, seed: int = 0, resamples: int = 
         )
         rows.append(row)
     table = pl.DataFrame(rows, schema=_SCHEMA, strict=False).with_columns(pl.col(pl.Float64).fill_nan(None))
-    flips = flips.select(
-        "sample_id",
-        "evaluator",
-        pl.col("_change").alias("change"),
-        _verdict_text("status", "passed").alias("baseline_verdict"),
-        _verdict_text("status" + _CANDIDATE, "passed" + _CANDIDATE).alias("candidate_verdict"),
-        pl.col("score").alias("baseline_score"),
-        pl.col("score" + _CANDIDATE).alias("candidate_score"),
-    )
-    return Comparison(table, flips, pairing, baseline, candidate)
+    flipped = pl.concat(flips) if flips else pl.DataFrame(schema=_FLIPS_SCHEMA)
+    return Comparison(table, flipped, pairing, baseline, candidate)
 
 
+_FLIPS_SCHEMA: dict[str, Any] = {
+    "sample_id": pl.Utf8,
+    "evaluator": pl.Utf8,
+    "change": pl.Utf8,
+    "baseline_verdict": pl.Utf8,
+    "candidate_verdict": pl.Utf8,
+    "baseline_score": pl.Float64,
+    "candidate_score": pl.Float64,
+}
 _SCHEMA: dict[str, Any] = {
     "evaluator": pl.Utf8,
     "type": pl.Utf8,
