@@ -203,7 +203,10 @@ def render(comparison: Comparison, table: pl.DataFrame, max_flipped: int = MAX_F
             if total > shown.height
             else ""
         )
-        flipped = f"<p>{total} sample(s) changed verdict ({_esc(summary)}).{_esc(more)}</p>{cards}"
+        samples = f"{total} sample{'s' if total != 1 else ''}"
+        verdicts = sum(counts.values())
+        changes = f"{verdicts} verdict{'s' if verdicts != 1 else ''} over the evaluators: {summary}"
+        flipped = f"<p>{samples} changed verdict ({_esc(changes)}).{_esc(more)}</p>{cards}"
     title = f"{comparison.baseline.path} vs {comparison.candidate.path}"
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (

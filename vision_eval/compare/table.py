@@ -81,6 +81,7 @@ def _counts(frame: pl.DataFrame) -> dict[str, Any]:
         pl.when(both_passed).then(pl.col("passed" + CANDIDATE)).mean().alias("candidate_pass_rate"),
         (status == ERROR).mean().alias("baseline_error_rate"),
         (status_c == ERROR).mean().alias("candidate_error_rate"),
+        ((status == SKIPPED) & (status_c == SKIPPED)).sum().alias("_skipped_both"),
     ).row(0, named=True)
 
 
@@ -149,6 +150,8 @@ def compare(baseline: Side, candidate: Side, *, seed: int = 0, resamples: int = 
         row: dict[str, Any] = {"evaluator": name, "type": types[name][0] or types[name][1]}
         row.update(counted.get(name, {"n_samples": 0, "n_paired": 0}))
         test = row.pop("test", None) or paired_test(np.array([]), np.array([]))
+        skipped = row.pop("_skipped_both", 0) == row["n_samples"] > 0
+        unscored = "skipped on both sides" if skipped else "no sample scored on both sides"
         row.update(
             baseline_mean=test.baseline_mean,
             candidate_mean=test.candidate_mean,
@@ -158,7 +161,7 @@ def compare(baseline: Side, candidate: Side, *, seed: int = 0, resamples: int = 
             p_value=test.p_value,
             test=test.test or None,
             error_p_value=mcnemar_exact(int(row.get("from_error") or 0), int(row.get("to_error") or 0)),
-            note=notes[name] or (None if row["n_paired"] else "no sample scored on both sides"),
+            note=notes[name] or (None if row["n_paired"] else unscored),
         )
         rows.append(row)
     table = pl.DataFrame(rows, schema=_SCHEMA, strict=False).with_columns(pl.col(pl.Float64).fill_nan(None))
