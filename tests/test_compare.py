@@ -269,11 +269,27 @@ def test_exit_2_when_a_side_is_not_a_run_or_nothing_pairs(tmp_path: Path, capsys
 
 
 def test_the_subcommand_runs_from_the_console(newcomer: tuple[Path, Path], subprocess_env: dict[str, str]) -> None:
+    """`vision-eval compare` as a user types it; it imports no model-calling library (litellm) on the way."""
     run1, run2 = newcomer
-    code = "import sys; from vision_eval.cli import main; sys.argv[1:] = sys.argv[1:]; main()"
+    code = (
+        "import sys; from vision_eval.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n"
+        "    print('litellm' in sys.modules, file=sys.stderr); raise"
+    )
     proc = subprocess.run(
         [sys.executable, "-c", code, "compare", str(run1), str(run2), "--fail-on-regression"],
         capture_output=True, text=True, timeout=120, env=subprocess_env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "pairing: 30 samples paired" in proc.stdout
+    assert proc.stderr.strip().splitlines()[-1] == "False"
+
+
+def test_a_side_holding_several_variants_is_refused(tmp_path: Path, capsys: Any) -> None:
+    """A sweep folder of two configs is two runs, not one side: name one of them."""
+    run_base, _ = runs_of_scores(tmp_path / "sweep", [1.0, 0.0], [1.0, 1.0])
+    info = json.loads((tmp_path / "sweep" / "cand" / "run.json").read_text())
+    info["config"]["evaluators"]["score"]["threshold"] = 0.9
+    (tmp_path / "sweep" / "cand" / "run.json").write_text(json.dumps(info))
+    assert main([str(run_base), str(tmp_path / "sweep")]) == 2
+    assert "holds 2 different runs" in capsys.readouterr().err

@@ -35,11 +35,6 @@ class Comparison:
     baseline: Side
     candidate: Side
 
-    @property
-    def regressions(self) -> list[str]:
-        """The evaluators significantly worse in the candidate."""
-        return self.table.filter(pl.col("verdict") == WORSE)["evaluator"].to_list()
-
 
 def _verdict_text(status: str, passed: str) -> pl.Expr:
     return (
@@ -98,6 +93,14 @@ def _incomparable(name: str, baseline: Side, candidate: Side, types: dict[str, t
     if protocols[0] != protocols[1]:
         return f"scored under different protocols ({protocols[0] or 'none'} vs {protocols[1] or 'none'})"
     return None
+
+
+def _threshold_note(name: str, baseline: Side, candidate: Side) -> str | None:
+    """A note when the two sides pass a score at different thresholds (their pass/fail flips partly say so)."""
+    thresholds = baseline.evaluator_info(name).get("threshold"), candidate.evaluator_info(name).get("threshold")
+    if thresholds[0] == thresholds[1]:
+        return None
+    return f"thresholds differ ({thresholds[0]} vs {thresholds[1]}): pass/fail flips follow them too"
 
 
 def _types(side: Side) -> dict[str, Any]:
@@ -161,7 +164,7 @@ def compare(baseline: Side, candidate: Side, *, seed: int = 0, resamples: int = 
             p_value=test.p_value,
             test=test.test or None,
             error_p_value=mcnemar_exact(int(row.get("from_error") or 0), int(row.get("to_error") or 0)),
-            note=notes[name] or (None if row["n_paired"] else unscored),
+            note=notes[name] or (unscored if not row["n_paired"] else _threshold_note(name, baseline, candidate)),
         )
         rows.append(row)
     table = pl.DataFrame(rows, schema=_SCHEMA, strict=False).with_columns(pl.col(pl.Float64).fill_nan(None))
