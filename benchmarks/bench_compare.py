@@ -4,13 +4,13 @@ peak memory.
     PYTHONPATH=$PWD python benchmarks/bench_compare.py [--rows 1000000] [--images 150]
 
 Two runs of ``--rows`` samples x three evaluators (``exact_match``: pass/fail; ``contains`` with two words: scores
-0, 0.5, 1; ``ocr_validator``: a continuous similarity) are written once (not timed): the same samples, the
-candidate's response changed on 10% of them. Each measurement is a fresh process, timed from its first import of
-vision_eval to its last file written:
+0, 0.5, 1; ``ocr_validator``: a continuous similarity) are written once (not timed), each from its own prediction
+file: the same samples, the candidate's response changed on 10% of them. Each measurement is a fresh process,
+timed from its first import of vision_eval to its last file written:
 - compare: what ``vision-eval compare BASELINE CANDIDATE`` does (pair the samples on id and content, the paired
   tests and intervals, comparison.parquet, comparison_flips.parquet, comparison.html with its thumbnails);
 - report (the baseline): ``write_report([baseline, candidate])``, the two runs' report.html as
-  ``vision-eval-report`` writes it.
+  ``vision-eval-report`` writes it (two variants, paired sample by sample).
 Peak memory is each child's own high-water mark (``VmHWM``). The goal (issue 29): compare takes less time than the
 report, under 1 GB.
 """
@@ -70,8 +70,9 @@ def make_runs(rows: int, folder: Path, images: int) -> tuple[Path, Path]:
     )
     out = []
     for name, frame in (("baseline", base), ("candidate", changed)):
-        ve.evaluate(frame.drop("i"), evaluators=STACK, output_dir=folder / name,
-                    run={"write_report": False, "progress": False})  # fmt: skip
+        data = folder / f"preds_{name}.parquet"  # two prediction files, as two models' outputs are exported
+        frame.drop("i").write_parquet(data)
+        ve.evaluate(data, evaluators=STACK, output_dir=folder / name, run={"write_report": False, "progress": False})
         out.append(folder / name)
     return out[0], out[1]
 

@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from vision_eval.pairing import content_columns, content_hashes
-from vision_eval.ranking import SCORES_HASH, scores_hash, tied_ranks, versus_best
+from vision_eval.ranking import SCORES_HASH, Pairable, scores_hash, tied_ranks, versus_best
 from vision_eval.runs import find_run_dirs, read_json, run_labels
 from vision_eval.stats import BOOTSTRAP_RESAMPLES, bootstrap_interval, counted_interval, few_distinct
 
@@ -140,15 +140,13 @@ def _intervals(results: pl.LazyFrame, groups: pl.DataFrame, keys: list[str], see
     return out
 
 
-def leaderboard(
-    results: pl.DataFrame | pl.LazyFrame, seed: int = 0, contents: pl.LazyFrame | None = None
-) -> pl.DataFrame:
+def leaderboard(results: pl.DataFrame | pl.LazyFrame, seed: int = 0, pairable: Pairable | None = None) -> pl.DataFrame:
     """Per candidate x judge x variant x evaluator x protocol: ``rows`` (the rows the evaluator scored), ``skipped``
     and ``errors`` (counts), score, interval, rates, tokens, cost, and ``rank`` within the evaluator (equal means
     share one; null when its rows use different protocols: see :func:`unranked`), with ``tied_with_best``,
-    ``p_vs_best`` and ``vs_best_test`` (see :mod:`vision_eval.ranking`). ``contents``: ``run_dir, sample_id,
-    _content`` of the samples (:func:`vision_eval.pairing.content_hashes`), to compare variants sample by sample;
-    without it they are compared through their intervals. ``results`` is read in streaming passes (a run larger
+    ``p_vs_best`` and ``vs_best_test`` (see :mod:`vision_eval.ranking`). ``pairable``: which samples may be compared
+    between variants (:class:`~vision_eval.ranking.Pairable`); without it variants are compared through their
+    intervals. ``results`` is read in streaming passes (a run larger
     than memory gets a leaderboard)."""
     lazy = results.lazy()
     names = lazy.collect_schema().names()
@@ -174,6 +172,7 @@ def leaderboard(
             pl.col("output_tokens").sum().alias("output_tokens"),
             pl.when(pl.col("cost_usd").is_not_null().any()).then(pl.col("cost_usd").sum()).alias("cost_usd"),
             pl.col("run_dir").n_unique().alias("runs"),
+            pl.col("run_dir").unique().alias("_run_dirs"),
             *([scores_hash()] if "sample_id" in names else []),
         )
         .collect(engine="streaming")
@@ -187,8 +186,8 @@ def leaderboard(
     )
     one_protocol = board.select(pl.col(PROTOCOL).n_unique().over("evaluator") == 1).to_series()
     board = board.with_columns(tied_ranks(board, one_protocol))
-    board = versus_best(board, lazy, contents if "sample_id" in names else None, keys)
-    return board.drop(SCORES_HASH, strict=False).sort(
+    board = versus_best(board, lazy, pairable if "sample_id" in names else None, keys)
+    return board.drop(SCORES_HASH, "_run_dirs", strict=False).sort(
         ["evaluator", PROTOCOL, "mean_score"], descending=[False, False, True], nulls_last=True, maintain_order=True
     )
 
@@ -269,11 +268,11 @@ def write_leaderboard(paths: Sequence[str | Path], out_dir: str | Path | None = 
     runs = find_run_dirs(paths)
     if not runs:
         raise FileNotFoundError(f"no results.parquet under {', '.join(map(str, paths))}")
-    contents = None
+    pairable = None
     if any((run / "samples.parquet").is_file() for run in runs):
         columns = content_columns(read_json(run / "run.json") for run in runs)
-        contents = content_hashes(_read(runs, "samples.parquet"), columns, keep=["run_dir"])
-    board = leaderboard(_read(runs, "results.parquet"), contents=contents)
+        pairable = Pairable.of(content_hashes(_read(runs, "samples.parquet"), columns, keep=["run_dir"]))
+    board = leaderboard(_read(runs, "results.parquet"), pairable=pairable)
     target = Path(out_dir) if out_dir else Path(paths[0]) if Path(paths[0]).is_dir() else runs[0].parent
     target.mkdir(parents=True, exist_ok=True)
     board.write_parquet(target / "leaderboard.parquet")

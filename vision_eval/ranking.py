@@ -12,6 +12,7 @@ Wilcoxon signed-rank otherwise), or, where no sample pairs, when its bootstrap i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -58,29 +59,50 @@ def tied_ranks(board: pl.DataFrame, ranked: pl.Series) -> pl.Series:
     return pl.Series("rank", out, dtype=pl.Int64)
 
 
-def _paired_scores(
-    results: pl.LazyFrame, contents: pl.LazyFrame, keys: list[str], best: dict[str, Any], other: dict[str, Any]
-) -> tuple[np.ndarray, np.ndarray]:
-    """The processed scores of the samples the two groups both scored with the same content, aligned."""
+@dataclass(frozen=True)
+class Pairable:
+    """Which samples the leaderboard may compare between variants: those of the runs that recorded their content
+    (``run_dirs``), except the ids whose content differs between runs, or was not recorded (``excluded``)."""
 
-    def side(group: dict[str, Any], suffix: str) -> pl.LazyFrame:
-        mine = pl.all_horizontal(pl.col(k).eq_missing(pl.lit(group[k], pl.Utf8)) for k in keys)
-        rows = results.filter(mine & (pl.col("status") == "processed")).select("run_dir", "sample_id", "score")
-        return rows.join(contents, on=["run_dir", "sample_id"], how="inner").select(
-            "sample_id", CONTENT, pl.col("score").alias("score" + suffix)
+    run_dirs: frozenset[str]
+    excluded: pl.Series
+
+    @classmethod
+    def of(cls, contents: pl.LazyFrame) -> Pairable:
+        """From ``run_dir, sample_id, _content`` of every sample (:func:`vision_eval.pairing.content_hashes`)."""
+        per_id = (
+            contents.group_by("sample_id")
+            .agg(pl.col(CONTENT).n_unique().alias("_n"), pl.col(CONTENT).null_count().alias("_nulls"))
+            .filter((pl.col("_n") > 1) | (pl.col("_nulls") > 0))
+            .select("sample_id")
         )
-
-    pairs = side(best, "_best").join(side(other, "_other"), on=["sample_id", CONTENT], how="inner")
-    frame = pairs.select("score_best", "score_other").collect(engine="streaming")
-    return frame["score_best"].to_numpy(), frame["score_other"].to_numpy()
+        run_dirs, excluded = pl.collect_all([contents.select(pl.col("run_dir").unique()), per_id], engine="streaming")
+        return cls(frozenset(run_dirs["run_dir"].to_list()), excluded["sample_id"])
 
 
-def versus_best(
-    board: pl.DataFrame, results: pl.LazyFrame, contents: pl.LazyFrame | None, keys: list[str]
-) -> pl.DataFrame:
-    """``board`` (with ``rank``) with, per row of a ranked evaluator: ``tied_with_best`` (rank 1, or not
-    significantly different from the first rank-1 row), ``p_vs_best`` and ``vs_best_test`` (the paired test's
-    name, or :data:`INTERVALS`)."""
+def _scores(rows: pl.DataFrame, keys: list[str], group: dict[str, Any]) -> pl.DataFrame:
+    mine = pl.all_horizontal(pl.col(k).eq_missing(pl.lit(group[k], pl.Utf8)) for k in keys)
+    return rows.filter(mine).select("sample_id", "score")
+
+
+def _evaluator_rows(results: pl.LazyFrame, keys: list[str], evaluator: str) -> pl.DataFrame:
+    """The processed rows of one evaluator, every group's (one pass)."""
+    mine = (pl.col("evaluator") == evaluator) & (pl.col("status") == "processed")
+    return results.filter(mine).select(*keys, "sample_id", "score").collect(engine="streaming")
+
+
+def _paired_scores(best: pl.DataFrame, other: pl.DataFrame, pairable: Pairable) -> tuple[np.ndarray, np.ndarray]:
+    """The processed scores of the samples two groups both scored with the same content, aligned."""
+    pairs = best.join(other, on="sample_id", how="inner", suffix="_other")
+    if pairable.excluded.len():
+        pairs = pairs.filter(~pl.col("sample_id").is_in(pairable.excluded.implode()))
+    return pairs["score"].to_numpy(), pairs["score_other"].to_numpy()
+
+
+def versus_best(board: pl.DataFrame, results: pl.LazyFrame, pairable: Pairable | None, keys: list[str]) -> pl.DataFrame:
+    """``board`` (with ``rank`` and ``_run_dirs``, each group's run directories) with, per row of a ranked
+    evaluator: ``tied_with_best`` (rank 1, or not significantly different from the first rank-1 row),
+    ``p_vs_best`` and ``vs_best_test`` (the paired test's name, or :data:`INTERVALS`)."""
     tied: list[bool | None] = [None] * board.height
     p_values: list[float | None] = [None] * board.height
     tests: list[str | None] = [None] * board.height
@@ -88,14 +110,19 @@ def versus_best(
     for part in indexed.filter(pl.col("rank").is_not_null()).partition_by("evaluator"):
         ordered = part.sort("rank", "_row")
         best = ordered.row(0, named=True)
+        best_scores: pl.DataFrame | None = None
+        rows: pl.DataFrame | None = None
         for row in ordered.iter_rows(named=True):
             index = row["_row"]
             if row["rank"] == 1:
                 tied[index] = True
                 continue
-            base, other = (
-                _paired_scores(results, contents, keys, best, row) if contents is not None else (np.array([]),) * 2
-            )
+            recorded = pairable is not None and set(best["_run_dirs"]) | set(row["_run_dirs"]) <= pairable.run_dirs
+            base = other = np.array([])
+            if recorded and pairable is not None:
+                rows = rows if rows is not None else _evaluator_rows(results, keys, best["evaluator"])
+                best_scores = best_scores if best_scores is not None else _scores(rows, keys, best)
+                base, other = _paired_scores(best_scores, _scores(rows, keys, row), pairable)
             if len(base):
                 p_values[index], tests[index] = paired_p_value(base, other)
                 tied[index] = p_values[index] >= ALPHA

@@ -10,10 +10,11 @@ from typing import Any
 import polars as pl
 
 from vision_eval.leaderboard import leaderboard, run_columns
+from vision_eval.ranking import Pairable
 from vision_eval.report.cards import clean
-from vision_eval.report.content import VariantPairing, variant_contents
+from vision_eval.report.content import VariantPairing
 from vision_eval.report.selection import Selection
-from vision_eval.report.sources import LEADERBOARD, RUN_COLUMN, ReportInput
+from vision_eval.report.sources import LEADERBOARD, RUN_COLUMN, ReportInput, columns_of
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 
 BINS = 10
@@ -142,8 +143,9 @@ def run_entry(source: Any) -> dict[str, Any]:
     }
 
 
-def variant_board(data: ReportInput) -> pl.DataFrame:
-    """The leaderboard of the report's variants, computed from its results (when no leaderboard came with them)."""
+def variant_board(data: ReportInput, pairing: VariantPairing) -> pl.DataFrame:
+    """The leaderboard of the report's variants, computed from its results (when no leaderboard came with them);
+    variants are compared on the samples ``pairing`` pairs."""
     first: dict[str, Any] = {}
     for source in data.runs:
         first.setdefault(source.label, source.info)
@@ -168,7 +170,8 @@ def variant_board(data: ReportInput) -> pl.DataFrame:
         pl.col(RUN_COLUMN).alias("run_dir"),
         pl.when(pl.col("_described")).then(pl.col("_judge")).otherwise(pl.col("judge")).alias("judge"),
     )
-    return leaderboard(frame.drop("_judge", "_described"), contents=variant_contents(data))
+    pairable = Pairable(frozenset(first), pairing.splits["sample_id"].unique()) if columns_of(data.samples) else None
+    return leaderboard(frame.drop("_judge", "_described"), pairable=pairable)
 
 
 def pivot(
@@ -182,7 +185,7 @@ def pivot(
         return None
     board = data.tables.get(LEADERBOARD)
     if board is None or "variant" not in board.columns or not set(labels) <= set(board["variant"].to_list()):
-        board = variant_board(data)
+        board = variant_board(data, pairing)
     if board.is_empty():
         return None
     cells = board.filter(pl.col("variant").is_in(labels))

@@ -45,31 +45,36 @@ def no_pairing() -> VariantPairing:
     return VariantPairing(pl.DataFrame(schema={RUN_COLUMN: pl.Utf8, "sample_id": pl.Utf8, KEY: pl.Utf8}))
 
 
-def variant_contents(data: ReportInput) -> pl.LazyFrame | None:
-    """``run_dir`` (the variant's label), ``sample_id`` and the content hash of every sample of the report, lazily
-    (``None`` without samples): what the leaderboard pairs variants on."""
-    if not columns_of(data.samples):
-        return None
-    columns = content_columns(source.info for source in data.runs)
-    samples = data.samples.with_columns(pl.col(RUN_COLUMN).fill_null("").alias("run_dir"))
-    return content_hashes(samples, columns, keep=["run_dir"])
+def _same_ids(parts: list[pl.DataFrame]) -> bool:
+    """True when every variant holds the same ids in the same order (then contents compare row by row)."""
+    first = parts[0]["sample_id"]
+    return all(part.height == first.len() and part["sample_id"].equals(first) for part in parts[1:])
 
 
 def variant_pairing(data: ReportInput) -> VariantPairing:
-    """Pair the samples of the report's variants by id and content (one streaming pass over the samples)."""
+    """Pair the samples of the report's variants by id and content (one pass over the samples)."""
     if len(data.labels) < 2 or not columns_of(data.samples):
         return no_pairing()
     columns = content_columns(source.info for source in data.runs)
     samples = data.samples.with_columns(pl.col(RUN_COLUMN).fill_null(""))
+    hashed = content_hashes(samples, columns, keep=[RUN_COLUMN]).collect(engine="streaming")
+    parts = hashed.partition_by(RUN_COLUMN, maintain_order=True)
+    if len(parts) > 1 and _same_ids(parts):
+        first = parts[0][CONTENT]
+        agree = pl.all_horizontal(
+            [first.is_not_null(), *((part[CONTENT] == first).fill_null(False) for part in parts[1:])]
+        )
+        if bool(pl.select(agree).to_series().all()):  # the usual case: nothing differs, nothing to split
+            counts = {"samples": first.len(), "paired": first.len(), "differ": 0, "single": 0, "differing": []}
+            return VariantPairing(no_pairing().splits, {**counts, "variants": len(data.labels)})
+    return _pairing_by_id(hashed, data.labels)
+
+
+def _pairing_by_id(hashed: pl.DataFrame, labels: list[str]) -> VariantPairing:
     # A sample without recorded content pairs with nothing: its own value per variant.
     content = pl.col(CONTENT).fill_null(pl.col(RUN_COLUMN).hash(7))
-    per_variant = (
-        content_hashes(samples, columns, keep=[RUN_COLUMN])
-        .group_by(RUN_COLUMN, "sample_id", maintain_order=True)
-        .agg(content.first().alias(CONTENT))
-        .collect(engine="streaming")
-    )
-    order = {label: index for index, label in enumerate(data.labels)}
+    per_variant = hashed.group_by(RUN_COLUMN, "sample_id", maintain_order=True).agg(content.first().alias(CONTENT))
+    order = {label: index for index, label in enumerate(labels)}
     per_id = per_variant.group_by("sample_id", maintain_order=True).agg(
         pl.col(RUN_COLUMN).n_unique().alias("_variants"), pl.col(CONTENT).n_unique().alias("_contents")
     )
@@ -80,7 +85,7 @@ def variant_pairing(data: ReportInput) -> VariantPairing:
         "differ": differ.height,
         "single": per_id.filter(pl.col("_variants") == 1).height,
         "differing": differ["sample_id"].head(LISTED).to_list(),
-        "variants": len(data.labels),
+        "variants": len(labels),
     }
     split = per_variant.join(differ.select("sample_id"), on="sample_id", how="semi")
     rank = pl.col(RUN_COLUMN).replace_strict(order, default=len(order), return_dtype=pl.Int64)

@@ -132,7 +132,7 @@ def _result_flags(results: pl.DataFrame, compare: bool) -> tuple[pl.DataFrame, d
         .agg(
             _FAILING.any().alias("_bad"),
             (pl.col("_verdict").min() != pl.col("_verdict").max()).alias("_changed"),
-            (pl.col(RUN_COLUMN).filter(pl.col("_verdict").is_not_null()).n_unique() > 1).alias("_compared"),
+            (pl.col("_verdict").count() > 1).alias("_compared"),  # one row per variant: scored by two or more
         )
     )
     flips = per_evaluator.filter(pl.col("_changed"))
@@ -166,7 +166,7 @@ def _ranked(first: pl.DataFrame, picked: pl.DataFrame) -> pl.DataFrame:
 def select_by_key(samples: pl.LazyFrame, results: pl.LazyFrame, compare: bool, limits: Limits) -> Selection:
     """Choose the cards (``samples`` and ``results`` carry the key of :func:`with_keys`); ``compare``: several
     variants, so a sample whose verdict differs between them counts as failing and is chosen first."""
-    needed = results.select(KEY, RUN_COLUMN, "evaluator", "status", "passed").collect(engine="streaming")
+    needed = results.select(KEY, "evaluator", "status", "passed").collect(engine="streaming")
     kept = [c for c in (KEY, POSITION) if c in columns_of(samples)]
     flags, counts, compared = _result_flags(needed, compare)
     flagged = _ordered_keys(samples.select(kept).collect(engine="streaming"), flags)
