@@ -168,6 +168,27 @@ def test_a_side_holding_two_runs_of_the_same_samples_is_refused(newcomer: tuple[
     assert main([str(run2), str(tmp_path / "twice")]) == 2
 
 
+def test_columns_an_evaluator_reads_are_content_and_mismatched_evaluators_are_not_compared(tmp_path: Path) -> None:
+    """A column read as the expected output through `columns:` is part of a sample's content; an evaluator scored
+    under another protocol, or in one run only, is listed and not compared."""
+    rows = [{"id": f"r{i}", "input": "How many?", "output": str(i % 3), "answer": str(i % 3)} for i in range(12)]
+    other = [{**row, "answer": "9"} if row["id"] == "r5" else row for row in rows]
+    base_stack = {"count": {"type": "exact_count", "columns": {"expected_output": "answer"}},
+                  "lenient": {"type": "exact_count", "columns": {"expected_output": "answer"}}}  # fmt: skip
+    cand_stack = {**base_stack, "lenient": {**base_stack["lenient"], "protocol": "lenient"},
+                  "extra": {"type": "exact_match", "columns": {"expected_output": "answer"}}}  # fmt: skip
+    for name, data, stack in (("base", rows, base_stack), ("cand", other, cand_stack)):
+        ve.evaluate(data, evaluators=stack, output_dir=tmp_path / name, run={"write_report": False, "progress": False})
+    result = compare(load_side(tmp_path / "base"), load_side(tmp_path / "cand"))
+    assert (result.pairing.paired, result.pairing.differing_ids) == (11, ["r5"])
+    notes = {row["evaluator"]: (row["n_paired"], row["note"]) for row in judged(result.table).iter_rows(named=True)}
+    assert notes == {
+        "count": (11, None),
+        "lenient": (0, "scored under different protocols (lmms_eval vs lenient)"),
+        "extra": (0, "in the candidate only"),
+    }
+
+
 def runs_of_scores(folder: Path, base: list[float], cand: list[float], name: str = "score") -> tuple[Path, Path]:
     """Two runs whose `name` evaluator scores sample i as base[i] and cand[i] (a python row function reading the
     score from the output), with the same inputs."""

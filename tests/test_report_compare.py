@@ -154,7 +154,11 @@ def test_sweep_pivot_and_flip_filter_in_chromium(sweep: Path, browser: Browser) 
 
 
 def _variant_runs(
-    folder: Path, outputs: list[list[str | None]], labels: list[str], expected: dict[tuple[int, int], str] | None = None
+    folder: Path,
+    outputs: list[list[str | None]],
+    labels: list[str],
+    expected: dict[tuple[int, int], str] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> list[Path]:
     """One run directory per variant (its overrides in run.json, as a sweep job records them); ``expected``: the
     expected output of (variant, row), where it is not "red circle big"."""
@@ -171,6 +175,7 @@ def _variant_runs(
         ]  # fmt: skip
         out = folder / "sweep" / str(index)
         stack = {"words": {"type": "contains", "value": WORDS, "threshold": 0.5}, "exact": {"type": "exact_match"}}
+        stack.update(extra or {})
         ve.evaluate(rows, evaluators=stack, output_dir=out, run={"write_report": False})
         info = json.loads((out / "run.json").read_text())
         info["overrides"] = label.split(" ")
@@ -247,10 +252,11 @@ def test_eight_variants_fit_a_1400px_window(tmp_path: Path, browser: Browser) ->
         )
 
 
-def test_runs_of_different_files_pair_on_id_and_content(tmp_path: Path) -> None:
+def test_runs_of_different_files_pair_on_id_and_content(tmp_path: Path, browser: Browser) -> None:
     """Two variants that read the same rows from files at different paths pair: one card per sample, verdicts
     compared. (Runs used to pair only when their dataset path was equal, and the page said "no sample changed".)"""
-    dirs = _variant_runs(tmp_path, [["red", "big"], ["red circle big", "big"]], ["dataset=a", "dataset=b"])
+    never = {"never": {"type": "exact_match", "where": "output = 'red'"}}  # scores s0 in the first variant only
+    dirs = _variant_runs(tmp_path, [["red", "big"], ["red circle big", "big"]], ["dataset=a", "dataset=b"], extra=never)
     info = json.loads((dirs[1] / "run.json").read_text())
     info["config"]["dataset"]["path"] = "other.jsonl"
     (dirs[1] / "run.json").write_text(json.dumps(info))
@@ -259,8 +265,11 @@ def test_runs_of_different_files_pair_on_id_and_content(tmp_path: Path) -> None:
     assert all(len({r["run"] for r in s["results"]}) == 2 for s in payload["samples"])
     assert {s["id"]: s.get("changed") for s in payload["samples"]} == {"s0": ["exact", "words"], "s1": None}
     assert payload["pivot"]["changed"] == {"exact": 1, "words": 1}
-    assert payload["pivot"]["compared"] == {"exact": 2, "words": 2}
+    assert payload["pivot"]["compared"] == {"exact": 2, "words": 2, "never": 0}
     assert payload["pivot"]["pairing"]["sentence"] == "2 of 2 samples paired across variants (the same id and content)"
+    browser.open(write_report(dirs, tmp_path / "report.html").resolve().as_uri())
+    heads = browser.js("[...document.querySelectorAll('table.pivot tbody tr')].map(tr => tr.children[0].textContent)")
+    assert "nevernot compared: no paired sample scored in two variants" in heads
 
 
 def test_an_id_whose_content_differs_is_not_compared(tmp_path: Path, browser: Browser) -> None:

@@ -56,7 +56,7 @@
       /* "no sample changed" only when samples were compared: none in two variants is "not compared" */
       var status = flips ? el("div", {}, [el("a", { href: "#changed=1&evaluator=" + encodeURIComponent(e), class: "changed-link", text: "\u21c4 " + plural(flips, "sample") + " changed" }), el("span", { class: "muted", text: " of " + int(compared) + " compared" })])
         : compared ? el("div", { class: "muted", text: "no sample changed (" + int(compared) + " compared)" })
-        : el("div", { class: "muted not-compared", text: "not compared: no sample in two variants with the same content" });
+        : el("div", { class: "muted not-compared", text: p.pairing && p.pairing.paired ? "not compared: no paired sample scored in two variants" : "not compared: no sample in two variants with the same content" });
       var head = el("div", {}, [el("strong", { text: e }), status]);
       return [head].concat(p.variants.map(function (v) { return pivotCell(cells[e + "\u0000" + v], tied); }));
     });
