@@ -314,3 +314,32 @@ def test_a_side_holding_several_variants_is_refused(tmp_path: Path, capsys: Any)
     (tmp_path / "sweep" / "cand" / "run.json").write_text(json.dumps(info))
     assert main([str(run_base), str(tmp_path / "sweep")]) == 2
     assert "holds 2 different runs" in capsys.readouterr().err
+
+
+def test_content_is_the_values_not_how_a_file_stored_them() -> None:
+    """No value is one value (a null, an empty image list, a column the file lacks); text read as categories is
+    text; another image hash, another input or an expected output moved into the input is another sample."""
+    from vision_eval.pairing import content_hashes
+
+    ref = pl.Struct({"path": pl.Utf8, "sha256": pl.Utf8, "source": pl.Utf8, "error": pl.Utf8})
+    image = [{"path": "/a/x.png", "sha256": "h1", "source": "path", "error": None}]
+
+    def hashed(**columns: Any) -> list[int]:
+        frame = pl.LazyFrame({"id": ["x", "y"], **columns})
+        return content_hashes(frame).collect()["_content"].to_list()
+
+    plain = hashed(input=["q", None], expected_output=["7", "8"])
+    assert (
+        hashed(input=["q", None], expected_output=["7", "8"], images=pl.Series([[], []], dtype=pl.List(ref))) == plain
+    )
+    assert hashed(input=pl.Series(["q", None], dtype=pl.Categorical), expected_output=["7", "8"]) == plain
+    assert hashed(input=["q", None], expected_output=[7, 8]) == plain  # a number column read from CSV
+    moved = hashed(input=["7", None], expected_output=["q", "8"])
+    assert moved[0] != plain[0] and moved[1] == plain[1]
+    other = hashed(input=["q", None], expected_output=["7", "8"], images=pl.Series([image, []], dtype=pl.List(ref)))
+    assert other[0] != plain[0] and other[1] == plain[1]
+    renamed = [{**image[0], "path": "/b/elsewhere.png"}]  # the same file's bytes elsewhere: the same image
+    elsewhere = hashed(
+        input=["q", None], expected_output=["7", "8"], images=pl.Series([renamed, []], dtype=pl.List(ref))
+    )
+    assert elsewhere == other

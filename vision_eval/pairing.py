@@ -46,24 +46,36 @@ def content_columns(infos: Iterable[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _missing(seed: int) -> pl.Expr:
+    """The hash of no value: a null, an empty list and a column the run does not have are all the same."""
+    return pl.lit(None, pl.Utf8).hash(seed)
+
+
 def _value_hash(name: str, dtype: pl.DataType, seed: int) -> pl.Expr:
     """A 64-bit hash of a column's values, equal exactly when the values are (to 2^-64): text as is, images by
-    their hashes (the path when a file could not be read), numbers as text, other nested values as JSON."""
+    their hashes (the path when a file could not be read), numbers and categories as text, other nested values as
+    JSON; no value (null, empty list) as :func:`_missing`."""
     column = pl.col(name)
     if dtype == pl.Null:
-        return pl.lit(None, pl.Utf8).hash(seed)
-    if isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct):
-        fields = {f.name for f in dtype.inner.fields}
-        if "sha256" in fields:
-            element = pl.element().struct
-            path = element.field("path") if "path" in fields else pl.lit(None, pl.Utf8)
-            ref = pl.coalesce(element.field("sha256"), pl.lit("path:") + path, pl.lit("unreadable"))
-            return column.list.eval(ref).hash(seed)
-    if dtype.is_numeric() or dtype == pl.Boolean:
-        return column.cast(pl.Utf8).hash(seed)
-    if dtype != pl.Utf8:
-        return pl.struct(column).struct.json_encode().hash(seed)
-    return column.hash(seed)
+        return _missing(seed)
+    present = column.is_not_null()
+    if isinstance(dtype, pl.List):
+        present = present & (column.list.len() > 0)
+    value: pl.Expr
+    if (
+        isinstance(dtype, pl.List)
+        and isinstance(dtype.inner, pl.Struct)
+        and "sha256" in {f.name for f in dtype.inner.fields}
+    ):
+        element = pl.element().struct
+        path = element.field("path") if "path" in {f.name for f in dtype.inner.fields} else pl.lit(None, pl.Utf8)
+        ref = pl.coalesce(element.field("sha256"), pl.lit("path:") + path, pl.lit("unreadable"))
+        value = column.list.eval(ref).hash(seed)
+    elif dtype.is_numeric() or dtype in (pl.Boolean, pl.Categorical, pl.Utf8) or isinstance(dtype, pl.Enum):
+        value = column.cast(pl.Utf8).hash(seed)
+    else:
+        value = pl.struct(column).struct.json_encode().hash(seed)
+    return pl.when(present).then(value).otherwise(_missing(seed))
 
 
 def content_hashes(
@@ -72,14 +84,13 @@ def content_hashes(
     """``sample_id`` and :data:`CONTENT` for each row of ``samples`` (a run's samples.parquet, lazily), after the
     columns of ``keep`` (labels the caller added, e.g. the run)."""
     schema = samples.collect_schema()
-    content: pl.Expr | None = None
+    content: pl.Expr = pl.lit(0, pl.UInt64)
     for index, name in enumerate(columns):  # each column hashed, then mixed in order (cheaper than a struct's hash)
-        value = _value_hash(name, schema[name], _SEED + index) if name in schema else pl.lit(None, pl.Utf8).hash(index)
-        content = value if content is None else (content ^ value).hash(_SEED)
+        seed = _SEED + index
+        value = _value_hash(name, schema[name], seed) if name in schema else _missing(seed)
+        content = value if index == 0 else (content ^ value).hash(_SEED)
     sample_id = pl.col(id_column).cast(pl.Utf8) if id_column in schema else pl.lit(None, pl.Utf8)
-    return samples.select(
-        *keep, sample_id.alias("sample_id"), (content if content is not None else pl.lit(0, pl.UInt64)).alias(CONTENT)
-    )
+    return samples.select(*keep, sample_id.alias("sample_id"), content.alias(CONTENT))
 
 
 @dataclass
