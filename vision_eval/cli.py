@@ -4,7 +4,7 @@ vision-eval                                   # the demo, offline
 vision-eval dataset=X evaluators=Y judge=Z    # compose
 vision-eval -m judge=a,b                      # sweep
 vision-eval --cfg job                         # show the composed config
-vision-eval list | describe <type> | init <dir> [--data <file>]   # subcommands (vision_eval.commands)
+vision-eval list | describe <type> | init <dir> [--data <file>] | compare <baseline> <candidate>   # subcommands
 
 Exit codes (:mod:`vision_eval.gates`): 0 every gate holds, 1 a quality gate failed, 2 config or preflight
 error (nothing evaluated), 3 too many errors / budget spent / circuit breaker, 130 interrupted. A sweep runs

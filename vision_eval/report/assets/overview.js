@@ -36,11 +36,12 @@
   /* Variant x evaluator: mean score with the leaderboard's 95% bootstrap interval, pass and error rates, over every row. */
   function pivotCell(c, tied) {
     if (!c) return "\u2013";
-    var best = c.rank === 1 && !tied ? el("span", { class: "best", text: "\u2605 best" }) : null;
+    var best = c.rank === 1 && !tied ? el("span", { class: "best", text: "\u2605 best" })
+      : c.rank > 1 && c.tied_with_best ? el("span", { class: "best tied", title: "not significantly different from the best (" + (c.vs_best_test === "intervals" ? "95% intervals overlap" : c.vs_best_test + " p = " + fmt(c.p_vs_best, 3)) + ")", text: "\u2248 best" }) : null;
     return el("div", { class: "pv" }, [
       el("div", { class: "pv-mean" }, [el("strong", { text: fmt(c.mean_score) }), " ", bar(c.mean_score, "mean score"), " ", best]),
       el("div", { class: "pv-ci", text: isNum(c.ci_low) ? "95% CI " + fmt(c.ci_low) + "\u2013" + fmt(c.ci_high) : "95% CI \u2013" }),
-      el("div", { class: "pv-rates", text: "pass " + pct(c.pass_rate) + (c.error_rate ? " \u00b7 errors " + pct(c.error_rate) : "") + " \u00b7 " + int(c.rows) + " rows" }),
+      el("div", { class: "pv-rates", text: "pass " + pct(c.pass_rate) + (c.error_rate ? " \u00b7 errors " + pct(c.error_rate) : "") + " \u00b7 " + int(c.rows) + " scored" + (c.skipped ? ", " + int(c.skipped) + " skipped" : "") + (c.errors ? ", " + plural(c.errors, "error") : "") }),
       c.protocol ? el("div", { class: "muted", text: "protocol " + c.protocol }) : null
     ]);
   }
@@ -55,11 +56,16 @@
     var rows = p.evaluators.filter(function (e) { return scored[e]; }).map(function (e) {
       var own = p.variants.map(function (v) { return cells[e + "\u0000" + v]; }).filter(Boolean);
       var tied = own.every(function (c) { return c.rank === 1; });
-      var flips = p.changed[e] || 0;
-      var head = el("div", {}, [el("strong", { text: e }), flips ? el("div", {}, [el("a", { href: "#changed=1&evaluator=" + encodeURIComponent(e), class: "changed-link", text: "\u21c4 " + plural(flips, "sample") + " changed" })]) : el("div", { class: "muted", text: "no sample changed" })]);
+      var flips = p.changed[e] || 0, compared = (p.compared || {})[e] || 0;
+      /* "no sample changed" only when samples were compared: none in two variants is "not compared" */
+      var status = flips ? el("div", {}, [el("a", { href: "#changed=1&evaluator=" + encodeURIComponent(e), class: "changed-link", text: "\u21c4 " + plural(flips, "sample") + " changed" }), el("span", { class: "muted", text: " of " + int(compared) + " compared" })])
+        : compared ? el("div", { class: "muted", text: "no sample changed (" + int(compared) + " compared)" })
+        : el("div", { class: "muted not-compared", text: p.pairing && p.pairing.paired ? "not compared: no paired sample scored in two variants" : "not compared: no sample in two variants with the same content" });
+      var head = el("div", {}, [el("strong", { text: e }), status]);
       return [head].concat(p.variants.map(function (v) { return pivotCell(cells[e + "\u0000" + v], tied); }));
     });
     body.appendChild(el("h3", { id: "pivot-h", text: "Variants compared" }));
+    if (p.pairing) body.appendChild(el("p", { class: "notice pairing", role: "note", text: "Pairing: " + p.pairing.sentence + "." }));
     body.appendChild(table("Per evaluator (rows) and variant (columns), over every row: mean score with its 95% bootstrap interval, pass rate and errors. \u201cChanged\u201d: samples whose verdict (passed, failed, error) differs between variants.",
       ["Evaluator"].concat(p.variants.map(function (v) { return labelNode(v); })), rows, "pivot"));
     if (unscored.length) body.appendChild(el("p", { class: "muted unscored", text: "Skipped on every row in every variant: " + unscored.join(", ") + "." }));
