@@ -10,9 +10,11 @@ after building the requests (:mod:`vision_eval.dryrun`).
 
 from __future__ import annotations
 
-import sys
+import shutil
 import time
-from collections.abc import Mapping
+import weakref
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +26,9 @@ from vision_eval.config import AppConfig, ConfigSources, JudgeConfig, validate_c
 from vision_eval.data import DatasetStream, open_dataset, samples_frame
 from vision_eval.dryrun import evaluator_lines, plan_table
 from vision_eval.engine import run_stack, start_warm_ups
-from vision_eval.errors import ConfigError
+from vision_eval.errors import ConfigError, Interrupted, OutputsNotWritten
 from vision_eval.evaluator import EvalContext
-from vision_eval.finish import build_result, dataset_counts, run_info_head
+from vision_eval.finish import build_result, dataset_counts, interrupted_hint, not_written, run_info_head
 from vision_eval.gates import EXIT_INCOMPLETE, worst
 from vision_eval.llm.budget import Budget
 from vision_eval.llm.preflight import key_problems, model_uses, preflight
@@ -161,43 +163,40 @@ def _run(
     )
     output_dir = rundir.path if rundir is not None else None
     store = _store(config, output_dir, stream.total * len(evaluators))
-    if store.enabled:
-        assert store.journal_dir is not None
-        scheduler.use_journal(store.journal_dir, config.run.max_cost_usd)
-        store.start(run_id, config_fingerprint(config))
-    else:
-        scheduler.budget = Budget(config.run.max_cost_usd)
     ledger = Ledger(evaluators, store, run_id)
-    loaded = time.perf_counter()
-    progress = Progress.choose(config.run.progress, config.run.progress_interval_s)
-    progress.jobs = scheduler.batch_jobs
-    for evaluator in evaluators:
-        progress.add(evaluator.name, stream.total)
-    prepare = None
-    if candidate is not None:
-        from vision_eval.candidate import CANDIDATE, Generator
+    with _stopped(store, ledger, output_dir):
+        if store.enabled:
+            assert store.journal_dir is not None
+            scheduler.use_journal(store.journal_dir, config.run.max_cost_usd)
+            store.start(run_id, config_fingerprint(config))
+        else:
+            scheduler.budget = Budget(config.run.max_cost_usd)
+        loaded = time.perf_counter()
+        progress = Progress.choose(config.run.progress, config.run.progress_interval_s)
+        progress.jobs = scheduler.batch_jobs
+        for evaluator in evaluators:
+            progress.add(evaluator.name, stream.total)
+        prepare = None
+        if candidate is not None:
+            from vision_eval.candidate import CANDIDATE, Generator
 
-        progress.add(CANDIDATE, stream.total)
-        generator = Generator(candidate, context, progress)
+            progress.add(CANDIDATE, stream.total)
+            generator = Generator(candidate, context, progress)
 
-        async def prepare(batch: pl.DataFrame) -> pl.DataFrame:
-            progress.begin(CANDIDATE)
-            return secrets.scrub_frame(await generator(batch), ["candidate_error"])
+            async def prepare(batch: pl.DataFrame) -> pl.DataFrame:
+                progress.begin(CANDIDATE)
+                return secrets.scrub_frame(await generator(batch), ["candidate_error"])
 
-    calls = candidate is not None or any(e.calls_models and e.models() for e in evaluators)  # judge=none: no call
-    try:
+        calls = candidate is not None or any(e.calls_models and e.models() for e in evaluators)  # judge=none: none
         with progress:
             stack = run_stack(evaluators, stream.batches(), ledger, total=stream.total,
                               batch_size=config.run.batch_size, progress=progress, scrub=secrets.scrub_frame,
-                              prepare=prepare, session=scheduler.session if calls else None)  # fmt: skip
+                              prepare=prepare, session=scheduler.session if calls else None,
+                              fault=lambda: scheduler.fault)  # fmt: skip
             if candidate is not None:
                 progress.end(CANDIDATE)
-    except KeyboardInterrupt:
-        if store.enabled:
-            print(f"interrupted: finished work is kept; resume with run.resume={output_dir}", file=sys.stderr)
-        raise
-    if not stack.dataset["rows"]:  # no row evaluated: samples.parquet still has the dataset's columns
-        ledger.put_samples(0, samples_frame(stream.head()))
+        if not stack.dataset["rows"]:  # no row evaluated: samples.parquet still has the dataset's columns
+            ledger.put_samples(0, samples_frame(stream.head()))
 
     finished = time.perf_counter()
     info = run_info_head(config, sources, run_id, rundir)
@@ -223,17 +222,31 @@ def _run(
             }
             junit_file = output_dir / junit if output_dir else junit
             write_junit(result.results, info["gates"], junit_file, samples=result.lazy("samples"), columns=columns)
-    except OSError as exc:  # a full disk, a read-only folder: say so, keep what resumes the run
-        where = output_dir or config.run.junit
-        problem = f"run: could not write the outputs to {where}: {exc}"
-        if store.enabled:
-            problem += f"; finished work is kept: free the space and resume with run.resume={output_dir}"
-        info["problems"].append(problem)
+    except OutputsNotWritten as exc:  # a full disk, a read-only folder: say so, keep what resumes the run
+        info["problems"].append(not_written(exc, store, output_dir, result.written))
         info["exit_code"] = worst([info["exit_code"], EXIT_INCOMPLETE])
+        if not store.enabled and store.directory is not None:  # parts nothing resumes from: gone with the result
+            weakref.finalize(result, shutil.rmtree, store.directory, True)
         return result
     if output_dir is not None and (info["complete"] or not store.enabled):
         store.remove()
     return result
+
+
+@contextmanager
+def _stopped(store: Checkpoints, ledger: Ledger, output_dir: Path | None) -> Iterator[None]:
+    """While a run evaluates: Ctrl-C, or a write the disk refuses, stops it with one line that says what is kept
+    and how to go on (:class:`Interrupted`, :class:`OutputsNotWritten`); parts nothing resumes from are removed."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not store.enabled:
+            store.remove()
+        raise Interrupted(interrupted_hint(store, ledger, output_dir)) from None
+    except OutputsNotWritten as exc:
+        if not store.enabled:
+            store.remove()
+        raise OutputsNotWritten(exc.path, exc.reason, not_written(exc, store, output_dir, [], ledger)) from exc
 
 
 def evaluate(

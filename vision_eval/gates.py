@@ -1,14 +1,7 @@
 """What a run's exit code says: the gates every evaluator accepts, and the run-level stops.
 
-Exit codes, the same for ``vision-eval`` and ``vision_eval.evaluate(...)`` (``EvalResult.exit_code``):
-
-* ``0`` the run finished and every gate holds;
-* ``1`` it finished, but a quality gate failed (``min_pass_rate``, ``min_mean_score``);
-* ``2`` config or preflight error: nothing was evaluated (raised as ``ConfigError`` / ``PreflightError`` in Python);
-* ``3`` it finished, but an evaluator's share of ``error`` rows exceeded its ``max_error_rate`` (an evaluator
-  whose every applicable row is ``error`` always fails), the candidate failed as often, or the run was stopped
-  by its budget or by a circuit breaker;
-* ``130`` interrupted.
+Exit codes are the same for ``vision-eval`` and ``vision_eval.evaluate(...)`` (``EvalResult.exit_code``); what
+each means is documented once, in the README's table ("In CI and on clusters").
 """
 
 from __future__ import annotations
@@ -21,11 +14,18 @@ import polars as pl
 from vision_eval.results import ERROR
 
 EXIT_OK = 0
+"""Every gate holds."""
 EXIT_GATE = 1
+"""A quality gate failed."""
 EXIT_CONFIG = 2
+"""A bad command line or config, a preflight error, a damaged checkpoint: nothing was evaluated."""
 EXIT_INCOMPLETE = 3
+"""A run problem: errors past a gate, budget, circuit breaker, nothing scored, outputs not written."""
+EXIT_INTERNAL = 4
+"""An internal error (a bug)."""
 EXIT_INTERRUPTED = 130
-SEVERITY = (EXIT_OK, EXIT_GATE, EXIT_INCOMPLETE, EXIT_CONFIG, EXIT_INTERRUPTED)
+"""Interrupted."""
+SEVERITY = (EXIT_OK, EXIT_GATE, EXIT_INCOMPLETE, EXIT_CONFIG, EXIT_INTERNAL, EXIT_INTERRUPTED)
 """Exit codes from least to most severe (a sweep exits with the most severe of its jobs)."""
 TOP_REASONS = 3
 AT_MOST, AT_LEAST = "\u2264", "\u2265"

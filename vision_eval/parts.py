@@ -123,6 +123,6 @@ class Ledger:
             cached += hits
         return pl.concat(rows, how="vertical_relaxed"), cached
 
-    def resumed_parts(self) -> int:
-        """Parts held on disk (for tests and diagnostics)."""
+    def saved_parts(self) -> int:
+        """Parts held on disk: saved by this run or reused from the one it resumes."""
         return sum(isinstance(ref, Path) for parts in self._parts.values() for ref in parts.values())

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vision_eval.storage import writing
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
     key TEXT PRIMARY KEY,
@@ -87,16 +89,17 @@ class CallCache:
 
     def __init__(self, directory: str | Path | None = None) -> None:
         folder = Path(directory).expanduser() if directory else default_cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / "calls.sqlite"
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA busy_timeout=60000")
-        self.filesystem = filesystem_type(folder)
-        mode = "DELETE" if self.filesystem in NETWORK_FILESYSTEMS else "WAL"
-        self._retry(lambda: self._conn.execute(f"PRAGMA journal_mode={mode}"))
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._retry(lambda: self._conn.execute(SCHEMA))
+        with writing(self.path):
+            folder.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+            self._conn.execute("PRAGMA busy_timeout=60000")
+            self.filesystem = filesystem_type(folder)
+            mode = "DELETE" if self.filesystem in NETWORK_FILESYSTEMS else "WAL"
+            self._retry(lambda: self._conn.execute(f"PRAGMA journal_mode={mode}"))
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._retry(lambda: self._conn.execute(SCHEMA))
         self.hits = 0
         self.misses = 0
         self.writes = 0
@@ -123,9 +126,10 @@ class CallCache:
         return value
 
     def put(self, key: str, model: str, value: dict[str, Any]) -> None:
-        """Store ``value`` (last writer wins; identical keys carry equivalent values)."""
+        """Store ``value`` (last writer wins; identical keys carry equivalent values). A write the disk refuses
+        is :class:`~vision_eval.errors.OutputsNotWritten`."""
         text = json.dumps(value, ensure_ascii=False, default=str)
-        with self._lock:
+        with self._lock, writing(self.path):
             self._retry(
                 lambda: self._conn.execute(
                     "INSERT OR REPLACE INTO calls (key, model, created, value) VALUES (?, ?, ?, ?)",

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vision_eval.errors import OutputsNotWritten
 from vision_eval.llm.budget import CIRCUIT_BREAKER, Budget, NotAttempted, estimate_cost
 from vision_eval.llm.cache import CallCache, cache_key
 from vision_eval.llm.retry import backoff_delay
@@ -101,6 +102,8 @@ class SchedulerStats:
     not_attempted: int = 0
     """Calls refused by the budget or a circuit breaker."""
     rate_limited_s: float = 0.0
+    cache_write_failures: int = 0
+    """Finished calls the persistent cache could not store (its disk refused the write)."""
     by_transport: dict[str, int] = field(default_factory=dict)
     batched: int = 0
     """Requests sent inside provider batch jobs (every attempt; not counted in ``calls``)."""
@@ -147,6 +150,8 @@ class Scheduler:
         self._sessions = 0
         self._batches: BatchRunner | None = None
         self._journal_dir: str | Path | None = None
+        self.fault: OutputsNotWritten | None = None
+        """Set when the run's journal could not record a finished call: the run must stop (see :meth:`record`)."""
 
     @property
     def batches(self) -> BatchRunner:
@@ -310,11 +315,24 @@ class Scheduler:
             raise
         state.consecutive_failures = 0
         if key is not None:
-            if self.journal is not None:
-                self.journal.put(key, str(judge.model), result.to_record())
-            if store is not None:
-                store.put(key, str(judge.model), result.to_cache())
+            self.record(key, str(judge.model), result, store)
         return result
+
+    def record(self, key: str, model: str, result: CallResult, store: CallCache | None) -> None:
+        """Keep a finished call in the run's journal and in the persistent cache ``store``. Neither failure
+        costs the call's answer, which the caller still gets: a journal the disk refuses is the run's
+        :attr:`fault` (the engine stops the run at its next part, exit 3); a cache write that fails is
+        counted (``cache_write_failures``) and the run goes on."""
+        if self.journal is not None:
+            try:
+                self.journal.put(key, model, result.to_record())
+            except OutputsNotWritten as exc:
+                self.fault = self.fault or exc
+        if store is not None:
+            try:
+                store.put(key, model, result.to_cache())
+            except OutputsNotWritten:
+                self.stats.cache_write_failures += 1
 
     async def _batched(
         self,
