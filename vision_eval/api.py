@@ -167,8 +167,8 @@ def _run(
     with _stopped(store, ledger, output_dir):
         if store.enabled:
             assert store.journal_dir is not None
-            scheduler.use_journal(store.journal_dir, config.run.max_cost_usd)
             store.start(run_id, config_fingerprint(config))
+            scheduler.use_journal(store.journal_dir, config.run.max_cost_usd)
         else:
             scheduler.budget = Budget(config.run.max_cost_usd)
         loaded = time.perf_counter()
@@ -240,11 +240,11 @@ def _stopped(store: Checkpoints, ledger: Ledger, output_dir: Path | None) -> Ite
     try:
         yield
     except KeyboardInterrupt:
-        if not store.enabled:
+        if not store.started:
             store.remove()
         raise Interrupted(interrupted_hint(store, ledger, output_dir)) from None
     except OutputsNotWritten as exc:
-        if not store.enabled:
+        if not store.started:
             store.remove()
         raise OutputsNotWritten(exc.path, exc.reason, not_written(exc, store, output_dir, [], ledger)) from exc
 

@@ -132,6 +132,11 @@ class Checkpoints:
         return self.resumable
 
     @property
+    def started(self) -> bool:
+        """True once the run's manifest is written: a resume can find this checkpoint."""
+        return self.resumable and self.directory is not None and (self.directory / MANIFEST).is_file()
+
+    @property
     def on_disk(self) -> bool:
         """True when parts are saved to files (resumable or not)."""
         return self.directory is not None

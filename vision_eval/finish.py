@@ -145,7 +145,7 @@ def not_written(
     files were written, what is kept and how to go on."""
     text = f"{NOT_WRITTEN}: {failure.path}: {failure.reason}"
     text += f"; written: {', '.join(written)}" if written else "; no output file was written"
-    if store.enabled and output_dir is not None:
+    if store.started and output_dir is not None:
         kept = f" ({_batches(ledger.saved_parts())})" if ledger is not None else ""
         resume = f"free some space and resume with run.resume={output_dir}"
         return f"{text}; finished work is kept in {store.directory}{kept}: {resume}"
@@ -154,13 +154,14 @@ def not_written(
 
 def interrupted_hint(store: Checkpoints, ledger: Any, output_dir: Path | None) -> str:
     """What an interrupted run says: what is kept and how to resume."""
-    if store.enabled and output_dir is not None:
+    if store.started and output_dir is not None:
         return (
             f"interrupted: finished work is kept ({_batches(ledger.saved_parts())}); "
             f"resume with run.resume={output_dir}"
         )
-    why = "run.checkpoint is off" if output_dir is not None else "the run has no output directory"
-    return f"interrupted: nothing is kept to resume from ({why})"
+    if output_dir is None:
+        return "interrupted: nothing is kept to resume from (the run has no output directory)"
+    return "interrupted: nothing is kept to resume from" + ("" if store.enabled else " (run.checkpoint is off)")
 
 
 def _batches(count: int) -> str:
