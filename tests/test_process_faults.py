@@ -10,13 +10,17 @@ never a traceback; no finished row lost; nothing paid twice without saying so.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import resource
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -173,3 +177,181 @@ def test_a_file_size_limit_is_exit_3_in_one_line_and_the_resume_completes(
     resumed = run_cli(["hydra.run.dir=again", f"run.resume={run}"], tmp_path, subprocess_env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert all((run / name).is_file() for name in OUTPUTS) and not (run / "checkpoint").exists()
+
+
+# --- the exit codes of the README's table -------------------------------------------------------------------------
+
+KEY = "sk-process-faults-key-424242"
+
+
+@pytest.fixture
+def helpers_env(subprocess_env: dict[str, str]) -> dict[str, str]:
+    """The subprocess environment with tests/ importable (for fault_helpers) and a judge key to keep secret."""
+    tests = str(Path(__file__).parent)
+    return {**subprocess_env, "PYTHONPATH": os.pathsep.join([subprocess_env["PYTHONPATH"], tests]),
+            "OPENAI_API_KEY": KEY}  # fmt: skip
+
+
+def broken_stack(folder: Path) -> Path:
+    conf = folder / "conf" / "evaluators"
+    conf.mkdir(parents=True)
+    (conf / "broken.yaml").write_text("broken:\n  _target_: fault_helpers.BrokenFinalize\n")
+    return folder / "conf"
+
+
+EXIT_CASES = [
+    ("0_every_gate_holds", [], 0, "verdict: all gates hold"),
+    ("1_a_quality_gate_failed", ["evaluators.ocr_exact.min_pass_rate=0.9"], 1, "ocr_exact: pass rate 0.250 < 0.9"),
+    ("2_a_hydra_grammar_error", ["evaluators.ocr_exact.where=tsk = 'ocr'"], 2,
+     "config error: cannot read the override 'evaluators.ocr_exact.where=tsk = 'ocr''"),
+    ("2_an_unknown_setting", ["run.batch_sise=3"], 2, "config error: run.batch_sise"),
+    ("2_a_bad_launcher_setting", ["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=abc",
+                                  "evaluators.ocr_exact.threshold=0.5,1", "hydra.sweep.dir=sweep"], 2,
+     "config error: Error merging override hydra.launcher.n_jobs=abc"),
+    ("3_nothing_was_scored", ["evaluators=judges"], 3, "nothing was scored: no evaluator processed any"),
+    ("0_nothing_scored_is_allowed", ["evaluators=judges", "run.allow_nothing_scored=true"], 0,
+     "verdict: all gates hold"),
+    ("3_errors_past_the_gate", ["evaluators.ocr_exact.columns.output=notes"], 3, "every applicable row is an error"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "code", "says"), [c[1:] for c in EXIT_CASES], ids=[c[0] for c in EXIT_CASES])
+def test_each_exit_code_of_the_table(
+    args: list[str], code: int, says: str, tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    done = run_cli([*args, "hydra.run.dir=run", "run.write_report=false"], tmp_path, subprocess_env)
+    assert done.returncode == code, done.stderr[-3000:]
+    assert says in done.stdout + done.stderr and "Traceback" not in done.stderr, (done.stdout + done.stderr)[-3000:]
+    if code == 2:
+        assert not (tmp_path / "run" / "results.parquet").exists()
+
+
+def test_an_internal_error_is_exit_4_in_one_line_with_the_traceback_in_the_run_directory(
+    tmp_path: Path, helpers_env: dict[str, str]
+) -> None:
+    """A bug (here a plugin's ``finalize`` raising): exit 4, one line saying it is a bug, where to report it and
+    where the traceback is; the traceback is in the run directory's log, the key masked everywhere."""
+    conf = broken_stack(tmp_path)
+    done = run_cli([f"--config-dir={conf}", "evaluators=broken", "hydra.run.dir=run"], tmp_path, helpers_env)
+    assert done.returncode == 4, done.stderr[-3000:]
+    line = one_line(done.stderr, "internal error")
+    log = tmp_path / "run" / "vision-eval-error.log"
+    assert f"the traceback is in {log}" in line and "this is a bug" in line and "report it to" in line, line
+    assert "RuntimeError: finalize broke with key ***" in line, line
+    text = log.read_text()
+    assert "Traceback" in text and "in finalize" in text and "finalize broke with key ***" in text
+    assert KEY not in done.stdout + done.stderr + text
+
+
+def test_a_launcher_failure_is_exit_4_with_the_traceback_in_a_temporary_file(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    """Code outside the jobs fails (the joblib launcher refuses ``n_jobs=0`` when it starts the sweep): exit 4,
+    one line, the traceback in a temporary file since no run directory exists yet."""
+    done = run_cli(["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=0", "evaluators.ocr_exact.threshold=0.5,1",
+                    "hydra.sweep.dir=sweep"], tmp_path, subprocess_env)  # fmt: skip
+    assert done.returncode == 4, done.stderr[-3000:]
+    line = one_line(done.stderr, "internal error")
+    assert "ValueError: n_jobs == 0 in Parallel has no meaning" in line, line
+    log = Path(line.split("the traceback is in ")[1].split("; ")[0])
+    assert log.is_file() and log.parent == Path(tempfile.gettempdir())
+    assert "Traceback" in log.read_text() and "joblib" in log.read_text()
+    log.unlink()
+
+
+def test_an_internal_error_in_a_sweep_job_is_its_exit_4_and_the_other_jobs_run(
+    tmp_path: Path, helpers_env: dict[str, str]
+) -> None:
+    conf = broken_stack(tmp_path)
+    (conf / "evaluators" / "fine.yaml").write_text("exact:\n  type: exact_match\n")
+    done = run_cli([f"--config-dir={conf}", "-m", "evaluators=broken,fine", "hydra.sweep.dir=sweep",
+                    "run.write_report=false"], tmp_path, helpers_env)  # fmt: skip
+    assert done.returncode == 4, done.stderr[-3000:]
+    one_line(done.stderr, "internal error")
+    codes = sorted(json.loads((tmp_path / "sweep" / job / "run.json").read_text())["exit_code"] for job in "01")
+    assert codes == [0, 4]
+
+
+# --- Ctrl-C as a terminal sends it ------------------------------------------------------------------------------
+
+PROGRESS = re.compile(r"^\S+ \d+/\d+ \(\d+%\)")
+
+
+def without_progress(stderr: str) -> list[str]:
+    """The console's lines other than progress lines."""
+    return [line for line in stderr.splitlines() if line.strip() and not PROGRESS.match(line)]
+
+
+def judged_rows(folder: Path, n: int) -> Path:
+    from conftest import RED, shape_png
+
+    (folder / "red.png").write_bytes(shape_png(RED, 2))
+    rows = [{"id": f"s{i}", "output": f"red shapes, row {i}", "expected_output": f"red shapes, row {i}",
+             "images": [str(folder / "red.png")]} for i in range(n)]  # fmt: skip
+    data = folder / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    conf = folder / "conf" / "evaluators"
+    conf.mkdir(parents=True)
+    (conf / "judged.yaml").write_text(
+        "desc:\n  type: llm_judge\n  prompt: image-description\nexact:\n  type: exact_match\n"
+    )
+    return data
+
+
+def press_ctrl_c(proc: subprocess.Popen[str], times: int = 1) -> tuple[str, str]:
+    """SIGINT to the run's whole process group (as a terminal's Ctrl-C), ``times`` times 50 ms apart."""
+    for n in range(times):
+        if n:
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+    return proc.communicate(timeout=120)
+
+
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_mid_run_prints_the_resume_hint_only(
+    presses: int, tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    """Ctrl-C (once, or twice in a row as an impatient user does) while judge calls are in flight: exit 130 and
+    the one line saying what is kept and how to resume, nothing else; the resume then finishes."""
+    from vision_eval.testing.fake_providers import FakeProviders
+
+    data = judged_rows(tmp_path, 40)
+    env = {**subprocess_env, "OPENAI_API_KEY": KEY}
+    with FakeProviders(latency=0.3) as fake:
+        base = [*CLI, "--config-dir", str(tmp_path / "conf"), "evaluators=judged", f"dataset.path={data}",
+                "judge=openai", f"judge.api_base={fake.openai_base}", "judge.cache=false", "run.preflight=false",
+                "run.write_report=false"]  # fmt: skip
+        proc = subprocess.Popen([*base, "hydra.run.dir=r"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+        deadline = time.monotonic() + 60
+        while fake.calls < 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        _, stderr = press_ctrl_c(proc, presses)
+        assert proc.returncode == 130, stderr[-3000:]
+        lines = without_progress(stderr)
+        assert len(lines) == 1 and lines[0].startswith("interrupted: finished work is kept ("), stderr[-3000:]
+        assert lines[0].endswith(f"; resume with run.resume={tmp_path / 'r'}"), lines[0]
+        done = subprocess.run([*base, f"run.resume={tmp_path / 'r'}", "hydra.run.dir=r2"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert pl.read_parquet(tmp_path / "r" / "results.parquet").height == 80
+
+
+def test_ctrl_c_before_anything_was_evaluated_says_so(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    """Ctrl-C during the preflight request (nothing evaluated yet): exit 130 and one line saying so."""
+    from vision_eval.testing.fake_providers import FakeProviders
+
+    data = judged_rows(tmp_path, 4)
+    env = {**subprocess_env, "OPENAI_API_KEY": KEY}
+    with FakeProviders(latency=5.0) as fake:
+        proc = subprocess.Popen([*CLI, "--config-dir", str(tmp_path / "conf"), "evaluators=judged",
+                                 f"dataset.path={data}", "judge=openai", f"judge.api_base={fake.openai_base}",
+                                 "hydra.run.dir=r"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+        deadline = time.monotonic() + 60
+        while fake.calls < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        _, stderr = press_ctrl_c(proc)
+    assert proc.returncode == 130, stderr[-3000:]
+    assert without_progress(stderr) == ["interrupted: nothing was evaluated"], stderr[-3000:]

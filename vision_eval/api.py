@@ -209,7 +209,8 @@ def _run(
     }
     info["spending"] = {"spent_usd": round(scheduler.budget.spent, 6), "budget_usd": config.run.max_cost_usd}
     info["scheduler"] = scheduler.stats.as_dict()
-    result = build_result(ledger, evaluators, stack, scheduler, config.run.max_error_rate, info, output_dir)
+    result = build_result(ledger, evaluators, stack, scheduler, config.run.max_error_rate, info, output_dir,
+                          config.run.allow_nothing_scored)  # fmt: skip
     try:
         if output_dir is not None:
             result.write(output_dir)

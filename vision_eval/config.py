@@ -222,6 +222,10 @@ class RunConfig(StrictModel):
     max_error_rate: float = Field(0.1, ge=0, le=1)
     """Default of every evaluator's ``max_error_rate`` gate: a larger share of ``error`` rows among the rows
     an evaluator applies to makes the run exit 3."""
+    allow_nothing_scored: bool = False
+    """A run in which no evaluator scored a single row (every row ``skipped`` or ``error``, or no rows) exits 3,
+    "nothing was scored", with the most common reason rows were skipped; ``true`` is for configs that mean it
+    (a stack of judges run with ``judge=none`` to see their plan, a ``where`` that may select nothing)."""
     junit: str | None = None
     """Write JUnit XML here (one testsuite per evaluator, one testcase per sample) for CI systems; a relative
     path is relative to the run directory."""

@@ -18,7 +18,7 @@ from vision_eval.data.canonical import describe
 from vision_eval.engine import StackRun
 from vision_eval.errors import NOT_WRITTEN, OutputsNotWritten
 from vision_eval.evaluator import Evaluator
-from vision_eval.gates import Gate, candidate_gate, judge_outcome
+from vision_eval.gates import Gate, candidate_gate, judge_outcome, nothing_scored_gate
 from vision_eval.output import EvalResult, package_versions, status_counts, totals
 from vision_eval.parts import Ledger
 
@@ -84,6 +84,7 @@ def build_result(
     max_error_rate: float,
     info: dict[str, Any],
     output_dir: Path | None,
+    allow_nothing_scored: bool = False,
 ) -> EvalResult:
     """The run's result: summary, metrics, gates and run.json's counts; its frames are the ledger's lazy queries
     (collected when the parts are in memory already; a large run without an output directory keeps its temporary
@@ -91,6 +92,8 @@ def build_result(
     summary, cache_hits = ledger.summary(evaluators)
     metrics = evaluator_tables_and_metrics(ledger, evaluators)
     gates = run_gates(scheduler, ledger, max_error_rate)
+    nothing = nothing_scored_gate(summary, ledger.frame("results"), allow_nothing_scored)
+    gates += [nothing] if nothing is not None else []
     outcome = judge_outcome(summary, ledger.frame("results"), evaluators, max_error_rate, gates)
     complete = not scheduler.budget.exhausted and not scheduler.tripped
     info.update(

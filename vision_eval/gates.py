@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.results import ERROR
+from vision_eval.results import ERROR, NOT_SELECTED, SKIPPED
 
 EXIT_OK = 0
 """Every gate holds."""
@@ -191,3 +191,33 @@ def candidate_gate(samples: pl.DataFrame | pl.LazyFrame, limit: float) -> Gate |
     rates = compared(rate, limit, upper=True, percent=True) + (", every generation failed" if failed == rows else "")
     message = f"candidate: {failed} of {rows} generations failed ({rates}){first}"
     return Gate("candidate", "max_error_rate", rate, limit, held, EXIT_INCOMPLETE, message)
+
+
+def nothing_scored_gate(summary: pl.DataFrame, results: pl.DataFrame | pl.LazyFrame, allowed: bool) -> Gate | None:
+    """The run-level gate "something was scored": no evaluator processed a single row (every row skipped or an
+    error, or no rows at all) fails it, exit 3, with the most common reason rows were skipped; ``allowed``
+    (``run.allow_nothing_scored``) is for configs that mean it. ``None`` when some row was scored."""
+    processed = int(summary["processed"].sum() or 0) if summary.height else 0
+    if processed:
+        return None
+    reason = pl.col("details").str.json_path_match("$.reason").fill_null("no reason given")
+    unselected = reason.str.starts_with(NOT_SELECTED)
+    counts = (
+        results.lazy()
+        .filter(pl.col("status") == SKIPPED)
+        .select(pl.when(unselected).then(pl.lit(NOT_SELECTED)).otherwise(reason).alias("reason"))
+        .group_by("reason")
+        .len()
+        .collect(engine="streaming")
+    )
+    where = int(counts.filter(pl.col("reason") == NOT_SELECTED)["len"].sum())
+    other = counts.filter(pl.col("reason") != NOT_SELECTED).sort(["len", "reason"], descending=[True, False])
+    rows = int(summary["rows"].sum() or 0) if summary.height else 0
+    why = [f"most often skipped: {other['reason'][0]!r} ({other['len'][0]} rows)"] if other.height else []
+    why += [f"{where} rows not selected by their evaluator's where"] if where else []
+    message = (
+        f"run: nothing was scored: no evaluator processed any of its {rows} result rows"
+        + "".join(f"; {w}" for w in why)
+        + "; set run.allow_nothing_scored=true if the config means it"
+    )
+    return Gate("run", "nothing_scored", 0.0, None, allowed, EXIT_INCOMPLETE, message)
