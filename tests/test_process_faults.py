@@ -355,3 +355,40 @@ def test_ctrl_c_before_anything_was_evaluated_says_so(tmp_path: Path, subprocess
         _, stderr = press_ctrl_c(proc)
     assert proc.returncode == 130, stderr[-3000:]
     assert without_progress(stderr) == ["interrupted: nothing was evaluated"], stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def big_rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """300,000 rows: reading them (ids first, then batches) takes the run a second or more."""
+    folder = tmp_path_factory.mktemp("big")
+    rows = pl.DataFrame({"id": [f"r{i}" for i in range(300_000)]}).with_columns(
+        pl.format("{} circles", pl.int_range(pl.len()) % 97).alias("output"),
+        pl.format("{} circles", pl.int_range(pl.len()) % 89).alias("expected_output"),
+    )
+    rows.write_ndjson(folder / "rows.jsonl")
+    return folder / "rows.jsonl"
+
+
+def _reading(pid: int, path: Path) -> bool:
+    """True while process ``pid`` holds ``path`` open (Linux: /proc/<pid>/fd)."""
+    with contextlib.suppress(OSError):
+        return any(os.readlink(fd) == str(path) for fd in Path(f"/proc/{pid}/fd").iterdir())
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see when the dataset is being read")
+def test_ctrl_c_twice_while_the_dataset_is_read_is_one_line(
+    big_rows: Path, tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    """Ctrl-C twice while the dataset is being read (Polars can raise the interrupt once and Python once more):
+    exit 130, one line, no traceback."""
+    proc = subprocess.Popen([*CLI, f"dataset.path={big_rows}", "evaluators=basic", "hydra.run.dir=r"],
+                            cwd=tmp_path, env=subprocess_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not _reading(proc.pid, big_rows) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    _, stderr = press_ctrl_c(proc, 2)
+    assert proc.returncode == 130, stderr[-3000:]
+    assert len(without_progress(stderr)) == 1 and "Traceback" not in stderr, stderr[-3000:]
+    assert without_progress(stderr)[0].startswith("interrupted: "), stderr[-3000:]
