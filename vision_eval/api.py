@@ -21,6 +21,7 @@ from typing import Any
 import polars as pl
 
 from vision_eval.checkpoint import Checkpoints, config_fingerprint
+from vision_eval.checkpoint_health import Health
 from vision_eval.columns import image_columns as evaluator_image_columns
 from vision_eval.config import AppConfig, ConfigSources, JudgeConfig, validate_config
 from vision_eval.data import DatasetStream, open_dataset, samples_frame
@@ -80,12 +81,14 @@ def _dry_run(
     return EvalResult(ledger.frame("results").collect(), empty["d"], empty["f"], samples, run_info=info)
 
 
-def _claim(config: AppConfig) -> tuple[RunDir | None, str]:
+def _claim(config: AppConfig) -> tuple[RunDir | None, str, Health | None]:
+    """The run's directory and id, and for a resume what the check of its checkpoint found (done here, before
+    anything is sent)."""
     if config.run.resume:
-        return claim_resume(config.run.resume, config_fingerprint(config))
+        return claim_resume(config.run.resume, config_fingerprint(config), config.run.resume_damaged)
     if config.run.output_dir:
-        return claim(config.run.output_dir), new_run_id()
-    return None, new_run_id()
+        return claim(config.run.output_dir), new_run_id(), None
+    return None, new_run_id(), None
 
 
 def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | None = None) -> EvalResult:
@@ -121,9 +124,10 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
     if config.run.dry_run:
         return _dry_run(config, context, evaluators, candidate, stream, uses)
 
-    rundir, run_id = _claim(config)
+    rundir, run_id, health = _claim(config)
     try:
-        return _run(config, sources, context, evaluators, candidate, stream, uses, secrets, rundir, run_id, started)
+        return _run(config, sources, context, evaluators, candidate, stream, uses, secrets, (rundir, run_id, health),
+                    started)  # fmt: skip
     finally:
         if rundir is not None:
             rundir.release()
@@ -153,10 +157,10 @@ def _run(
     stream: DatasetStream,
     uses: list[Any],
     secrets: Secrets,
-    rundir: RunDir | None,
-    run_id: str,
+    claimed: tuple[RunDir | None, str, Health | None],
     started: float,
 ) -> EvalResult:
+    rundir, run_id, health = claimed
     scheduler = get_scheduler(context)
     preflight(
         uses, scheduler, budget=config.run.max_cost_usd is not None, send=config.run.preflight, scrub=secrets.scrub
@@ -168,7 +172,7 @@ def _run(
         if store.enabled:
             assert store.journal_dir is not None
             store.start(run_id, config_fingerprint(config))
-            scheduler.use_journal(store.journal_dir, config.run.max_cost_usd)
+            scheduler.use_journal(store.journal_dir, config.run.max_cost_usd, health.lost_calls if health else None)
         else:
             scheduler.budget = Budget(config.run.max_cost_usd)
         loaded = time.perf_counter()
@@ -209,6 +213,8 @@ def _run(
     }
     info["spending"] = {"spent_usd": round(scheduler.budget.spent, 6), "budget_usd": config.run.max_cost_usd}
     info["scheduler"] = scheduler.stats.as_dict()
+    if health is not None and health.damaged:
+        info["set_aside"] = [f"{d.path}: {d.problem}" for d in health.damaged]
     result = build_result(ledger, evaluators, stack, scheduler, config.run.max_error_rate, info, output_dir,
                           config.run.allow_nothing_scored)  # fmt: skip
     try:

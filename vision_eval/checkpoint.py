@@ -41,6 +41,8 @@ TABLE = "table-"
 """File name prefix of a part's extra tables."""
 INPUT = "input-"
 """File name prefix of a part's metric inputs."""
+PART_LIST = "part.json"
+"""The file of a part listing its files and their sizes (checked before a resume relies on them)."""
 KINDS = {"results": RESULT_SCHEMA, "dimensions": DIMENSION_SCHEMA, "fields": FIELD_SCHEMA}
 """The files of a part and the schema each is saved in (``run_id`` left null: the run fills it when it writes)."""
 NEUTRAL_SETTINGS = frozenset({"description", "min_pass_rate", "min_mean_score", "max_error_rate"})
@@ -228,12 +230,15 @@ class Checkpoints:
 
 
 def _write_part(folder: Path, part: Part) -> None:
+    """The part's files, then ``part.json`` listing each with its size (what a resume checks them against)."""
     for name in KINDS:
         getattr(part, name).write_parquet(folder / f"{name}.part")
     for name, table in part.tables.items():
         table.write_parquet(folder / f"{TABLE}{name}.part")
     for name, table in part.inputs.items():
         table.write_parquet(folder / f"{INPUT}{name}.part")
+    files = {p.name: p.stat().st_size for p in sorted(folder.glob("*.part"))}
+    (folder / PART_LIST).write_text(json.dumps({"files": files}), encoding="utf-8")
 
 
 def saved_tables(folder: Path, prefix: str) -> dict[str, Path]:

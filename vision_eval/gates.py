@@ -194,11 +194,12 @@ def candidate_gate(samples: pl.DataFrame | pl.LazyFrame, limit: float) -> Gate |
 
 
 def nothing_scored_gate(summary: pl.DataFrame, results: pl.DataFrame | pl.LazyFrame, allowed: bool) -> Gate | None:
-    """The run-level gate "something was scored": no evaluator processed a single row (every row skipped or an
-    error, or no rows at all) fails it, exit 3, with the most common reason rows were skipped; ``allowed``
-    (``run.allow_nothing_scored``) is for configs that mean it. ``None`` when some row was scored."""
-    processed = int(summary["processed"].sum() or 0) if summary.height else 0
-    if processed:
+    """The run-level gate "something was scored": no evaluator scored a single row, every row ``skipped`` (or no
+    rows at all), fails it, exit 3, with the most common reason rows were skipped; ``allowed``
+    (``run.allow_nothing_scored``) is for configs that mean it. ``None`` when some row was processed, or when
+    rows are errors (then every evaluator with errors fails its ``max_error_rate`` gate, which says why)."""
+    scored = int(summary["processed"].sum() or 0) + int(summary["errors"].sum() or 0) if summary.height else 0
+    if scored:
         return None
     reason = pl.col("details").str.json_path_match("$.reason").fill_null("no reason given")
     unselected = reason.str.starts_with(NOT_SELECTED)
@@ -216,7 +217,7 @@ def nothing_scored_gate(summary: pl.DataFrame, results: pl.DataFrame | pl.LazyFr
     why = [f"most often skipped: {other['reason'][0]!r} ({other['len'][0]} rows)"] if other.height else []
     why += [f"{where} rows not selected by their evaluator's where"] if where else []
     message = (
-        f"run: nothing was scored: no evaluator processed any of its {rows} result rows"
+        f"run: nothing was scored: every one of the {rows} result rows was skipped"
         + "".join(f"; {w}" for w in why)
         + "; set run.allow_nothing_scored=true if the config means it"
     )

@@ -84,6 +84,10 @@ def cache_key(model: str, api_base: str | None, params: dict[str, Any], messages
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+KEYS_FILE = "calls.keys"
+"""Beside a run's journal: the key of every call the run finished, one a line (see :class:`CallJournal`)."""
+
+
 class CallCache:
     """Key -> JSON value store in one SQLite file (``<dir>/calls.sqlite``)."""
 
@@ -151,3 +155,26 @@ class CallCache:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+class CallJournal(CallCache):
+    """A run's journal of finished calls (``calls.sqlite`` in its checkpoint), plus ``calls.keys``: each finished
+    call's key appended as it is recorded. The second record survives damage to the database, so a resume knows
+    which finished calls the journal lost and counts each one it sends again."""
+
+    def __init__(self, directory: str | Path) -> None:
+        super().__init__(directory)
+        self.keys_path = self.path.with_name(KEYS_FILE)
+        with writing(self.keys_path):
+            self._keys = self.keys_path.open("a", encoding="ascii")
+
+    def put(self, key: str, model: str, value: dict[str, Any]) -> None:
+        super().put(key, model, value)
+        with self._lock, writing(self.keys_path):
+            self._keys.write(key + "\n")
+            self._keys.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._keys.close()
+        super().close()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from vision_eval.errors import OutputsNotWritten
 from vision_eval.llm.budget import CIRCUIT_BREAKER, Budget, NotAttempted, estimate_cost
-from vision_eval.llm.cache import CallCache, cache_key
+from vision_eval.llm.cache import CallCache, CallJournal, cache_key
 from vision_eval.llm.retry import backoff_delay
 from vision_eval.llm.transport import CallError, CallResult, DirectOpenAI, LiteLLMTransport, uses_direct
 
@@ -102,6 +102,9 @@ class SchedulerStats:
     not_attempted: int = 0
     """Calls refused by the budget or a circuit breaker."""
     rate_limited_s: float = 0.0
+    resent: int = 0
+    """Calls sent (and paid) again although an earlier attempt of this run had finished them: their records
+    were lost with a damaged journal (a resume with ``run.resume_damaged``)."""
     cache_write_failures: int = 0
     """Finished calls the persistent cache could not store (its disk refused the write)."""
     by_transport: dict[str, int] = field(default_factory=dict)
@@ -150,6 +153,7 @@ class Scheduler:
         self._sessions = 0
         self._batches: BatchRunner | None = None
         self._journal_dir: str | Path | None = None
+        self._lost: set[str] = set()
         self.fault: OutputsNotWritten | None = None
         """Set when the run's journal could not record a finished call: the run must stop (see :meth:`record`)."""
 
@@ -164,11 +168,14 @@ class Scheduler:
                 self._batches.use_store(self._journal_dir)
         return self._batches
 
-    def use_journal(self, path: str | Path, budget: float | None = None) -> None:
+    def use_journal(self, path: str | Path, budget: float | None = None, lost: set[str] | None = None) -> None:
         """Record every finished call in ``path`` (answered from there on a resume) and cap spending at
         ``budget`` dollars, counting what earlier attempts of this run already spent; submitted batch jobs are
-        kept there too (a resume polls them instead of sending their requests again)."""
-        self.journal = CallCache(path)
+        kept there too (a resume polls them instead of sending their requests again). ``lost``: keys of calls an
+        earlier attempt finished whose records a damaged journal lost; each one sent again is counted
+        (``resent``)."""
+        self.journal = CallJournal(path)
+        self._lost = set(lost or ())
         self.budget = Budget(budget, spent=self.journal.total_cost())
         self._journal_dir = path
         if self._batches is not None:
@@ -315,8 +322,16 @@ class Scheduler:
             raise
         state.consecutive_failures = 0
         if key is not None:
+            self._count_resent(key, counters)
             self.record(key, str(judge.model), result, store)
         return result
+
+    def _count_resent(self, key: str, counters: tuple[SchedulerStats, ...]) -> None:
+        """Count a call that an earlier attempt of this run had finished (its journal record was lost)."""
+        if key in self._lost:
+            self._lost.discard(key)
+            for c in counters:
+                c.resent += 1
 
     def record(self, key: str, model: str, result: CallResult, store: CallCache | None) -> None:
         """Keep a finished call in the run's journal and in the persistent cache ``store``. Neither failure
@@ -358,6 +373,8 @@ class Scheduler:
         finally:
             await self.budget.settle(reserved, cost)
         state.consecutive_failures = 0
+        if result.transport == "batch":
+            self._count_resent(key, counters)
         for c in counters:
             c.by_transport[result.transport] = c.by_transport.get(result.transport, 0) + 1
         return result
