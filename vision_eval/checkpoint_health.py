@@ -168,6 +168,9 @@ def _check_calls(health: Health) -> None:
             health.journal_calls = _journal_count(journal)
             health.lost_calls = _lost(journal, keys) if keys else set()
         except sqlite3.Error as exc:
+            if "no such table" in str(exc) and not keys:  # created, never written to: the run finished no call
+                health.journal_calls = 0
+                return
             problem = str(exc)
     if problem is not None:
         health.damaged.append(Damage(journal, f"not a readable SQLite journal ({problem})"))
