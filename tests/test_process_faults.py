@@ -392,3 +392,33 @@ def test_ctrl_c_twice_while_the_dataset_is_read_is_one_line(
     assert proc.returncode == 130, stderr[-3000:]
     assert len(without_progress(stderr)) == 1 and "Traceback" not in stderr, stderr[-3000:]
     assert without_progress(stderr)[0].startswith("interrupted: "), stderr[-3000:]
+
+
+def test_a_journal_the_disk_refuses_stops_the_calls_and_says_what_a_resume_pays_again(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    """The call journal outgrows a file-size limit mid-run (its parts still fit): no call is sent after that, the
+    run exits 3 with one line naming calls.sqlite and how many finished calls it could not record (at most the
+    calls in flight), and the resume completes every row paying at most those again."""
+    from vision_eval.testing.fake_providers import FakeProviders
+
+    data = judged_rows(tmp_path, 200)
+    (tmp_path / "conf" / "evaluators" / "judged.yaml").write_text(
+        "desc:\n  type: llm_judge\n  prompt: image-description\n"
+    )
+    env = {**subprocess_env, "OPENAI_API_KEY": KEY}
+    with FakeProviders(latency=0.02) as fake:
+        base = [f"--config-dir={tmp_path / 'conf'}", "evaluators=judged", f"dataset.path={data}", "judge=openai",
+                f"judge.api_base={fake.openai_base}", "judge.cache=false", "run.preflight=false",
+                "run.write_report=false", "run.concurrency=8"]  # fmt: skip
+        done = run_cli([*base, "hydra.run.dir=r"], tmp_path, env, preexec_fn=_limited(60_000))
+        first = fake.wait_idle()
+        assert done.returncode == 3, done.stderr[-3000:]
+        line = one_line(done.stderr, "could not be written")
+        assert "checkpoint/calls.sqlite: disk I/O error" in line and "resume with run.resume=" in line, line
+        unrecorded = int(line.split("; ")[-1].split(" finished calls could not be recorded")[0])
+        assert 0 < unrecorded <= 8 and first < 200 // 4, (first, line)  # stopped within the calls in flight
+        resumed = run_cli([*base, "hydra.run.dir=r2", f"run.resume={tmp_path / 'r'}"], tmp_path, env)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert fake.wait_idle() <= 200 + unrecorded
+    assert pl.read_parquet(tmp_path / "r" / "results.parquet")["status"].to_list() == ["processed"] * 200

@@ -168,7 +168,7 @@ def _run(
     output_dir = rundir.path if rundir is not None else None
     store = _store(config, output_dir, stream.total * len(evaluators))
     ledger = Ledger(evaluators, store, run_id)
-    with _stopped(store, ledger, output_dir):
+    with _stopped(store, ledger, output_dir, scheduler):
         if store.enabled:
             assert store.journal_dir is not None
             store.start(run_id, config_fingerprint(config))
@@ -241,9 +241,10 @@ def _run(
 
 
 @contextmanager
-def _stopped(store: Checkpoints, ledger: Ledger, output_dir: Path | None) -> Iterator[None]:
+def _stopped(store: Checkpoints, ledger: Ledger, output_dir: Path | None, scheduler: Any) -> Iterator[None]:
     """While a run evaluates: Ctrl-C, or a write the disk refuses, stops it with one line that says what is kept
-    and how to go on (:class:`Interrupted`, :class:`OutputsNotWritten`); parts nothing resumes from are removed."""
+    and how to go on (:class:`Interrupted`, :class:`OutputsNotWritten`), and how many finished calls a resume
+    would pay for again; parts nothing resumes from are removed."""
     try:
         yield
     except KeyboardInterrupt:
@@ -253,7 +254,13 @@ def _stopped(store: Checkpoints, ledger: Ledger, output_dir: Path | None) -> Ite
     except OutputsNotWritten as exc:
         if not store.started:
             store.remove()
-        raise OutputsNotWritten(exc.path, exc.reason, not_written(exc, store, output_dir, [], ledger)) from exc
+        message = not_written(exc, store, output_dir, [], ledger)
+        if scheduler.unjournaled:
+            message += (
+                f"; {scheduler.unjournaled} finished calls could not be recorded in the journal: a resume sends "
+                "those outside a saved batch again (they are paid twice)"
+            )
+        raise OutputsNotWritten(exc.path, exc.reason, message) from exc
 
 
 def evaluate(

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.checkpoint import INPUT, KINDS, TABLE, Checkpoints, Part, saved_tables
+from vision_eval.checkpoint import INPUT, KINDS, OPEN, TABLE, Checkpoints, Part, saved_tables
 from vision_eval.evaluator import Evaluator
 from vision_eval.summary import summarize_one
 
@@ -124,5 +124,6 @@ class Ledger:
         return pl.concat(rows, how="vertical_relaxed"), cached
 
     def saved_parts(self) -> int:
-        """Parts held on disk: saved by this run or reused from the one it resumes."""
-        return sum(isinstance(ref, Path) for parts in self._parts.values() for ref in parts.values())
+        """Parts on disk that a resume reuses: saved by this run or reused from the one it resumes."""
+        refs = (ref for parts in self._parts.values() for ref in parts.values())
+        return sum(isinstance(ref, Path) and not ref.name.startswith(OPEN) for ref in refs)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vision_eval.errors import OutputsNotWritten
-from vision_eval.llm.budget import CIRCUIT_BREAKER, Budget, NotAttempted, estimate_cost
+from vision_eval.llm.budget import CIRCUIT_BREAKER, STOPPED, Budget, NotAttempted, estimate_cost
 from vision_eval.llm.cache import CallCache, CallJournal, cache_key
 from vision_eval.llm.retry import backoff_delay
 from vision_eval.llm.transport import CallError, CallResult, DirectOpenAI, LiteLLMTransport, uses_direct
@@ -154,6 +154,8 @@ class Scheduler:
         self._batches: BatchRunner | None = None
         self._journal_dir: str | Path | None = None
         self._lost: set[str] = set()
+        self.unjournaled = 0
+        """Finished calls the journal could not record (a resume sends those outside a saved batch again)."""
         self.fault: OutputsNotWritten | None = None
         """Set when the run's journal could not record a finished call: the run must stop (see :meth:`record`)."""
 
@@ -343,6 +345,7 @@ class Scheduler:
                 self.journal.put(key, model, result.to_record())
             except OutputsNotWritten as exc:
                 self.fault = self.fault or exc
+                self.unjournaled += 1
         if store is not None:
             try:
                 store.put(key, model, result.to_cache())
@@ -363,6 +366,7 @@ class Scheduler:
         """A call sent in a batch job: the breaker and the budget (at the batch price) are checked when it joins
         a job, and its reservation lasts until the job's result arrives (the journal and cache are filled by
         the batch runner, for every result of the job)."""
+        self._refuse_if_stopping()
         if state.tripped is not None:
             raise NotAttempted(f"not attempted: {judge.model} is failing: {state.tripped}", CIRCUIT_BREAKER)
         reserved = await self.budget.reserve(estimate)
@@ -378,6 +382,11 @@ class Scheduler:
         for c in counters:
             c.by_transport[result.transport] = c.by_transport.get(result.transport, 0) + 1
         return result
+
+    def _refuse_if_stopping(self) -> None:
+        """Send nothing once the journal cannot record calls: a resume would pay for them again."""
+        if self.fault is not None:
+            raise NotAttempted(f"not attempted: the run is stopping ({self.fault})", STOPPED)
 
     def _record_failure(self, judge: Any, state: _ModelState, error: CallError) -> None:
         if not _hopeless(error):
@@ -411,6 +420,7 @@ class Scheduler:
                 attempt += 1
                 assert self._global is not None
                 async with self._global, state.semaphore:
+                    self._refuse_if_stopping()
                     if state.tripped is not None:
                         raise NotAttempted(f"not attempted: {judge.model} is failing: {state.tripped}", CIRCUIT_BREAKER)
                     if reserved is None:
