@@ -202,42 +202,43 @@ def _run(
         if not stack.dataset["rows"]:  # no row evaluated: samples.parquet still has the dataset's columns
             ledger.put_samples(0, samples_frame(stream.head()))
 
-    finished = time.perf_counter()
-    info = run_info_head(config, sources, run_id, rundir)
-    info["dataset"] = dataset_counts(stack, stream.head(), context.dataset_root)
-    info["timings"] = {
-        "load_s": round(loaded - started, 4),
-        "evaluate_s": round(finished - loaded, 4),
-        "total_s": round(finished - started, 4),
-        "per_evaluator_s": stack.seconds,
-    }
-    info["spending"] = {"spent_usd": round(scheduler.budget.spent, 6), "budget_usd": config.run.max_cost_usd}
-    info["scheduler"] = scheduler.stats.as_dict()
-    if health is not None and health.damaged:
-        info["set_aside"] = [f"{d.path}: {d.problem}" for d in health.damaged]
-    result = build_result(ledger, evaluators, stack, scheduler, config.run.max_error_rate, info, output_dir,
-                          config.run.allow_nothing_scored)  # fmt: skip
-    try:
-        if output_dir is not None:
-            result.write(output_dir)
-        if config.run.junit:
-            from vision_eval.junit import write_junit
+        finished = time.perf_counter()
+        info = run_info_head(config, sources, run_id, rundir)
+        info["dataset"] = dataset_counts(stack, stream.head(), context.dataset_root)
+        info["timings"] = {
+            "load_s": round(loaded - started, 4),
+            "evaluate_s": round(finished - loaded, 4),
+            "total_s": round(finished - started, 4),
+            "per_evaluator_s": stack.seconds,
+        }
+        info["spending"] = {"spent_usd": round(scheduler.budget.spent, 6), "budget_usd": config.run.max_cost_usd}
+        info["scheduler"] = scheduler.stats.as_dict()
+        if health is not None and health.damaged:
+            info["set_aside"] = [f"{d.path}: {d.problem}" for d in health.damaged]
+        result = build_result(ledger, evaluators, stack, scheduler, config.run.max_error_rate, info, output_dir,
+                              config.run.allow_nothing_scored)  # fmt: skip
+        try:
+            if output_dir is not None:
+                result.write(output_dir)
+            if config.run.junit:
+                from vision_eval.junit import write_junit
 
-            junit = Path(config.run.junit)
-            columns = {
-                e.name: {k: v[0] for k, v in e.settings.columns.mapped().items() if k != "images"} for e in evaluators
-            }
-            junit_file = output_dir / junit if output_dir else junit
-            write_junit(result.results, info["gates"], junit_file, samples=result.lazy("samples"), columns=columns)
-    except OutputsNotWritten as exc:  # a full disk, a read-only folder: say so, keep what resumes the run
-        info["problems"].append(not_written(exc, store, output_dir, result.written))
-        info["exit_code"] = worst([info["exit_code"], EXIT_INCOMPLETE])
-        if not store.enabled and store.directory is not None:  # parts nothing resumes from: gone with the result
-            weakref.finalize(result, shutil.rmtree, store.directory, True)
+                junit = Path(config.run.junit)
+                columns = {
+                    e.name: {k: v[0] for k, v in e.settings.columns.mapped().items() if k != "images"}
+                    for e in evaluators
+                }
+                junit_file = output_dir / junit if output_dir else junit
+                write_junit(result.results, info["gates"], junit_file, samples=result.lazy("samples"), columns=columns)
+        except OutputsNotWritten as exc:  # a full disk, a read-only folder: say so, keep what resumes the run
+            info["problems"].append(not_written(exc, store, output_dir, result.written))
+            info["exit_code"] = worst([info["exit_code"], EXIT_INCOMPLETE])
+            if not store.enabled and store.directory is not None:  # parts nothing resumes from: gone with the result
+                weakref.finalize(result, shutil.rmtree, store.directory, True)
+            return result
+        if output_dir is not None and (info["complete"] or not store.enabled):
+            store.remove()
         return result
-    if output_dir is not None and (info["complete"] or not store.enabled):
-        store.remove()
-    return result
 
 
 @contextmanager

@@ -287,7 +287,29 @@ def expand_shards(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
-    """Console-script entry point: a subcommand (``list``, ``describe``, ``init``), else a Hydra run."""
+    """Console-script entry point: a subcommand (``list``, ``describe``, ``init``), else a Hydra run. However it
+    ends, the console gets one line (:mod:`vision_eval.exits`): Hydra's refusals are exit 2, a disk that refuses
+    a write exit 3, Ctrl-C 130, anything unexpected an internal error (exit 4, its traceback in a log file)."""
+    from vision_eval.exits import hydra_problem, internal_error, interrupted
+    from vision_eval.storage import disk_failure
+
+    given = list(sys.argv[1:])
+    try:
+        _main()
+    except KeyboardInterrupt as exc:
+        interrupted(exc)
+    except Exception as exc:
+        problem = hydra_problem(exc, given)
+        if problem is not None:
+            _fail(problem)
+        disk = disk_failure(exc)
+        if disk is not None:
+            print(f"vision-eval: exit {EXIT_INCOMPLETE}: {disk}", file=sys.stderr)
+            sys.exit(EXIT_INCOMPLETE)
+        sys.exit(internal_error(exc, None, given))
+
+
+def _main() -> None:
     import hydra
 
     from vision_eval.commands import dispatch
@@ -301,41 +323,20 @@ def main() -> None:
     if problem:
         _fail(problem)
     install_log_redaction(sys.argv[1:])
-    given = sys.argv[1:]
     sys.argv[1:] = forgiving_overrides(sys.argv[1:])
     _register_resolvers()
-    _run_hydra(hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(_task), given)
-    if SWEEP_EXIT_CODES:
-        sys.exit(SWEEP_EXIT_CODES[-1])
-
-
-def _run_hydra(app: Any, given: list[str]) -> None:
-    """Run the Hydra app. Hydra is asked to raise what it would print as a traceback and exit 1 with
-    (``HYDRA_FULL_ERROR``): its grammar and composition errors are exit 2, a disk it cannot write is exit 3,
-    anything else is an internal error (exit 4) — each one line."""
-    from vision_eval.exits import hydra_problem, internal_error, interrupted
-    from vision_eval.storage import io_failure
-
+    app = hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(_task)
     previous = os.environ.get("HYDRA_FULL_ERROR")
-    os.environ["HYDRA_FULL_ERROR"] = "1"
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises what it would print as a traceback (and exit 1 with)
     try:
         app()
-    except KeyboardInterrupt as exc:
-        interrupted(exc)
-    except Exception as exc:
-        problem = hydra_problem(exc, given)
-        if problem is not None:
-            _fail(problem)
-        reason = io_failure(exc)
-        if reason is not None:
-            print(f"vision-eval: exit {EXIT_INCOMPLETE}: {NOT_WRITTEN}: {reason}", file=sys.stderr)
-            sys.exit(EXIT_INCOMPLETE)
-        sys.exit(internal_error(exc, None, given))
     finally:
         if previous is None:
             os.environ.pop("HYDRA_FULL_ERROR", None)
         else:
             os.environ["HYDRA_FULL_ERROR"] = previous
+    if SWEEP_EXIT_CODES:
+        sys.exit(SWEEP_EXIT_CODES[-1])
 
 
 if __name__ == "__main__":

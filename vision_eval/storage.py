@@ -8,6 +8,7 @@ writers (a temporary name renamed into place); :func:`writing` only says what fa
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -17,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from vision_eval.errors import OutputsNotWritten
+from vision_eval.errors import NOT_WRITTEN, OutputsNotWritten
 
 _IO_TEXT = re.compile(
     r"os error \d+|IO error|transport error|No space left|File too large|Disk quota|Read-only file system"
@@ -42,6 +43,24 @@ def io_failure(exc: BaseException) -> str | None:
         return None
     known = _KNOWN.search(text)
     return known.group(0) if known else text
+
+
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+"""What a disk says when it, not the program, refuses a write."""
+
+
+def disk_failure(exc: BaseException) -> str | None:
+    """The one-line problem when ``exc``, raised anywhere, says a disk refused a write (``None`` otherwise: a
+    missing file or a refused permission outside a write is not the disk's doing)."""
+    if isinstance(exc, OutputsNotWritten):
+        return str(exc)
+    if isinstance(exc, OSError):
+        if exc.errno not in DISK_ERRNOS:
+            return None
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{NOT_WRITTEN}: {where}{exc.strerror or exc}"
+    reason = io_failure(exc)
+    return f"{NOT_WRITTEN}: {reason}" if reason is not None else None
 
 
 def _reason(exc: Exception, path: Path) -> str | None:
