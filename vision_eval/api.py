@@ -94,8 +94,11 @@ def _claim(config: AppConfig) -> tuple[RunDir | None, str, Health | None]:
 def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | None = None) -> EvalResult:
     """Run a validated config (``data`` replaces the configured dataset when given).
 
-    Raises ``ConfigError`` / ``PreflightError`` / ``DatasetError`` (exit 2) before anything is evaluated; otherwise
-    returns the result, whose ``exit_code`` and ``problems`` say whether every gate held."""
+    Raises ``ConfigError`` / ``PreflightError`` / ``DatasetError`` / ``CheckpointDamaged`` (exit 2) before anything
+    is evaluated, ``OutputsNotWritten`` (exit 3) when the disk refused a file before the run could finish,
+    ``Interrupted`` (a ``KeyboardInterrupt``) on Ctrl-C; each message says what is kept and how to resume.
+    Otherwise returns the result, whose ``exit_code`` and ``problems`` say whether every gate held (an output file
+    the disk refused at the end is one of its problems, exit 3)."""
     started = time.perf_counter()
     context = EvalContext(judge=config.judge if config.judge.enabled else None, run=config.run)
     evaluators = build_stack(config.evaluators, context, sources)  # config errors surface before any loading
@@ -282,8 +285,9 @@ def evaluate(
     ``dataset`` / ``run``: extra dataset options (``columns``, ``limit``...) and run options.
     ``candidate``: a model under test (settings or a litellm model id) that first produces ``output``.
 
-    Raises ``ConfigError`` or ``PreflightError`` when nothing could be evaluated; otherwise the result's
-    ``exit_code`` and ``problems`` say whether the run's gates held (as ``vision-eval``'s exit code does).
+    Raises ``ConfigError`` or ``PreflightError`` when nothing could be evaluated, and the process faults
+    :func:`run_config` names; otherwise the result's ``exit_code`` and ``problems`` say whether the run's gates held
+    (as ``vision-eval``'s exit code does).
     """
     if isinstance(judge, str):
         judge = {"model": judge}
