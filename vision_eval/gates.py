@@ -216,9 +216,10 @@ def nothing_scored_gate(summary: pl.DataFrame, results: pl.DataFrame | pl.LazyFr
     rows = int(summary["rows"].sum() or 0) if summary.height else 0
     why = [f"most often skipped: {other['reason'][0]!r} ({other['len'][0]} rows)"] if other.height else []
     why += [f"{where} rows not selected by their evaluator's where"] if where else []
-    message = (
-        f"run: nothing was scored: every one of the {rows} result rows was skipped"
-        + "".join(f"; {w}" for w in why)
-        + "; set run.allow_nothing_scored=true if the config means it"
+    what = f"run: nothing was scored: every one of the {rows} result rows was skipped" + "".join(f"; {w}" for w in why)
+    hint = (
+        " (allowed: run.allow_nothing_scored)"
+        if allowed
+        else "; set run.allow_nothing_scored=true if the config means it"
     )
-    return Gate("run", "nothing_scored", 0.0, None, allowed, EXIT_INCOMPLETE, message)
+    return Gate("run", "nothing_scored", 0.0, None, allowed, EXIT_INCOMPLETE, what + hint)
