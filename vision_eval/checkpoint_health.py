@@ -135,7 +135,7 @@ def _recorded_keys(path: Path) -> tuple[list[str], int]:
 
 
 def _lost(journal: Path, keys: list[str]) -> set[str]:
-    """The keys the journal does not hold (an anti-join in SQLite, keys never all in Python's memory at once)."""
+    """The keys the journal does not hold (an anti-join in SQLite, not a Python set of the journal's keys)."""
     with sqlite3.connect(f"file:{journal}?mode=rw", uri=True) as conn:
         conn.execute("CREATE TEMP TABLE recorded (key TEXT PRIMARY KEY) WITHOUT ROWID")
         conn.executemany("INSERT OR IGNORE INTO temp.recorded VALUES (?)", ((k,) for k in keys))
