@@ -1,14 +1,7 @@
 """What a run's exit code says: the gates every evaluator accepts, and the run-level stops.
 
-Exit codes, the same for ``vision-eval`` and ``vision_eval.evaluate(...)`` (``EvalResult.exit_code``):
-
-* ``0`` the run finished and every gate holds;
-* ``1`` it finished, but a quality gate failed (``min_pass_rate``, ``min_mean_score``);
-* ``2`` config or preflight error: nothing was evaluated (raised as ``ConfigError`` / ``PreflightError`` in Python);
-* ``3`` it finished, but an evaluator's share of ``error`` rows exceeded its ``max_error_rate`` (an evaluator
-  whose every applicable row is ``error`` always fails), the candidate failed as often, or the run was stopped
-  by its budget or by a circuit breaker;
-* ``130`` interrupted.
+Exit codes are the same for ``vision-eval`` and ``vision_eval.evaluate(...)`` (``EvalResult.exit_code``); what
+each means is documented once, in the README's table ("In CI and on clusters").
 """
 
 from __future__ import annotations
@@ -18,14 +11,21 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.results import ERROR
+from vision_eval.results import ERROR, NOT_SELECTED, SKIPPED
 
 EXIT_OK = 0
+"""Every gate holds."""
 EXIT_GATE = 1
+"""A quality gate failed."""
 EXIT_CONFIG = 2
+"""A bad command line or config, a preflight error, a damaged checkpoint: nothing was evaluated."""
 EXIT_INCOMPLETE = 3
+"""A run problem: errors past a gate, budget, circuit breaker, nothing scored, outputs not written."""
+EXIT_INTERNAL = 4
+"""An internal error (a bug)."""
 EXIT_INTERRUPTED = 130
-SEVERITY = (EXIT_OK, EXIT_GATE, EXIT_INCOMPLETE, EXIT_CONFIG, EXIT_INTERRUPTED)
+"""Interrupted."""
+SEVERITY = (EXIT_OK, EXIT_GATE, EXIT_INCOMPLETE, EXIT_CONFIG, EXIT_INTERNAL, EXIT_INTERRUPTED)
 """Exit codes from least to most severe (a sweep exits with the most severe of its jobs)."""
 TOP_REASONS = 3
 AT_MOST, AT_LEAST = "\u2264", "\u2265"
@@ -191,3 +191,35 @@ def candidate_gate(samples: pl.DataFrame | pl.LazyFrame, limit: float) -> Gate |
     rates = compared(rate, limit, upper=True, percent=True) + (", every generation failed" if failed == rows else "")
     message = f"candidate: {failed} of {rows} generations failed ({rates}){first}"
     return Gate("candidate", "max_error_rate", rate, limit, held, EXIT_INCOMPLETE, message)
+
+
+def nothing_scored_gate(summary: pl.DataFrame, results: pl.DataFrame | pl.LazyFrame, allowed: bool) -> Gate | None:
+    """The run-level gate "something was scored": no evaluator scored a single row, every row ``skipped`` (or no
+    rows at all), fails it, exit 3, with the most common reason rows were skipped; ``allowed``
+    (``run.allow_nothing_scored``) is for configs that mean it. ``None`` when some row was processed, or when
+    rows are errors (then every evaluator with errors fails its ``max_error_rate`` gate, which says why)."""
+    scored = int(summary["processed"].sum() or 0) + int(summary["errors"].sum() or 0) if summary.height else 0
+    if scored:
+        return None
+    reason = pl.col("details").str.json_path_match("$.reason").fill_null("no reason given")
+    unselected = reason.str.starts_with(NOT_SELECTED)
+    counts = (
+        results.lazy()
+        .filter(pl.col("status") == SKIPPED)
+        .select(pl.when(unselected).then(pl.lit(NOT_SELECTED)).otherwise(reason).alias("reason"))
+        .group_by("reason")
+        .len()
+        .collect(engine="streaming")
+    )
+    where = int(counts.filter(pl.col("reason") == NOT_SELECTED)["len"].sum())
+    other = counts.filter(pl.col("reason") != NOT_SELECTED).sort(["len", "reason"], descending=[True, False])
+    rows = int(summary["rows"].sum() or 0) if summary.height else 0
+    why = [f"most often skipped: {other['reason'][0]!r} ({other['len'][0]} rows)"] if other.height else []
+    why += [f"{where} rows not selected by their evaluator's where"] if where else []
+    what = f"run: nothing was scored: every one of the {rows} result rows was skipped" + "".join(f"; {w}" for w in why)
+    hint = (
+        " (allowed: run.allow_nothing_scored)"
+        if allowed
+        else "; set run.allow_nothing_scored=true if the config means it"
+    )
+    return Gate("run", "nothing_scored", 0.0, None, allowed, EXIT_INCOMPLETE, what + hint)

@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
+from vision_eval.storage import write_atomically
 
 MAX_TEXT = 4000
 QUALITY_GATES = ("min_pass_rate", "min_mean_score")
@@ -178,6 +179,5 @@ def write_junit(
         suite.set("failures", str(failed))
         suite.set("errors", "0")
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(root).write(out, encoding="utf-8", xml_declaration=True)
+    write_atomically(out, lambda target: ET.ElementTree(root).write(target, encoding="utf-8", xml_declaration=True))
     return out

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vision_eval.checkpoint import Checkpoints
-from vision_eval.errors import ConfigError
+from vision_eval.checkpoint_health import Health, check, set_aside
+from vision_eval.errors import CheckpointDamaged, ConfigError
 
 LOCK = ".vision_eval.lock"
 CHECKPOINT = "checkpoint"
@@ -103,18 +103,26 @@ def claim(requested: str | Path) -> RunDir:
     raise ConfigError("run.output_dir", f"{base} and {MAX_SUFFIX - 1} suffixed directories already hold runs")
 
 
-def claim_resume(directory: str | Path, fingerprint: dict[str, Any]) -> tuple[RunDir, str]:
-    """Take over an interrupted run's directory; returns it and the run's id. ``ConfigError`` (exit 2) when
-    there is nothing to resume or the checkpoint was written by a different config."""
+def claim_resume(
+    directory: str | Path, fingerprint: dict[str, Any], repair: bool = False
+) -> tuple[RunDir, str, Health]:
+    """Take over an interrupted run's directory once every file of its checkpoint is checked; returns it, the run's
+    id and what the check found. ``ConfigError`` (exit 2) when there is nothing to resume, the checkpoint was
+    written by a different config or another run is still writing to it; ``CheckpointDamaged`` (exit 2) when
+    files are damaged, unless ``repair`` (``run.resume_damaged``) sets them aside."""
     path = Path(directory)
     if not path.is_dir():
         raise ConfigError("run.resume", f"{path} does not exist: there is no run to resume there")
-    manifest = Checkpoints(path / CHECKPOINT).manifest()
-    if manifest is None:
+    checkpoint = path / CHECKPOINT
+    if not checkpoint.is_dir():
         finished = (path / "results.parquet").exists()
         why = "its run completed and removed its checkpoint" if finished else "no run was checkpointed there"
         raise ConfigError("run.resume", f"{path} holds no checkpoint to resume ({why})")
-    recorded = manifest.get("config", {})
+    owner = _lock_owner(path)
+    if (path / LOCK).exists() and _alive(owner):
+        raise ConfigError("run.resume", f"a run (pid {owner.get('pid') if owner else '?'}) is still writing to {path}")
+    health = check(checkpoint)
+    recorded = (health.manifest or {}).get("config", fingerprint)
     differing = sorted(key for key in set(recorded) | set(fingerprint) if recorded.get(key) != fingerprint.get(key))
     if differing:
         raise ConfigError(
@@ -122,8 +130,9 @@ def claim_resume(directory: str | Path, fingerprint: dict[str, Any]) -> tuple[Ru
             f"the checkpoint in {path} was written with a different {', '.join(differing)} config; "
             "resume with the same dataset, evaluators, judge and candidate, or start a new run",
         )
-    owner = _lock_owner(path)
-    if (path / LOCK).exists() and _alive(owner):
-        raise ConfigError("run.resume", f"a run (pid {owner.get('pid') if owner else '?'}) is still writing to {path}")
+    if health.damaged and not repair:
+        raise CheckpointDamaged(health.describe())
+    if health.damaged:
+        set_aside(health)
     _write_lock(path / LOCK, exclusive=False)
-    return RunDir(path), str(manifest.get("run_id") or new_run_id())
+    return RunDir(path), str((health.manifest or {}).get("run_id") or new_run_id()), health

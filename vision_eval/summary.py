@@ -110,6 +110,12 @@ def _print_outcome(console: Any, info: dict[str, Any]) -> None:
     resumed = sum((info.get("resumed_batches") or {}).values())
     if resumed:
         console.print(f"resumed batches: {resumed}", highlight=False)
+    for damaged in info.get("set_aside") or []:
+        console.print(f"set aside (damaged): {escape(damaged)}", highlight=False)
+    resent = (info.get("scheduler") or {}).get("resent")
+    if resent:
+        console.print(f"sent again: {resent} calls an earlier attempt had finished (the damaged journal had lost "
+                      "their records; they were paid twice)", highlight=False)  # fmt: skip
     if info.get("moved_from"):
         console.print(f"note: {escape(info['moved_from'])} already held a run; this one was written elsewhere")
     code = info.get("exit_code", 0)
