@@ -120,8 +120,12 @@ class Anls(ReferenceMetric[AnlsSettings]):
 
     type_name: ClassVar[str] = "anls"
     protocols: ClassVar[dict[str, str]] = {
-        "official": "DocVQA / RRC evaluation script (rrc.cvc.uab.es, Task 1): ANLS with raw lengths, threshold 0.5",
-        "lmms_eval": "lmms-eval api/metrics.py anls (the RRC script's computation)",
+        "official": "the RRC DocVQA / InfographicVQA evaluation script (docvqa.org), in the public copy lmms-eval "
+        "cites, QwenLM/Qwen-VL eval_mm/infographicsvqa_eval.py @aa00ed0: ANLS with raw lengths, threshold 0.5, on "
+        "the reply as given",
+        "lmms_eval": "EvolvingLMMs-Lab/lmms-eval v0.7.2 @cb45ac4 "
+        "lmms_eval/api/metrics.py anls (the RRC script's computation) "
+        "on the reply stripped by lmms_eval/api/task.py ConfigurableTask.process_results",
         "lenient": LENIENT,
     }
     example: ClassVar[Example] = Example(

@@ -137,9 +137,13 @@ class RelaxedAccuracy(ReferenceMetric[RelaxedAccuracySettings]):
 
     type_name: ClassVar[str] = "relaxed_accuracy"
     protocols: ClassVar[dict[str, str]] = {
-        "official": "relaxed accuracy as defined in the ChartQA paper (Masry et al. 2022, sec. 5.1), implemented as "
-        "relaxed_correctness in google-research/pix2struct metrics.py (max over the labels)",
-        "lmms_eval": "lmms-eval tasks/chartqa/utils.py relaxed_correctness (copied from Qwen-VL, itself pix2struct's)",
+        "official": "google-research/pix2struct pix2struct/metrics.py @945f27e: relaxed_correctness, the best over "
+        "the labels (aggregate_metrics), on the reply as given; the ChartQA paper's relaxed accuracy (Masry et al. "
+        "2022, sec. 5.1)",
+        "lmms_eval": "EvolvingLMMs-Lab/lmms-eval v0.7.2 @cb45ac4 "
+        "lmms_eval/tasks/chartqa/utils.py chartqa_process_results (relaxed_correctness, "
+        "pix2struct's via Qwen-VL) "
+        "on the reply stripped by lmms_eval/api/task.py ConfigurableTask.process_results",
         "lenient": LENIENT,
     }
     example: ClassVar[Example] = Example(
