@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "benchmarks"
 PRESETS = ["chartqa", "docvqa", "textvqa", "pope", "countbench"]
 PROTOCOL_OF_PRESET = {
-    "chartqa": "official",
+    "chartqa": "lmms_eval",
     "docvqa": "official",
     "textvqa": "lmms_eval",
     "pope": "official",

@@ -21,6 +21,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the table
 
@@ -186,6 +187,28 @@ def test_pope_dataset_metrics_equal_the_references(protocol: str) -> None:
 
 def first_words(reply: str) -> list[str]:
     return reply.split(".")[0].replace(",", "").split(" ")
+
+
+# --- the ChartQA preset against lmms-eval's pipeline ------------------------------------------------------------
+
+
+def test_chartqa_preset_scores_what_lmms_eval_scores_on_the_same_replies() -> None:
+    """The preset is lmms-eval's chartqa task (its split and prompt): on the fixture's replies its three numbers are
+    lmms-eval's relaxed_overall, relaxed_human_split and relaxed_augmented_split (means of the per-question scores
+    lmms-eval's own code gave, its ``mean`` aggregation)."""
+    stack = yaml.safe_load((ROOT / "conf" / "evaluators" / "chartqa.yaml").read_text())
+    cases = [case for case in fixture("relaxed_accuracy")[1] if case["lmms_eval"] is not None]
+    rows = rows_of(cases)
+    for i, row in enumerate(rows):
+        row["type"] = "human_test" if i % 2 == 0 else "augmented_test"
+    metrics = ve.evaluate(rows, evaluators=stack, run={"progress": False}).run_info["metrics"]
+
+    def mean(selected: list[dict[str, Any]]) -> float:
+        return sum(case["lmms_eval"] for case in selected) / len(selected)
+
+    assert metrics["relaxed_accuracy"]["relaxed_accuracy"] == pytest.approx(mean(cases), abs=TOLERANCE)
+    assert metrics["relaxed_accuracy_human"]["relaxed_accuracy"] == pytest.approx(mean(cases[::2]), abs=TOLERANCE)
+    assert metrics["relaxed_accuracy_augmented"]["relaxed_accuracy"] == pytest.approx(mean(cases[1::2]), abs=TOLERANCE)
 
 
 # --- the agreement table --------------------------------------------------------------------------------------
