@@ -3,8 +3,9 @@
 ``official`` and ``lmms_eval`` (lmms-eval's ``anls`` is the RRC script's computation): both texts are stripped,
 lowercased and whitespace-collapsed for the edit distance, but the distance is divided by the longer of the *raw*
 texts (their ``upper()`` lengths), so ``"i  a"`` against ``"a"`` scores 1 - 2/4 = 0.5; the row's value is
-1 - the smallest normalized distance over the answers, 0 below the threshold. ``lenient`` divides by the
-normalized lengths, on columns.
+1 - the smallest normalized distance over the answers, 0 below the threshold. ``lmms_eval`` gets the reply
+stripped (as lmms-eval hands every reply to its metric), so its raw length is the stripped reply's. ``lenient``
+divides by the normalized lengths, on columns.
 """
 
 from __future__ import annotations
@@ -115,8 +116,8 @@ class AnlsSettings(ReferenceSettings):
 class Anls(ReferenceMetric[AnlsSettings]):
     """Average Normalized Levenshtein Similarity (DocVQA): 1 - the smallest normalized edit distance over the
     reference answers, 0 below ``cutoff``. Both texts are stripped, lowercased and whitespace-collapsed; the
-    distance is divided by the longer *raw* text (``official`` / ``lmms_eval``, as the RRC script does) or by the
-    longer normalized text (``lenient``)."""
+    distance is divided by the longer *raw* text (``official`` / ``lmms_eval``, as the RRC script does; ``lmms_eval``
+    strips the reply first) or by the longer normalized text (``lenient``)."""
 
     type_name: ClassVar[str] = "anls"
     protocols: ClassVar[dict[str, str]] = {

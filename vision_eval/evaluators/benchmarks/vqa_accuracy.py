@@ -254,10 +254,11 @@ class VqaAccuracy(ReferenceMetric[VqaSettings]):
     """VQA accuracy: with N reference answers of which M equal the processed reply, the mean over the N
     leave-one-out subsets of min(1, matches / 3) (so one reference answer scores 0).
 
-    ``official``: the VQA script's processing of the reply; references compared raw, or after its punctuation step
-    when the annotators disagree. ``lmms_eval``: lmms-eval's (EvalAI's) processing of the reply and of every
-    reference. ``lenient``: both fully normalized, typographic apostrophes, ``im``/``ive``, and with one reference
-    answer an exact match. Default threshold 0.9: a prediction passes when at least 3 annotators gave it.
+    ``official``: the VQA script (a013f00): reply and answers compared as given (newlines and tabs as spaces,
+    stripped) when the annotators agree, else all of them processed. ``lmms_eval``: lmms-eval's (EvalAI's)
+    processing of the stripped reply and of every reference. ``lenient``: both fully normalized, typographic
+    apostrophes, ``im``/``ive``, and with one reference answer an exact match. Default threshold 0.9: a prediction
+    passes when at least 3 annotators gave it.
     """
 
     type_name: ClassVar[str] = "vqa_accuracy"
