@@ -133,8 +133,7 @@ class RelaxedAccuracy(ReferenceMetric[RelaxedAccuracySettings]):
     ``official`` / ``lmms_eval`` (the reply stripped first): both sides read by Python's ``float`` (a trailing ``%``
     divides by 100); numbers within ``tolerance`` relative difference of a non-zero gold are correct, anything else
     needs the same lowercased text. ``lenient``: also ``12%`` = ``12`` = ``0.12``, ``1,000``, currency signs, a gold
-    of 0 needs a reply of 0,
-    text compared trimmed and whitespace-collapsed.
+    of 0 needs a reply of 0, text compared trimmed and whitespace-collapsed.
     """
 
     type_name: ClassVar[str] = "relaxed_accuracy"
