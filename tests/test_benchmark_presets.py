@@ -1,0 +1,153 @@
+"""The benchmark presets added for issue #30, end to end: each preset's dataset config reads its fixture (the hub
+dataset's own column layout, ``tests/fixtures/benchmarks/make_preset_fixtures.py``) through its own column mapping
+(only ``path`` is overridden, as a user does for a local export), a fake candidate (an OpenAI-compatible server on
+127.0.0.1) answers with the fixture's ``reply``, and the preset's evaluator stack scores the answers. The
+dataset-level numbers are checked against values worked out by hand in the comments; the request the candidate sent
+is checked against the reference harness's prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import yaml
+
+import vision_eval as ve
+from vision_eval.testing.fake_providers import FakeProviders, FakeRequest, inspect_image
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "benchmarks"
+
+
+def preset(name: str, protocol: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the dataset config reading the fixture, the evaluator stack, every evaluator under ``protocol``)."""
+    dataset = yaml.safe_load((ROOT / "conf" / "dataset" / f"{name}.yaml").read_text())
+    dataset["path"] = str(FIXTURES / f"{name}.parquet")
+    stack = yaml.safe_load((ROOT / "conf" / "evaluators" / f"{name}.yaml").read_text())
+    if protocol is not None:
+        for spec in stack.values():
+            spec["protocol"] = protocol
+    return dataset, stack
+
+
+def needle(text: str) -> str:
+    """The longest stretch of a question between image placeholders (it appears whole in the request)."""
+    import re
+
+    return max((part.strip() for part in re.split(r"<image \d>", text)), key=len)
+
+
+@cache
+def run_with_candidate(name: str, protocol: str | None = None) -> tuple[ve.EvalResult, list[FakeRequest]]:
+    """The preset run with a fake candidate answering each row's ``reply`` (found by its question in the request)."""
+    data = pl.read_parquet(FIXTURES / f"{name}.parquet")
+    replies = {needle(q): r for q, r in zip(data["question"], data["reply"], strict=True)}
+
+    def answer(request: FakeRequest) -> str:
+        return next(reply for key, reply in replies.items() if key in request.text)
+
+    dataset, stack = preset(name, protocol)
+    with FakeProviders(responder=answer) as server:
+        candidate = {"model": "openai/m", "api_base": server.openai_base, "api_key": "k", "cache": False}
+        result = ve.evaluate(None, evaluators=stack, dataset=dataset, candidate=candidate, run={"progress": False})
+        return result, list(server.requests)
+
+
+def by_id(result: ve.EvalResult, evaluator: str) -> dict[str, dict[str, Any]]:
+    rows = result.results.filter(pl.col("evaluator") == evaluator)
+    return {row["sample_id"]: row for row in rows.iter_rows(named=True)}
+
+
+def parts(request: FakeRequest) -> list[tuple[str, Any]]:
+    """The request's content as (kind, text or the colour of the image)."""
+    out: list[tuple[str, Any]] = []
+    for part in request.body["messages"][0]["content"]:
+        if part["type"] == "text":
+            out.append(("text", part["text"]))
+        else:
+            import base64
+
+            data = base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
+            out.append(("image", inspect_image(data).colour))
+    return out
+
+
+def colour(name: str, sample: str, column: str) -> str:
+    row = pl.read_parquet(FIXTURES / f"{name}.parquet").filter(pl.col("id") == sample).row(0, named=True)
+    return inspect_image(row[column]["bytes"]).colour
+
+
+# --- MMMU -----------------------------------------------------------------------------------------------------
+
+
+def test_mmmu_preset_official() -> None:
+    result, _ = run_with_candidate("mmmu")
+    rows = by_id(result, "mmmu")
+    # (B) right; "I cannot tell." has no letter: the script draws one (random.seed(42): A, the answer); the open
+    # "So the area is 12.50" reads 12.5 = 12.5; "B" right; "The answer is D" wrong (C); "A." right.
+    assert {k: v["score"] for k, v in rows.items()} == {
+        "validation_Art_1": 1.0,
+        "validation_Art_2": 0.0,  # the row keeps its reading (none); the draw is made over the whole run
+        "validation_Math_3": 1.0,
+        "validation_Math_4": 1.0,
+        "validation_History_5": 0.0,
+        "validation_Accounting_6": 1.0,
+    }
+    unread = json.loads(rows["validation_Art_2"]["details"])
+    assert unread["unparseable"] is True and unread["choices"] == ["A", "B", "C", "D"]
+    metrics = result.run_info["metrics"]["mmmu"]
+    assert metrics["Overall"] == pytest.approx(5 / 6)
+    assert (metrics["n"], metrics["unparseable"], metrics["random_picks_correct"], metrics["open_questions"]) == (
+        6,
+        1,
+        1,
+        1,
+    )
+    assert metrics["disciplines"] == {
+        "Art & Design": {"accuracy": 1.0, "n": 2},
+        "Business": {"accuracy": 1.0, "n": 1},
+        "Science": {"accuracy": 1.0, "n": 2},
+        "Humanities & Social Science": {"accuracy": 0.0, "n": 1},
+    }
+    assert metrics["subjects"]["Art"] == {"accuracy": 1.0, "n": 2} and metrics["subjects"]["History"]["n"] == 1
+    described = result.run_info["evaluators"]["mmmu"]
+    assert described["protocol"] == "official" and "seeded 42" in described["unparseable_counted_as"]
+
+
+def test_mmmu_preset_lmms_eval() -> None:
+    result, _ = run_with_candidate("mmmu", "lmms_eval")
+    metrics = result.run_info["metrics"]["mmmu"]
+    # lmms-eval draws with seed 0 (D, not the answer A) and scores every open question 0 (12.50 included).
+    assert metrics["Overall"] == pytest.approx(3 / 6)
+    assert metrics["subjects"]["Art"] == {"accuracy": 0.5, "n": 2}
+    assert metrics["subjects"]["Math"] == {"accuracy": 0.5, "n": 2}
+    assert (metrics["unparseable"], metrics["random_picks_correct"]) == (1, 0)
+
+
+def test_mmmu_prompt_and_images_as_lmms_eval_sends_them() -> None:
+    _, requests = run_with_candidate("mmmu")
+    sent = {next(t for k, t in parts(r) if k == "text"): parts(r) for r in requests}
+    task = "\n\nAnswer with the option's letter from the given choices directly."
+    two = sent["Compare"]
+    # mmmu_doc_to_messages: the text split at the placeholders, each stretch stripped, the images in order.
+    assert two == [
+        ("text", "Compare"),
+        ("image", colour("mmmu", "validation_Math_4", "image_1")),
+        ("text", "and"),
+        ("image", colour("mmmu", "validation_Math_4", "image_2")),
+        ("text", ". Which is larger?\nA. left\nB. right" + task),
+    ]
+    assert colour("mmmu", "validation_Math_4", "image_1") != colour("mmmu", "validation_Math_4", "image_2")
+    # A placeholder first: the image, then the rest; open questions ask for a word or phrase.
+    first = next(p for p in sent.values() if p[0][0] == "image")
+    assert first[1] == ("text", "What period is this?\nA. Baroque\nB. Gothic\nC. Modern\nD. Roman" + task)
+    assert sent["What is the area of the shape in"][-1] == (
+        "text",
+        "?\n\nAnswer the question using a single word or phrase.",
+    )
+    assert all("Image 1" not in text for p in sent.values() for kind, text in p if kind == "text")
