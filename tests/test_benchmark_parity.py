@@ -118,9 +118,88 @@ def test_mmmu_random_picks_follow_the_reference_seed_and_order() -> None:
     assert len(set(right)) > 1
 
 
-RESULTS: dict[str, Callable[[str], ve.EvalResult]] = {"mmmu": mmmu_result}
-AGREES: dict[str, Callable[[dict[str, Any], dict[str, Any], str], bool]] = {"mmmu": mmmu_agrees}
-PROTOCOLS = {"mmmu": ["official", "lmms_eval"]}
+# --- MME ------------------------------------------------------------------------------------------------------
+
+
+@cache
+def mme_result(protocol: str) -> ve.EvalResult:
+    rows = [
+        {
+            "id": c["id"],
+            "output": c["reply"],
+            "expected_output": c["answer"],
+            "category": c["category"],
+            "question_id": c["question_id"],
+        }
+        for c in fixture("mme")["cases"]
+    ]
+    return run(rows, {"type": "mme", "protocol": protocol})
+
+
+def mme_agrees(case: dict[str, Any], row: dict[str, Any], protocol: str) -> bool:
+    details = json.loads(row["details"])
+    return details["prediction"] == case["parsed"] and row["score"] == case["score"]
+
+
+def test_mme_reads_every_reply_as_lmms_eval_does() -> None:
+    total, agreeing, wrong = agreement("mme", "lmms_eval")
+    assert total >= 3000 and agreeing / total >= MIN_AGREEMENT, wrong[:5]
+
+
+def test_mme_totals_equal_lmms_eval_aggregation() -> None:
+    expected = fixture("mme")["dataset"]["lmms_eval"]
+    metrics = mme_result("lmms_eval").run_info["metrics"]["m"]
+    assert metrics["Perception"] == pytest.approx(expected["Perception"], abs=1e-9)
+    assert metrics["Cognition"] == pytest.approx(expected["Cognition"], abs=1e-9)
+
+
+# --- OCRBench -------------------------------------------------------------------------------------------------
+
+
+@cache
+def ocrbench_result(protocol: str) -> ve.EvalResult:
+    rows = [
+        {
+            "id": c["id"],
+            "output": c["reply"],
+            "expected_output": json.dumps(c["answers"]),
+            "dataset": c["dataset"],
+            "question_type": c["question_type"],
+        }
+        for c in fixture("ocrbench")["cases"]
+    ]
+    return run(rows, {"type": "ocrbench", "protocol": protocol})
+
+
+def ocrbench_agrees(case: dict[str, Any], row: dict[str, Any], protocol: str) -> bool:
+    return row["status"] == "processed" and row["score"] == float(case["score"])
+
+
+def test_ocrbench_reads_every_reply_as_lmms_eval_does() -> None:
+    total, agreeing, wrong = agreement("ocrbench", "lmms_eval")
+    assert total >= 3000 and agreeing / total >= MIN_AGREEMENT, wrong[:5]
+
+
+def test_ocrbench_points_equal_lmms_eval_aggregation() -> None:
+    expected = fixture("ocrbench")["dataset"]["lmms_eval"]
+    metrics = ocrbench_result("lmms_eval").run_info["metrics"]["m"]
+    assert metrics["Final Score"] == expected["Final Score"]
+    points = {name: values["points"] for name, values in metrics["categories"].items()}
+    assert points == {name: value for name, value in expected["points"].items() if name in points}
+    assert set(expected["points"]) == set(points)
+
+
+RESULTS: dict[str, Callable[[str], ve.EvalResult]] = {
+    "mmmu": mmmu_result,
+    "mme": mme_result,
+    "ocrbench": ocrbench_result,
+}
+AGREES: dict[str, Callable[[dict[str, Any], dict[str, Any], str], bool]] = {
+    "mmmu": mmmu_agrees,
+    "mme": mme_agrees,
+    "ocrbench": ocrbench_agrees,
+}
+PROTOCOLS = {"mmmu": ["official", "lmms_eval"], "mme": ["lmms_eval"], "ocrbench": ["lmms_eval"]}
 
 
 def table() -> str:

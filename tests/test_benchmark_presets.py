@@ -39,6 +39,7 @@ def needle(text: str) -> str:
     """The longest stretch of a question between image placeholders (it appears whole in the request)."""
     import re
 
+    text = text.replace(" Please answer yes or no.", "")  # MME's prompt drops it
     return max((part.strip() for part in re.split(r"<image \d>", text)), key=len)
 
 
@@ -151,3 +152,39 @@ def test_mmmu_prompt_and_images_as_lmms_eval_sends_them() -> None:
         "?\n\nAnswer the question using a single word or phrase.",
     )
     assert all("Image 1" not in text for p in sent.values() for kind, text in p if kind == "text")
+
+
+# --- MME ------------------------------------------------------------------------------------------------------
+
+
+def test_mme_preset_sums_subtask_scores() -> None:
+    result, requests = run_with_candidate("mme")
+    rows = by_id(result, "mme")
+    # "Yes" right, "no." right, "Yes" right, "Yes!" wrong, "Y" = yes right, "Maybe" = other (wrong, unparseable),
+    # "Yes, it prints 3." right, "No, it does not." right.
+    assert [rows[str(i)]["score"] for i in range(8)] == [1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0]
+    metrics = result.run_info["metrics"]["mme"]
+    # existence: image 1 acc 100 + acc+ 100, image 2 acc 50 + acc+ 0 -> (200 + 50) / 2 = 125; OCR: 50 + 0 = 50.
+    # Perception = 125 + 50 = 175 (a sum over subtasks, not a mean); Cognition: code_reasoning 100 + 100 = 200.
+    assert metrics["categories"]["existence"] == {"score": 125.0, "acc": 75.0, "acc+": 50.0, "images": 2}
+    assert metrics["categories"]["OCR"]["score"] == 50.0
+    assert (metrics["Perception"], metrics["Cognition"]) == (175.0, 200.0)
+    assert (metrics["n"], metrics["unparseable"], metrics["images_not_in_pairs"]) == (8, 1, 0)
+    texts = sorted(r.text.split("\n\nImage 1:")[0] for r in requests)  # the candidate's image label follows
+    assert "Is there a dog in this image?\nAnswer the question using a single word or phrase." in texts
+
+
+# --- OCRBench -------------------------------------------------------------------------------------------------
+
+
+def test_ocrbench_preset_final_score() -> None:
+    result, _ = run_with_candidate("ocrbench")
+    rows = by_id(result, "ocrbench")
+    # "stop" inside the lowercased reply; "EX1T" is not "exit"; fullwidth "ｃｏｌａ" folds to "cola"; "starbucks";
+    # "$5.00" is not inside "5.00"; HME100k "x ^ { 2 }" without spaces is inside "x^{2}+1"; "X^{2}" keeps its case.
+    assert [rows[str(i)]["score"] for i in range(7)] == [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0]
+    metrics = result.run_info["metrics"]["ocrbench"]
+    assert metrics["Final Score"] == 4 and metrics["Text Recognition"] == 2
+    assert metrics["Scene Text-centric VQA"] == 1 and metrics["Doc-oriented VQA"] == 0
+    assert metrics["Handwritten Mathematical Expression Recognition"] == 1
+    assert metrics["categories"]["Regular Text Recognition"] == {"points": 1, "n": 2}
