@@ -188,3 +188,30 @@ def test_ocrbench_preset_final_score() -> None:
     assert metrics["Scene Text-centric VQA"] == 1 and metrics["Doc-oriented VQA"] == 0
     assert metrics["Handwritten Mathematical Expression Recognition"] == 1
     assert metrics["categories"]["Regular Text Recognition"] == {"points": 1, "n": 2}
+
+
+# --- the numbers in the console summary and the leaderboard ---------------------------------------------------
+
+
+def test_dataset_numbers_reach_the_console_summary_and_the_leaderboard(tmp_path: Path, capsys: Any) -> None:
+    from vision_eval.leaderboard import write_leaderboard
+    from vision_eval.summary import print_summary
+
+    data = pl.read_parquet(FIXTURES / "mme.parquet").rename({"reply": "model_reply"})
+    data.write_parquet(tmp_path / "mme.parquet")
+    dataset, stack = preset("mme")
+    dataset["path"] = str(tmp_path / "mme.parquet")
+    dataset["columns"]["model_reply"] = "output"  # the replies as a column of the export, no candidate
+    run = {"progress": False, "output_dir": str(tmp_path / "run")}
+    result = ve.evaluate(None, evaluators=stack, dataset=dataset, run=run)
+    print_summary(result.summary_table, result.run_info["metrics"])
+    shown = capsys.readouterr().out
+    assert "Perception=175.000" in shown and "Cognition=200.000" in shown
+    assert "categories: existence score 125.000 acc 75.000 acc+ 50.000 (2)" in shown
+    write_leaderboard([tmp_path / "run"])
+    numbers = pl.read_parquet(tmp_path / "run" / "leaderboard_metrics.parquet")
+    picked = numbers.filter(pl.col("metric").is_in(["Perception", "categories / OCR / score"]))
+    assert picked.select("evaluator", "protocol", "metric", "value").rows() == [
+        ("mme", "lmms_eval", "Perception", 175.0),
+        ("mme", "lmms_eval", "categories / OCR / score", 50.0),
+    ]
