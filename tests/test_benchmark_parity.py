@@ -189,17 +189,68 @@ def test_ocrbench_points_equal_lmms_eval_aggregation() -> None:
     assert set(expected["points"]) == set(points)
 
 
+# --- the multiple-choice benchmarks -------------------------------------------------------------------------------
+
+LETTER_TASKS = ["mmstar", "seedbench", "ai2d", "scienceqa", "realworldqa"]
+
+
+def letter_rows(name: str) -> list[dict[str, Any]]:
+    rows = []
+    for case in fixture(name)["cases"]:
+        row = {"id": case["id"], "output": case["reply"], "expected_output": str(case["answer"])}
+        row |= {k: case[k] for k in ("category", "l2_category", "data_type") if k in case}
+        row |= {"options": case["options"]} if name == "ai2d" else {"choices": case["options"], "subject": "s"}
+        rows.append(row)
+    return rows
+
+
+@cache
+def letter_result(name: str, protocol: str) -> ve.EvalResult:
+    return run(letter_rows(name), {"type": name, "protocol": protocol})
+
+
+def score_agrees(case: dict[str, Any], row: dict[str, Any], protocol: str) -> bool:
+    return row["status"] == "processed" and row["score"] == float(case["score"])
+
+
+@pytest.mark.parametrize("name", LETTER_TASKS)
+def test_multiple_choice_replies_are_read_as_lmms_eval_reads_them(name: str) -> None:
+    total, agreeing, wrong = agreement(name, "lmms_eval")
+    assert total >= 3000 and agreeing / total >= MIN_AGREEMENT, wrong[:5]
+
+
+def test_mmstar_capabilities_and_average_equal_lmms_eval_aggregation() -> None:
+    expected = fixture("mmstar")["dataset"]["lmms_eval"]
+    metrics = letter_result("mmstar", "lmms_eval").run_info["metrics"]["m"]
+    assert {k: metrics[k] for k in expected} == pytest.approx(expected, abs=1e-12)
+
+
+def test_seedbench_image_video_all_equal_lmms_eval_aggregation() -> None:
+    expected = fixture("seedbench")["dataset"]["lmms_eval"]
+    metrics = letter_result("seedbench", "lmms_eval").run_info["metrics"]["m"]
+    assert (metrics["Image"], metrics["Video"], metrics["All"]) == pytest.approx(
+        (expected["image"], expected["video"], expected["all"]), abs=1e-12
+    )
+
+
 RESULTS: dict[str, Callable[[str], ve.EvalResult]] = {
+    **{name: (lambda protocol, name=name: letter_result(name, protocol)) for name in LETTER_TASKS},
     "mmmu": mmmu_result,
     "mme": mme_result,
     "ocrbench": ocrbench_result,
 }
 AGREES: dict[str, Callable[[dict[str, Any], dict[str, Any], str], bool]] = {
+    **dict.fromkeys(LETTER_TASKS, score_agrees),
     "mmmu": mmmu_agrees,
     "mme": mme_agrees,
     "ocrbench": ocrbench_agrees,
 }
-PROTOCOLS = {"mmmu": ["official", "lmms_eval"], "mme": ["lmms_eval"], "ocrbench": ["lmms_eval"]}
+PROTOCOLS = {
+    "mmmu": ["official", "lmms_eval"],
+    "mme": ["lmms_eval"],
+    "ocrbench": ["lmms_eval"],
+    **{name: ["lmms_eval"] for name in LETTER_TASKS},
+}
 
 
 def table() -> str:

@@ -215,3 +215,74 @@ def test_dataset_numbers_reach_the_console_summary_and_the_leaderboard(tmp_path:
         ("mme", "lmms_eval", "Perception", 175.0),
         ("mme", "lmms_eval", "categories / OCR / score", 50.0),
     ]
+
+
+# --- the multiple-choice presets --------------------------------------------------------------------------------
+
+
+def sent_texts(requests: list[FakeRequest]) -> list[str]:
+    return sorted(r.text.split("\n\nImage 1:")[0] for r in requests)  # the candidate's image label follows
+
+
+def test_mmstar_preset_averages_sub_capabilities() -> None:
+    result, requests = run_with_candidate("mmstar")
+    rows = by_id(result, "mmstar")
+    # "(B)" right; "C" for A wrong; "A" right; "I'm not sure" has no letter A-D (scored 0, unparseable).
+    assert [rows[str(i)]["score"] for i in range(4)] == [1.0, 0.0, 1.0, 0.0]
+    metrics = result.run_info["metrics"]["mmstar"]
+    # math = mean(geometry 0.5, statistical reasoning 1.0) = 0.75; coarse perception 0; average over the three
+    # sub-capabilities = (0.5 + 1 + 0) / 3 = 0.5 (a mean over questions would be 2/4 here too: see the next line).
+    assert (metrics["math"], metrics["coarse perception"], metrics["average"]) == (0.75, 0.0, 0.5)
+    assert metrics["sub_capabilities"]["geometry"] == {"accuracy": 0.5, "n": 2} and metrics["unparseable"] == 1
+    post = "\nAnswer with the option's letter from the given choices directly"
+    assert "What is the mean?\nOptions: A: 2, B: 3, C: 4, D: 5" + post in sent_texts(requests)
+
+
+def test_seedbench_preset_image_video_all() -> None:
+    result, requests = run_with_candidate("seedbench")
+    rows = by_id(result, "seedbench")
+    # "B" right; "(C) a dog": its first character "(" is no letter (wrong); video "A" right; "d" = D right.
+    assert [rows[f"q{i}"]["score"] for i in range(4)] == [1.0, 0.0, 1.0, 1.0]
+    metrics = result.run_info["metrics"]["seedbench"]
+    assert (metrics["Image"], metrics["Video"], metrics["All"]) == (pytest.approx(2 / 3), 1.0, 0.75)
+    assert metrics["unparseable"] == 1
+    asked = "What is in the scene?\nA. cat\nB. dog\nC. bird\nD. fish\nAnswer with the option's letter from the given "
+    assert asked + "choices directly." in sent_texts(requests)
+    assert sorted(len(r.images) for r in requests) == [1, 1, 1, 2]  # the video row's two frames
+
+
+def test_ai2d_preset() -> None:
+    result, requests = run_with_candidate("ai2d")
+    rows = by_id(result, "ai2d")
+    # "B. the sun" -> B (the filter); "sun" compared whole with "b" (wrong, unparseable); "(a)" -> "a" once
+    # punctuation is removed (right).
+    assert [rows[str(i)]["score"] for i in range(3)] == [1.0, 0.0, 1.0]
+    metrics = result.run_info["metrics"]["ai2d"]
+    assert metrics["accuracy"] == pytest.approx(2 / 3) and metrics["unparseable"] == 1
+    post = "\nAnswer with the option's letter from the given choices directly."
+    assert "Which stage comes first?\nA. egg\nB. larva\nC. adult" + post in sent_texts(requests)
+
+
+def test_scienceqa_preset() -> None:
+    result, requests = run_with_candidate("scienceqa")
+    rows = by_id(result, "scienceqa")
+    # "A" right; "B. wood" -> B right; "The answer is A": not the letter, not "X." (wrong, unparseable).
+    assert [rows[str(i)]["score"] for i in range(3)] == [1.0, 1.0, 0.0]
+    metrics = result.run_info["metrics"]["scienceqa"]
+    assert metrics["accuracy"] == pytest.approx(2 / 3) and metrics["unparseable"] == 1
+    assert metrics["subject"] == {
+        "natural science": {"accuracy": 1.0, "n": 2},
+        "language science": {"accuracy": 0.0, "n": 1},
+    }
+    post = "\nAnswer with the option's letter from the given choices directly."
+    texts = sent_texts(requests)
+    assert "Context: Think about magnets.\nWhich object is a magnet?\nA. magnet\nB. wood" + post in texts
+    assert "Which material is this?\nA. metal\nB. wood" + post in texts  # no hint, no context line
+
+
+def test_realworldqa_preset() -> None:
+    result, _ = run_with_candidate("realworldqa")
+    rows = by_id(result, "realworldqa")
+    # "B." -> B right; "There are 2 cars." is not "2"; "downhill." = "Downhill" once lowercased, period dropped.
+    assert [rows[str(i)]["score"] for i in range(3)] == [1.0, 0.0, 1.0]
+    assert result.run_info["metrics"]["realworldqa"]["accuracy"] == pytest.approx(2 / 3)
