@@ -75,8 +75,8 @@ def mmmu_agrees(case: dict[str, Any], row: dict[str, Any], protocol: str) -> boo
 
 def agreement(name: str, protocol: str) -> tuple[int, int, list[dict[str, Any]]]:
     """(cases, agreeing, the disagreeing cases) of one fixture under one protocol."""
-    check, result = AGREES[name], RESULTS[name](protocol)
-    rows = by_id(result)
+    check, frame = AGREES[name], RESULTS[name](protocol)
+    rows = {row["sample_id"]: row for row in frame.iter_rows(named=True)}
     cases = fixture(name)["cases"]
     wrong = [case for case in cases if not check(case, rows[case["id"]], protocol)]
     return len(cases), len(cases) - len(wrong), wrong
@@ -116,6 +116,48 @@ def test_mmmu_random_picks_follow_the_reference_seed_and_order() -> None:
     letters = [[chr(65 + i) for i in range(len(case["options"]))] for case in unread]
     right = [sum(p == c["answer"] for p, c in zip(random_picks(letters, seed), unread)) for seed in (0, 1, 42)]
     assert len(set(right)) > 1
+
+
+# --- MMMU-Pro -------------------------------------------------------------------------------------------------
+
+
+@cache
+def mmmu_pro_result(setting: str) -> ve.EvalResult:
+    rows = [
+        {
+            "id": c["id"],
+            "output": c["reply"],
+            "expected_output": c["answer"],
+            "options": str(c["options"]),
+            "subject": c["subject"],
+        }
+        for c in fixture("mmmu_pro")["cases"]
+        if c["setting"] == setting
+    ]
+    return run(rows, {"type": "mmmu_pro", "protocol": "lmms_eval", "setting": setting})
+
+
+def mmmu_pro_agrees(case: dict[str, Any], row: dict[str, Any], protocol: str) -> bool:
+    details = json.loads(row["details"])
+    if case["setting"] == "standard" and case["parsed"] is None:  # drawn: compared over the whole set below
+        return bool(details.get("unparseable")) and row["score"] == 0.0
+    return row["score"] == float(case["correct"])
+
+
+def mmmu_pro_rows(protocol: str) -> pl.DataFrame:
+    """Both settings' result rows (for the agreement table)."""
+    return pl.concat([mmmu_pro_result("standard").results, mmmu_pro_result("vision").results])
+
+
+@pytest.mark.parametrize("setting", ["standard", "vision"])
+def test_mmmu_pro_reads_and_draws_as_lmms_eval_does(setting: str) -> None:
+    total, agreeing, wrong = agreement("mmmu_pro", "lmms_eval")
+    assert total >= 3000 and agreeing / total >= MIN_AGREEMENT, wrong[:5]
+    expected = fixture("mmmu_pro")["dataset"]["lmms_eval"][setting]
+    metrics = mmmu_pro_result(setting).run_info["metrics"]["m"]
+    assert metrics["Overall"] == pytest.approx(expected["Overall"], abs=1e-12)
+    subjects = {name: values["accuracy"] for name, values in metrics["subjects"].items()}
+    assert subjects == pytest.approx({name: values["acc"] for name, values in expected["subjects"].items()})
 
 
 # --- MME ------------------------------------------------------------------------------------------------------
@@ -233,13 +275,15 @@ def test_seedbench_image_video_all_equal_lmms_eval_aggregation() -> None:
     )
 
 
-RESULTS: dict[str, Callable[[str], ve.EvalResult]] = {
-    **{name: (lambda protocol, name=name: letter_result(name, protocol)) for name in LETTER_TASKS},
-    "mmmu": mmmu_result,
-    "mme": mme_result,
-    "ocrbench": ocrbench_result,
+RESULTS: dict[str, Callable[[str], pl.DataFrame]] = {
+    "mmmu_pro": mmmu_pro_rows,
+    **{name: (lambda protocol, name=name: letter_result(name, protocol).results) for name in LETTER_TASKS},
+    "mmmu": lambda protocol: mmmu_result(protocol).results,
+    "mme": lambda protocol: mme_result(protocol).results,
+    "ocrbench": lambda protocol: ocrbench_result(protocol).results,
 }
 AGREES: dict[str, Callable[[dict[str, Any], dict[str, Any], str], bool]] = {
+    "mmmu_pro": mmmu_pro_agrees,
     **dict.fromkeys(LETTER_TASKS, score_agrees),
     "mmmu": mmmu_agrees,
     "mme": mme_agrees,
@@ -247,6 +291,7 @@ AGREES: dict[str, Callable[[dict[str, Any], dict[str, Any], str], bool]] = {
 }
 PROTOCOLS = {
     "mmmu": ["official", "lmms_eval"],
+    "mmmu_pro": ["lmms_eval"],
     "mme": ["lmms_eval"],
     "ocrbench": ["lmms_eval"],
     **{name: ["lmms_eval"] for name in LETTER_TASKS},

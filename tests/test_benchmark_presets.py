@@ -47,16 +47,39 @@ def needle(text: str) -> str:
 def run_with_candidate(name: str, protocol: str | None = None) -> tuple[ve.EvalResult, list[FakeRequest]]:
     """The preset run with a fake candidate answering each row's ``reply`` (found by its question in the request)."""
     data = pl.read_parquet(FIXTURES / f"{name}.parquet")
-    replies = {needle(q): r for q, r in zip(data["question"], data["reply"], strict=True)}
+    if "question" in data.columns:
+        replies = {needle(q): r for q, r in zip(data["question"], data["reply"], strict=True)}
 
-    def answer(request: FakeRequest) -> str:
-        return next(reply for key, reply in replies.items() if key in request.text)
+        def answer(request: FakeRequest) -> str:
+            return next(reply for key, reply in replies.items() if key in request.text)
+
+    else:  # the question is in the image: the row whose image has the request's colour
+        by_colour = [(mean_rgb(image["bytes"]), r) for image, r in zip(data["image"], data["reply"], strict=True)]
+
+        def answer(request: FakeRequest) -> str:
+            sent = mean_rgb(first_image(request))
+            return min(by_colour, key=lambda item: sum((a - b) ** 2 for a, b in zip(item[0], sent)))[1]
 
     dataset, stack = preset(name, protocol)
     with FakeProviders(responder=answer) as server:
         candidate = {"model": "openai/m", "api_base": server.openai_base, "api_key": "k", "cache": False}
         result = ve.evaluate(None, evaluators=stack, dataset=dataset, candidate=candidate, run={"progress": False})
         return result, list(server.requests)
+
+
+def mean_rgb(data: bytes) -> tuple[float, ...]:
+    import io
+
+    from PIL import Image, ImageStat
+
+    return tuple(ImageStat.Stat(Image.open(io.BytesIO(data)).convert("RGB")).mean)
+
+
+def first_image(request: FakeRequest) -> bytes:
+    import base64
+
+    part = next(p for p in request.body["messages"][0]["content"] if p["type"] == "image_url")
+    return base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
 
 
 def by_id(result: ve.EvalResult, evaluator: str) -> dict[str, dict[str, Any]]:
@@ -286,3 +309,33 @@ def test_realworldqa_preset() -> None:
     # "B." -> B right; "There are 2 cars." is not "2"; "downhill." = "Downhill" once lowercased, period dropped.
     assert [rows[str(i)]["score"] for i in range(3)] == [1.0, 0.0, 1.0]
     assert result.run_info["metrics"]["realworldqa"]["accuracy"] == pytest.approx(2 / 3)
+
+
+# --- MMMU-Pro ---------------------------------------------------------------------------------------------------
+
+
+def test_mmmu_pro_standard_preset() -> None:
+    result, requests = run_with_candidate("mmmu_pro_standard")
+    rows = by_id(result, "mmmu_pro")
+    # "(C)" right; "I am unsure" reads as I (lmms-eval's reader: a letter followed by a space, and I is the ninth of
+    # ten options), wrong; "B" right. No reply is left unread, so nothing is drawn.
+    assert [rows[i]["score"] for i in ("test_Art_1", "test_Math_2", "test_Math_3")] == [1.0, 0.0, 1.0]
+    assert json.loads(rows["test_Math_2"]["details"])["prediction"] == "I"
+    metrics = result.run_info["metrics"]["mmmu_pro"]
+    assert metrics["Overall"] == pytest.approx(2 / 3) and metrics["subjects"]["Math"] == {"accuracy": 0.5, "n": 2}
+    assert (metrics["setting"], metrics["unparseable"]) == ("standard", 0)
+    # Not interleaved: the placeholder stays in the text, the image follows it.
+    text = next(r.text for r in requests if "cheapest" in r.text)
+    assert text.startswith("Which medium is cheapest? <image 1>\nA. oil\nB. fresco") and "J. wax\n\nAnswer with" in text
+
+
+def test_mmmu_pro_vision_preset() -> None:
+    result, requests = run_with_candidate("mmmu_pro_vision")
+    rows = by_id(result, "mmmu_pro")
+    # "A" right; "The answer is B" is not the letter (the task keeps the whole reply): wrong; " C " stripped: right.
+    assert [rows[i]["score"] for i in ("test_Art_1", "test_Art_2", "test_Math_3")] == [1.0, 0.0, 1.0]
+    metrics = result.run_info["metrics"]["mmmu_pro"]
+    assert metrics["Overall"] == pytest.approx(2 / 3) and metrics["unparseable"] == 1
+    assert {r.text.split("\n\nImage 1:")[0] for r in requests} == {
+        "Answer with the option letter from the given choices directly."
+    }
