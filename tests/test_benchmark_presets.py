@@ -339,3 +339,28 @@ def test_mmmu_pro_vision_preset() -> None:
     assert {r.text.split("\n\nImage 1:")[0] for r in requests} == {
         "Answer with the option letter from the given choices directly."
     }
+
+
+# --- VQAv2 and InfoVQA: the existing metrics at their protocols -------------------------------------------------
+
+
+def test_vqav2_preset_reads_the_annotation_answers() -> None:
+    result, requests = run_with_candidate("vqav2")
+    rows = by_id(result, "vqa_accuracy")
+    # "yes" against ten "yes": 1; "3" against 6x"2", 2x"3", 2x"4": leaving out a "3" leaves 1 match (1/3), any
+    # other 2 matches (2/3): (2 x 1/3 + 8 x 2/3) / 10 = 0.6; "no" against ten "yes": 0.
+    assert [rows[str(1000 + i)]["score"] for i in range(3)] == pytest.approx([1.0, 0.6, 0.0])
+    metrics = result.run_info["metrics"]
+    assert metrics["vqa_accuracy"]["vqa_accuracy"] == pytest.approx(1.6 / 3)
+    assert metrics["vqa_accuracy_other"]["n"] == 3 and metrics["vqa_accuracy_yes_no"]["n"] == 0
+    asked = "How many birds are there?\nAnswer the question using a single word or phrase."
+    assert asked in {r.text.split("\n\nImage 1:")[0] for r in requests}
+
+
+def test_infovqa_preset_anls() -> None:
+    result, _ = run_with_candidate("infovqa")
+    rows = by_id(result, "anls")
+    # exact; "Blue" = "blue" once lowercased; abxy/abcd: 2 edits over 4 characters = 0.5 (kept); tobacco/cigarette:
+    # far below 0.5 -> 0.
+    assert [rows[str(9000 + i)]["score"] for i in range(4)] == pytest.approx([1.0, 1.0, 0.5, 0.0])
+    assert result.run_info["metrics"]["anls"]["anls"] == pytest.approx(2.5 / 4)
