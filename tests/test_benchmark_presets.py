@@ -364,3 +364,53 @@ def test_infovqa_preset_anls() -> None:
     # far below 0.5 -> 0.
     assert [rows[str(9000 + i)]["score"] for i in range(4)] == pytest.approx([1.0, 1.0, 0.5, 0.0])
     assert result.run_info["metrics"]["anls"]["anls"] == pytest.approx(2.5 / 4)
+
+
+# --- every preset as a Hydra config group, and in `vision-eval list` --------------------------------------------
+
+PRESETS = [
+    "mmmu",
+    "mmmu_pro_standard",
+    "mmmu_pro_vision",
+    "mme",
+    "ocrbench",
+    "mmstar",
+    "seedbench",
+    "ai2d",
+    "scienceqa",
+    "realworldqa",
+    "vqav2",
+    "infovqa",
+]
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_presets_compose_as_hydra_config_groups_and_read_a_local_export(name: str) -> None:
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
+        cfg = compose(overrides=[f"+dataset={name}", f"+evaluators={name}", f"dataset.path={FIXTURES / name}.parquet"])
+    raw = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(raw, dict)
+    raw["dataset"]["columns"]["reply"] = "output"  # replies already in the export: no candidate
+    result = ve.run_config(ve.validate_config({**raw, "run": {"progress": False}}))
+    statuses = result.results["status"]
+    assert set(statuses) <= {"processed", "skipped"} and (statuses == "processed").any()  # vqav2: per answer_type
+    assert result.run_info["metrics"][next(iter(raw["evaluators"]))]["n"] > 0
+    text = (ROOT / "conf" / "dataset" / f"{name}.yaml").read_text()
+    assert "lmms-eval tasks/" in text and "local file" in text  # the comment names the prompt's source
+
+
+def test_vision_eval_list_shows_each_preset_with_its_reference(capsys: Any) -> None:
+    from vision_eval.commands import dispatch
+
+    dispatch(["list"])
+    shown = capsys.readouterr().out
+    datasets = shown.split("Dataset presets")[1].split("\n\n")[0].splitlines()
+    stacks = shown.split("Evaluator stacks")[1].split("\n\n")[0].splitlines()
+    for name in PRESETS:
+        dataset = next(line for line in datasets if line.split()[:1] == [name])
+        stack = next(line for line in stacks if line.split()[:1] == [name])
+        assert "lmms-eval's" in dataset and "protocol" in dataset  # whose prompt, which protocol
+        assert "protocol" in stack and ("lmms-eval tasks/" in stack or "MMMU-Benchmark/MMMU" in stack)  # its reference
