@@ -202,23 +202,32 @@ def score_row(protocol: str, output: str, expected: str, options: Any, question_
             texts = [p if isinstance(p, str) else repr(p) for p in predictions]
             details = details_json(protocol=protocol, question_type="open", predictions=texts, expected=expected)
         return RowResult("processed", float(right), details)
+    return choice_row(protocol, protocol, reply, output, expected, options, question_type=MULTIPLE_CHOICE)
+
+
+def choice_row(
+    protocol: str, reading: str, reply: str, raw: str, expected: str, options: Any, **shown: str
+) -> RowResult:
+    """A multiple-choice row read with ``reading`` (``official`` or ``lmms_eval``): the letter against ``expected``,
+    or, when none is read, score 0 with ``unparseable`` and the ``choices`` the summary draws from. ``raw``: the
+    reply as received (kept in ``details`` when unread); ``shown``: more ``details`` after the protocol."""
     choices = option_list(options)
     if choices is None:
-        shown = details_json(protocol=protocol, options=str(options)[:RAW_CHARS])
-        return RowResult("error", details=shown, error=OPTIONS_NOT_A_LIST)
-    letter = read_choice(reply, choices, protocol)
+        details = details_json(protocol=protocol, options=str(options)[:RAW_CHARS])
+        return RowResult("error", details=details, error=OPTIONS_NOT_A_LIST)
+    letter = read_choice(reply, choices, reading)
     if letter is None:
         details = details_json(
             protocol=protocol,
-            question_type=MULTIPLE_CHOICE,
+            **shown,
             prediction=None,
             expected=expected,
             unparseable=True,
             choices=letters(len(choices)),
-            raw=output[:RAW_CHARS],
+            raw=raw[:RAW_CHARS],
         )
         return RowResult("processed", 0.0, details)
-    details = details_json(protocol=protocol, question_type=MULTIPLE_CHOICE, prediction=letter, expected=expected)
+    details = details_json(protocol=protocol, **shown, prediction=letter, expected=expected)
     return RowResult("processed", float(letter == expected), details)
 
 

@@ -22,36 +22,19 @@ from typing import Any, ClassVar, Literal
 import polars as pl
 from pydantic import field_validator
 
-from vision_eval.evaluators.benchmarks.choices import OPTIONS_NOT_A_LIST, ChoiceMetric, ChoiceSettings, letters
+from vision_eval.evaluators.benchmarks.choices import ChoiceMetric, ChoiceSettings, letters
 from vision_eval.evaluators.benchmarks.grouped import RandomPick, per_group, with_random_picks
-from vision_eval.evaluators.benchmarks.mmmu import DISCIPLINES, read_choice
+from vision_eval.evaluators.benchmarks.mmmu import DISCIPLINES, choice_row
 from vision_eval.evaluators.benchmarks.protocols import RAW_CHARS, Protocol, check_protocol
 from vision_eval.evaluators.benchmarks.text import details_json
 from vision_eval.example import Example
-from vision_eval.llm.templates import option_list
 from vision_eval.results import PROCESSED
 from vision_eval.rowwise import RowResult
 
 
 def standard_row(protocol: str, output: str, expected: str, options: Any) -> RowResult:
     """A ten-option question: the letter lmms-eval's MMMU reader finds in the stripped reply."""
-    choices = option_list(options)
-    if choices is None:
-        return RowResult("error", details=details_json(protocol=protocol), error=OPTIONS_NOT_A_LIST)
-    reply = output.strip()
-    letter = read_choice(reply, choices, "lmms_eval")
-    if letter is None:
-        details = details_json(
-            protocol=protocol,
-            prediction=None,
-            expected=expected,
-            unparseable=True,
-            choices=letters(len(choices)),
-            raw=output[:RAW_CHARS],
-        )
-        return RowResult("processed", 0.0, details)
-    details = details_json(protocol=protocol, prediction=letter, expected=expected)
-    return RowResult("processed", float(letter == expected), details)
+    return choice_row(protocol, "lmms_eval", output.strip(), output, expected, options)
 
 
 def vision_row(protocol: str, output: str, expected: str) -> RowResult:
