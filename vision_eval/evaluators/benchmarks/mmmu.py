@@ -252,6 +252,21 @@ def subject_of(sample_id: pl.Expr) -> pl.Expr:
     return sample_id.str.extract(r"^[^_]*_(.+?)_\d+$", 1)
 
 
+def subject_numbers(processed: pl.DataFrame) -> dict[str, Any]:
+    """MMMU's numbers over the processed rows (``subject``, ``score``, ``picked``): ``Overall``, how many random
+    picks were right, and the mean per discipline and per subject, in the paper's order."""
+    discipline = {s: d for d, subjects in DISCIPLINES.items() for s in subjects}
+    processed = processed.with_columns(
+        pl.col("subject").replace_strict(discipline, default=None, return_dtype=pl.Utf8).alias("discipline")
+    )
+    return {
+        "Overall": processed["score"].mean(),
+        "random_picks_correct": int(processed.filter(pl.col("picked").is_not_null())["score"].sum()),
+        "disciplines": per_group(processed, "discipline", order=list(DISCIPLINES)),
+        "subjects": per_group(processed, "subject", order=[s for d in DISCIPLINES.values() for s in d]),
+    }
+
+
 class Mmmu(ChoiceMetric[MmmuSettings]):
     """MMMU accuracy: the choice (or open answer) read from ``output`` against ``expected_output``.
 
@@ -301,18 +316,11 @@ class Mmmu(ChoiceMetric[MmmuSettings]):
         if self.protocol == "official":
             rank = {subject: i for i, subject in enumerate(SUBJECTS_READ_ORDER)}
             order = pl.col("subject").replace_strict(rank, default=len(rank), return_dtype=pl.Int64)
-        scored = with_random_picks(rows, self.random_pick[self.protocol], order)
-        processed = scored.filter(pl.col("status") == PROCESSED)
-        discipline = {s: d for d, subjects in DISCIPLINES.items() for s in subjects}
-        processed = processed.with_columns(
-            pl.col("subject").replace_strict(discipline, default=None, return_dtype=pl.Utf8).alias("discipline")
+        processed = with_random_picks(rows, self.random_pick[self.protocol], order).filter(
+            pl.col("status") == PROCESSED
         )
-        picked = processed.filter(pl.col("picked").is_not_null())
         return {
             **self.counts(rows),
-            "Overall": processed["score"].mean(),
-            "random_picks_correct": int(picked["score"].sum()),
+            **subject_numbers(processed),
             "open_questions": int(processed["question_type"].eq("open").sum()),
-            "disciplines": per_group(processed, "discipline", order=list(DISCIPLINES)),
-            "subjects": per_group(processed, "subject", order=[s for d in DISCIPLINES.values() for s in d]),
         }

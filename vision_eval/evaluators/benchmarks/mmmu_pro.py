@@ -23,8 +23,8 @@ import polars as pl
 from pydantic import field_validator
 
 from vision_eval.evaluators.benchmarks.choices import ChoiceMetric, ChoiceSettings, letters
-from vision_eval.evaluators.benchmarks.grouped import RandomPick, per_group, with_random_picks
-from vision_eval.evaluators.benchmarks.mmmu import DISCIPLINES, choice_row
+from vision_eval.evaluators.benchmarks.grouped import RandomPick, with_random_picks
+from vision_eval.evaluators.benchmarks.mmmu import choice_row, subject_numbers
 from vision_eval.evaluators.benchmarks.protocols import RAW_CHARS, Protocol, check_protocol
 from vision_eval.evaluators.benchmarks.text import details_json
 from vision_eval.example import Example
@@ -111,18 +111,5 @@ class MmmuPro(ChoiceMetric[MmmuProSettings]):
         return {**super().describe(), "setting": self.settings.setting}
 
     def benchmark(self, rows: pl.DataFrame) -> dict[str, Any]:
-        scored = with_random_picks(rows, self.random_pick[self.protocol])
-        processed = scored.filter(pl.col("status") == PROCESSED)
-        discipline = {s: d for d, subjects in DISCIPLINES.items() for s in subjects}
-        processed = processed.with_columns(
-            pl.col("subject").replace_strict(discipline, default=None, return_dtype=pl.Utf8).alias("discipline")
-        )
-        picked = processed.filter(pl.col("picked").is_not_null())
-        return {
-            **self.counts(rows),
-            "setting": self.settings.setting,
-            "Overall": processed["score"].mean(),
-            "random_picks_correct": int(picked["score"].sum()),
-            "disciplines": per_group(processed, "discipline", order=list(DISCIPLINES)),
-            "subjects": per_group(processed, "subject", order=[s for d in DISCIPLINES.values() for s in d]),
-        }
+        processed = with_random_picks(rows, self.random_pick[self.protocol]).filter(pl.col("status") == PROCESSED)
+        return {**self.counts(rows), "setting": self.settings.setting, **subject_numbers(processed)}
