@@ -1,0 +1,68 @@
+"""A sweep's jobs as Ray tasks (``hydra/launcher=ray``): each job one task in a fresh worker process, retried by
+Ray when its worker dies (``max_retries``). A retry runs the same job into the same directory, finds the
+checkpoint its dead attempt left and continues it (:func:`vision_eval.rundir.claim_or_continue`); a job that
+fails for good is reported, and the others go on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vision_eval.gates import EXIT_INCOMPLETE
+from vision_eval.launch import holder
+from vision_eval.launch.hydra_job import JobSpec, exit_code, run, unpack
+from vision_eval.launch.sweep import JobOutcome
+
+
+def run_task(packed: bytes) -> int:
+    """One job, in a Ray worker: it declares its task (whose id a retry keeps) so that a retry can tell that the
+    lock its earlier attempt left is that of a dead process."""
+    import ray
+
+    holder.set_job(f"ray:{ray.get_runtime_context().get_task_id()}")
+    return exit_code(run(unpack(packed)))
+
+
+def _failure(exc: BaseException, retries: int) -> str:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    tries = f" ({retries + 1} attempts)" if retries else ""
+    return f"{type(exc).__name__}: {first}"[:300] + tries
+
+
+def run_on_ray(
+    specs: list[JobSpec], address: str | None, num_cpus: float, max_retries: int, init: dict[str, Any],
+    on_outcome: Any,
+) -> list[JobOutcome]:  # fmt: skip
+    """Every job's outcome, in the order of ``specs`` (``on_outcome`` is called with each as it comes). Ray is
+    started on this machine when ``address`` is ``None`` and no Ray is running in this process, and stopped after."""
+    import ray
+
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, **init)
+    task = ray.remote(max_calls=1)(run_task)  # a fresh worker process per job: jobs share no state
+    refs = [
+        task.options(num_cpus=num_cpus, max_retries=max_retries, name=f"vision-eval job {spec.num}").remote(spec.pack())
+        for spec in specs
+    ]
+    try:
+        pending = dict(zip(refs, specs, strict=True))
+        outcomes: dict[int, JobOutcome] = {}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                spec = pending.pop(ref)
+                try:
+                    outcome = JobOutcome(spec.num, spec.overrides, int(ray.get(ref)))
+                except ray.exceptions.RayError as exc:
+                    outcome = JobOutcome(spec.num, spec.overrides, EXIT_INCOMPLETE, _failure(exc, max_retries))
+                on_outcome(outcome)
+                outcomes[spec.num] = outcome
+        return [outcomes[spec.num] for spec in specs]
+    except KeyboardInterrupt:
+        for ref in refs:
+            ray.cancel(ref)  # each job stops as on Ctrl-C and keeps what it finished
+        raise
+    finally:
+        if started:
+            ray.shutdown()
