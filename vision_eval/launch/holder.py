@@ -1,12 +1,12 @@
 """Who holds a run directory, and when that holder is provably gone.
 
 A run's lock records its process (host, pid and the pid's start time, so that a reused pid is not taken for the
-holder) and, when the process is a scheduler's job, that job: ``slurm:<job id>`` or ``ray:<task id>``. A holder is
-gone when
+holder) and, when the process is a scheduler's job, that job: ``slurm:<job id>`` or ``ray:<sweep>-<job>``. A
+holder is gone when
 
 * it ran on this host and its pid is gone, or belongs to a later process;
-* it was an earlier attempt of the job this process runs: a SLURM requeue and a Ray retry keep the job's id, and
-  neither starts an attempt before the previous one has died;
+* it ran on another host as an earlier attempt of the job this process runs: a SLURM requeue keeps the job's id
+  and a Ray retry the task's arguments, and neither starts an attempt before the previous one has died;
 * it ran as a SLURM job that ``squeue`` shows finished, or no longer knows.
 
 Anything else (another host, no ``squeue`` to ask) cannot be proved gone, and its lock is respected.
@@ -32,14 +32,14 @@ _job: str | None = None
 
 
 def set_job(key: str | None) -> None:
-    """Declare which scheduler job this process runs (the Ray runner does, for its task; SLURM is read from the
-    variables it sets)."""
+    """Declare which scheduler job this process runs (a Ray task does; SLURM's is read from the variables it
+    sets)."""
     global _job
     _job = key
 
 
 def current_job() -> str | None:
-    """This process's scheduler job: ``ray:<task id>``, ``slurm:<array job>_<task>`` or ``slurm:<job id>``."""
+    """This process's scheduler job: ``ray:<sweep>-<job>``, ``slurm:<array job>_<task>`` or ``slurm:<job id>``."""
     if _job is not None:
         return _job
     array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
@@ -81,7 +81,7 @@ def describe(owner: dict[str, Any] | None) -> str:
     if scheduler == "slurm":
         text += f" (SLURM job {key})"
     elif scheduler == "ray":
-        text += f" (Ray task {key[:16]})"
+        text += f" (Ray job {key})"
     return text
 
 
@@ -115,7 +115,7 @@ def gone(owner: dict[str, Any] | None) -> str | None:
     except (KeyError, TypeError, ValueError):
         return "its lock records no process"
     here = socket.gethostname()
-    if job and job == current_job() and (host, pid) != (here, os.getpid()):
+    if host != here and job and job == current_job():
         return "it was an earlier attempt of this job, which was requeued or retried"
     if host == here:
         try:

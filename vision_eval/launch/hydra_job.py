@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vision_eval.gates import EXIT_INTERNAL
+from vision_eval.launch import holder
 
 
 @dataclass
@@ -28,6 +29,9 @@ class JobSpec:
     """The sweep's config (a ``DictConfig``), from which the job's own is composed."""
     task_function: Any
     singleton_state: dict[Any, Any]
+    attempts_of: str | None = None
+    """What every attempt of this job shares and no other job has (``ray:<sweep token>-<num>``) when a scheduler
+    may run it again after an attempt died: the lock of an earlier attempt is then known to be a dead one's."""
 
     def pack(self) -> bytes:
         """The spec as bytes another process can run (:func:`unpack`)."""
@@ -68,6 +72,8 @@ def run(spec: JobSpec, job_id: str | None = None) -> Any:
 
     setup_globals()
     Singleton.set_state(spec.singleton_state)
+    if spec.attempts_of is not None:
+        holder.set_job(spec.attempts_of)
     config = spec._job_config(job_id)
     HydraConfig.instance().set_config(config)
     return run_job(

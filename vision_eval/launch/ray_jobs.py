@@ -1,25 +1,22 @@
-"""A sweep's jobs as Ray tasks (``hydra/launcher=ray``): each job one task in a fresh worker process, retried by
-Ray when its worker dies (``max_retries``). A retry runs the same job into the same directory, finds the
-checkpoint its dead attempt left and continues it (:func:`vision_eval.rundir.claim_or_continue`); a job that
-fails for good is reported, and the others go on.
+"""A sweep's jobs as Ray tasks (``hydra/launcher=ray``), retried by Ray when their worker dies (``max_retries``).
+A retry runs the same job into the same directory, finds the checkpoint its dead attempt left and continues it
+(:func:`vision_eval.rundir.claim_or_continue`); a job that fails for good is reported, and the others go on.
+Workers are reused from job to job, as Ray does (a worker made to exit after each task, ``max_calls=1``, was seen
+to abort in Ray's own shutdown code after its job had finished).
 """
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from vision_eval.gates import EXIT_INCOMPLETE
-from vision_eval.launch import holder
 from vision_eval.launch.hydra_job import JobSpec, exit_code, run, unpack
 from vision_eval.launch.sweep import JobOutcome
 
 
 def run_task(packed: bytes) -> int:
-    """One job, in a Ray worker: it declares its task (whose id a retry keeps) so that a retry can tell that the
-    lock its earlier attempt left is that of a dead process."""
-    import ray
-
-    holder.set_job(f"ray:{ray.get_runtime_context().get_task_id()}")
+    """One job, in a Ray worker."""
     return exit_code(run(unpack(packed)))
 
 
@@ -40,11 +37,13 @@ def run_on_ray(
     started = not ray.is_initialized()
     if started:
         ray.init(address=address, **init)
-    task = ray.remote(max_calls=1)(run_task)  # a fresh worker process per job: jobs share no state
-    refs = [
-        task.options(num_cpus=num_cpus, max_retries=max_retries, name=f"vision-eval job {spec.num}").remote(spec.pack())
-        for spec in specs
-    ]
+    task = ray.remote(run_task)
+    sweep = secrets.token_hex(6)
+    refs = []
+    for spec in specs:
+        spec.attempts_of = f"ray:{sweep}-{spec.num}"  # a retry runs the same spec: it knows its dead attempt's lock
+        options = {"num_cpus": num_cpus, "max_retries": max_retries, "name": f"vision-eval job {spec.num}"}
+        refs.append(task.options(**options).remote(spec.pack()))
     try:
         pending = dict(zip(refs, specs, strict=True))
         outcomes: dict[int, JobOutcome] = {}

@@ -123,10 +123,8 @@ class _Waiter:
                 return None
             if not self._ended_without_result():
                 return None
-            code, failure = describe_exit(returncode)
-            if failure is None:
-                failure = "interrupted" if code == EXIT_INTERRUPTED else f"exited with {returncode} and no result"
-            return self._outcome(code or EXIT_INCOMPLETE, failure)
+            code, failure = describe_exit(returncode)  # submitit's controller: it ends as its task did, or with 0
+            return self._outcome(code or EXIT_INCOMPLETE, failure or "it ended without a result (killed or crashed)")
         if states is None:  # no squeue: submitit's own follow-up (sacct)
             if not self.job.done():
                 return None
