@@ -8,19 +8,48 @@ most severe exit code. Heavy imports (submitit, Ray, vision_eval itself) wait un
 imports this module whenever it looks for plugins.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: Hydra loads this module without registering it in sys.modules, and
+# dataclasses then cannot resolve annotations given as strings.
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from hydra.core.config_store import ConfigStore
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class ProcessLauncherConf:
+    """The settings of :class:`ProcessLauncher` (``conf/hydra/launcher/local_parallel.yaml``, ``joblib.yaml``)."""
+
+    _target_: str = "hydra_plugins.vision_eval_launchers.launchers.ProcessLauncher"
+    n_jobs: int = -1
+
+
+@dataclass
+class RayLauncherConf:
+    """The settings of :class:`RayLauncher` (``conf/hydra/launcher/ray.yaml``)."""
+
+    _target_: str = "hydra_plugins.vision_eval_launchers.launchers.RayLauncher"
+    address: str | None = None
+    num_cpus: float = 1
+    max_retries: int = 2
+    init: dict[str, Any] = field(default_factory=dict)
+
+
+# Typed schemas, so that a bad setting (hydra.launcher.n_jobs=abc) is refused when the config is composed; their
+# names differ from the option files' (a file named like a schema would be matched to it, with a warning).
+ConfigStore.instance().store(group="hydra/launcher", name="vision_eval_processes", node=ProcessLauncherConf,
+                             provider="vision_eval")  # fmt: skip
+ConfigStore.instance().store(group="hydra/launcher", name="vision_eval_ray", node=RayLauncherConf,
+                             provider="vision_eval")  # fmt: skip
 
 
 class _SweepLauncher(Launcher):
@@ -77,8 +106,8 @@ class _SweepLauncher(Launcher):
 class ProcessLauncher(_SweepLauncher):
     """Jobs on this machine, ``n_jobs`` at a time (joblib's meaning: -1 is every core), each in a child process."""
 
-    def __init__(self, n_jobs: int = -1) -> None:
-        super().__init__()
+    def __init__(self, n_jobs: int = -1, **joblib_settings: Any) -> None:
+        super().__init__()  # joblib_settings: those of Hydra's joblib launcher, when both are installed; unused
         self.n_jobs = n_jobs
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
