@@ -19,7 +19,6 @@ import polars as pl
 import pytest
 
 import vision_eval as ve
-from vision_eval.launch.sweep import JobOutcome, conclude
 
 pytestmark = pytest.mark.slow
 
@@ -185,6 +184,8 @@ def _job_dir(sweep_dir: Path, num: int, state: str) -> Path:
 
 
 def test_the_sweep_names_every_job_that_did_not_finish_and_never_reports_success(tmp_path: Path) -> None:
+    from vision_eval.launch.sweep import JobOutcome, conclude
+
     sweep = tmp_path / "sweep"
     common = ["evaluators=basic", "++judge.api_key=sk-secret-123456"]
     outcomes = [

@@ -19,7 +19,7 @@ import pytest
 from test_resume import rows, stack
 
 import vision_eval as ve
-from vision_eval.rundir import LOCK, claim_or_continue
+from vision_eval.rundir import LOCK
 
 
 def _interrupted_run(tmp_path: Path, out: Path) -> dict:
@@ -110,6 +110,8 @@ def test_a_fresh_run_continues_an_interrupted_run_of_the_same_config(
 
 
 def _claim(directory: str, fingerprint: dict, start: Any, out: Any) -> None:
+    from vision_eval.rundir import claim_or_continue
+
     start.wait()
     rundir, _, health = claim_or_continue(directory, fingerprint)
     out.put((str(rundir.path), health is not None))
