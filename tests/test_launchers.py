@@ -55,11 +55,12 @@ def _env(subprocess_env: dict[str, str], extra: dict[str, str]) -> dict[str, str
     return env
 
 
-def _sweep(project: Path, env: dict[str, str], launcher: list[str]) -> subprocess.Popen:
+def _sweep(project: Path, env: dict[str, str], launcher: list[str], **popen: bool) -> subprocess.Popen:
     command = [sys.executable, "-m", "vision_eval.cli", "--config-dir", str(project / "conf"), *launcher,
                f"run.shards={SHARDS}", "evaluators=slow", "dataset=rows", "run.batch_size=2",
                "run.write_report=false", "hydra.sweep.dir=sweep"]  # fmt: skip
-    return subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            **popen)  # fmt: skip
 
 
 def _holder_once_saved(job_dir: Path, sweep: subprocess.Popen, not_pid: int | None = None) -> int:
@@ -162,6 +163,29 @@ def test_ray_retries_a_dead_job_into_its_own_checkpoint_and_names_one_that_died_
     assert "(2 attempts)" in last[0] and last[1].endswith(" run.resume=sweep/1")
     finished = _finish(last[1], project, env)
     assert finished.returncode == 0, finished.stderr
+    assert _merged(project / "sweep").equals(_one_run(project))
+
+
+def test_ctrl_c_stops_every_job_and_says_how_to_finish_each(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    project, extra = _project(tmp_path, sleep=0.6)
+    env = _env(subprocess_env, extra)
+    sweep = _sweep(project, env, ["hydra/launcher=local_parallel"], start_new_session=True)
+    _holder_once_saved(project / "sweep" / "1", sweep)
+    os.killpg(sweep.pid, signal.SIGINT)  # Ctrl-C at a terminal: the whole foreground process group gets it
+    _, err = sweep.communicate(timeout=300)
+    assert sweep.returncode == 130 and "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    prefix = "interrupted: the sweep's jobs were stopped, each keeping what it finished; the commands above finish job "
+    assert last.startswith(prefix), err
+    unfinished = last.removeprefix(prefix).split(", ")
+    assert {"1", "2", "3"} <= set(unfinished)  # 1 was stopped, 2 and 3 had not started (2 jobs at a time)
+    assert (project / "sweep" / "1" / "checkpoint" / "manifest.json").is_file()
+    commands = [line for line in err.splitlines() if "finish it: " in line]
+    assert len(commands) == len(unfinished)
+    for line in commands:
+        finished = _finish(line, project, env)
+        assert finished.returncode == 0, finished.stderr
+    assert sorted(p.name for p in (project / "sweep").iterdir()) == ["0", "1", "2", "3", "multirun.yaml"]
     assert _merged(project / "sweep").equals(_one_run(project))
 
 

@@ -11,7 +11,8 @@ imports this module whenever it looks for plugins.
 # No ``from __future__ import annotations``: Hydra loads this module without registering it in sys.modules, and
 # dataclasses then cannot resolve annotations given as strings.
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -89,11 +90,22 @@ class _SweepLauncher(Launcher):
         by_num = {spec.num: spec for spec in specs}
         sweep = [spec.overrides for spec in specs]
 
-        def on_outcome(outcome: Any) -> None:
+        def on_outcome(outcome: Any, stopping: bool = False) -> None:
             outcome.directory = by_num[outcome.num].directory()
-            report(outcome, sweep)
+            report(outcome, sweep, stopping)
 
         return on_outcome
+
+    @contextmanager
+    def _stopped_on_interrupt(self) -> Iterator[None]:
+        """Ctrl-C: the launcher has stopped the jobs; say what became of each and how to finish it (exit 130)."""
+        from vision_eval.launch.sweep import stopped
+
+        assert self.config is not None
+        try:
+            yield
+        except KeyboardInterrupt:
+            raise stopped(Path(str(self.config.hydra.sweep.dir))) from None
 
     @staticmethod
     def _returns(outcomes: list[Any]) -> list[JobReturn]:
@@ -117,7 +129,8 @@ class ProcessLauncher(_SweepLauncher):
 
         parallel = min(effective_n_jobs(self.n_jobs), len(job_overrides))
         specs = self._specs(job_overrides, initial_job_idx, f"on this machine, {parallel} at a time")
-        return self._returns(ProcessRunner(parallel).run(specs, self._reporter(specs)))
+        with self._stopped_on_interrupt():
+            return self._returns(ProcessRunner(parallel).run(specs, self._reporter(specs)))
 
 
 class _SubmititLauncher(_SweepLauncher):
@@ -164,5 +177,7 @@ class RayLauncher(_SweepLauncher):
 
         where = f"as Ray tasks ({self.address or 'Ray on this machine'})"
         specs = self._specs(job_overrides, initial_job_idx, where)
-        outcomes = run_on_ray(specs, self.address, self.num_cpus, self.max_retries, self.init, self._reporter(specs))
+        with self._stopped_on_interrupt():
+            outcomes = run_on_ray(specs, self.address, self.num_cpus, self.max_retries, self.init,
+                                  self._reporter(specs))  # fmt: skip
         return self._returns(outcomes)

@@ -95,10 +95,20 @@ def exit_code(job_return: Any) -> int:
     return EXIT_INTERNAL
 
 
+def stop_on_sigterm() -> None:
+    """Make SIGTERM (``scancel``, a sweep stopping its jobs) stop this job as Ctrl-C does: finished work saved, one
+    line saying how to resume. The signal is turned into a SIGINT, so that whatever handles Ctrl-C handles it."""
+    import os
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
+
+
 def main() -> None:
     """Run the spec read from standard input; exit with the job's exit code."""
     from vision_eval.launch import hydra_job  # the module's own classes, not ``__main__``'s copies
 
+    stop_on_sigterm()  # how the sweep stops its jobs
     code = hydra_job.exit_code(hydra_job.run(hydra_job.unpack(sys.stdin.buffer.read())))
     sys.stdout.flush()
     sys.stderr.flush()

@@ -10,8 +10,9 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from vision_eval.gates import EXIT_INCOMPLETE
+from vision_eval.gates import EXIT_INCOMPLETE, EXIT_INTERRUPTED
 from vision_eval.launch.hydra_job import JobSpec, exit_code, run, unpack
+from vision_eval.launch.processes import STOP_WAIT_S, WAKE_S
 from vision_eval.launch.sweep import JobOutcome
 
 
@@ -44,11 +45,11 @@ def run_on_ray(
         spec.attempts_of = f"ray:{sweep}-{spec.num}"  # a retry runs the same spec: it knows its dead attempt's lock
         options = {"num_cpus": num_cpus, "max_retries": max_retries, "name": f"vision-eval job {spec.num}"}
         refs.append(task.options(**options).remote(spec.pack()))
+    pending = dict(zip(refs, specs, strict=True))
     try:
-        pending = dict(zip(refs, specs, strict=True))
         outcomes: dict[int, JobOutcome] = {}
         while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAKE_S)  # a timeout: Ctrl-C is seen
             for ref in ready:
                 spec = pending.pop(ref)
                 try:
@@ -59,8 +60,14 @@ def run_on_ray(
                 outcomes[spec.num] = outcome
         return [outcomes[spec.num] for spec in specs]
     except KeyboardInterrupt:
-        for ref in refs:
+        for ref in pending:
             ray.cancel(ref)  # each job stops as on Ctrl-C and keeps what it finished
+        for ref, spec in pending.items():
+            try:
+                outcome = JobOutcome(spec.num, spec.overrides, int(ray.get(ref, timeout=STOP_WAIT_S)))
+            except ray.exceptions.RayError:
+                outcome = JobOutcome(spec.num, spec.overrides, EXIT_INTERRUPTED)  # its directory says what is kept
+            on_outcome(outcome, stopping=True)
         raise
     finally:
         if started:

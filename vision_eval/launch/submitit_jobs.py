@@ -11,14 +11,14 @@ as on Ctrl-C (submitit ignores SIGTERM; ``scancel`` sends it), saving what it fi
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import time
 from typing import Any
 
+from vision_eval.errors import Interrupted
 from vision_eval.gates import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED
 from vision_eval.launch.holder import SLURM_LIVE
-from vision_eval.launch.hydra_job import JobSpec, exit_code, run, unpack
+from vision_eval.launch.hydra_job import JobSpec, exit_code, run, stop_on_sigterm, unpack
 from vision_eval.launch.processes import describe_exit
 from vision_eval.launch.sweep import JobOutcome
 
@@ -39,7 +39,7 @@ class SubmittedJob:
     def __call__(self, packed: bytes) -> Any:
         import submitit
 
-        signal.signal(signal.SIGTERM, signal.default_int_handler)  # scancel: stop as on Ctrl-C, keeping the work
+        stop_on_sigterm()  # scancel: submitit ignores SIGTERM, a job stops on it as on Ctrl-C
         return run(unpack(packed), job_id=str(submitit.JobEnvironment().job_id))
 
     def checkpoint(self, packed: bytes) -> Any:
@@ -142,6 +142,19 @@ class _Waiter:
 def wait(jobs: list[Any], specs: list[JobSpec], cluster: str, on_outcome: Any) -> list[JobOutcome]:
     """Every job's outcome (``on_outcome`` is called with each as it comes), in the order of ``specs``."""
     waiters = [_Waiter(job, spec, cluster) for job, spec in zip(jobs, specs, strict=True)]
+    try:
+        return _wait(waiters, cluster, on_outcome)
+    except KeyboardInterrupt:
+        if cluster != "slurm":
+            raise
+        ids = ",".join(sorted({str(w.job.job_id).split("_")[0] for w in waiters}))
+        raise Interrupted(
+            f"interrupted: the sweep stopped waiting, and its SLURM jobs go on (squeue -j {ids}; scancel {ids} "
+            "stops them); merge with vision-eval-report once they end"
+        ) from None
+
+
+def _wait(waiters: list[_Waiter], cluster: str, on_outcome: Any) -> list[JobOutcome]:
     outcomes: dict[int, JobOutcome] = {}
     delay = POLL_S[0]
     while len(outcomes) < len(waiters):

@@ -22,6 +22,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from vision_eval.config import redact_override
+from vision_eval.errors import Interrupted
 from vision_eval.gates import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, SWEEP_EXIT_CODES, worst
 
 PREFIX = "vision-eval: sweep"
@@ -50,11 +51,11 @@ REPORTED: list[JobOutcome] = []
 """The outcomes the launcher reported during this sweep (read and cleared when the sweep ends)."""
 
 
-def report(outcome: JobOutcome, sweep: list[list[str]]) -> None:
+def report(outcome: JobOutcome, sweep: list[list[str]], stopping: bool = False) -> None:
     """Record a job's outcome (``sweep``: every job's overrides); a job that died says so at once, while the
-    other jobs go on."""
+    other jobs go on (not when the whole sweep is being stopped: :func:`stopped` says it all then)."""
     REPORTED.append(outcome)
-    if outcome.failure is not None:
+    if outcome.failure is not None and not stopping:
         where = f"; its log: {outcome.log}" if outcome.log else ""
         name = _name(outcome.num, outcome.overrides, sweep)
         print(f"{PREFIX}: job {name} failed: {outcome.failure}{where}", file=sys.stderr)
@@ -114,7 +115,8 @@ def _job(directory: Path, num: int, overrides: list[str], code: int, failure: st
     checkpointed = (directory / "checkpoint" / "manifest.json").is_file()
     finished = failure is None and info is not None and not checkpointed and code != EXIT_INTERRUPTED
     if failure is not None or info is None:
-        failure = failure or f"it exited with code {code} without writing run.json"
+        said = "interrupted" if code == EXIT_INTERRUPTED else f"it exited with code {code} without writing run.json"
+        failure = failure or said
         code = worst([code, EXIT_INCOMPLETE])
     return _Job(num, directory, overrides, code, failure, log, str(problems[0]) if problems else None, finished)
 
@@ -158,6 +160,19 @@ def conclude(sweep_dir: Path, outcomes: list[JobOutcome], argv: list[str] | None
         told += f"; not finished: job {', '.join(str(job.num) for job in unfinished)} (commands above)"
     lines.append(f"{PREFIX} exit {code}: {told}; results in {sweep_dir}")
     return code, lines
+
+
+def stopped(sweep_dir: Path) -> Interrupted:
+    """The sweep was interrupted (Ctrl-C) and its launcher stopped its jobs: print what became of each and the
+    commands that finish them; returns the interrupt to raise (exit 130, its hint the sweep's last line)."""
+    outcomes = list(REPORTED)
+    REPORTED.clear()
+    _, lines = conclude(sweep_dir, outcomes)
+    for line in lines[:-1]:
+        print(line, file=sys.stderr)
+    unfinished = lines[-1].partition("; not finished: ")[2].partition(" (commands above)")[0]
+    hint = f"the commands above finish {unfinished}" if unfinished else "every job had finished"
+    return Interrupted(f"interrupted: the sweep's jobs were stopped, each keeping what it finished; {hint}")
 
 
 class SweepExitCode(Callback):
