@@ -1,6 +1,6 @@
 """SLURM for real: a one-node cluster on this machine (tests/slurm_cluster.py: Debian's slurm-wlm and munge, no
 accounting daemon), a 4-shard sweep judged by the fake provider through ``hydra/launcher=slurm`` with the shipped
-defaults. One task is killed (kill -9), one requeued (``scontrol requeue``), one cancelled (``scancel``): the
+defaults. One task is killed (kill -9), one cancelled (``scancel``), one requeued (``scontrol requeue``): the
 sweep never hangs, the requeued task continues its own checkpoint, the killed and the cancelled ones are named
 with the commands that finish them, and once those have run the merged sweep equals a single-process run, each
 row judged once (a kill loses at most the calls in flight)."""
@@ -74,12 +74,26 @@ def _gone(pid: int) -> bool:
     return False
 
 
+def _start_now(task: str, env: dict[str, str], timeout_s: float = 90) -> None:
+    """SLURM holds a requeued job back for two minutes once it is pending again: let it start at once."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        state = subprocess.run(["squeue", "-h", "-j", task, "--states=all", "-o", "%T"], env=env, capture_output=True,
+                               text=True).stdout.strip()  # fmt: skip
+        if state == "RUNNING":
+            return
+        if state == "PENDING":
+            subprocess.run(["scontrol", "update", f"jobid={task}", "starttime=now"], env=env, capture_output=True)
+        time.sleep(0.5)
+    raise AssertionError(f"the requeued task {task} did not start again")
+
+
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "vision_eval.cli", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=600)  # fmt: skip
 
 
-def test_a_sweep_on_slurm_survives_a_killed_a_requeued_and_a_cancelled_task(
+def test_a_sweep_on_slurm_survives_a_killed_a_cancelled_and_a_requeued_task(
     cluster: dict[str, str], tmp_path: Path, subprocess_env: dict[str, str]
 ) -> None:
     rows = [{"id": f"s{i:02d}", "input": "Describe the image.",
@@ -102,21 +116,17 @@ def test_a_sweep_on_slurm_survives_a_killed_a_requeued_and_a_cancelled_task(
             killed = _wait_for_a_saved_batch(jobs / "1", sweep)
             os.kill(killed["pid"], signal.SIGKILL)
 
-            requeued = _wait_for_a_saved_batch(jobs / "2", sweep)
-            task = requeued["job"].removeprefix("slurm:")
-            subprocess.run(["scontrol", "requeue", task], env=env, check=True)
-            for _ in range(50):  # SLURM holds a requeued job back two minutes; let it start at once
-                if subprocess.run(["scontrol", "update", f"jobid={task}", "starttime=now"], env=env,
-                                  capture_output=True).returncode == 0:  # fmt: skip
-                    break
-                time.sleep(0.2)
-
-            cancelled = _wait_for_a_saved_batch(jobs / "3", sweep)
+            cancelled = _wait_for_a_saved_batch(jobs / "2", sweep)
             subprocess.run(["scancel", cancelled["job"].removeprefix("slurm:")], env=env, check=True)
             asked = time.monotonic()
             while not _gone(cancelled["pid"]) and time.monotonic() - asked < KILL_WAIT_S + 10:
                 time.sleep(0.2)
             stopped_after = time.monotonic() - asked
+
+            requeued = _wait_for_a_saved_batch(jobs / "3", sweep)
+            task = requeued["job"].removeprefix("slurm:")
+            subprocess.run(["scontrol", "requeue", task], env=env, check=True)
+            _start_now(task, env)
             _, err = sweep.communicate(timeout=600)
         finally:
             if sweep.poll() is None:
@@ -129,16 +139,16 @@ def test_a_sweep_on_slurm_survives_a_killed_a_requeued_and_a_cancelled_task(
         assert sweep.returncode == 130, err  # the worst: a cancelled job (130) beside a killed one (3)
         last = err.strip().splitlines()[-5:]
         assert re.match(r"vision-eval: sweep: job 1 \(run\.shard=1/4\) did not finish: SLURM state FAILED", last[0])
-        assert re.match(r"vision-eval: sweep: job 3 \(run\.shard=3/4\) did not finish: SLURM state CANCELLED", last[2])
-        assert last[-1].startswith("vision-eval: sweep exit 130: 2 of 4 jobs finished; not finished: job 1, 3")
+        assert re.match(r"vision-eval: sweep: job 2 \(run\.shard=2/4\) did not finish: SLURM state CANCELLED", last[2])
+        assert last[-1].startswith("vision-eval: sweep exit 130: 2 of 4 jobs finished; not finished: job 1, 2")
         finish = [line.split("finish it: ", 1)[1] for line in last if "finish it: " in line]
-        assert [f"run.resume={jobs.relative_to(project)}/{n}" in cmd for n, cmd in zip((1, 3), finish)] == [True] * 2
+        assert [f"run.resume={jobs.relative_to(project)}/{n}" in cmd for n, cmd in zip((1, 2), finish)] == [True] * 2
 
         # the requeued task continued its own checkpoint, in its own directory
         assert sorted(p.name for p in jobs.iterdir() if not p.name.startswith(".")) == ["0", "1", "2", "3",
                                                                                         "multirun.yaml"]  # fmt: skip
         logs = "".join(p.read_text() for p in (jobs / ".submitit").glob(f"{task}/*_log.err"))
-        assert "continuing the interrupted run in" in logs and (jobs / "2" / "results.parquet").is_file()
+        assert "continuing the interrupted run in" in logs and (jobs / "3" / "results.parquet").is_file()
 
         # the killed task ran on "another node" as far as this resume can tell: only squeue can say it is over
         lock = _lock(jobs / "1")
@@ -165,4 +175,4 @@ def test_a_sweep_on_slurm_survives_a_killed_a_requeued_and_a_cancelled_task(
     assert_frame_equal(boards[0], boards[1])  # means summed in another order may differ in their last bits
     assert boards[0]["rows"].to_list() == [ROWS]
     load = Path("/proc/loadavg").read_text().split()[0]
-    print(f"sweep with a kill, a requeue and a cancel: {took:.0f} s (load average {load})")
+    print(f"sweep with a kill, a cancel and a requeue: {took:.0f} s (load average {load})")
