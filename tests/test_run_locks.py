@@ -133,3 +133,22 @@ def test_processes_racing_for_an_interrupted_runs_directory_never_share_it(tmp_p
         proc.join(timeout=60)
     assert sorted(path for path, _ in claimed) == [str(out)] + [str(tmp_path / f"job-{i}") for i in (2, 3, 4)]
     assert [continued for path, continued in claimed if path == str(out)] == [True]
+
+
+def test_an_earlier_attempt_of_this_very_job_on_another_node_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A requeued SLURM task keeps its job id and may land on another node: the lock its dead attempt left there is
+    recognised by that id (this process runs as SLURM's task 77_1, the variables SLURM sets)."""
+    out = tmp_path / "job"
+    evaluators = _interrupted_run(tmp_path, out)
+    _lock(out, pid=os.getpid(), host="node-elsewhere", job="slurm:77_1")
+    monkeypatch.setenv("SLURM_ARRAY_JOB_ID", "77")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "2")  # another task of the array, and no squeue to ask about 77_1
+    monkeypatch.setenv("PATH", str(tmp_path / "no-slurm-here"))
+    with pytest.raises(ve.ConfigError, match=r"node-elsewhere \(SLURM job 77_1\) may still be running"):
+        ve.evaluate(rows(8), evaluators=evaluators, run={"batch_size": 2, "resume": str(out)})
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "1")
+    again = ve.evaluate(rows(8), evaluators=evaluators, run={"batch_size": 2}, output_dir=out)
+    assert again.output_dir == out and again.exit_code == 0
+    assert "it was an earlier attempt of this job, which was requeued or retried" in capsys.readouterr().err
