@@ -166,12 +166,18 @@ def test_ray_retries_a_dead_job_into_its_own_checkpoint_and_names_one_that_died_
     assert _merged(project / "sweep").equals(_one_run(project))
 
 
-def test_ctrl_c_stops_every_job_and_says_how_to_finish_each(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_stops_every_job_and_says_how_to_finish_each(
+    stop: str, tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
     project, extra = _project(tmp_path, sleep=0.6)
     env = _env(subprocess_env, extra)
     sweep = _sweep(project, env, ["hydra/launcher=local_parallel"], start_new_session=True)
     _holder_once_saved(project / "sweep" / "1", sweep)
-    os.killpg(sweep.pid, signal.SIGINT)  # Ctrl-C at a terminal: the whole foreground process group gets it
+    if stop == "ctrl-c":
+        os.killpg(sweep.pid, signal.SIGINT)  # at a terminal, the whole foreground process group gets it
+    else:
+        sweep.terminate()  # a CI cancelling its job, a scheduler's time limit: the sweep's own process only
     _, err = sweep.communicate(timeout=300)
     assert sweep.returncode == 130 and "Traceback" not in err, err
     last = err.strip().splitlines()[-1]

@@ -8,7 +8,12 @@ reads on its standard input and exits with the job's exit code.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,21 +100,27 @@ def exit_code(job_return: Any) -> int:
     return EXIT_INTERNAL
 
 
-def stop_on_sigterm() -> None:
-    """Make SIGTERM (``scancel``, a sweep stopping its jobs) stop this job as Ctrl-C does: finished work saved, one
-    line saying how to resume. The signal is turned into a SIGINT, so that whatever handles Ctrl-C handles it."""
-    import os
-    import signal
-
-    signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """While inside, SIGTERM (``scancel``, a CI cancelling its job, a sweep stopping its jobs) stops this process
+    as Ctrl-C does: finished work saved, one line saying how to go on. The signal is turned into a SIGINT, so that
+    whatever handles Ctrl-C handles it. Only the main thread can set a handler: elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main() -> None:
     """Run the spec read from standard input; exit with the job's exit code."""
     from vision_eval.launch import hydra_job  # the module's own classes, not ``__main__``'s copies
 
-    stop_on_sigterm()  # how the sweep stops its jobs
-    code = hydra_job.exit_code(hydra_job.run(hydra_job.unpack(sys.stdin.buffer.read())))
+    with sigterm_as_ctrl_c():  # how the sweep stops its jobs
+        code = hydra_job.exit_code(hydra_job.run(hydra_job.unpack(sys.stdin.buffer.read())))
     sys.stdout.flush()
     sys.stderr.flush()
     sys.exit(code)

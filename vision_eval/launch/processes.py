@@ -1,8 +1,8 @@
 """A sweep's jobs on this machine, each in a process of its own, a few at a time: a job that is killed or crashes
 ends alone, and the others go on (a process pool, joblib's included, breaks as a whole when one worker dies).
 
-Ctrl-C stops every job (each is sent SIGTERM, on which it stops as on Ctrl-C): each saves what it finished and
-says how to resume, then the sweep ends.
+Ctrl-C or SIGTERM stops every job (each is sent SIGTERM, on which it stops as on Ctrl-C): each saves what it
+finished, then the sweep says what became of each job and how to finish it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 from vision_eval.gates import EXIT_INCOMPLETE, EXIT_INTERRUPTED
-from vision_eval.launch.hydra_job import JobSpec
+from vision_eval.launch.hydra_job import JobSpec, sigterm_as_ctrl_c
 from vision_eval.launch.sweep import JobOutcome
 
 STOP_WAIT_S = 120
@@ -77,6 +77,10 @@ class ProcessRunner:
         """Every job's outcome, in the order of ``specs``; ``on_outcome`` is called with each as it comes, in this
         thread. Ctrl-C stops the jobs (each keeps what it finished); once they have exited, the outcomes of those
         stopped or never started go to ``on_outcome(outcome, stopping=True)`` and the interrupt is raised again."""
+        with sigterm_as_ctrl_c():  # the jobs have process groups of their own: a SIGTERM to the sweep stops them too
+            return self._run(specs, on_outcome)
+
+    def _run(self, specs: list[JobSpec], on_outcome: Callable[..., None]) -> list[JobOutcome]:
         pool = ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="vision-eval-job")
         futures = {pool.submit(self._run_one, spec): spec.num for spec in specs}
         outcomes: dict[int, JobOutcome] = {}

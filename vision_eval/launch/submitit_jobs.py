@@ -18,7 +18,7 @@ from typing import Any
 from vision_eval.errors import Interrupted
 from vision_eval.gates import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED
 from vision_eval.launch.holder import SLURM_LIVE
-from vision_eval.launch.hydra_job import JobSpec, exit_code, run, stop_on_sigterm, unpack
+from vision_eval.launch.hydra_job import JobSpec, exit_code, run, sigterm_as_ctrl_c, unpack
 from vision_eval.launch.processes import describe_exit
 from vision_eval.launch.sweep import JobOutcome
 
@@ -39,8 +39,8 @@ class SubmittedJob:
     def __call__(self, packed: bytes) -> Any:
         import submitit
 
-        stop_on_sigterm()  # scancel: submitit ignores SIGTERM, a job stops on it as on Ctrl-C
-        return run(unpack(packed), job_id=str(submitit.JobEnvironment().job_id))
+        with sigterm_as_ctrl_c():  # scancel: submitit ignores SIGTERM, a job stops on it as on Ctrl-C
+            return run(unpack(packed), job_id=str(submitit.JobEnvironment().job_id))
 
     def checkpoint(self, packed: bytes) -> Any:
         import submitit
