@@ -11,6 +11,7 @@ after building the requests (:mod:`vision_eval.dryrun`).
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 import weakref
 from collections.abc import Iterator, Mapping
@@ -39,7 +40,7 @@ from vision_eval.parts import Ledger
 from vision_eval.prechecks import check_stack
 from vision_eval.progress import Progress
 from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, conform
-from vision_eval.rundir import CHECKPOINT, RunDir, claim, claim_resume, new_run_id
+from vision_eval.rundir import CHECKPOINT, RunDir, claim_or_continue, claim_resume, new_run_id
 from vision_eval.secrets import Secrets
 from vision_eval.stack import build_stack
 
@@ -84,11 +85,16 @@ def _dry_run(
 def _claim(config: AppConfig) -> tuple[RunDir | None, str, Health | None]:
     """The run's directory and id, and for a resume what the check of its checkpoint found (done here, before
     anything is sent)."""
+    claimed: tuple[RunDir, str, Health | None]
     if config.run.resume:
-        return claim_resume(config.run.resume, config_fingerprint(config), config.run.resume_damaged)
-    if config.run.output_dir:
-        return claim(config.run.output_dir), new_run_id(), None
-    return None, new_run_id(), None
+        claimed = claim_resume(config.run.resume, config_fingerprint(config), config.run.resume_damaged)
+    elif config.run.output_dir:
+        claimed = claim_or_continue(config.run.output_dir, config_fingerprint(config), config.run.resume_damaged)
+    else:
+        return None, new_run_id(), None
+    if claimed[0].note:  # said at once: a run on a cluster may be stopped again before its summary
+        print(f"vision-eval: {claimed[0].note}", file=sys.stderr)
+    return claimed
 
 
 def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | None = None) -> EvalResult:

@@ -153,6 +153,9 @@ class DatasetConfig(StrictModel):
     """HF ``data_files`` argument for builder datasets (``imagefolder``, ``json``...)."""
     columns: dict[str, str] = {}
     """Source column -> canonical column (``id``, ``input``, ``output``, ``expected_output``, ``images``...)."""
+    images_from: list[str] = []
+    """Source columns gathered, in this order, into the canonical ``images`` list (empty cells left out), for a
+    dataset that keeps each image in a column of its own (MMMU's ``image_1`` ... ``image_7``)."""
     image_root: str | None = None
     """Folder relative image paths resolve against (the dataset root); default: the dataset file's folder, or
     for rows from Python the working directory. Relative paths must stay inside it after symlinks are resolved."""
