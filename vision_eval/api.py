@@ -45,6 +45,10 @@ from vision_eval.secrets import Secrets
 from vision_eval.stack import build_stack
 
 
+PLANNED_OUTPUT = "(the candidate's reply)"
+"""A dry run's ``output`` for the evaluators' plans when a candidate would write it."""
+
+
 def _dry_run(
     config: AppConfig,
     context: EvalContext,
@@ -67,6 +71,8 @@ def _dry_run(
         for key in ("calls", "estimated_input_tokens", "image_tokens", "image_tokens_sized_otherwise", "errors"):
             planned[key] += counted[key]
         planned["sized_otherwise"] = counted["sized_otherwise"] or planned["sized_otherwise"]
+        if "output" not in batch.columns:  # the judges' plans show where the candidate's reply would go
+            batch = batch.with_columns(pl.lit(PLANNED_OUTPUT, pl.Utf8).alias("output"))
         return batch
 
     graded = [e for e in evaluators if e.is_async]

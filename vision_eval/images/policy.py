@@ -131,6 +131,8 @@ def prepare_image(
             if rule.max_image_bytes is not None and len(out) > rule.max_image_bytes:
                 out, media_type, (width, height) = _within_bytes(image, out, media_type, policy, rule)
                 why += f", then made smaller for the provider's {rule.max_image_bytes:,}-byte limit per image"
+        except ImageError:
+            raise
         except (OSError, ValueError) as exc:  # a pixel format Pillow cannot convert or encode
             raise ImageError(f"cannot re-encode the image ({decoded.media_type}, mode {image.mode})") from exc
     if not out:
