@@ -44,7 +44,6 @@ from vision_eval.rundir import CHECKPOINT, RunDir, claim, claim_resume, new_run_
 from vision_eval.secrets import Secrets
 from vision_eval.stack import build_stack
 
-
 PLANNED_OUTPUT = "(the candidate's reply)"
 """A dry run's ``output`` for the evaluators' plans when a candidate would write it."""
 
