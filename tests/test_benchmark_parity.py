@@ -183,11 +183,11 @@ def test_vqav2_preset_protocol_agrees_with_lmms_eval_vqav2() -> None:
 
 
 def test_infovqa_preset_protocol_agrees_with_lmms_eval_anls() -> None:
-    """lmms-eval strips the reply before anls; until the lmms_eval protocols strip it too (#30 item 1, another
-    branch), the only cases allowed to disagree are replies with white space around them."""
+    """lmms-eval strips the reply before anls, and so does the lmms_eval protocol: every case agrees, the replies
+    with white space around them (1,194 of the 3,000) included."""
     total, agreeing, wrong = agreement("infovqa", "lmms_eval")
-    assert total >= 3000
-    assert agreeing / total >= MIN_AGREEMENT or all(c["reply"] != c["reply"].strip() for c in wrong), wrong[:5]
+    assert total >= 3000 and agreeing == total, wrong[:5]
+    assert sum(c["reply"] != c["reply"].strip() for c in fixture("infovqa")["cases"]) > 1000
 
 
 # --- MME ------------------------------------------------------------------------------------------------------
