@@ -11,7 +11,10 @@ same LaTeX with a small parser of its own and computes what that evaluation comp
 - a decimal is an exact fraction (``3.0`` is the integer 3, ``0.125`` is ``1/8``), ``1,000`` is one thousand (a
   comma before exactly three digits), ``\\%`` divides by 100, a prime mark is dropped;
 - ``\\pi``, ``e^{x}`` (``exp``), ``\\sqrt``, ``\\sqrt[n]``, ``\\sin``... ``\\arctan``, ``\\sinh``..., ``\\log``
-  (base 10, or ``\\log_{b}``), ``\\exp``, ``\\binom`` and ``\\lfloor``/``\\floor`` have their ``math`` values;
+  (base 10, or ``\\log_{b}``), ``\\exp``, ``\\binom`` and ``\\lfloor``/``\\floor`` have their ``math`` values,
+  except where SymPy evaluates first (``\\exp(0)`` is the integer 1, ``\\exp(1)`` is ``E``, ``\\binom{5}{2}`` is 10);
+- the parser stops, as the reference's does, at a token that cannot continue the expression (``3.)`` is 3; a
+  subscript ends it: ``5_{2}`` is 5), and fails at a character the grammar has no token for (``3?``);
 - what that evaluation cannot turn into a number is ``None``: a letter (a SymPy symbol: ``x``, ``e`` alone, ``cm``),
   ``\\infty``, ``\\ln`` (printed ``log(x, E)``), ``|x|``, ``\\lceil``, ``\\sec``, a list (``1,5``), a complex or
   failing result (``\\sqrt{-1}``, ``1/0``), and any text the grammar does not parse.
@@ -32,14 +35,16 @@ MAX_DIGITS = 4000
 """Integer results longer than this are not computed (:func:`latex_value` gives ``None``)."""
 
 _TOKEN = re.compile(
-    r"[\s$~]*(?:(?P<number>(?:\d+(?:,\d{3})*)?\.\d+|\d+(?:,\d{3})*)|(?P<command>\\[a-zA-Z]+|\\[{}%|,;! ])"
+    r"\s*(?:(?P<number>(?:(?:\d+(?:,\d{3})*)?\.\d+|\d+(?:,\d{3})*)(?:\\%)?)|(?P<command>\\[a-zA-Z]+|\\[{}%|,;! ])"
     r"|(?P<char>[a-zA-Z+\-*/(){}\[\]|'&_^:;,.=<>!\\])|(?P<invalid>\S))"
 )
 """A token: a number (``1,000``: a comma before exactly three digits), a command, a character of the grammar, or a
 character it has no token for (``?``, ``%``, ``π``...). ``$`` and ``~`` are spaces."""
 INVALID = "\x00"
 """Stands for a character the grammar has no token for: the reference fails where it reads one."""
-_STOPS = {".", ")", "]", "}", "\\}", "&", "\\rfloor", "\\rceil", "_", "'"}
+_FAILS = {",", ";", "=", "\\%", INVALID}
+"""Tokens after the leading expression that make the reference fail (a list, an equation, a misplaced percent sign,
+a character without a token); after any other the reference stops without an error."""
 _FUNCTIONS: dict[str, Callable[[float], float]] = {
     "sin": math.sin,
     "cos": math.cos,
@@ -52,7 +57,46 @@ _FUNCTIONS: dict[str, Callable[[float], float]] = {
     "tanh": math.tanh,
     "exp": math.exp,
 }
-_SPACES = {"\\,", "\\;", "\\!", "\\ ", "\\left", "\\right"}
+_COMMANDS = {
+    "\\" + name
+    for name in [
+        "times",
+        "cdot",
+        "div",
+        "frac",
+        "dfrac",
+        "tfrac",
+        "binom",
+        "sqrt",
+        "pi",
+        "log",
+        "ln",
+        "exp",
+        "sin",
+        "cos",
+        "tan",
+        "csc",
+        "sec",
+        "cot",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "lfloor",
+        "rfloor",
+        "lceil",
+        "rceil",
+        "floor",
+        "ceil",
+        "left",
+        "right",
+        "infty",
+    ]
+}
+"""Commands the reference's lexer knows among those an answer uses (others fail wherever they are read)."""
+_SPACES = {"\\,", "\\;", "\\!", "\\ "}
 _TIMES = {"*", "\\cdot", "\\times"}
 _DIVIDE = {"/", "\\div", ":"}
 
@@ -74,15 +118,21 @@ def _digits_ok(value: Number) -> Number:
 class _Parser:
     def __init__(self, text: str) -> None:
         self.tokens: list[str] = []
+        text = text.replace("$", " ").replace("~", " ")
         position = 0
         while position < len(text):
             match = _TOKEN.match(text, position)
             if match is None:  # only white space is left
                 break
             token = match.group("number") or match.group("command") or match.group("char") or INVALID
+            position = match.end()
+            if match.group("command") and token not in _COMMANDS:
+                # the lexer takes the longest command it knows and reads the rest as letters: \\cdotx is \\cdot x
+                known = max((c for c in _COMMANDS if token.startswith(c)), key=len, default=token)
+                position -= len(token) - len(known)
+                token = known
             if token not in _SPACES:
                 self.tokens.append(token)
-            position = match.end()
         self.at = 0
 
     def peek(self) -> str | None:
@@ -99,15 +149,12 @@ class _Parser:
         """The value of the text's longest leading expression: the reference's parser stops, without an error, at a
         token that cannot continue it (``3.)``, ``12)(``) and reads no further."""
         value = _number(self.expression())
-        following = self.peek()
-        if following in ("<", ">"):  # a relation: Python compares, and round() makes the bool an integer
-            self.take()
+        if self.peek() in ("<", ">"):  # a relation: Python compares, and round() makes the bool an integer
+            relation = self.take()
             right = _number(self.expression())
-            return int(value < right if following == "<" else value > right)
-        if following in (",", ";"):
-            raise _Unreadable("a list")
-        if following is not None and following not in _STOPS and not following[0].isdigit():
-            raise _Unreadable("no token, or a relation")
+            value = int(value < right if relation == "<" else value > right)
+        if self.peek() in _FAILS:
+            raise _Unreadable("a list, an equation, or a character without a token")
         return value
 
     def expression(self) -> Number | type[_E]:
@@ -156,44 +203,36 @@ class _Parser:
 
     def postfix(self) -> Number | type[_E]:
         value = self.power()
-        while self.peek() in ("!", "'", "\\%"):
-            token = self.take()
-            if token == "!":
+        while self.peek() in ("!", "'"):
+            if self.take() == "!":
                 number = _number(value)
                 if isinstance(number, float) or number > 3000:
                     raise _Unreadable("factorial")
                 value = math.factorial(number)
-            elif token == "\\%":
-                value = _divide(_number(value), 100)
         return value
 
     def power(self) -> Number | type[_E]:
         value = self.component()
+        raised = False
         while self.peek() == "^":
             self.take()
             exponent = _number(self.exponent())
+            raised = True
             if value is _E:
-                if exponent == 1:
+                if exponent == 1 and isinstance(exponent, int):  # SymPy's E**1 is E, which math does not name
                     raise _Unreadable("E")
-                value = math.exp(exponent)
+                value = _apply(math.exp, exponent)
             else:
                 value = _power(_number(value), exponent)
-        if self.peek() == "_":  # a subscript on a number is dropped (on a letter it names a symbol)
-            self.take()
-            if self.peek() is not None:
-                self.exponent()
+        if self.peek() == "_":
+            if raised:
+                raise _Unreadable("a subscript after a power")
+            self.at = len(self.tokens)  # the reference's parse ends at a subscript on a number
         return value
 
     def exponent(self) -> Number | type[_E]:
-        if self.peek() == "{":
-            return self.braced()
-        token = self.take()
-        if token[0].isdigit():
-            if len(token) > 1:  # 2^10: the exponent is the whole number
-                return _literal(token)
-            return int(token)
-        self.at -= 1
-        return self.atom()
+        """What ``^`` raises to: a braced expression or one atom (``2^10`` is 1024: the whole number)."""
+        return self.braced() if self.peek() == "{" else self.atom()
 
     def braced(self) -> Number | type[_E]:
         self.take("{")
@@ -203,6 +242,15 @@ class _Parser:
 
     def component(self) -> Number | type[_E]:
         token = self.peek()
+        if token == "\\left":
+            self.take()
+            opening = self.take()
+            if opening not in ("(", "[", "\\{"):
+                raise _Unreadable("\\left")
+            value = self.expression()
+            self.take("\\right")
+            self.take({"(": ")", "[": "]", "\\{": "\\}"}[opening])
+            return value
         if token in ("(", "[", "\\{"):
             closing = {"(": ")", "[": "]", "\\{": "\\}"}[self.take()]
             value = self.expression()
@@ -222,17 +270,20 @@ class _Parser:
             return _divide(numerator, _number(self.braced()))
         if token == "\\binom":
             self.take()
-            top, bottom = _number(self.braced()), _number(self.braced())
-            if not isinstance(top, int) or not isinstance(bottom, int) or top < 0 or bottom < 0 or top > 3000:
-                raise _Unreadable("binomial")
-            return math.comb(top, bottom)
+            top = _number(self.braced())
+            return _binomial(top, _number(self.braced()))
         if token == "\\sqrt":
             return self.root()
         if token == "\\log":
             return self.logarithm()
         if token is not None and token[1:] in _FUNCTIONS and token[0] == "\\":
             self.take()
-            return _apply(_FUNCTIONS[token[1:]], _number(self.argument()))
+            name, argument = token[1:], _number(self.argument())
+            if name == "exp" and isinstance(argument, int) and argument in (0, 1):
+                if argument == 1:  # SymPy's exp(1) is E, which math does not name
+                    raise _Unreadable("E")
+                return 1  # SymPy's exp(0) is the integer 1
+            return _apply(_FUNCTIONS[name], argument)
         return self.atom()
 
     def atom(self) -> Number | type[_E]:
@@ -260,10 +311,7 @@ class _Parser:
             degree = _number(self.expression())
             self.take("]")
             return _power(_number(self.braced()), _divide(1, degree))
-        value = _number(self.braced())
-        if isinstance(value, complex) or value < 0:
-            raise _Unreadable("math domain")
-        return math.sqrt(value)
+        return _apply(math.sqrt, _number(self.braced()))
 
     def logarithm(self) -> Number:
         self.take("\\log")
@@ -280,15 +328,24 @@ class _Parser:
             raise _Unreadable("log") from error
 
     def argument(self) -> Number | type[_E]:
-        """A function's argument: ``(x)``, ``{x}``, or what follows without parentheses (``\\sin30``)."""
-        if self.peek() in ("(", "{", "["):
+        """A function's argument: ``(x)``, or the product or quotient that follows without parentheses (``\\sin30``,
+        ``\\cos3:\\pi`` is the cosine of 3/pi, ``\\log_{2}{8}\\div2`` the logarithm of 4)."""
+        if self.peek() == "(":
             return self.component()
-        return self.unary()
+        return self.term()
 
 
 def _literal(token: str) -> Number:
-    exact = Fraction(token.replace(",", "").rstrip(".") or "0")
-    return exact.numerator if exact.denominator == 1 else exact.numerator / exact.denominator
+    """A number token's value; ``\\%`` written right after the digits divides it by 100."""
+    digits = token.replace(",", "")
+    if digits.endswith("\\%"):
+        return _exact(Fraction(digits[:-2]) / 100)
+    return _exact(Fraction(digits))
+
+
+def _exact(value: Fraction) -> Number:
+    """A decimal as SymPy prints it and Python evaluates the print: an integer, or ``p/q`` divided."""
+    return value.numerator if value.denominator == 1 else value.numerator / value.denominator
 
 
 def _number(value: Number | type[_E]) -> Number:
@@ -315,6 +372,21 @@ def _power(base: Number, exponent: Number) -> Number:
     if isinstance(result, complex):
         raise _Unreadable("complex")
     return _digits_ok(result)
+
+
+def _binomial(top: Number, bottom: Number) -> Number:
+    """SymPy's ``binomial``, which it evaluates: an integer for integers, else the falling factorial over k! (k a
+    whole number) or the gamma function's quotient."""
+    if isinstance(top, int) and isinstance(bottom, int):
+        if top > 3000:
+            raise _Unreadable("binomial")
+        return math.comb(top, bottom) if bottom >= 0 else 0
+    if isinstance(bottom, int) or float(bottom).is_integer():
+        whole = int(bottom)
+        if not 0 <= whole <= 3000:
+            raise _Unreadable("binomial")
+        return _apply(lambda n: math.prod(n - i for i in range(whole)) / math.factorial(whole), top)
+    return _apply(lambda n: math.gamma(n + 1) / (math.gamma(bottom + 1) * math.gamma(n - bottom + 1)), top)
 
 
 def _apply(function: Callable[[float], float], value: Number) -> float:
