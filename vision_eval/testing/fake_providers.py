@@ -305,7 +305,8 @@ class FakeProviders:
 
     def stop(self) -> None:
         if self._loop is not None and self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(5)
+            # cleanup waits for the replies in flight, each held back up to `latency`
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10 + self.latency)
             self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(5)
