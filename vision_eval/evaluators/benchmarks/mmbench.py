@@ -4,7 +4,8 @@ Protocol ``lmms_eval`` (lmms-eval ``tasks/mmbench/mmbench_evals.py`` and ``en_ut
 stripped, then read by rules first (:func:`read_option`: a lone option letter among the reply's words, bare or
 framed as ``A.``, ``(A)``, ``:A``...; else the one option whose text the lowercased reply contains). Only a reply the
 rules cannot read goes to the judge, with the reference's option-matching prompt (text only, no image); the judge's
-reply is read by the same rules, and a judge reply they cannot read is asked again, three times in all. When all three
+reply is read by the same rules, and a judge reply they cannot read is asked again, three times in all
+(an empty reply is asked again at once, up to five times per attempt). When all three
 fail, the reference draws a letter among A-E at random (``random.randint`` seeded 2680 once per evaluation, one draw
 per such reply in the order it reaches them); the row keeps score 0 with ``unparseable: true`` and the draw is replayed
 over the whole run in the summary. A judge call that fails outright is a row ``error`` (the reference would draw).
@@ -41,6 +42,8 @@ LETTERS = "ABCDE"
 OPTION_COLUMNS = ("A", "B", "C", "D")
 """The option columns the reference matches option texts against and shows the judge."""
 JUDGE_ATTEMPTS = 3
+POSTS_PER_ATTEMPT = 5
+"""An attempt whose reply is empty is asked again, up to five times, before it counts as failed."""
 RANDOM_SEED = 2680
 ROTATION = 1_000_000
 """Circular copies of a question sit at its index plus a multiple of this."""
@@ -204,8 +207,13 @@ class Mmbench(JudgedBenchmark[MmbenchSettings]):
             return self.reading(read, gold, "rules")
         replies: list[str] = []
         for attempt in range(JUDGE_ATTEMPTS):
-            reply = reply_text((await asker.ask(MATCHING_PROMPT, images=False, sample=attempt)).text).strip()
-            replies.append(reply)
+            reply = ""
+            for post in range(POSTS_PER_ATTEMPT):  # the reference asks again at once when a reply is empty
+                sample = attempt * POSTS_PER_ATTEMPT + post
+                reply = reply_text((await asker.ask(MATCHING_PROMPT, images=False, sample=sample)).text).strip()
+                replies.append(reply)
+                if reply:
+                    break
             read = read_option(reply, options) if reply else None
             if read is not None:
                 return self.reading(read, gold, "judge", judge_replies=replies)
