@@ -25,11 +25,15 @@ FIXTURES = ROOT / "tests" / "fixtures" / "benchmarks"
 CANDIDATE = "openai/candidate-model"
 
 
+JUDGED = ["mmbench"]
+
+
 def run_preset(
     name: str,
     candidate: Callable[[FakeRequest], str],
     judge: Callable[[FakeRequest], str],
     judge_model: str | None = None,
+    output_dir: Path | None = None,
     **settings: Any,
 ) -> tuple[ve.EvalResult, list[FakeRequest]]:
     """The preset run against the fixture, the candidate and the judge answering through one fake server."""
@@ -47,7 +51,8 @@ def run_preset(
                 spec["judge"]["model"] = judge_model
             spec.update(settings)
         model = {"model": CANDIDATE, "api_base": server.openai_base, "api_key": "k", "cache": False}
-        result = ve.evaluate(None, evaluators=stack, dataset=dataset, candidate=model, run={"progress": False})
+        run: dict[str, Any] = {"progress": False, **({"output_dir": str(output_dir)} if output_dir else {})}
+        result = ve.evaluate(None, evaluators=stack, dataset=dataset, candidate=model, run=run)
         return result, list(server.requests)
 
 
@@ -140,3 +145,31 @@ def test_mmbench_not_circular_and_another_judge_is_not_comparable() -> None:
     described = result.run_info["evaluators"]["mmbench"]
     assert described["comparable"] is False and described["models"] == ["openai/gpt-4o-mini"]
     assert len(described["not_comparable_because"]) == 2
+
+
+def test_the_leaderboard_marks_a_run_with_another_judge_not_comparable(tmp_path: Path) -> None:
+    from vision_eval.leaderboard import markdown, write_leaderboard
+
+    run_preset("mmbench", mmbench_candidate, mmbench_judge, output_dir=tmp_path / "reference")
+    run_preset("mmbench", mmbench_candidate, mmbench_judge, "openai/gpt-4o-mini", tmp_path / "mini")
+    board, _ = write_leaderboard([tmp_path])
+    comparable = dict(zip(board["judge"], board["comparable"], strict=True))
+    assert comparable == {"openai/gpt-4o-2024-11-20": True, "openai/gpt-4o-mini": False}
+    numbers = pl.read_parquet(tmp_path / "leaderboard_metrics.parquet").filter(pl.col("metric") == "Overall")
+    assert dict(zip(numbers["judge"], numbers["comparable"], strict=True)) == comparable
+    table = markdown(board)
+    assert table.count("lmms_eval (not comparable)") == 1 and "gpt-4o-mini" in table
+
+
+def test_vision_eval_list_shows_each_judged_preset_with_its_reference(capsys: Any) -> None:
+    from vision_eval.commands import dispatch
+
+    dispatch(["list"])
+    shown = capsys.readouterr().out
+    datasets = shown.split("Dataset presets")[1].split("\n\n")[0].splitlines()
+    stacks = shown.split("Evaluator stacks")[1].split("\n\n")[0].splitlines()
+    for name in JUDGED:
+        dataset = next(line for line in datasets if line.split()[:1] == [name])
+        stack = next(line for line in stacks if line.split()[:1] == [name])
+        assert "lmms-eval's" in dataset and "protocol" in dataset and "judge" in dataset
+        assert "protocol" in stack and "lmms-eval tasks/" in stack and "judge" in stack
