@@ -25,7 +25,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "benchmarks"
 CANDIDATE = "openai/candidate-model"
 
 
-JUDGED = ["mmbench"]
+JUDGED = ["mmbench", "mathvista"]
 
 
 def run_preset(
@@ -145,6 +145,81 @@ def test_mmbench_not_circular_and_another_judge_is_not_comparable() -> None:
     described = result.run_info["evaluators"]["mmbench"]
     assert described["comparable"] is False and described["models"] == ["openai/gpt-4o-mini"]
     assert len(described["not_comparable_because"]) == 2
+
+
+# --- MathVista ------------------------------------------------------------------------------------------------
+
+MATHVISTA = pl.read_parquet(FIXTURES / "mathvista.parquet").drop("decoded_image")
+MATHVISTA_JUDGE = {"The answer is (B).": "B", "There are 7 apples": "7", "between 2007 and 2008": "[2007, 2008]"}
+"""What the fake judge extracts; any other reply: an empty extraction."""
+
+
+def mathvista_candidate(request: FakeRequest) -> str:
+    return next(str(r["reply"]) for r in MATHVISTA.iter_rows(named=True) if r["question"] in request.text)
+
+
+def mathvista_judge(request: FakeRequest) -> str:
+    response = request.text.removesuffix("\n\nExtracted answer: ").rsplit("\n\n", 1)[1]
+    return MATHVISTA_JUDGE.get(response, "")
+
+
+def test_mathvista_preset_extracts_normalises_and_aggregates() -> None:
+    result, requests = run_preset("mathvista", mathvista_candidate, mathvista_judge)
+    rows = by_id(result, "mathvista")
+    details = {k: json.loads(v["details"]) for k, v in rows.items()}
+    # 1: "8/11" is a choice (rules); 2: the judge extracts B -> blue; 3: "14" read as an integer; 4: the judge
+    # extracts 7; 5: "0.6" read as a float, but round(0.6, 1.0) (the hub's float64 precision) fails -> None, wrong;
+    # 6: the judge extracts the list; 7: the judge gives nothing five times -> "" -> the nearest choice (cat, the
+    # first of two at distance 3), right; 8: an empty reply -> "" -> no integer -> None, wrong.
+    assert {k: (d["extracted_by"], d["prediction"], rows[k]["score"]) for k, d in details.items()} == {
+        "1": ("rules", "8/11", 1.0),
+        "2": ("judge", "blue", 1.0),
+        "3": ("rules", "14", 1.0),
+        "4": ("judge", "7", 1.0),
+        "5": ("rules", None, 0.0),
+        "6": ("judge", "[2007, 2008]", 1.0),
+        "7": ("judge", "cat", 1.0),
+        "8": ("rules", None, 0.0),
+    }
+    judged = [r for r in requests if r.model == "gpt-4o-2024-11-20"]
+    assert len(judged) == 3 + 5 and not any(r.images for r in judged)
+    metrics = result.run_info["metrics"]["mathvista"]
+    assert metrics["average"] == {"accuracy": 6 / 8, "correct": 6, "total": 8}
+    assert metrics["question_type"] == {
+        "multi_choice": {"accuracy": 1.0, "correct": 3, "total": 3},
+        "free_form": {"accuracy": 3 / 5, "correct": 3, "total": 5},
+    }
+    assert metrics["answer_type"]["float"] == {"accuracy": 0.0, "correct": 0, "total": 1}
+    assert metrics["answer_type"]["integer"] == {"accuracy": 2 / 3, "correct": 2, "total": 3}
+    assert metrics["category"]["general-vqa"] == {"accuracy": 0.5, "correct": 2, "total": 4}
+    assert metrics["skills"] == {
+        "algebraic reasoning": {"accuracy": 1.0, "correct": 1, "total": 1},
+        "arithmetic reasoning": {"accuracy": 6 / 8, "correct": 6, "total": 8},
+    }
+    assert (metrics["n"], metrics["extracted_by_judge"], metrics["errors"]) == (8, 4, 0)
+    assert result.run_info["evaluators"]["mathvista"]["comparable"] is True
+
+
+def test_mathvista_prompt_as_lmms_eval_sends_it() -> None:
+    _, requests = run_preset("mathvista", mathvista_candidate, mathvista_judge)
+    asked = {r.text.split("\n\nImage 1:")[0] for r in requests if r.model == "candidate-model"}
+    assert (
+        "What colour is the car?\nA. red\nB. blue\nC. green\n"
+        + ("Answer with the option's letter from the given choices directly.")
+        in asked
+    )
+    assert "How long is the bar? (Unit: cm)\nAnswer the question using a single integer number." in asked
+    assert (
+        "What fraction faces the camera?\nAnswer the question using a single floating-point number with one "
+        + ("decimal place.")
+        in asked
+    )
+    judge = next(r.text for r in requests if "There are 7 apples" in r.text and r.model != "candidate-model")
+    assert judge.startswith("Please read the following example. Then extract the answer from the model response")
+    assert judge.endswith(
+        "Extracted answer: B\n\nHint: Please answer the question.\nQuestion: How many apples are there?\n\n"
+        "There are 7 apples\n\nExtracted answer: "
+    )
 
 
 def test_the_leaderboard_marks_a_run_with_another_judge_not_comparable(tmp_path: Path) -> None:
