@@ -109,7 +109,64 @@ def test_mmbench_dataset_numbers_equal_lmms_eval() -> None:
         assert {k: v["accuracy"] for k, v in metrics[ours].items()} == pytest.approx(reference[theirs], abs=1e-12)
 
 
+# --- MathVista ------------------------------------------------------------------------------------------------
+
+MATHVISTA_COLUMNS = ("query", "choices", "question_type", "answer_type", "precision", "metadata")
+
+
+@cache
+def mathvista_run() -> ve.EvalResult:
+    cases = fixture("mathvista")["cases"]
+    scripts = {case["judge_prompt"]: case["judge_replies"] for case in cases}
+    rows = [
+        {"id": case["pid"], "output": case["reply"], "expected_output": case["answer"]}
+        | {column: case[column] for column in MATHVISTA_COLUMNS}
+        for case in cases
+    ]
+    with FakeProviders(responder=scripted_judge(scripts)) as server:
+        judge = {"model": "openai/gpt-4o-2024-11-20", "api_base": server.openai_base, "api_key": "k", "cache": False}
+        spec = {"type": "mathvista", "judge": {**judge, "temperature": 0, "max_tokens": 256}}
+        return ve.evaluate(rows, evaluators={"m": spec}, run={"progress": False})
+
+
+def mathvista_agreement() -> tuple[int, int, list[dict[str, Any]]]:
+    cases = fixture("mathvista")["cases"]
+    ours = {row["sample_id"]: row for row in mathvista_run().results.iter_rows(named=True)}
+    wrong = []
+    for case in cases:
+        row = ours[case["pid"]]
+        details = json.loads(row["details"]) if row["details"] else {}
+        read = (details.get("extraction"), details.get("prediction"), row["score"] == 1.0)
+        asked = details.get("extracted_by") == "judge"
+        if read != (case["extraction"], case["prediction"], case["true_false"]) or asked != case["asked_judge"]:
+            wrong.append({"case": case, "ours": details})
+    return len(cases), len(cases) - len(wrong), wrong
+
+
+def test_mathvista_extraction_and_normalisation_agree_with_lmms_eval() -> None:
+    total, agreeing, wrong = mathvista_agreement()
+    assert total >= 3000
+    assert sum(case["asked_judge"] for case in fixture("mathvista")["cases"]) > 1000  # the judge's part is exercised
+    assert agreeing / total >= MIN_AGREEMENT, wrong[:3]
+
+
+def test_mathvista_dataset_numbers_equal_lmms_eval() -> None:
+    reference = fixture("mathvista")["dataset"]
+    metrics = mathvista_run().run_info["metrics"]["m"]
+    assert metrics["errors"] == 0
+    assert round(metrics["average"]["accuracy"] * 100, 2) == reference["average"]
+    for key, groups in reference["groups"].items():
+        ours = {
+            value: {"accuracy": f"{v['accuracy'] * 100:.2f}", "correct": v["correct"], "total": v["total"]}
+            for value, v in metrics[key].items()
+        }
+        assert ours == groups, key
+
+
+AGREEMENTS = {"mmbench": mmbench_agreement, "mathvista": mathvista_agreement}
+
 if __name__ == "__main__":
-    total, agreeing, _ = mmbench_agreement()
-    source = f"{fixture('mmbench')['reference']} @{fixture('mmbench')['commit'][:7]}"
-    print(f"| mmbench | lmms_eval | {source} | {total} | {agreeing} | {agreeing / total:.2%} |")
+    for name, measure in AGREEMENTS.items():
+        total, agreeing, _ = measure()
+        source = f"{fixture(name)['reference']} @{fixture(name)['commit'][:7]}"
+        print(f"| {name} | lmms_eval | {source} | {total} | {agreeing} | {agreeing / total:.2%} |")

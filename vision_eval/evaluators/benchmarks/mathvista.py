@@ -74,7 +74,7 @@ Model response: The line graph saw its maximum peak between 2007 and 2008.
 Extracted answer: [2007, 2008]
 
 Hint: Please answer the question and provide the correct option letter, e.g., A, B, C, D, at the end.
-Question: What fraction of the shape is blue?\\nChoices:\\n(A) 3/11\\n(B) 8/11\\n(C) 6/11\\n(D) 3/5
+Question: What fraction of the shape is blue?\nChoices:\n(A) 3/11\n(B) 8/11\n(C) 6/11\n(D) 3/5
 
 Model response: The correct answer is (B) 8/11.
 
@@ -204,14 +204,7 @@ class MathVista(JudgedBenchmark[MathVistaSettings]):
 
     async def aevaluate(self, batch: pl.DataFrame) -> EvalOutput:
         out = await super().aevaluate(batch)
-        columns = [pl.col(c).cast(pl.Utf8) for c in TYPE_KEYS]
-        if "metadata" in batch.columns and isinstance(batch.schema["metadata"], pl.Struct):
-            fields = {f.name for f in batch.schema["metadata"].fields}
-            for key in METADATA_KEYS:
-                if key not in fields:
-                    continue
-                value = pl.col("metadata").struct.field(key)
-                columns.append(value.cast(pl.List(pl.Utf8) if key == "skills" else pl.Utf8).alias(key))
+        columns = [*(pl.col(c).cast(pl.Utf8) for c in TYPE_KEYS), *metadata_fields(batch)]
         out.metric_inputs[GROUPS] = batch.select(pl.col("id").cast(pl.Utf8).alias("sample_id"), *columns)
         return out
 
@@ -243,6 +236,26 @@ class MathVista(JudgedBenchmark[MathVistaSettings]):
                 for (value,), part in frame.filter(pl.col(key).is_not_null()).group_by(key, maintain_order=True)
             }
         return numbers
+
+
+METADATA = pl.Struct({key: pl.List(pl.Utf8) if key == "skills" else pl.Utf8 for key in METADATA_KEYS})
+
+
+def metadata_fields(batch: pl.DataFrame) -> list[pl.Expr]:
+    """The ``metadata`` fields the summary groups by: from the hub's struct, or from its JSON text (rows handed in
+    from Python)."""
+    dtype = batch.schema.get("metadata")
+    if isinstance(dtype, pl.Struct):
+        present = {field.name for field in dtype.fields}
+        return [
+            pl.col("metadata").struct.field(key).cast(METADATA.to_schema()[key]).alias(key)
+            for key in METADATA_KEYS
+            if key in present
+        ]
+    if dtype == pl.Utf8:
+        decoded = pl.col("metadata").str.json_decode(METADATA)
+        return [decoded.struct.field(key).alias(key) for key in METADATA_KEYS]
+    return []
 
 
 def accuracy(rows: pl.DataFrame) -> dict[str, Any]:
