@@ -25,7 +25,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "benchmarks"
 CANDIDATE = "openai/candidate-model"
 
 
-JUDGED = ["mmbench", "mathvista"]
+JUDGED = ["mmbench", "mathvista", "mmvet"]
 
 
 def run_preset(
@@ -219,6 +219,77 @@ def test_mathvista_prompt_as_lmms_eval_sends_it() -> None:
     assert judge.endswith(
         "Extracted answer: B\n\nHint: Please answer the question.\nQuestion: How many apples are there?\n\n"
         "There are 7 apples\n\nExtracted answer: "
+    )
+
+
+# --- MM-Vet ---------------------------------------------------------------------------------------------------
+
+MMVET = pl.read_parquet(FIXTURES / "mmvet.parquet").drop("image")
+MMVET_JUDGE = {
+    "x = -1 or x = -5": ["1.0"],
+    "Paris": ["0.0"],
+    "It says stop": ["0.8 because it reads the sign"],
+    "A small kitten": ["Correctness: 1.0", "ignored", "0.9"],
+    "three": [""],
+    "It jokes.": ["7", "0.5"],
+}
+"""What the fake judge answers each reply, call after call (the last one repeats)."""
+
+
+def mmvet_candidate(request: FakeRequest) -> str:
+    return next(str(r["reply"]) for r in MMVET.iter_rows(named=True) if r["question"] in request.text)
+
+
+def mmvet_judge() -> Callable[[FakeRequest], str]:
+    calls: dict[str, int] = {}
+
+    def answer(request: FakeRequest) -> str:
+        reply = request.text.removesuffix(" |").rsplit(" | ", 1)[1]
+        script, done = MMVET_JUDGE[reply], calls.get(reply, 0)
+        calls[reply] = done + 1
+        return script[min(done, len(script) - 1)]
+
+    return answer
+
+
+def test_mmvet_preset_grades_and_aggregates_by_capability() -> None:
+    result, requests = run_preset("mmvet", mmvet_candidate, mmvet_judge())
+    rows = by_id(result, "mmvet")
+    # v1 1.0; v2 0.0; v3 "0.8 because..." -> 0.8; v4 "Correctness:" is no number -> temperature 0.5, one more call
+    # (not read), then 0.9; v5 empty three times -> 0; v6 7 is out of 0..1 -> asked again -> 0.5.
+    scores = {k: v["score"] for k, v in rows.items()}
+    assert scores == {"v1": 1.0, "v2": 0.0, "v3": 0.8, "v4": 0.9, "v5": 0.0, "v6": 0.5}
+    judged = [r for r in requests if r.model == "gpt-4o-2024-11-20"]
+    assert len(judged) == 1 + 1 + 1 + 3 + 3 + 2 and not any(r.images for r in judged)
+    kitten = [r.body["temperature"] for r in judged if "| A small kitten |" in r.text]
+    assert kitten == [0, 0.5, 0.5] and all(r.body["max_tokens"] == 128 for r in judged)
+    metrics = result.run_info["metrics"]["mmvet"]
+    # Total (1 + 0 + 0.8 + 0.9 + 0 + 0.5) / 6; rec: v2, v4, v6 -> 1.4 / 3; ocr: v1, v3, v5, v6 -> 2.3 / 4;
+    # know: v2, v6 -> 0.25; gen: v6; math: v1, v5 -> 0.5; no spat question. Integrations: exactly {ocr, math}: v1,
+    # v5 -> 0.5; {rec, know}: v2; {ocr}: v3; {rec}: v4; {rec, gen, ocr, know}: v6.
+    assert metrics["Total"] == pytest.approx(3.2 / 6)
+    assert {k: (pytest.approx(v["score"]), v["n"]) for k, v in metrics["capabilities"].items()} == {
+        "rec": (pytest.approx(1.4 / 3), 3),
+        "ocr": (pytest.approx(2.3 / 4), 4),
+        "know": (0.25, 2),
+        "gen": (0.5, 1),
+        "math": (0.5, 2),
+    }
+    assert {k: v["n"] for k, v in metrics["capability_integrations"].items()} == {
+        "rec": 1,
+        "ocr": 1,
+        "math_ocr": 2,
+        "rec_know": 1,
+        "rec_gen_ocr_know": 1,
+    }
+    assert metrics["capability_integrations"]["math_ocr"]["score"] == 0.5
+    asked = {r.text for r in requests if r.model == "candidate-model"}
+    lead = "First please perform reasoning, and think step by step to provide best answer to the following question: "
+    assert any(t.startswith(lead + "\n\nWhich city is this?") for t in asked)
+    grading = next(r.text for r in judged if "| Paris |" in r.text)
+    assert grading.endswith("| 1.0\n\nWhich city is this? | Rome | Paris |")
+    assert "What is x in the equation? | -1 <AND> -5 | x = -1 or x = -5 |" in next(
+        r.text for r in judged if r.text.endswith("| x = -1 or x = -5 |")
     )
 
 
