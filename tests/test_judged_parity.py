@@ -34,11 +34,14 @@ def fixture(name: str) -> dict[str, Any]:
     return loaded
 
 
-def scripted_judge(scripts: dict[str, list[str]]) -> Any:
-    """A responder answering each prompt with the next reply scripted for it (the last one repeats)."""
+def scripted_judge(scripts: dict[str, list[str]], seen: dict[str, list[float]] | None = None) -> Any:
+    """A responder answering each prompt with the next reply scripted for it (the last one repeats); ``seen`` gets
+    each prompt's temperatures, call after call."""
     calls: dict[str, int] = defaultdict(int)
 
     def answer(request: FakeRequest) -> str:
+        if seen is not None:
+            seen.setdefault(request.text, []).append(request.body.get("temperature"))
         replies = scripts[request.text]
         reply = replies[min(calls[request.text], len(replies) - 1)]
         calls[request.text] += 1
@@ -163,7 +166,56 @@ def test_mathvista_dataset_numbers_equal_lmms_eval() -> None:
         assert ours == groups, key
 
 
-AGREEMENTS = {"mmbench": mmbench_agreement, "mathvista": mathvista_agreement}
+# --- MM-Vet ---------------------------------------------------------------------------------------------------
+
+
+@cache
+def mmvet_run() -> tuple[ve.EvalResult, dict[str, list[float]]]:
+    cases = fixture("mmvet")["cases"]
+    scripts = {case["judge_prompt"]: case["judge_replies"] for case in cases}
+    rows = [
+        {"id": case["question_id"], "input": case["question"], "output": case["reply"]}
+        | {"expected_output": case["answer"], "capability": case["capability"]}
+        for case in cases
+    ]
+    seen: dict[str, list[float]] = {}
+    with FakeProviders(responder=scripted_judge(scripts, seen)) as server:
+        judge = {"model": "openai/gpt-4o-2024-11-20", "api_base": server.openai_base, "api_key": "k", "cache": False}
+        spec = {"type": "mmvet", "judge": {**judge, "temperature": 0, "max_tokens": 128}}
+        return ve.evaluate(rows, evaluators={"m": spec}, run={"progress": False}), seen
+
+
+def mmvet_agreement() -> tuple[int, int, list[dict[str, Any]]]:
+    """Cases where the score, the number of judge calls and their temperatures are the reference's."""
+    cases = fixture("mmvet")["cases"]
+    result, seen = mmvet_run()
+    scores = {row["sample_id"]: row["score"] for row in result.results.iter_rows(named=True)}
+    wrong = [
+        case
+        for case in cases
+        if scores[case["question_id"]] != case["score"] or seen.get(case["judge_prompt"]) != case["temperatures"]
+    ]
+    return len(cases), len(cases) - len(wrong), wrong
+
+
+def test_mmvet_grades_agree_with_lmms_eval_call_for_call() -> None:
+    total, agreeing, wrong = mmvet_agreement()
+    assert total >= 3000
+    assert sum(case["calls"] > 1 for case in fixture("mmvet")["cases"]) > 1000  # the retries are exercised
+    assert agreeing / total >= MIN_AGREEMENT, wrong[:3]
+
+
+def test_mmvet_dataset_numbers_equal_lmms_eval() -> None:
+    reference = fixture("mmvet")["dataset"]
+    metrics = mmvet_run()[0].run_info["metrics"]["m"]
+    assert metrics["errors"] == 0
+    assert metrics["Total"] * 100 == pytest.approx(reference["Total"], abs=1e-9)
+    ours = {**metrics["capabilities"], **metrics["capability_integrations"]}
+    printed = {k: v for k, v in reference["printed"].items() if k in ours or v != "0.00"}
+    assert {k: f"{ours[k]['score'] * 100:.2f}" for k in printed} == printed
+
+
+AGREEMENTS = {"mmbench": mmbench_agreement, "mathvista": mathvista_agreement, "mmvet": mmvet_agreement}
 
 if __name__ == "__main__":
     for name, measure in AGREEMENTS.items():
