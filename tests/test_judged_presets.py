@@ -293,6 +293,19 @@ def test_mmvet_preset_grades_and_aggregates_by_capability() -> None:
     )
 
 
+@pytest.mark.parametrize(("name", "calls"), [("mmbench", 5), ("mathvista", 4), ("mmvet", 6)])
+def test_a_dry_run_plans_a_judge_call_only_where_the_reference_makes_one(name: str, calls: int) -> None:
+    dataset = yaml.safe_load((ROOT / "conf" / "dataset" / f"{name}.yaml").read_text())
+    dataset["path"] = str(FIXTURES / f"{name}.parquet")
+    dataset["columns"]["reply"] = "output"  # the replies in the export: no candidate
+    stack = yaml.safe_load((ROOT / "conf" / "evaluators" / f"{name}.yaml").read_text())
+    result = ve.evaluate(None, evaluators=stack, dataset=dataset, run={"progress": False, "dry_run": True})
+    # MMBench: the five replies its rules cannot read; MathVista: the four its quick rules cannot extract (the
+    # reference asks again on an empty reply: only the first call is planned); MM-Vet: every reply.
+    planned = result.results["details"].str.json_path_match("$.calls").cast(pl.Int64).sum()
+    assert planned == calls
+
+
 def test_the_leaderboard_marks_a_run_with_another_judge_not_comparable(tmp_path: Path) -> None:
     from vision_eval.leaderboard import markdown, write_leaderboard
 

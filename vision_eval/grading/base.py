@@ -238,7 +238,7 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
         details = {
             "reason": DRY_RUN_REASON if self.judges else NO_JUDGE_REASON,
             "type": self.type_name,
-            "request": calls[0].plan(model),
+            "request": calls[0].plan(model) if calls else None,  # None: this row needs no call
             "calls": len(calls) * s.samples * max(1, len(s.panel or [])),
             "estimated_input_tokens": tokens * s.samples * max(1, len(s.panel or [])),
             "by_model": {

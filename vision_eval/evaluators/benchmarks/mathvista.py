@@ -179,6 +179,11 @@ class MathVista(JudgedBenchmark[MathVistaSettings]):
         variables["mathvista_response"] = str(row.get("output") or "").strip()
 
     def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
+        """The judge call of a row the quick rules cannot extract (a row they extract needs none)."""
+        choices = [str(c) for c in variables.get("choices") or []]
+        kinds = str(variables["question_type"]), str(variables["answer_type"])
+        if quick_extraction(variables["mathvista_response"], *kinds, choices) is not None:
+            return []
         return [(EXTRACTION_PROMPT, {}, False)]
 
     async def grade(self, asker: Asker) -> Grade:

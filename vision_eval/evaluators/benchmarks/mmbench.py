@@ -197,6 +197,9 @@ class Mmbench(JudgedBenchmark[MmbenchSettings]):
         variables["_expected"] = str(row.get("expected_output") or "").strip()
 
     def plan(self, variables: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
+        """The judge call of a row the rules cannot read (a row they read needs none)."""
+        if read_option(variables["mmbench_prediction"], variables["_options"]) is not None:
+            return []
         return [(MATCHING_PROMPT, {}, False)]
 
     async def grade(self, asker: Asker) -> Grade:
