@@ -184,7 +184,7 @@ def test_mathvista_preset_extracts_normalises_and_aggregates() -> None:
     judged = [r for r in requests if r.model == "gpt-4o-2024-11-20"]
     assert len(judged) == 3 + 5 and not any(r.images for r in judged)
     metrics = result.run_info["metrics"]["mathvista"]
-    assert metrics["average"] == {"accuracy": 6 / 8, "correct": 6, "total": 8}
+    assert (metrics["average"], metrics["correct"]) == (6 / 8, 6)
     assert metrics["question_type"] == {
         "multi_choice": {"accuracy": 1.0, "correct": 3, "total": 3},
         "free_form": {"accuracy": 3 / 5, "correct": 3, "total": 5},

@@ -15,8 +15,9 @@ of equals); integer: ``int(float(x))``; float: ``round(float(x), precision)`` wi
 then all normalise to None and score 0 — reproduced, see docs/benchmarks.md); list: the text. A value that does not
 convert becomes None (wrong).
 
-Dataset-level numbers as the reference aggregates them: ``average`` accuracy, and accuracy per ``question_type``,
-``answer_type`` and each ``metadata`` field (language, source, category, task, context, grade, skills).
+Dataset-level numbers as the reference aggregates them: ``average`` accuracy (``correct`` of ``n``), and accuracy
+per ``question_type``, ``answer_type`` and each ``metadata`` field (language, source, category, task, context, grade,
+skills).
 """
 
 from __future__ import annotations
@@ -230,7 +231,8 @@ class MathVista(JudgedBenchmark[MathVistaSettings]):
             "n": processed.height,
             "errors": int((rows["status"] == ERROR).sum()),
             "extracted_by_judge": int((processed["extracted_by"] == "judge").sum()),
-            "average": accuracy(processed),
+            "average": accuracy(processed)["accuracy"],
+            "correct": accuracy(processed)["correct"],
         }
         for key in (*TYPE_KEYS, *METADATA_KEYS):
             if key not in processed.columns:
