@@ -218,6 +218,11 @@ class Evaluator(Generic[SettingsT]):
         """Dataset columns this evaluator reads (checked before the run starts)."""
         return self.required_columns
 
+    def nullable_columns(self) -> tuple[str, ...]:
+        """Columns of :meth:`columns_needed` a row may leave null (e.g. MMBench's unused option columns): they must
+        exist, but a null there is not a missing value."""
+        return ()
+
     def models(self) -> list[JudgeConfig]:
         """The model configs this evaluator calls; checked before the run starts."""
         return []

@@ -23,6 +23,9 @@ from vision_eval.stats import BOOTSTRAP_RESAMPLES, bootstrap_interval, counted_i
 
 KEY = ["candidate", "judge", "variant", "evaluator"]
 PROTOCOL = "protocol"
+COMPARABLE = "comparable"
+"""Whether a benchmark score is comparable with the reference's published numbers (run.json's evaluator
+``comparable``: false when, e.g., the judge is not the one the reference uses); null when the run does not say."""
 
 
 def _candidate_label(candidate: dict[str, Any]) -> str:
@@ -57,6 +60,7 @@ def run_columns(info: dict[str, Any], variant: str) -> tuple[dict[str, str], dic
         str(name): {
             PROTOCOL: str(d[PROTOCOL]) if d.get(PROTOCOL) else None,
             "judge": _evaluator_judge(d, labels["judge"]),
+            COMPARABLE: str(d[COMPARABLE]).lower() if isinstance(d.get(COMPARABLE), bool) else None,
         }
         for name, d in described.items()
         if isinstance(d, dict)
@@ -101,9 +105,11 @@ def _read(runs: list[Path], name: str) -> pl.LazyFrame:
                 described = evaluators[run]
                 protocols = {e: d[PROTOCOL] for e, d in described.items() if d[PROTOCOL]}
                 judges = {e: d["judge"] for e, d in described.items()}
+                comparable = {e: d[COMPARABLE] for e, d in described.items() if d[COMPARABLE]}
                 frame = frame.with_columns(
                     looked_up(pl.col("evaluator"), protocols).alias(PROTOCOL),
                     looked_up(pl.col("evaluator"), judges, labels[run]["judge"]).alias("judge"),
+                    (looked_up(pl.col("evaluator"), comparable) == "true").alias(COMPARABLE),
                 )
             frames.append(frame)
     return pl.concat(frames, how="diagonal_relaxed") if frames else pl.LazyFrame()
@@ -154,6 +160,8 @@ def leaderboard(results: pl.DataFrame | pl.LazyFrame, seed: int = 0, pairable: P
         return pl.DataFrame()
     if PROTOCOL not in names:
         lazy = lazy.with_columns(pl.lit(None, pl.Utf8).alias(PROTOCOL))
+    if COMPARABLE not in names:
+        lazy = lazy.with_columns(pl.lit(None, pl.Boolean).alias(COMPARABLE))
     processed = pl.col("status") == "processed"
     keys = [*KEY, PROTOCOL]
     board = (
@@ -173,6 +181,8 @@ def leaderboard(results: pl.DataFrame | pl.LazyFrame, seed: int = 0, pairable: P
             pl.when(pl.col("cost_usd").is_not_null().any()).then(pl.col("cost_usd").sum()).alias("cost_usd"),
             pl.col("run_dir").n_unique().alias("runs"),
             pl.col("run_dir").unique().alias("_run_dirs"),
+            # false when any of its runs is not comparable with the reference's numbers
+            pl.col(COMPARABLE).min().alias(COMPARABLE),
             *([scores_hash()] if "sample_id" in names else []),
         )
         .collect(engine="streaming")
@@ -211,6 +221,7 @@ METRICS_SCHEMA = {
     "variant": pl.Utf8,
     "evaluator": pl.Utf8,
     PROTOCOL: pl.Utf8,
+    COMPARABLE: pl.Boolean,
     "metric": pl.Utf8,
     "value": pl.Float64,
     "run_dir": pl.Utf8,
@@ -245,6 +256,7 @@ def metrics_board(runs: Sequence[Path]) -> pl.DataFrame:
                         "judge": described.get("judge") or labels[run]["judge"],
                         "evaluator": evaluator,
                         PROTOCOL: described.get(PROTOCOL),
+                        COMPARABLE: {"true": True, "false": False}.get(described.get(COMPARABLE) or ""),
                         "metric": metric,
                         "value": value,
                         "run_dir": str(run),
@@ -296,7 +308,7 @@ def markdown(board: pl.DataFrame) -> str:
             row["variant"] or "-",
             _rows_cell(row),
             score,
-            row.get(PROTOCOL) or "-",
+            (row.get(PROTOCOL) or "-") + (" (not comparable)" if row.get(COMPARABLE) is False else ""),
             "-" if row["pass_rate"] is None else f"{row['pass_rate']:.0%}",
             f"{row['error_rate']:.0%}",
             "-" if row["cost_usd"] is None else f"${row['cost_usd']:.4f}",

@@ -66,7 +66,10 @@ def checks_of(evaluator: Evaluator, batch: pl.DataFrame) -> list[Check]:
     if ROW_ERROR in batch.columns:
         checks.append(Check(pl.col(ROW_ERROR).is_not_null(), ERROR, pl.col(ROW_ERROR)))
     mapped = column_map(evaluator)
+    nullable = set(evaluator.nullable_columns())
     for column in evaluator.columns_needed():
+        if column in nullable:
+            continue
         named = f"{', '.join(mapped[column])} (read as {column})" if column in mapped else column
         if column == "images":
             checks.append(Check(pl.col("images").list.len().fill_null(0) == 0, ERROR, f"row has no {named}"))

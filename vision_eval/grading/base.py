@@ -97,6 +97,8 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
     calls_models = True
     pass_from_score: ClassVar[bool] = False
     """True when ``passed`` is ``score >= threshold`` (else the grader's verdict decides)."""
+    judge_sees_images: ClassVar[bool] = True
+    """Whether the judge is shown the row's images (a judge that reads text only need not be vision-capable)."""
 
     def __init__(self, name: str, settings: GradedSettingsT, context: EvalContext | None = None) -> None:
         super().__init__(name, settings, context)
@@ -106,7 +108,8 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
             override = {**(settings.judge or {}), **({"model": member} if isinstance(member, str) else member or {})}
             judge = resolve_judge(self.context.judge, override or None)
             if judge is not None:
-                check_vision(str(judge.model))
+                if self.judge_sees_images:
+                    check_vision(str(judge.model))
                 self.judges.append((str(judge.model), judge))
         labels = [label for label, _ in self.judges]
         if len(set(labels)) != len(labels):
@@ -247,7 +250,7 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
         details = {
             "reason": DRY_RUN_REASON if self.judges else NO_JUDGE_REASON,
             "type": self.type_name,
-            "request": calls[0].plan(model),
+            "request": calls[0].plan(model) if calls else None,  # None: this row needs no call
             "calls": len(calls) * s.samples * max(1, len(s.panel or [])),
             "estimated_input_tokens": tokens * s.samples * max(1, len(s.panel or [])),
             "by_model": {
