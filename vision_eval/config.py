@@ -67,6 +67,9 @@ class JudgeConfig(StrictModel):
     """Cap on the reply length."""
     timeout_s: float = Field(60.0, gt=0)
     """Per-call timeout in seconds."""
+    max_reply_bytes: int = Field(8_000_000, ge=1024)
+    """Largest reply body read, in bytes once decoded (a gzip body can inflate a thousandfold); a larger reply is
+    that row's ``error``, read no further. Judge replies are a few KB (with logprobs, up to about 1 MB)."""
     max_retries: int = Field(4, ge=0)
     """Retries after the first attempt on 429, 5xx, timeouts and connection resets."""
     max_retry_after_s: float = Field(120.0, ge=0)
