@@ -75,10 +75,19 @@ def _handler() -> Any:
 
         inner = AsyncHTTPHandler.create_async_transport() or httpx.AsyncHTTPTransport()
         transport = BoundedTransport(inner)
+        _clients["inner"] = inner
         _clients["handler"] = AsyncHTTPHandler(transport=transport, follow_redirects=True)
         if litellm.aclient_session is None:
             litellm.aclient_session = httpx.AsyncClient(transport=transport, follow_redirects=True, timeout=None)
     return _clients["handler"]
+
+
+async def release() -> None:
+    """Close the connections of the running event loop (at the end of a run: an aiohttp session left open warns
+    when the process exits). The clients stay usable: litellm's transport opens a new session on the next loop."""
+    inner = _clients.get("inner")
+    if inner is not None and hasattr(inner, "get_valid_client_session"):  # litellm's aiohttp transport
+        await inner.aclose()
 
 
 def _refused_our_handler(exc: BaseException, handler: Any) -> bool:

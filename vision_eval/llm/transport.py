@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
@@ -247,7 +248,10 @@ class LiteLLMTransport:
         return None
 
     async def close(self) -> None:
-        return None
+        if "vision_eval.llm.litellm_http" in sys.modules:  # litellm was used (importing it here would cost seconds)
+            from vision_eval.llm.litellm_http import release
+
+            await release()
 
     async def complete(self, judge: Any, messages: list[dict[str, Any]], params: dict[str, Any]) -> CallResult:
         litellm = import_litellm()
