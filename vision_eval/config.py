@@ -38,7 +38,11 @@ class ImagePolicy(StrictModel):
     max_bytes_per_call: int = Field(20_000_000, ge=1)
     """A call whose encoded images exceed this many bytes is a row error before anything is sent."""
     max_source_pixels: int = Field(100_000_000, ge=1)
-    """Images larger than this (decompression bombs) are row errors."""
+    """Images of more pixels than this (decompression bombs) are row errors, refused before decoding. The one pixel
+    limit: Pillow's own (``PIL.Image.MAX_IMAGE_PIXELS``) is set to it while an image is opened."""
+    max_source_bytes: int = Field(50_000_000, ge=1)
+    """Image files (and in-memory images) larger than this many bytes are row errors, refused before they are read
+    (a photo is a few MB; decoding a 200 MB file costs about a gigabyte)."""
     fast_decode: bool = True
     """A JPEG at least twice the sent size is decoded at a reduced size (libjpeg's DCT scaling to 1/2, 1/4 or 1/8,
     never below the sent size) and downscaled by libvips' Lanczos-3: about 4x less CPU for a 12-megapixel photo

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from vision_eval.images.media import ImageError, decode, turn_upright
+from vision_eval.images.media import ImageError, decode, too_many_bytes, turn_upright
 from vision_eval.images.resample import lanczos
 
 try:  # the config model lives in config.py; keep a light fallback for standalone use
@@ -77,7 +77,8 @@ def policy_record(policy: ImagePolicy) -> dict[str, Any]:
 
 def policy_key(policy: ImagePolicy) -> str:
     """The policy fields that decide one image's preparation (its bytes, record or refusal), as a string."""
-    return repr(sorted({**policy_record(policy), "max_source_pixels": policy.max_source_pixels}.items()))
+    limits = {"max_source_pixels": policy.max_source_pixels, "max_source_bytes": policy.max_source_bytes}
+    return repr(sorted({**policy_record(policy), **limits}.items()))
 
 
 def prepare_image(
@@ -94,6 +95,8 @@ def prepare_image(
     def sent_size(width: int, height: int) -> tuple[int, int]:
         return target_size(width, height, policy.max_side, policy.max_pixels)
 
+    if len(data) > policy.max_source_bytes:
+        raise too_many_bytes(len(data), policy.max_source_bytes)
     reduce_to = sent_size if getattr(policy, "fast_decode", False) else None
     decoded = decode(data, max_pixels=policy.max_source_pixels, declared=declared, reduce_to=reduce_to)
     image = decoded.image
