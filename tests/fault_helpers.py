@@ -33,3 +33,17 @@ class BrokenFinalize(Evaluator):
 
     def finalize(self, results: pl.DataFrame, dimensions: pl.DataFrame) -> dict[str, pl.DataFrame]:
         raise RuntimeError(f"finalize broke with key {os.environ.get('OPENAI_API_KEY')}")
+
+
+SCORED: list[int] = []
+"""The size of every batch :class:`CountedPicky` was asked to score, in order."""
+
+
+class CountedPicky(Picky):
+    """:class:`Picky`, recording in :data:`SCORED` how many rows each call asked it to score."""
+
+    type_name: ClassVar[str] = "counted_picky"
+
+    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        SCORED.append(batch.height)
+        return super().evaluate(batch)

@@ -3,8 +3,8 @@ derived, rows whose calls were refused marked; the part the engine saves (:class
 
 Guarantees, whatever an evaluator does: every sample of the batch gets exactly one result row; rows the dataset
 marks bad, rows missing a required value and rows whose images are unusable are ``error`` rows with the reason,
-without reaching the evaluator (:mod:`vision_eval.prechecks`); an evaluator that raises is retried on halves of
-the batch, down to single rows, so only the rows that make it raise are errors (:mod:`vision_eval.isolation`).
+without reaching the evaluator (:mod:`vision_eval.prechecks`); an evaluator that raises is retried on chunks of
+the batch, then single rows, so only the rows that make it raise are errors (:mod:`vision_eval.isolation`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import polars as pl
 
 from vision_eval.checkpoint import Part
 from vision_eval.evaluator import EvalOutput, Evaluator
-from vision_eval.isolation import arun_guarded, run_guarded
+from vision_eval.isolation import Report, arun_guarded, run_guarded
 from vision_eval.llm.budget import BUDGET
 from vision_eval.prechecks import in_batch_order, split
 from vision_eval.results import (
@@ -122,15 +122,15 @@ def _empty_output() -> EvalOutput:
     return EvalOutput(empty(RESULT_ROW_SCHEMA)).conformed()
 
 
-def evaluate_batch(evaluator: Evaluator, batch: pl.DataFrame) -> Part:
-    """A vectorized evaluator's finished part for ``batch``."""
+def evaluate_batch(evaluator: Evaluator, batch: pl.DataFrame, report: Report | None = None) -> Part:
+    """A vectorized evaluator's finished part for ``batch`` (``report``: told the rows settled while isolating)."""
     ready, positions, pre = split(evaluator, batch)
-    out = run_guarded(evaluator, ready) if ready.height else _empty_output()
+    out = run_guarded(evaluator, ready, report) if ready.height else _empty_output()
     return make_part(evaluator, batch, ready, positions, pre, out)
 
 
-async def aevaluate_batch(evaluator: Evaluator, batch: pl.DataFrame) -> Part:
-    """An async evaluator's finished part for ``batch``."""
+async def aevaluate_batch(evaluator: Evaluator, batch: pl.DataFrame, report: Report | None = None) -> Part:
+    """An async evaluator's finished part for ``batch`` (``report``: as :func:`evaluate_batch`)."""
     ready, positions, pre = split(evaluator, batch)
-    out = await arun_guarded(evaluator, ready) if ready.height else _empty_output()
+    out = await arun_guarded(evaluator, ready, report) if ready.height else _empty_output()
     return make_part(evaluator, batch, ready, positions, pre, out)

@@ -48,8 +48,9 @@ KINDS = {"results": RESULT_SCHEMA, "dimensions": DIMENSION_SCHEMA, "fields": FIE
 NEUTRAL_SETTINGS = frozenset({"description", "min_pass_rate", "min_mean_score", "max_error_rate"})
 """Evaluator settings that do not change a result row (gates, text): changing them reuses finished work."""
 NEUTRAL_JUDGE = frozenset(
-    {"api_key", "api_key_env", "timeout_s", "max_retries", "max_retry_after_s", "circuit_breaker",
-     "max_concurrency", "rpm", "tpm", "cache", "cache_dir", "batch_size", "batch_poll_s", "batch_max_wait_h"}
+    {"api_key", "api_key_env", "timeout_s", "max_reply_bytes", "max_retries", "max_retry_after_s",
+     "circuit_breaker", "max_concurrency", "rpm", "tpm", "cache", "cache_dir", "batch_size", "batch_poll_s",
+     "batch_max_wait_h"}
 )  # fmt: skip
 """Judge settings that change how calls are made, not what they return."""
 

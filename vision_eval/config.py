@@ -48,7 +48,11 @@ class ImagePolicy(StrictModel):
     max_bytes_per_call: int = Field(20_000_000, ge=1)
     """A call whose encoded images exceed this many bytes is a row error before anything is sent."""
     max_source_pixels: int = Field(100_000_000, ge=1)
-    """Images larger than this (decompression bombs) are row errors."""
+    """Images of more pixels than this (decompression bombs) are row errors, refused before decoding. The one pixel
+    limit: Pillow's own (``PIL.Image.MAX_IMAGE_PIXELS``) is set to it while an image is opened."""
+    max_source_bytes: int = Field(50_000_000, ge=1)
+    """Image files (and in-memory images) larger than this many bytes are row errors, refused before they are read
+    (a photo is a few MB; decoding a 200 MB file costs about a gigabyte)."""
     fast_decode: bool = True
     """A JPEG at least twice the sent size is decoded at a reduced size (libjpeg's DCT scaling to 1/2, 1/4 or 1/8,
     never below the sent size) and downscaled by libvips' Lanczos-3: about 4x less CPU for a 12-megapixel photo
@@ -77,6 +81,9 @@ class JudgeConfig(StrictModel):
     """Cap on the reply length."""
     timeout_s: float = Field(60.0, gt=0)
     """Per-call timeout in seconds."""
+    max_reply_bytes: int = Field(8_000_000, ge=1024)
+    """Largest reply body read, in bytes once decoded (a gzip body can inflate a thousandfold); a larger reply is
+    that row's ``error``, read no further. Judge replies are a few KB (with logprobs, up to about 1 MB)."""
     max_retries: int = Field(4, ge=0)
     """Retries after the first attempt on 429, 5xx, timeouts and connection resets."""
     max_retry_after_s: float = Field(120.0, ge=0)

@@ -26,6 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 import polars as pl
@@ -54,12 +55,16 @@ class Reporter(Protocol):
     """What the engine tells about progress (see :class:`vision_eval.progress.Progress`)."""
 
     def begin(self, name: str) -> None: ...
+    def isolating(self, name: str, rows: int, errors: int) -> None: ...
     def advance_batch(self, name: str, results: pl.DataFrame) -> None: ...
     def end(self, name: str) -> None: ...
 
 
 class _Silent:
     def begin(self, name: str) -> None:
+        return None
+
+    def isolating(self, name: str, rows: int, errors: int) -> None:
         return None
 
     def advance_batch(self, name: str, results: pl.DataFrame) -> None:
@@ -206,7 +211,7 @@ class _Driver:
             start = time.perf_counter()
             results = self.ledger.reuse(evaluator, (index, 0), batch)
             if results is None:
-                part = evaluate_batch(evaluator, batch)
+                part = evaluate_batch(evaluator, batch, partial(self.progress.isolating, evaluator.name))
                 part.results = self.scrub(part.results)
                 self.ledger.put(evaluator, (index, 0), batch, part)
                 self._check()
@@ -234,7 +239,7 @@ class _Driver:
             track.first = now if track.first is None else track.first
             results = self.ledger.reuse(evaluator, order, piece)
             if results is None:
-                part = await aevaluate_batch(evaluator, piece)
+                part = await aevaluate_batch(evaluator, piece, partial(self.progress.isolating, evaluator.name))
                 part.results, refused = refusals(self.scrub(part.results))
                 self.ledger.put(evaluator, order, piece, part, final=not refused)
                 self._check()

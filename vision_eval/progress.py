@@ -7,9 +7,10 @@ With batch judges (``judge.batch: true``) the line ends with the run's provider 
 
     describe_judge 0/20000 (0%) 0.0 rows/s ETA ? errors 0 jobs 20 submitted / 18 in progress / 2 done
 
-The engine reports each finished batch (:meth:`Progress.advance` with its result rows); the candidate
-reports each generated row; ``jobs`` (set by the run) says how the batch jobs stand. Counters are guarded
-by a lock: the sync engine, the event loop and the printing thread all touch them.
+The engine reports each finished batch (:meth:`Progress.advance` with its result rows), and the rows settled
+while it isolates the rows that make an evaluator raise (:meth:`Progress.isolating`: that batch's report then
+counts only the rest); the candidate reports each generated row; ``jobs`` (set by the run) says how the batch
+jobs stand. Counters are guarded by a lock: the sync engine, the event loop and the printing thread all touch them.
 """
 
 from __future__ import annotations
@@ -118,6 +119,8 @@ class Progress:
         self._thread: threading.Thread | None = None
         self._bar: Any = None
         self._tasks: dict[str, Any] = {}
+        self._early: dict[str, list[int]] = {}
+        """Per evaluator: rows and errors reported while isolating, not yet part of a finished batch's report."""
         self.jobs: Callable[[], Any] | None = None
         """Where the counts of the run's provider batch jobs come from (``Scheduler.batch_jobs``)."""
 
@@ -155,8 +158,25 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._tasks[name], advance=rows, status=status)
 
+    def isolating(self, name: str, rows: int, errors: int) -> None:
+        """Rows settled (``errors`` of them errors) while a batch's rows that make an evaluator raise are isolated,
+        counted now; the batch's own report counts only the rest."""
+        with self._lock:
+            early = self._early.setdefault(name, [0, 0])
+            early[0] += rows
+            early[1] += errors
+        self.advance(name, rows, errors)
+
     def advance_batch(self, name: str, results: pl.DataFrame) -> None:
-        self.advance(name, **batch_counts(results))
+        counts = batch_counts(results)
+        with self._lock:
+            early = self._early.get(name)
+            if early is not None:
+                for index, key in enumerate(("rows", "errors")):
+                    counted = min(early[index], counts[key])
+                    counts[key] -= counted
+                    early[index] -= counted
+        self.advance(name, **counts)
 
     def end(self, name: str) -> None:
         with self._lock:

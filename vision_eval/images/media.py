@@ -18,6 +18,11 @@ class ImageError(ValueError):
     """An image that cannot be used; the message is the row's error reason."""
 
 
+def too_many_bytes(size: int, limit: int) -> ImageError:
+    """The refusal of an image of ``size`` bytes, past the ``max_source_bytes`` limit."""
+    return ImageError(f"image of {size:,} bytes refused: larger than max_source_bytes ({limit:,} bytes)")
+
+
 def detect_media_type(data: bytes) -> str | None:
     """The media type of ``data`` from its magic bytes (PNG, JPEG, GIF, WEBP), or ``None``."""
     if data.startswith(b"\x89PNG\r\n\x1a\n"):
@@ -137,13 +142,11 @@ def decode(
     else:
         media_type = resolve_media_type(data, declared)
     try:
-        with _bomb_warnings_as_errors():
+        with pillow_limit(max_pixels):
             image: Image.Image = Image.open(io.BytesIO(data))
             width, height = image.size
             if width * height > max_pixels:
-                raise ImageError(
-                    f"image of {width}x{height} pixels refused as a decompression bomb (more than {max_pixels} pixels)"
-                )
+                raise ImageError(_bomb_reason(max_pixels, (width, height)))
             if image.format == "GIF":  # Pillow checks the size of a GIF's frames while loading them
                 image.load()
         scale, box = _draft(image, width, height, reduce_to) if reduce_to else (1, None)
@@ -155,8 +158,8 @@ def decode(
             image = ImageOps.exif_transpose(image)
     except ImageError:
         raise
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):  # Pillow's own limit, met on opening
-        raise ImageError(f"image refused as a decompression bomb (more than {max_pixels} pixels)") from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):  # our limit, met by Pillow on opening
+        raise ImageError(_bomb(data, max_pixels)) from None
     except UnidentifiedImageError:
         if media_type in MEDIA_TYPES:
             raise ImageError(f"corrupt image ({media_type}): Pillow cannot identify it") from None
@@ -174,16 +177,41 @@ _WARNING_FILTERS = threading.Lock()
 
 
 @contextmanager
-def _bomb_warnings_as_errors() -> Iterator[None]:
-    """Pillow's ``DecompressionBombWarning`` raised as an error. ``warnings.catch_warnings`` swaps process-wide
-    state, so images decoded in worker threads take turns here (for opening, which reads only the header)."""
+def pillow_limit(max_pixels: int | None) -> Iterator[None]:
+    """Pillow's decompression-bomb limit made ours: ``PIL.Image.MAX_IMAGE_PIXELS`` is ``max_pixels`` and its
+    ``DecompressionBombWarning`` (past that limit) an error, so an image is refused at our limit, never at Pillow's
+    default (89.5 Mpx) instead (``None``: no limit). Both are process-wide state, so images decoded in worker
+    threads take turns here (for opening, which reads only the header)."""
     import warnings
 
     from PIL import Image
 
     with _WARNING_FILTERS, warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)
-        yield
+        default, Image.MAX_IMAGE_PIXELS = Image.MAX_IMAGE_PIXELS, max_pixels
+        try:
+            yield
+        finally:
+            Image.MAX_IMAGE_PIXELS = default
+
+
+def _bomb(data: bytes, max_pixels: int) -> str:
+    """Why an image Pillow refused on opening is refused, with the size its header declares when it can be read."""
+    import io
+
+    from PIL import Image
+
+    try:
+        with pillow_limit(None), Image.open(io.BytesIO(data)) as image:  # the header only
+            width, height = image.size
+    except Exception:  # the size cannot be read: the reason without it
+        return _bomb_reason(max_pixels)
+    return _bomb_reason(max_pixels, (width, height))
+
+
+def _bomb_reason(max_pixels: int, size: tuple[int, int] | None = None) -> str:
+    image = f"image of {size[0]:,} x {size[1]:,} pixels" if size else "image"
+    return f"{image} refused as a decompression bomb (more than {max_pixels:,} pixels)"
 
 
 def _draft(

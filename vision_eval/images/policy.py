@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from vision_eval.images.media import ImageError, decode, turn_upright
+from vision_eval.images.media import ImageError, decode, too_many_bytes, turn_upright
 from vision_eval.images.provider_rules import SERVER, ProviderRule
 from vision_eval.images.resample import lanczos
 
@@ -89,8 +89,8 @@ def policy_record(policy: ImagePolicy) -> dict[str, Any]:
 
 def policy_key(policy: ImagePolicy, rule: ProviderRule = SERVER) -> str:
     """The policy fields and provider rule that decide one image's preparation (its bytes, record or refusal)."""
-    fields = {**policy_record(policy), "max_source_pixels": policy.max_source_pixels, "rule": rule.key()}
-    return repr(sorted(fields.items()))
+    limits = {"max_source_pixels": policy.max_source_pixels, "max_source_bytes": policy.max_source_bytes}
+    return repr(sorted({**policy_record(policy), **limits, "rule": rule.key()}.items()))
 
 
 def prepare_image(
@@ -109,6 +109,8 @@ def prepare_image(
     def sent_size(width: int, height: int) -> tuple[int, int]:
         return target_size(*rule.fit(width, height), policy.max_side, policy.max_pixels)
 
+    if len(data) > policy.max_source_bytes:
+        raise too_many_bytes(len(data), policy.max_source_bytes)
     reduce_to = sent_size if getattr(policy, "fast_decode", False) else None
     decoded = decode(data, max_pixels=policy.max_source_pixels, declared=declared, reduce_to=reduce_to)
     image = decoded.image

@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlparse
 
 import polars as pl
 
+from vision_eval.images.media import too_many_bytes
 from vision_eval.images.roots import ImageRoots, as_roots, open_checked, read_checked
 
 IMAGE_REF = pl.Struct(
@@ -203,11 +204,14 @@ def image_error_expr(column: str = "images") -> pl.Expr:
     return pl.col(column).list.eval(pl.element().struct.field("error").drop_nulls()).list.first()
 
 
-def load_bytes(ref: dict[str, Any]) -> bytes:
-    """The bytes of a reference (reading the file for paths). Raises ``ValueError`` on failure."""
+def load_bytes(ref: dict[str, Any], max_bytes: int | None = None) -> bytes:
+    """The bytes of a reference (reading the file for paths), at most ``max_bytes`` (a larger image is refused
+    unread). Raises ``ValueError`` on failure."""
     if ref.get("error"):
         raise ValueError(ref["error"])
     if ref.get("bytes") is not None:
+        if max_bytes is not None and len(ref["bytes"]) > max_bytes:
+            raise too_many_bytes(len(ref["bytes"]), max_bytes)
         return bytes(ref["bytes"])
     path = ref.get("path")
     if not path:
@@ -215,6 +219,6 @@ def load_bytes(ref: dict[str, Any]) -> bytes:
     if ref.get("source") == "url":
         raise ValueError("URL images must be fetched by the caller")
     try:
-        return read_checked(path)
+        return read_checked(path, max_bytes)
     except OSError as exc:
         raise ValueError(f"cannot read image {path!r}: {exc.strerror or exc}") from None

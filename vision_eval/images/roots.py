@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vision_eval.images.media import too_many_bytes
+
 
 @dataclass(frozen=True)
 class ImageRoots:
@@ -103,7 +105,16 @@ def open_checked(path: str) -> int:
     return fd
 
 
-def read_checked(path: str) -> bytes:
-    """The bytes of the file at the resolved ``path`` (see :func:`open_checked`)."""
+def read_checked(path: str, max_bytes: int | None = None) -> bytes:
+    """The bytes of the file at the resolved ``path`` (see :func:`open_checked`); a file larger than ``max_bytes``
+    is not read (:class:`~vision_eval.images.media.ImageError`)."""
     with os.fdopen(open_checked(path), "rb") as handle:
+        if max_bytes is not None:
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_bytes:
+                raise too_many_bytes(size, max_bytes)
+            data = handle.read(max_bytes + 1)  # (a file that grew since)
+            if len(data) > max_bytes:
+                raise too_many_bytes(len(data), max_bytes)
+            return data
         return handle.read()

@@ -36,26 +36,28 @@ URL_TIMEOUT_S = 20.0
 URL_MAX_BYTES = 50_000_000
 
 
-def fetch_url(url: str) -> bytes:
-    """Download an image URL (only reached when the dataset allows URLs)."""
+def fetch_url(url: str, max_bytes: int = URL_MAX_BYTES) -> bytes:
+    """Download an image URL (only reached when the dataset allows URLs), at most ``max_bytes``."""
+    limit = min(max_bytes, URL_MAX_BYTES)
     try:
         with urllib.request.urlopen(url, timeout=URL_TIMEOUT_S) as response:
-            data: bytes = response.read(URL_MAX_BYTES + 1)
+            data: bytes = response.read(limit + 1)
     except OSError as exc:
         raise ImageError(f"cannot fetch image {url}: {exc}") from None
-    if len(data) > URL_MAX_BYTES:
-        raise ImageError(f"image at {url} exceeds {URL_MAX_BYTES} bytes")
+    if len(data) > limit:
+        raise ImageError(f"image at {url} exceeds {limit} bytes")
     return data
 
 
-def ref_bytes(ref: dict[str, Any]) -> bytes:
-    """Bytes of an image reference (fetching URLs). Raises ``ImageError``."""
+def ref_bytes(ref: dict[str, Any], max_bytes: int | None = None) -> bytes:
+    """Bytes of an image reference (fetching URLs), at most ``max_bytes`` (a larger image is refused unread).
+    Raises ``ImageError``."""
     if ref.get("error"):
         raise ImageError(ref["error"])
     if ref.get("source") == "url" and ref.get("bytes") is None:
-        return fetch_url(str(ref["path"]))
+        return fetch_url(str(ref["path"]), max_bytes or URL_MAX_BYTES)
     try:
-        return load_bytes(ref)
+        return load_bytes(ref, max_bytes)
     except ValueError as exc:
         raise ImageError(str(exc)) from None
 
@@ -100,7 +102,8 @@ def row_images(
         label = f"Image {index}"
         try:
             prepare = store.prepare if store is not None else prepare_image
-            prepared.append(replace(prepare(ref_bytes(ref), policy, declared, label, rule=rule), column=column))
+            data = ref_bytes(ref, policy.max_source_bytes)
+            prepared.append(replace(prepare(data, policy, declared, label, rule=rule), column=column))
         except ImageError as exc:
             raise ImageError(f"{label}: {exc}") from None
     check_call_caps(prepared, policy, rule)

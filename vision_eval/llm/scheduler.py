@@ -254,6 +254,7 @@ class Scheduler:
             self._sessions -= 1
             if self._sessions == 0:
                 await self.direct.close()
+                await self.litellm.close()
 
     def params_of(self, judge: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """Completion parameters sent (and hashed into the cache key)."""

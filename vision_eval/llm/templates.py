@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import secrets
 from functools import lru_cache
 from typing import Any
 
@@ -26,10 +27,13 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from vision_eval.images.policy import PreparedImage
 
 IMAGE_VARIABLES = ("image_reference", "image_references")
-_MARKER = "\x00IMG{}\x00"
-_MARKER_RE = re.compile("\x00(IMG|PIX)(\\d+)\x00")
-_INLINE = "\x00PIX{}\x00"
+_NONCE = secrets.token_hex(8)
+"""Part of every image marker, drawn when the process starts: a dataset value cannot name (forge) a marker, so text
+from the data never moves an image or invents a label (markers never leave the process: they become labels)."""
+_MARKER = "\x00IMG" + _NONCE + ":{}\x00"
+_INLINE = "\x00PIX" + _NONCE + ":{}\x00"
 """An image placed without its "Image k" label (``place_images``)."""
+_MARKER_RE = re.compile("\x00(IMG|PIX)" + _NONCE + ":(\\d+)\x00")
 _PLACEHOLDERS = re.compile("|".join(["<image>", *(f"<image {n}>" for n in range(1, 8))]))
 """The placeholders lmms-eval splits an interleaved question at (MMMU's ``<image 1>`` ... ``<image 7>``, which it
 turns into ``<image>``)."""

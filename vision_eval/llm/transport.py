@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
@@ -17,6 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from vision_eval.llm.lazy_litellm import import_litellm
 from vision_eval.llm.prices import token_prices
+from vision_eval.llm.reply_limits import (
+    ACCEPT_ENCODING,
+    MAX_REDIRECTS,
+    STEP,
+    CappedDecoder,
+    ReplyRefused,
+    read_decoded,
+    redirect_target,
+)
 
 if TYPE_CHECKING:
     from vision_eval.config import JudgeConfig
@@ -135,8 +145,17 @@ def uses_direct(judge: Any) -> bool:
     return mode == "auto" and str(judge.model).startswith(DIRECT_PREFIXES)
 
 
+def refused_error(refused: ReplyRefused) -> CallError:
+    """The failed attempt of a reply that was not read (never retried: the same endpoint answers the same)."""
+    error = CallError(str(refused), refused.status)
+    error.retryable = False
+    error.hopeless = refused.hopeless
+    return error
+
+
 class DirectOpenAI:
-    """POST ``{api_base}/chat/completions`` with one reused aiohttp session per event loop."""
+    """POST ``{api_base}/chat/completions`` with one reused aiohttp session per event loop. Replies are decoded and
+    capped, and redirects followed only within the origin, by :mod:`vision_eval.llm.reply_limits`."""
 
     name = "direct"
 
@@ -148,7 +167,7 @@ class DirectOpenAI:
 
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=max(limit, 1), keepalive_timeout=30, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(connector=connector, json_serialize=json.dumps)
+            self._session = aiohttp.ClientSession(connector=connector, json_serialize=json.dumps, auto_decompress=False)
 
     async def close(self) -> None:
         if self._session is not None:
@@ -160,22 +179,18 @@ class DirectOpenAI:
 
         model = str(judge.model).split("/", 1)[1] if "/" in str(judge.model) else str(judge.model)
         base = (judge.api_base or "https://api.openai.com/v1").rstrip("/")
-        headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", "Accept-Encoding": ACCEPT_ENCODING}
         key = api_key_of(judge) or os.environ.get("OPENAI_API_KEY")
         if key:
             headers["Authorization"] = f"Bearer {key}"
         body = {"model": model, "messages": messages, **params}
         if self._session is None:
             await self.open(64)
-        timeout = aiohttp.ClientTimeout(total=judge.timeout_s)
         started = time.perf_counter()
         try:
-            async with self._session.post(
-                f"{base}/chat/completions", data=json.dumps(body), headers=headers, timeout=timeout
-            ) as response:
-                raw = await response.read()
-                status = response.status
-                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+            status, raw, retry_after = await self._post(f"{base}/chat/completions", json.dumps(body), headers, judge)
+        except ReplyRefused as refused:
+            raise refused_error(refused) from None
         except TimeoutError:
             raise CallError(f"timeout after {judge.timeout_s:g}s", 408) from None
         except aiohttp.ClientError as exc:
@@ -203,6 +218,26 @@ class DirectOpenAI:
             logprobs=logprobs,
         )
 
+    async def _post(self, url: str, body: str, headers: dict[str, str], judge: Any) -> tuple[int, bytes, float | None]:
+        """The reply's status, decoded body and ``Retry-After``, following redirects within the origin."""
+        import aiohttp
+
+        timeout = aiohttp.ClientTimeout(total=judge.timeout_s)
+        for _ in range(MAX_REDIRECTS + 1):
+            async with self._session.post(
+                url, data=body, headers=headers, timeout=timeout, allow_redirects=False
+            ) as response:
+                status = response.status
+                target = redirect_target(url, status, response.headers.get("Location"))
+                if target is None:
+                    decoder = CappedDecoder(response.headers.get("Content-Encoding"), judge.max_reply_bytes, status)
+                    raw = await read_decoded(response.content.iter_chunked(STEP), decoder)
+                    return status, raw, parse_retry_after(response.headers.get("Retry-After"))
+            if status not in (307, 308):  # the others turn a POST into a GET: the request would be lost
+                raise ReplyRefused(f"HTTP {status}: a redirect that drops the request (not followed)", status)
+            url = target
+        raise ReplyRefused(f"HTTP {status}: more than {MAX_REDIRECTS} redirects (not followed)", status)
+
 
 class LiteLLMTransport:
     """Any provider litellm supports (Anthropic, Gemini, Bedrock, Azure, ...)."""
@@ -213,7 +248,10 @@ class LiteLLMTransport:
         return None
 
     async def close(self) -> None:
-        return None
+        if "vision_eval.llm.litellm_http" in sys.modules:  # litellm was used (importing it here would cost seconds)
+            from vision_eval.llm.litellm_http import release
+
+            await release()
 
     async def complete(self, judge: Any, messages: list[dict[str, Any]], params: dict[str, Any]) -> CallResult:
         litellm = import_litellm()
@@ -224,8 +262,10 @@ class LiteLLMTransport:
         if key:
             kwargs["api_key"] = key
         started = time.perf_counter()
+        from vision_eval.llm.litellm_http import acompletion
+
         try:
-            response = await litellm.acompletion(num_retries=0, max_retries=0, **kwargs)
+            response = await acompletion(litellm, judge.max_reply_bytes, num_retries=0, max_retries=0, **kwargs)
         except Exception as exc:  # litellm maps provider errors onto many classes; classify by status
             raise _litellm_error(exc) from None
         latency = time.perf_counter() - started
@@ -256,6 +296,11 @@ class LiteLLMTransport:
 
 
 def _litellm_error(exc: Exception) -> CallError:
+    from vision_eval.llm.litellm_http import refusal_in
+
+    refused = refusal_in(exc)
+    if refused is not None:
+        return refused_error(refused)
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
     if "Timeout" in name:

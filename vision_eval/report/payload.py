@@ -15,7 +15,7 @@ from vision_eval.report.content import VariantPairing, no_pairing, variant_pairi
 from vision_eval.report.page import RawJSON
 from vision_eval.report.selection import KEY, ORDER, RANK, Limits, Selection, select_cards, with_keys, within_budget
 from vision_eval.report.sources import LEADERBOARD, RUN_COLUMN, ReportInput
-from vision_eval.report.thumbs import PathDisplay, build_thumbnails
+from vision_eval.report.thumbs import PathDisplay, SourceLimits, build_thumbnails
 
 MAX_SAMPLES = Limits.max_samples
 """Most sample cards by default (the overview always covers every row)."""
@@ -68,6 +68,7 @@ def _cards(
             thumb_size,
             display=display,
             budget=limits.thumb_bytes,
+            limits=SourceLimits.of_runs([source.info.get("config") for source in data.runs]),
         )
         encoded = results_json(embedded_results, chosen["dimensions"], chosen["fields"], compare)
         thumbs = pending.result()

@@ -13,8 +13,42 @@ from typing import Any
 
 import polars as pl
 
+from vision_eval.images.media import ImageError
 from vision_eval.images.refs import IMAGES_DTYPE
 from vision_eval.images.roots import read_checked
+
+
+@dataclass(frozen=True)
+class SourceLimits:
+    """The largest image the report decodes: the run's own limits (``max_source_pixels``, ``max_source_bytes``), so
+    an image the run refused as a decompression bomb or an oversized file is never decoded for its thumbnail."""
+
+    max_pixels: int = 100_000_000
+    max_bytes: int = 50_000_000
+
+    @staticmethod
+    def of_runs(configs: list[Any]) -> SourceLimits:
+        """The strictest limits any image policy of these runs' configs (``run.json`` ``config``) sets, the
+        defaults where none is recorded."""
+        found: dict[str, list[int]] = {"max_source_pixels": [], "max_source_bytes": []}
+
+        def walk(value: Any) -> None:
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if key in found and isinstance(item, int):
+                        found[key].append(item)
+                    walk(item)
+            elif isinstance(value, list):
+                for item in value:
+                    walk(item)
+
+        walk(configs)
+        default = SourceLimits()
+        return SourceLimits(
+            min(found["max_source_pixels"], default=default.max_pixels),
+            min(found["max_source_bytes"], default=default.max_bytes),
+        )
+
 
 THUMB_BYTES = 12_000
 """About the size of a 256 px JPEG thumbnail of a photo, as a data URI."""
@@ -108,20 +142,29 @@ def _encoded(image: Any, **params: Any) -> bytes:
 
 
 def thumbnail(
-    path: str, max_side: int = 256, quality: int = 75, shown: str | None = None, sha256: str | None = None
+    path: str,
+    max_side: int = 256,
+    quality: int = 75,
+    shown: str | None = None,
+    sha256: str | None = None,
+    limits: SourceLimits = SourceLimits(),
 ) -> Thumb:
     """A JPEG (PNG when the image has transparency) data URI of the image at ``path``, upright (EXIF orientation),
     at most ``max_side``; errors name the file as ``shown``. With ``sha256`` (what the run recorded of the image),
     a file whose bytes hash to anything else is not embedded: a run directory (``samples.parquet`` is data, and may
-    come from someone else) never makes the report embed some other local file."""
+    come from someone else) never makes the report embed some other local file. An image past ``limits`` is not
+    read (bytes) or not decoded (pixels, read from its header)."""
     shown = shown or os.path.basename(path)
     from PIL import Image, ImageOps
 
     try:
-        data = read_checked(os.path.realpath(path))
+        data = read_checked(os.path.realpath(path), limits.max_bytes)
         if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
             return Thumb(None, f"image {shown} is not the image the run recorded (its content differs): not embedded")
-        with Image.open(io.BytesIO(data)) as image:
+        with _opened(data, limits.max_pixels) as image:
+            if image.width * image.height > limits.max_pixels:
+                return Thumb(None, f"image {shown} not embedded: {image.width:,} x {image.height:,} pixels, more than "
+                             f"the run's max_source_pixels ({limits.max_pixels:,})")  # fmt: skip
             target = _fit(image.size, max_side)
             # A JPEG decodes at the smallest DCT scale (1/2, 1/4, 1/8) that still covers the thumbnail: much faster.
             image.draft("RGB", target)
@@ -143,9 +186,24 @@ def thumbnail(
             width, height = small.size
     except FileNotFoundError:
         return Thumb(None, f"image file not found: {shown}")
+    except ImageError as exc:  # more bytes than the run's limit
+        return Thumb(None, f"image {shown} not embedded: {exc}")
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        return Thumb(None, f"image {shown} not embedded: more than the run's max_source_pixels ({limits.max_pixels:,})")
     except Exception as exc:  # any undecodable file becomes a placeholder with the reason
         return Thumb(None, f"cannot read image {shown}: {type(exc).__name__}")
     return Thumb(f"data:{mime};base64,{base64.b64encode(encoded).decode('ascii')}", None, width, height)
+
+
+def _opened(data: bytes, max_pixels: int) -> Any:
+    """The image in ``data``, opened (its header read) under Pillow's limit set to ``max_pixels``: a larger image
+    raises Pillow's ``DecompressionBombError`` or ``DecompressionBombWarning``, before anything is decoded."""
+    from PIL import Image
+
+    from vision_eval.images.media import pillow_limit
+
+    with pillow_limit(max_pixels):
+        return Image.open(io.BytesIO(data))
 
 
 def _unavailable(ref: dict[str, Any]) -> str | None:
@@ -213,6 +271,7 @@ def build_thumbnails(
     workers: int | None = None,
     display: PathDisplay | None = None,
     budget: int | None = None,
+    limits: SourceLimits = SourceLimits(),
 ) -> dict[str, Thumb]:
     """Thumbnails for every distinct readable image in an ``images`` column (lists of references), in order.
 
@@ -230,7 +289,8 @@ def build_thumbnails(
         return dict.fromkeys(wanted, left)
 
     def make(key: str, path: str) -> Thumb:
-        return thumbnail(path, side, shown=display.name(path) if display else None, sha256=_recorded(key))
+        shown = display.name(path) if display else None
+        return thumbnail(path, side, shown=shown, sha256=_recorded(key), limits=limits)
 
     # Every image is submitted at once (no pause between batches) and the budget is spent in order, so the same
     # images always get a thumbnail; once it is spent, the images not started yet are cancelled.

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
+import gzip
 import io
 import json
 import math
@@ -27,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +91,13 @@ class Action:
     """Drop the connection without answering (a connection reset)."""
     body: Any = None
     """A raw JSON body sent as is with ``status`` (e.g. a 200 whose body is an error object)."""
+    gzip: bool = False
+    """The reply sent gzip-encoded (``Content-Encoding: gzip``)."""
+    gzip_bomb: int = 0
+    """Instead of a reply: a gzip body that inflates to this many bytes (zeros), a decompression bomb."""
+    redirect: str | None = None
+    """Instead of a reply: ``307 Temporary Redirect`` to the same path and query at this origin (``http://host:port``;
+    the request is to be sent there again)."""
 
 
 def colour_name(rgb: tuple[int, int, int]) -> str:
@@ -237,6 +247,10 @@ class FakeProviders:
         self.responder = responder
         self.inspect_images = inspect_images
         self.actions: deque[Action] = deque()
+        self.marked: dict[str, deque[Action]] = {}
+        """Scripted answers for the requests whose body contains a marker (:meth:`push_for`)."""
+        self.marked_calls: dict[str, int] = {}
+        """Requests received whose body contains each marker of :meth:`push_for`."""
         self.requests: list[FakeRequest] = []
         self.calls = 0
         self.calls_by_provider: dict[str, int] = {}
@@ -258,10 +272,20 @@ class FakeProviders:
         with self._lock:
             self.actions.extend(a if isinstance(a, Action) else Action(**a) for a in actions)
 
+    def push_for(self, marker: str, *actions: Action | dict[str, Any]) -> None:
+        """Queue scripted answers for the next calls whose request body contains ``marker`` (a row's text), in
+        order; other calls are answered as usual, whatever order the calls arrive in."""
+        with self._lock:
+            queue = self.marked.setdefault(marker, deque())
+            queue.extend(a if isinstance(a, Action) else Action(**a) for a in actions)
+            self.marked_calls.setdefault(marker, 0)
+
     def reset(self) -> None:
         """Forget counts, recorded requests and queued actions."""
         with self._lock:
             self.actions.clear()
+            self.marked.clear()
+            self.marked_calls.clear()
             self.requests.clear()
             self.calls = 0
             self.calls_by_provider.clear()
@@ -349,10 +373,15 @@ class FakeProviders:
         return handle
 
     async def _handle(self, provider: str, request: Any) -> Any:
+        text = (await request.read()).decode("utf-8", "replace") if self.marked else ""
         with self._lock:
             self.calls += 1
             self.calls_by_provider[provider] = self.calls_by_provider.get(provider, 0) + 1
-            action = self.actions.popleft() if self.actions else Action()
+            marker = next((m for m in self.marked if m in text), None)
+            if marker is not None:
+                self.marked_calls[marker] += 1
+            queue = self.marked[marker] if marker is not None else self.actions
+            action = queue.popleft() if queue else Action()
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
@@ -366,6 +395,11 @@ class FakeProviders:
 
         body = await request.json()
         model = request.match_info.get("model", "").split(":")[0] or body.get("model", "")
+        if action.redirect is not None:
+            return web.Response(status=307, headers={"Location": action.redirect.rstrip("/") + request.path_qs})
+        if action.gzip_bomb:
+            return web.Response(body=gzip_bomb(action.gzip_bomb), content_type="application/json",
+                                headers={"Content-Encoding": "gzip"})  # fmt: skip
         if action.reset or action.body is not None:
             if action.delay or self.latency:
                 await asyncio.sleep(action.delay or self.latency)
@@ -379,6 +413,10 @@ class FakeProviders:
             await asyncio.sleep(action.delay or self.latency)
         if payload is None:
             return web.Response(text="this is not json {", content_type="application/json")
+        if action.gzip:
+            packed = gzip.compress(json.dumps(payload).encode())
+            return web.Response(body=packed, status=status, content_type="application/json",
+                                headers={**headers, "Content-Encoding": "gzip"})  # fmt: skip
         return web.json_response(payload, status=status, headers=headers)
 
     def respond(
@@ -417,6 +455,15 @@ class FakeProviders:
         """The next scripted answer (the default one when none is queued)."""
         with self._lock:
             return self.actions.popleft() if self.actions else Action()
+
+
+@functools.lru_cache(maxsize=4)
+def gzip_bomb(size: int) -> bytes:
+    """A gzip body that inflates to ``size`` zero bytes (about a thousandth of that, compressed)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    block = bytes(min(size, 1 << 20))
+    parts = [packer.compress(block[: min(len(block), size - done)]) for done in range(0, size, len(block))]
+    return b"".join(parts) + packer.flush()
 
 
 def _image_tokens(image: SeenImage) -> int:

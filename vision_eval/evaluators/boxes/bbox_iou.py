@@ -114,6 +114,9 @@ def score_row(
         return _verdict(opts, pred, gt, plain)
     except ValueError as exc:  # including the matching solver's refusal of infinite weights
         return RowResult("error", details=to_json({"raw": str(output)[:2000]}), error=str(exc))
+    except RecursionError:  # a value nested deeper than Python reads (handed over parsed, not as text)
+        raw = output[:2000] if isinstance(output, str) else None  # (str() of such a value would recurse too)
+        return RowResult("error", details=to_json({"raw": raw}), error="boxes nested too deeply")
 
 
 def _finite(boxes: list[bx.Box]) -> bool:

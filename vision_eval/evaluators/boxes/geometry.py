@@ -62,6 +62,10 @@ def parse_boxes(value: Any, fmt: BoxFormat = "xyxy", where: str = "boxes") -> Bo
     and optional ``label``/``score``, or an object with a ``boxes`` list. Raises ``ValueError`` naming the box."""
     text = value if isinstance(value, str) else None
     if text is not None:
+        from vision_eval.evaluators.code.json_depth import MAX_DEPTH, nesting_depth
+
+        if nesting_depth(text) > MAX_DEPTH:  # deeper would exhaust Python's recursion while parsing
+            raise ValueError(f"{where}: boxes nested too deeply (JSON deeper than {MAX_DEPTH} levels)")
         try:
             value = json.loads(text)
         except ValueError:
