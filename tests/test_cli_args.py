@@ -4,12 +4,18 @@ break."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import vision_eval as ve
 from vision_eval.errors import PreflightError
 from vision_eval.testing.fake_providers import Action, FakeProviders
 
+CLI = [sys.executable, "-m", "vision_eval.cli"]
 KEY = "sk-live-0123456789abcdefXYZ"
 
 
@@ -35,3 +41,73 @@ def test_a_preflight_400_still_points_at_the_settings(fresh_fake: FakeProviders)
     with pytest.raises(PreflightError, match=r"check the model's settings"):
         ve.evaluate([{"id": "a", "output": "red"}], evaluators={"r": {"type": "llm_rubric", "rubric": "red",
                     "images": []}}, judge=judge, run={"progress": False, "preflight": True})  # fmt: skip
+
+
+# --- the console when its reader leaves (`| head`), and where the report's files go ---------------------------------
+
+
+def _a_run(folder: Path) -> Path:
+    rows = [{"id": f"s{i}", "output": f"a{i % 2}", "expected_output": "a0"} for i in range(6)]
+    ve.evaluate(rows, evaluators={"exact": {"type": "exact_match"}}, output_dir=folder, run={"progress": False})
+    return folder
+
+
+def _with_the_reader_gone(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` with stdout and stderr a pipe whose reader has already left: every write fails (EPIPE), as
+    it does for the lines after the tenth of `| head`, deterministically."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(command, cwd=cwd, env=env, stdout=write, stderr=write, timeout=300)
+    finally:
+        os.close(write)
+
+
+def _stderr_of(command: list[str], cwd: Path, env: dict[str, str]) -> str:
+    """What ``command`` printed on stderr when its stdout's reader had left (stderr kept, for the traceback)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(command, cwd=cwd, env=env, stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write)
+    return f"exit {proc.returncode}\n{proc.stderr}"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["list"], ["describe", "exact_match"], ["--help"], ["init", "conf"], ["evaluators=basic", "hydra.run.dir=run"]],
+    ids=["list", "describe", "help", "init", "run"],
+)
+def test_a_console_command_piped_into_head_ends_without_a_traceback(
+    args: list[str], tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    shown = _stderr_of([*CLI, *args], first, subprocess_env)
+    assert shown.startswith("exit 0\n") and "Traceback" not in shown and "BrokenPipe" not in shown, shown
+    assert _with_the_reader_gone([*CLI, *args], second, subprocess_env).returncode == 0
+    for folder in (first, second):  # the command still did its work
+        if args[0] == "init":
+            assert (folder / "conf" / "project" / "default.yaml").is_file()
+        if args[0] == "evaluators=basic":
+            assert (folder / "run" / "results.parquet").is_file() and (folder / "run" / "report.html").is_file()
+
+
+def test_the_report_piped_into_head_still_writes_the_report(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    run = _a_run(tmp_path / "run")
+    command = [sys.executable, "-m", "vision_eval.report.cli", str(run)]
+    shown = _stderr_of(command, tmp_path, subprocess_env)
+    assert shown.startswith("exit 0\n") and "Traceback" not in shown and "BrokenPipe" not in shown, shown
+    assert (run / "report.html").is_file() and (run / "leaderboard.parquet").is_file()
+
+
+def test_the_leaderboard_goes_beside_the_report_named_by_o(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from vision_eval.report.cli import main as report_main
+
+    run = _a_run(tmp_path / "runs" / "run")
+    out = tmp_path / "published" / "report.html"
+    assert report_main([str(tmp_path / "runs"), "-o", str(out)]) == 0
+    assert out.is_file() and (out.parent / "leaderboard.parquet").is_file()
+    assert not (tmp_path / "runs" / "leaderboard.parquet").exists() and not (run / "leaderboard.parquet").exists()
+    assert f"wrote {out.parent / 'leaderboard.parquet'}" in capsys.readouterr().out

@@ -290,23 +290,25 @@ def main() -> None:
     """Console-script entry point: a subcommand (``list``, ``describe``, ``init``), else a Hydra run. However it
     ends, the console gets one line (:mod:`vision_eval.exits`): Hydra's refusals are exit 2, a disk that refuses
     a write exit 3, Ctrl-C 130, anything unexpected an internal error (exit 4, its traceback in a log file)."""
+    from vision_eval.console import reader_may_leave
     from vision_eval.exits import hydra_problem, internal_error, interrupted
     from vision_eval.storage import disk_failure
 
     given = list(sys.argv[1:])
-    try:
-        _main()
-    except KeyboardInterrupt as exc:
-        interrupted(exc)
-    except Exception as exc:
-        problem = hydra_problem(exc, given)
-        if problem is not None:
-            _fail(problem)
-        disk = disk_failure(exc)
-        if disk is not None:
-            print(f"vision-eval: exit {EXIT_INCOMPLETE}: {disk}", file=sys.stderr)
-            sys.exit(EXIT_INCOMPLETE)
-        sys.exit(internal_error(exc, None, given))
+    with reader_may_leave():  # `vision-eval list | head`: printing stops, the command does not
+        try:
+            _main()
+        except KeyboardInterrupt as exc:
+            interrupted(exc)
+        except Exception as exc:
+            problem = hydra_problem(exc, given)
+            if problem is not None:
+                _fail(problem)
+            disk = disk_failure(exc)
+            if disk is not None:
+                print(f"vision-eval: exit {EXIT_INCOMPLETE}: {disk}", file=sys.stderr)
+                sys.exit(EXIT_INCOMPLETE)
+            sys.exit(internal_error(exc, None, given))
 
 
 def _main() -> None:
