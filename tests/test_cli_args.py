@@ -19,6 +19,102 @@ CLI = [sys.executable, "-m", "vision_eval.cli"]
 KEY = "sk-live-0123456789abcdefXYZ"
 
 
+# --- flags anywhere, and no secret on the console --------------------------------------------------------------
+
+
+def run_cli(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _files_hold(folder: Path, text: str) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file() and text.encode() in p.read_bytes()]
+
+
+@pytest.mark.parametrize(
+    ("typed", "order"),
+    [
+        (["run.limit=2", "-m", "judge=a,b"], ["--multirun", "run.limit=2", "judge=a,b"]),
+        (["a=1", "--config-dir", "conf", "b=2"], ["--config-dir", "conf", "a=1", "b=2"]),
+        (["a=1", "-cd", "conf", "--cfg", "job", "b=2"], ["--cfg", "job", "--config-dir", "conf", "a=1", "b=2"]),
+        (["a=1", "--config-dir=conf", "--multi"], ["--multirun", "--config-dir", "conf", "a=1"]),
+        (["a=1", "--info", "b=2"], ["--info", "all", "a=1", "b=2"]),  # --info's value is optional
+        (["a=1", "--info", "searchpath"], ["--info", "searchpath", "a=1"]),
+        (["--help", "a=1"], ["--help", "a=1"]),
+    ],
+)
+def test_hydra_flags_may_come_anywhere_among_the_overrides(typed: list[str], order: list[str]) -> None:
+    from vision_eval.command_line import hydra_order
+
+    assert hydra_order(typed) == order
+
+
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        (["a=1", "--cfg"], "argument --cfg/-c: expected one argument"),
+        (["a=1", "--limit=3", "b=2"], "unknown flag --limit — `vision-eval --help` lists the flags"),
+        (["--cfg", "jobs"], "argument --cfg/-c: invalid choice: 'jobs'"),
+    ],
+)
+def test_a_command_line_hydra_refuses_quotes_only_what_was_typed(typed: list[str], said: str) -> None:
+    from vision_eval.command_line import CommandLineError, hydra_order
+
+    with pytest.raises(CommandLineError) as caught:
+        hydra_order(typed)
+    assert str(caught.value).startswith(said) and "++" not in str(caught.value)
+
+
+def test_a_sweep_flag_and_a_secret_after_an_override_run_and_stay_hidden(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    args = ["evaluators=basic", f"judge.api_key={KEY}", "-m", "evaluators.exact.threshold=0.5,1", "hydra.sweep.dir=sw"]
+    proc = run_cli(args, tmp_path, subprocess_env)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "sw").iterdir() if p.is_dir()) == ["0", "1"]
+    assert KEY not in proc.stdout + proc.stderr and _files_hold(tmp_path, KEY) == []
+
+
+def test_a_config_dir_after_an_override_is_used(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    (tmp_path / "conf" / "evaluators").mkdir(parents=True)
+    (tmp_path / "conf" / "evaluators" / "mine.yaml").write_text("mine:\n  type: exact_match\n")
+    proc = run_cli(["run.limit=3", "--config-dir", "conf", "evaluators=mine", "hydra.run.dir=r"], tmp_path,
+                   subprocess_env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "r" / "results.parquet").is_file()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run.limit=2", "--api-key", KEY],  # an unknown flag, the key after it
+        ["run.limit=2", f"--api_key={KEY}"],
+        ["run.limit=2", "--cfg", f"judge.api_key={KEY}"],  # an argument error quoting the value
+        ["run.limit=2", f"judge={KEY}"],  # a config group choice
+        ["run.limit=2", f"judge.api_key={KEY}", "judge.api_kye=1"],  # a config error after Hydra
+    ],
+    ids=["unknown-flag", "unknown-flag-value", "bad-choice", "group-choice", "misspelt-key"],
+)
+def test_a_refused_command_line_is_one_line_without_the_secret(
+    args: list[str], tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    proc = run_cli(args, tmp_path, subprocess_env)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("vision-eval: ") and "Traceback" not in proc.stderr and "usage:" not in proc.stderr
+    assert KEY not in proc.stdout + proc.stderr and "++" not in proc.stderr
+    assert _files_hold(tmp_path, KEY) == []
+
+
+def test_the_composed_config_shows_no_secret_even_resolved_from_the_environment(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    env = {**subprocess_env, "MY_PROVIDER_API_KEY": KEY}
+    proc = run_cli(["run.limit=2", "--cfg", "job", "--resolve", "judge.api_key=${oc.env:MY_PROVIDER_API_KEY}"],
+                   tmp_path, env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "api_key: '***'" in proc.stdout or "api_key: ***" in proc.stdout
+    assert KEY not in proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("status", [500, 502, 503])
 def test_a_preflight_5xx_is_the_providers_trouble_not_the_settings(status: int, fresh_fake: FakeProviders) -> None:
     fresh_fake.push(Action(status=status))

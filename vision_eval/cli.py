@@ -26,9 +26,10 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from vision_eval._resources import conf_dir, resource
-from vision_eval.config import SECRET_ASSIGNMENT, ConfigSources, redact, redact_override
+from vision_eval.config import ConfigSources
 from vision_eval.errors import NOT_WRITTEN, OutputsNotWritten, PreflightError, VisionEvalError
 from vision_eval.gates import EXIT_CONFIG, EXIT_INCOMPLETE, SWEEP_EXIT_CODES, worst
+from vision_eval.secrets import clean_message, given_secrets, redact, redact_override
 from vision_eval.storage import write_atomically
 
 TOP_LEVEL = ("dataset", "evaluators", "judge", "candidate", "run", "hydra")
@@ -84,7 +85,7 @@ def _redact_multirun_file() -> None:
 
 
 def _fail(message: str, kind: str = "config error") -> None:
-    print(f"vision-eval: {kind}: {message}", file=sys.stderr)
+    print(f"vision-eval: {kind}: {clean_message(message, sys.argv[1:])}", file=sys.stderr)
     print("nothing was evaluated.", file=sys.stderr)
     sys.exit(EXIT_CONFIG)
 
@@ -101,7 +102,11 @@ def _record_job_failure(code: int, message: str, sources: ConfigSources) -> None
     from hydra.core.hydra_config import HydraConfig
 
     out = Path(HydraConfig.get().runtime.output_dir)
-    info = {"exit_code": code, "problems": [message], "overrides": [redact_override(o) for o in sources.overrides]}
+    info = {
+        "exit_code": code,
+        "problems": [clean_message(message, sys.argv[1:])],
+        "overrides": [redact_override(o) for o in sources.overrides],
+    }
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / "run.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
@@ -150,7 +155,9 @@ def _run_job(cfg: DictConfig, multirun: bool) -> int:
         message = str(exc).splitlines()[0] if isinstance(exc, OmegaConfBaseException) else str(exc)
         if not multirun:
             _fail(message, kind)
-        print(f"vision-eval: {kind}: {message} (this job evaluated nothing)", file=sys.stderr)
+        print(
+            f"vision-eval: {kind}: {clean_message(message, sys.argv[1:])} (this job evaluated nothing)", file=sys.stderr
+        )
         _record_job_failure(EXIT_CONFIG, f"{kind}: {message}", sources)
         return EXIT_CONFIG
     if config.run.dry_run:
@@ -236,10 +243,7 @@ def check_group_choices(argv: list[str]) -> str | None:
 
 def install_log_redaction(argv: list[str]) -> None:
     """Mask secrets given on the command line in every log line (Hydra logs a sweep's overrides)."""
-    from vision_eval.secrets import Secrets
-
-    values = [v for arg in argv for _, found in SECRET_ASSIGNMENT.findall(arg) for v in found.split(",")]
-    secrets = Secrets(values)
+    secrets = given_secrets(argv)
     previous = logging.getLogRecordFactory()
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
@@ -290,12 +294,12 @@ def main() -> None:
     """Console-script entry point: a subcommand (``list``, ``describe``, ``init``), else a Hydra run. However it
     ends, the console gets one line (:mod:`vision_eval.exits`): Hydra's refusals are exit 2, a disk that refuses
     a write exit 3, Ctrl-C 130, anything unexpected an internal error (exit 4, its traceback in a log file)."""
-    from vision_eval.console import reader_may_leave
+    from vision_eval.console import guarded_console
     from vision_eval.exits import hydra_problem, internal_error, interrupted
     from vision_eval.storage import disk_failure
 
     given = list(sys.argv[1:])
-    with reader_may_leave():  # `vision-eval list | head`: printing stops, the command does not
+    with guarded_console(given):  # secrets masked; `vision-eval list | head`: printing stops, the command does not
         try:
             _main()
         except KeyboardInterrupt as exc:
@@ -314,12 +318,17 @@ def main() -> None:
 def _main() -> None:
     import hydra
 
+    from vision_eval.command_line import CommandLineError, hydra_order
     from vision_eval.commands import dispatch
     from vision_eval.launchers import missing_launcher
 
     code = dispatch(sys.argv[1:])
     if code is not None:
         sys.exit(code)
+    try:
+        sys.argv[1:] = hydra_order(sys.argv[1:])  # flags anywhere: `run.limit=2 -m judge=a,b`
+    except CommandLineError as exc:
+        _fail(str(exc), "command-line error")
     sys.argv[1:] = expand_shards(sys.argv[1:])
     problem = check_group_choices(sys.argv[1:]) or missing_launcher(sys.argv[1:])
     if problem:

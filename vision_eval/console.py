@@ -1,22 +1,27 @@
-"""The console of the commands when its reader goes away (``vision-eval list | head``, ``2>&1 | head``): printing
-stops, the command does not. What it writes to files is finished, its exit code is its own, and no
-``BrokenPipeError`` traceback appears."""
+"""What reaches the console of the commands: the secrets of the command line and the environment are masked in
+everything printed (Hydra's own messages and ``--cfg job`` included), and a reader that goes away
+(``vision-eval list | head``, ``2>&1 | head``) stops the printing, not the command: what it writes to files is
+finished, its exit code is its own, and no ``BrokenPipeError`` traceback appears."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO, cast
 
+from vision_eval.secrets import Secrets, given_secrets
 
-class _ReaderMayLeave:
-    """A stand-in for ``sys.stdout`` or ``sys.stderr``: its first write into a closed pipe points the descriptor at
-    ``os.devnull``, so what is left to print (and what the stream still holds, flushed at exit) goes nowhere."""
 
-    def __init__(self, stream: TextIO) -> None:
+class _ConsoleStream:
+    """A stand-in for ``sys.stdout`` or ``sys.stderr``: it masks ``secrets`` in what is written, and its first write
+    into a closed pipe points the descriptor at ``os.devnull``, so what is left to print (and what the stream still
+    holds, flushed at exit) goes nowhere."""
+
+    def __init__(self, stream: TextIO, secrets: Secrets) -> None:
         self._stream = stream
+        self._secrets = secrets
 
     def _reader_left(self) -> None:
         with contextlib.suppress(OSError, ValueError, AttributeError):  # a stream without a descriptor
@@ -26,10 +31,10 @@ class _ReaderMayLeave:
 
     def write(self, text: str) -> int:
         try:
-            return self._stream.write(text)
+            self._stream.write(self._secrets.scrub(text) if self._secrets else text)
         except BrokenPipeError:
             self._reader_left()
-            return len(text)
+        return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
@@ -48,13 +53,15 @@ class _ReaderMayLeave:
 
 
 @contextlib.contextmanager
-def reader_may_leave() -> Iterator[None]:
-    """Run a console command with ``sys.stdout`` and ``sys.stderr`` tolerant of a reader that closes the pipe."""
+def guarded_console(argv: Sequence[str] = ()) -> Iterator[None]:
+    """Run a console command with ``sys.stdout`` and ``sys.stderr`` that mask the secrets ``argv`` and the
+    environment hold (:func:`vision_eval.secrets.given_secrets`) and survive a reader that closes the pipe."""
     previous = sys.stdout, sys.stderr
-    if isinstance(sys.stdout, _ReaderMayLeave):
+    if isinstance(sys.stdout, _ConsoleStream):
         yield
         return
-    sys.stdout, sys.stderr = (cast(TextIO, _ReaderMayLeave(s)) if s is not None else s for s in previous)
+    secrets = given_secrets(argv)
+    sys.stdout, sys.stderr = (cast(TextIO, _ConsoleStream(s, secrets)) if s is not None else s for s in previous)
     try:
         yield
     finally:

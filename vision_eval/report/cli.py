@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
-from vision_eval.console import reader_may_leave
+from vision_eval.console import guarded_console
 from vision_eval.leaderboard import markdown, write_leaderboard
 from vision_eval.report import REPORT_FILE, find_run_dirs, load_runs, write_report
 from vision_eval.report.selection import Limits
@@ -67,7 +67,7 @@ def output_root(paths: Sequence[str], dirs: Sequence[Path]) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code. A reader that closes the pipe (``| head``) stops the printing,
     not the report."""
-    with reader_may_leave():
+    with guarded_console():
         return _report(build_parser().parse_args(argv))
 
 
