@@ -29,8 +29,8 @@ from vision_eval.dryrun import evaluator_lines, plan_table
 from vision_eval.engine import run_stack, start_warm_ups
 from vision_eval.errors import ConfigError, Interrupted, OutputsNotWritten
 from vision_eval.evaluator import EvalContext
+from vision_eval.exit_codes import EXIT_INCOMPLETE, worst
 from vision_eval.finish import build_result, dataset_counts, interrupted_hint, not_written, run_info_head
-from vision_eval.gates import EXIT_INCOMPLETE, worst
 from vision_eval.llm.budget import Budget
 from vision_eval.llm.preflight import key_problems, model_uses, preflight
 from vision_eval.llm.scheduler import get_scheduler

@@ -19,23 +19,26 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, cast
-
-from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from typing import TYPE_CHECKING, Any, cast
 
 from vision_eval._resources import conf_dir, resource
-from vision_eval.config import ConfigSources
-from vision_eval.errors import NOT_WRITTEN, OutputsNotWritten, PreflightError, VisionEvalError
-from vision_eval.gates import EXIT_CONFIG, EXIT_INCOMPLETE, SWEEP_EXIT_CODES, worst
+from vision_eval.exit_codes import EXIT_CONFIG, EXIT_INCOMPLETE, SWEEP_EXIT_CODES, worst
 from vision_eval.secrets import clean_message, given_secrets, redact, redact_override
-from vision_eval.storage import write_atomically
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from vision_eval.config import ConfigSources
+
+# Imports stay inside the functions: `vision-eval list`, `describe` and `--help` print before the engine (Polars,
+# pydantic, the evaluators) or Hydra is loaded (tests/test_startup.py).
 
 TOP_LEVEL = ("dataset", "evaluators", "judge", "candidate", "run", "hydra")
 
 
 def _register_resolvers() -> None:
+    from omegaconf import OmegaConf
+
     if not OmegaConf.has_resolver("vision_eval.resource"):
         OmegaConf.register_new_resolver("vision_eval.resource", lambda rel: str(resource(rel)))
 
@@ -43,6 +46,8 @@ def _register_resolvers() -> None:
 def _sources() -> ConfigSources:
     """Which file each top-level section came from, from Hydra's runtime info."""
     from hydra.core.hydra_config import HydraConfig
+
+    from vision_eval.config import ConfigSources
 
     hydra_cfg = HydraConfig.get()
     roots = []
@@ -72,6 +77,7 @@ def _redact_multirun_file() -> None:
     """Hydra saves the whole sweep config (overrides included) as multirun.yaml: hide secrets in it."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
+    from omegaconf import OmegaConf
 
     hydra_cfg = HydraConfig.get()
     path = Path(hydra_cfg.sweep.dir) / "multirun.yaml"
@@ -134,8 +140,12 @@ def _task(cfg: DictConfig) -> Any:
 
 
 def _run_job(cfg: DictConfig, multirun: bool) -> int:
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
     from vision_eval.api import run_config
     from vision_eval.config import validate_config
+    from vision_eval.errors import OutputsNotWritten, PreflightError, VisionEvalError
     from vision_eval.summary import print_summary
 
     _redact_multirun_file()
@@ -182,6 +192,11 @@ def _run_job(cfg: DictConfig, multirun: bool) -> int:
 def _write_config(config: Any, result: Any, output_dir: Path) -> None:
     """config.yaml beside the outputs (secrets redacted). A disk that refuses it makes the run exit 3; when the
     outputs could not be written already, that is said once and this file is not tried."""
+    from omegaconf import OmegaConf
+
+    from vision_eval.errors import NOT_WRITTEN, OutputsNotWritten
+    from vision_eval.storage import write_atomically
+
     if any(problem.startswith(NOT_WRITTEN) for problem in result.problems):
         return
     text = OmegaConf.to_yaml(OmegaConf.create(redact(config.model_dump(mode="json"))))
@@ -190,19 +205,6 @@ def _write_config(config: Any, result: Any, output_dir: Path) -> None:
     except OutputsNotWritten as exc:
         result.run_info["problems"].append(f"{exc}; every other output was written")
         result.run_info["exit_code"] = worst([result.exit_code, EXIT_INCOMPLETE])
-
-
-class SweepExitCode(Callback):
-    """Hydra callback: when a multirun ends, the most severe exit code of its jobs (read from their run.json)."""
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        codes = []
-        for info in Path(str(config.hydra.sweep.dir)).glob("*/run.json"):
-            try:
-                codes.append(int(json.loads(info.read_text(encoding="utf-8")).get("exit_code", 0)))
-            except (OSError, ValueError):
-                codes.append(3)
-        SWEEP_EXIT_CODES.append(worst(codes))
 
 
 def _search_dirs(argv: list[str]) -> list[Path]:
@@ -296,7 +298,6 @@ def main() -> None:
     a write exit 3, Ctrl-C 130, anything unexpected an internal error (exit 4, its traceback in a log file)."""
     from vision_eval.console import guarded_console
     from vision_eval.exits import hydra_problem, internal_error, interrupted
-    from vision_eval.storage import disk_failure
 
     given = list(sys.argv[1:])
     with guarded_console(given):  # secrets masked; `vision-eval list | head`: printing stops, the command does not
@@ -305,6 +306,8 @@ def main() -> None:
         except KeyboardInterrupt as exc:
             interrupted(exc)
         except Exception as exc:
+            from vision_eval.storage import disk_failure
+
             problem = hydra_problem(exc, given)
             if problem is not None:
                 _fail(problem)
@@ -316,15 +319,16 @@ def main() -> None:
 
 
 def _main() -> None:
+    from vision_eval.commands import dispatch
+
+    code = dispatch(sys.argv[1:])  # `list`, `describe`, the top of `--help`: printed before Hydra is imported
+    if code is not None:
+        sys.exit(code)
     import hydra
 
     from vision_eval.command_line import CommandLineError, hydra_order
-    from vision_eval.commands import dispatch
     from vision_eval.launchers import missing_launcher
 
-    code = dispatch(sys.argv[1:])
-    if code is not None:
-        sys.exit(code)
     try:
         sys.argv[1:] = hydra_order(sys.argv[1:])  # flags anywhere: `run.limit=2 -m judge=a,b`
     except CommandLineError as exc:

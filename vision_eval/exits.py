@@ -4,7 +4,7 @@
 * an unexpected exception (a bug): where to report it, the traceback written to a log file (exit 4);
 * a command line Hydra cannot read (its override grammar, a missing config): the override and a hint (exit 2).
 
-The exit codes themselves are in :mod:`vision_eval.gates`.
+The exit codes themselves are in :mod:`vision_eval.exit_codes`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 from typing import NoReturn
 
-from vision_eval.gates import EXIT_INTERNAL, EXIT_INTERRUPTED
+from vision_eval.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED
 from vision_eval.secrets import given_secrets, redact_override
 
 LOG_NAME = "vision-eval-error.log"
