@@ -19,7 +19,7 @@ EXIT_INTERRUPTED = 130
 SEVERITY = (EXIT_OK, EXIT_GATE, EXIT_INCOMPLETE, EXIT_CONFIG, EXIT_INTERNAL, EXIT_INTERRUPTED)
 """Exit codes from least to most severe (a sweep exits with the most severe of its jobs)."""
 SWEEP_EXIT_CODES: list[int] = []
-"""Filled when a multirun ends (by ``vision_eval.sweep_exit.SweepExitCode``): the most severe exit code of its jobs.
+"""Filled when a multirun ends (by ``vision_eval.launch.sweep.SweepExitCode``): the most severe exit code of its jobs.
 Kept here, not in the CLI module, because ``python -m vision_eval.cli`` runs that module as ``__main__``."""
 
 

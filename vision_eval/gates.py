@@ -11,15 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.exit_codes import EXIT_CONFIG as EXIT_CONFIG
-from vision_eval.exit_codes import EXIT_GATE as EXIT_GATE
-from vision_eval.exit_codes import EXIT_INCOMPLETE as EXIT_INCOMPLETE
-from vision_eval.exit_codes import EXIT_INTERNAL as EXIT_INTERNAL
-from vision_eval.exit_codes import EXIT_INTERRUPTED as EXIT_INTERRUPTED
-from vision_eval.exit_codes import EXIT_OK as EXIT_OK
-from vision_eval.exit_codes import SEVERITY as SEVERITY
-from vision_eval.exit_codes import SWEEP_EXIT_CODES as SWEEP_EXIT_CODES
-from vision_eval.exit_codes import worst as worst
+from vision_eval.exit_codes import EXIT_GATE, EXIT_INCOMPLETE, worst
 from vision_eval.results import ERROR, NOT_SELECTED, SKIPPED
 
 TOP_REASONS = 3
