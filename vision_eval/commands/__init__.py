@@ -98,6 +98,10 @@ def _init(argv: list[str]) -> int:
     except FileExistsError as exc:
         print(f"vision-eval init: would overwrite {exc}; pass --force to replace them", file=sys.stderr)
         return EXIT_CONFIG
+    except OSError as exc:  # a folder that cannot be written (read-only, /proc, a file in the way)
+        where = exc.filename or args.dir
+        print(f"vision-eval init: cannot write {where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_CONFIG
     except VisionEvalError as exc:
         print(f"vision-eval init: cannot read the data: {exc}", file=sys.stderr)
         return EXIT_CONFIG
