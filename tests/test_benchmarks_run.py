@@ -39,6 +39,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
     "bench_photos.py": ["--photos", "4", "--concurrency", "2", "--rounds", "1", "--psnr-photos", "2"],
     "bench_report.py": ["2000", "--images", "5"],
     "bench_skipped.py": ["--rows", "4000"],
+    "bench_startup.py": ["--runs", "1"],
 }
 """Each benchmark's smoke run (a new benchmark needs an entry: the first test fails without one)."""
 

@@ -135,9 +135,10 @@ def test_init_on_a_fresh_jsonl_with_images_runs_offline(tmp_path: Path, subproce
     }
     stack = yaml.safe_load((tmp_path / "my_conf" / "evaluators" / "counts.yaml").read_text())
     assert stack == {
-        "count": {"type": "exact_count"},
+        "count": {"type": "exact_count", "protocol": "lenient"},
         "image_judge": {"type": "llm_judge", "prompt": "image-description-judge"},
     }
+    assert dataset["path"] == "../data/counts.jsonl"  # relative to the config folder: they move together
     assert (tmp_path / "my_conf" / "judge" / "my_judge.yaml").is_file()
 
     run = cli(["--config-dir", "my_conf", "hydra.run.dir=out"], tmp_path, subprocess_env)
@@ -153,6 +154,56 @@ def test_init_on_a_fresh_jsonl_with_images_runs_offline(tmp_path: Path, subproce
     )
     assert demo.returncode == 0, demo.stderr
     assert pl.read_parquet(tmp_path / "demo" / "results.parquet")["evaluator"].unique().to_list() == ["exact"]
+
+
+def test_init_groups_a_file_that_mixes_tasks_and_its_comments_say_what_runs(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    """One starter per task (with `where:`), the path relative to the config folder (the project runs from
+    another folder), and the count starter's comment names the protocol the file runs."""
+    rows = [
+        {"id": "1", "task": "ocr", "output": "STOP", "expected_output": "STOP"},
+        {"id": "2", "task": "count", "output": "There are 7 apples.", "expected_output": "7"},
+        {"id": "3", "task": "ocr", "output": "EXIT", "expected_output": "EX1T"},
+        {"id": "4", "task": "count", "output": "six", "expected_output": "6"},
+        {"id": "5", "task": "count", "output": "I count 5 of them", "expected_output": "5"},
+    ]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "mixed.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    made = cli(["init", "proj", "--data", "data/mixed.jsonl"], tmp_path, subprocess_env)
+    assert made.returncode == 0 and "note:" not in made.stdout, made.stdout + made.stderr
+    text = (tmp_path / "proj" / "evaluators" / "mixed.yaml").read_text()
+    assert yaml.safe_load(text) == {
+        "ocr_exact": {"type": "exact_match", "where": "task = 'ocr'"},
+        "count": {"type": "exact_count", "protocol": "lenient", "where": "task = 'count'"},
+    }
+    count_comment = text.split("\ncount:\n")[0].rsplit("\n\n", 1)[-1]
+    assert "protocol lenient reads the count anywhere in the reply" in count_comment.replace("\n# ", " ")
+    assert yaml.safe_load((tmp_path / "proj" / "dataset" / "mixed.yaml").read_text())["path"] == "../data/mixed.jsonl"
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    run = cli(["--config-dir", str(tmp_path / "proj"), "hydra.run.dir=out"], elsewhere, subprocess_env)
+    assert run.returncode == 0, run.stderr
+    results = pl.read_parquet(elsewhere / "out" / "results.parquet").sort("evaluator", "sample_id")
+    scored = {
+        (r["evaluator"], r["sample_id"]): r["score"]
+        for r in results.iter_rows(named=True)
+        if r["status"] == "processed"
+    }
+    assert scored == {("count", "2"): 1.0, ("count", "4"): 1.0, ("count", "5"): 1.0, ("ocr_exact", "1"): 1.0,
+                      ("ocr_exact", "3"): 0.0}  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ["/proc/vision-eval-init", "a_file"])
+def test_init_where_nothing_can_be_written_is_one_line_and_exit_2(
+    target: str, tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    (tmp_path / "a_file").write_text("not a folder")
+    proc = cli(["init", target], tmp_path, subprocess_env)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("vision-eval init: cannot write ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
 
 
 def test_init_refuses_to_overwrite(tmp_path: Path, subprocess_env: dict[str, str]) -> None:

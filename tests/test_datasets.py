@@ -62,6 +62,37 @@ def test_python_sources(image_dir: Path) -> None:
         check_loaded(frame, image_dir)
 
 
+def test_a_notebook_hf_dataset_with_relative_image_paths_needs_only_image_roots(
+    image_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An HF Dataset built in Python with an Image() feature keeps the paths it was given (here relative): with
+    dataset.image_roots naming their folder nothing else is needed; without it, the reason names the setting that
+    would admit each file; a path that climbs out of the root stays refused."""
+    import datasets
+
+    monkeypatch.chdir(image_dir)
+    features = datasets.Features(
+        {"id": datasets.Value("string"), "image": datasets.Image(), "reply": datasets.Value("string")}
+    )
+    ds = datasets.Dataset.from_dict(
+        {"id": ["r1", "r2", "r3"], "image": ["red.png", "blue.png", "../outside.png"], "reply": ["a", "b", "c"]},
+        features=features,
+    )
+    (image_dir.parent / "outside.png").write_bytes((image_dir / "red.png").read_bytes())
+    mapping = {"reply": "output", "image": "images"}
+    spec = {"em": {"type": "exact_match", "columns": {"expected_output": "output"}}}
+
+    admitted = ve.evaluate(ds, evaluators=spec, dataset={"columns": mapping, "image_roots": [str(image_dir)]})
+    refs = {row["id"]: row["images"][0] for row in admitted.samples.iter_rows(named=True)}
+    assert refs["r1"]["sha256"] == hashlib.sha256((image_dir / "red.png").read_bytes()).hexdigest()
+    assert refs["r2"]["error"] is None
+    assert refs["r3"]["sha256"] is None and "none of dataset.image_roots" in refs["r3"]["error"]
+
+    refused = ve.evaluate(ds, evaluators=spec, dataset={"columns": mapping})
+    reason = refused.samples["images"].to_list()[0][0]["error"]
+    assert f"dataset.image_roots=['{image_dir.resolve()}'] would admit it" in reason
+
+
 def test_hf_dataset_object_save_to_disk_and_builder(image_dir: Path) -> None:
     import datasets
 

@@ -24,14 +24,14 @@ import polars as pl
 from vision_eval.checkpoint import Checkpoints, config_fingerprint
 from vision_eval.checkpoint_health import Health
 from vision_eval.columns import image_columns as evaluator_image_columns
-from vision_eval.config import AppConfig, ConfigSources, JudgeConfig, validate_config
+from vision_eval.config import AppConfig, ConfigSources, DatasetConfig, JudgeConfig, validate_config
 from vision_eval.data import DatasetStream, open_dataset, samples_frame
 from vision_eval.dryrun import evaluator_lines, plan_table
 from vision_eval.engine import run_stack, start_warm_ups
 from vision_eval.errors import ConfigError, Interrupted, OutputsNotWritten
 from vision_eval.evaluator import EvalContext
+from vision_eval.exit_codes import EXIT_INCOMPLETE, worst
 from vision_eval.finish import build_result, dataset_counts, interrupted_hint, not_written, run_info_head
-from vision_eval.gates import EXIT_INCOMPLETE, worst
 from vision_eval.images.sent import sent_record
 from vision_eval.llm.budget import Budget
 from vision_eval.llm.preflight import key_problems, model_uses, preflight
@@ -106,6 +106,17 @@ def _claim(config: AppConfig) -> tuple[RunDir | None, str, Health | None]:
     return claimed
 
 
+def dataset_from_config_folder(dataset: DatasetConfig, sources: ConfigSources | None) -> DatasetConfig:
+    """``dataset.path`` as written, or, when it is relative and names nothing from the working folder, the same path
+    from the config folder whose ``dataset/`` file set it (``vision-eval init`` writes paths relative to it)."""
+    path = Path(dataset.path).expanduser() if dataset.path else None
+    source = sources.files.get("dataset") if sources is not None else None
+    if path is None or path.is_absolute() or path.exists() or not source or not source.endswith((".yaml", ".yml")):
+        return dataset
+    beside = Path(source).parent.parent / path
+    return dataset.model_copy(update={"path": str(beside)}) if beside.exists() else dataset
+
+
 def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | None = None) -> EvalResult:
     """Run a validated config (``data`` replaces the configured dataset when given).
 
@@ -129,6 +140,8 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
                 "candidate.prompt", str(exc), sources.file_for("candidate") if sources else None
             ) from None
     image_columns = evaluator_image_columns(evaluators, candidate.images if candidate is not None else ())
+    if data is None:
+        config = config.model_copy(update={"dataset": dataset_from_config_folder(config.dataset, sources)})
     stream = open_dataset(config.dataset, data, config.run.limit, config.run.shard, image_columns, context=context)
     stream.check_ids(config.run.batch_size)  # repeated ids: refused before anything is evaluated
     stream.open(config.run.batch_size)

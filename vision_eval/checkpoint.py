@@ -26,9 +26,9 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.config import redact
 from vision_eval.evaluator import Evaluator
 from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, conform
+from vision_eval.secrets import redact
 from vision_eval.storage import write_atomically, writing
 
 MANIFEST = "manifest.json"

@@ -19,21 +19,26 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, cast
-
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from typing import TYPE_CHECKING, Any, cast
 
 from vision_eval._resources import conf_dir, resource
-from vision_eval.config import SECRET_ASSIGNMENT, ConfigSources, redact, redact_override
-from vision_eval.errors import NOT_WRITTEN, OutputsNotWritten, PreflightError, VisionEvalError
-from vision_eval.gates import EXIT_CONFIG, EXIT_INCOMPLETE, SWEEP_EXIT_CODES, worst
-from vision_eval.storage import write_atomically
+from vision_eval.exit_codes import EXIT_CONFIG, EXIT_INCOMPLETE, SWEEP_EXIT_CODES, worst
+from vision_eval.secrets import clean_message, given_secrets, redact, redact_override
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from vision_eval.config import ConfigSources
+
+# Imports stay inside the functions: `vision-eval list`, `describe` and `--help` print before the engine (Polars,
+# pydantic, the evaluators) or Hydra is loaded (tests/test_startup.py).
 
 TOP_LEVEL = ("dataset", "evaluators", "judge", "candidate", "run", "hydra")
 
 
 def _register_resolvers() -> None:
+    from omegaconf import OmegaConf
+
     if not OmegaConf.has_resolver("vision_eval.resource"):
         OmegaConf.register_new_resolver("vision_eval.resource", lambda rel: str(resource(rel)))
 
@@ -41,6 +46,8 @@ def _register_resolvers() -> None:
 def _sources() -> ConfigSources:
     """Which file each top-level section came from, from Hydra's runtime info."""
     from hydra.core.hydra_config import HydraConfig
+
+    from vision_eval.config import ConfigSources
 
     hydra_cfg = HydraConfig.get()
     roots = []
@@ -70,6 +77,7 @@ def _redact_multirun_file() -> None:
     """Hydra saves the whole sweep config (overrides included) as multirun.yaml: hide secrets in it."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
+    from omegaconf import OmegaConf
 
     hydra_cfg = HydraConfig.get()
     path = Path(hydra_cfg.sweep.dir) / "multirun.yaml"
@@ -83,7 +91,7 @@ def _redact_multirun_file() -> None:
 
 
 def _fail(message: str, kind: str = "config error") -> None:
-    print(f"vision-eval: {kind}: {message}", file=sys.stderr)
+    print(f"vision-eval: {kind}: {clean_message(message, sys.argv[1:])}", file=sys.stderr)
     print("nothing was evaluated.", file=sys.stderr)
     sys.exit(EXIT_CONFIG)
 
@@ -100,7 +108,11 @@ def _record_job_failure(code: int, message: str, sources: ConfigSources) -> None
     from hydra.core.hydra_config import HydraConfig
 
     out = Path(HydraConfig.get().runtime.output_dir)
-    info = {"exit_code": code, "problems": [message], "overrides": [redact_override(o) for o in sources.overrides]}
+    info = {
+        "exit_code": code,
+        "problems": [clean_message(message, sys.argv[1:])],
+        "overrides": [redact_override(o) for o in sources.overrides],
+    }
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / "run.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
@@ -128,8 +140,12 @@ def _task(cfg: DictConfig) -> Any:
 
 
 def _run_job(cfg: DictConfig, multirun: bool) -> int:
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
     from vision_eval.api import run_config
     from vision_eval.config import validate_config
+    from vision_eval.errors import OutputsNotWritten, PreflightError, VisionEvalError
     from vision_eval.summary import print_summary
 
     _redact_multirun_file()
@@ -149,7 +165,9 @@ def _run_job(cfg: DictConfig, multirun: bool) -> int:
         message = str(exc).splitlines()[0] if isinstance(exc, OmegaConfBaseException) else str(exc)
         if not multirun:
             _fail(message, kind)
-        print(f"vision-eval: {kind}: {message} (this job evaluated nothing)", file=sys.stderr)
+        print(
+            f"vision-eval: {kind}: {clean_message(message, sys.argv[1:])} (this job evaluated nothing)", file=sys.stderr
+        )
         _record_job_failure(EXIT_CONFIG, f"{kind}: {message}", sources)
         return EXIT_CONFIG
     if config.run.dry_run:
@@ -174,6 +192,11 @@ def _run_job(cfg: DictConfig, multirun: bool) -> int:
 def _write_config(config: Any, result: Any, output_dir: Path) -> None:
     """config.yaml beside the outputs (secrets redacted). A disk that refuses it makes the run exit 3; when the
     outputs could not be written already, that is said once and this file is not tried."""
+    from omegaconf import OmegaConf
+
+    from vision_eval.errors import NOT_WRITTEN, OutputsNotWritten
+    from vision_eval.storage import write_atomically
+
     if any(problem.startswith(NOT_WRITTEN) for problem in result.problems):
         return
     text = OmegaConf.to_yaml(OmegaConf.create(redact(config.model_dump(mode="json"))))
@@ -222,10 +245,7 @@ def check_group_choices(argv: list[str]) -> str | None:
 
 def install_log_redaction(argv: list[str]) -> None:
     """Mask secrets given on the command line in every log line (Hydra logs a sweep's overrides)."""
-    from vision_eval.secrets import Secrets
-
-    values = [v for arg in argv for _, found in SECRET_ASSIGNMENT.findall(arg) for v in found.split(",")]
-    secrets = Secrets(values)
+    secrets = given_secrets(argv)
     previous = logging.getLogRecordFactory()
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
@@ -276,34 +296,43 @@ def main() -> None:
     """Console-script entry point: a subcommand (``list``, ``describe``, ``init``), else a Hydra run. However it
     ends, the console gets one line (:mod:`vision_eval.exits`): Hydra's refusals are exit 2, a disk that refuses
     a write exit 3, Ctrl-C 130, anything unexpected an internal error (exit 4, its traceback in a log file)."""
+    from vision_eval.console import guarded_console
     from vision_eval.exits import hydra_problem, internal_error, interrupted
-    from vision_eval.storage import disk_failure
 
     given = list(sys.argv[1:])
-    try:
-        _main()
-    except KeyboardInterrupt as exc:
-        interrupted(exc)
-    except Exception as exc:
-        problem = hydra_problem(exc, given)
-        if problem is not None:
-            _fail(problem)
-        disk = disk_failure(exc)
-        if disk is not None:
-            print(f"vision-eval: exit {EXIT_INCOMPLETE}: {disk}", file=sys.stderr)
-            sys.exit(EXIT_INCOMPLETE)
-        sys.exit(internal_error(exc, None, given))
+    with guarded_console(given):  # secrets masked; `vision-eval list | head`: printing stops, the command does not
+        try:
+            _main()
+        except KeyboardInterrupt as exc:
+            interrupted(exc)
+        except Exception as exc:
+            from vision_eval.storage import disk_failure
+
+            problem = hydra_problem(exc, given)
+            if problem is not None:
+                _fail(problem)
+            disk = disk_failure(exc)
+            if disk is not None:
+                print(f"vision-eval: exit {EXIT_INCOMPLETE}: {disk}", file=sys.stderr)
+                sys.exit(EXIT_INCOMPLETE)
+            sys.exit(internal_error(exc, None, given))
 
 
 def _main() -> None:
-    import hydra
-
     from vision_eval.commands import dispatch
-    from vision_eval.launchers import missing_launcher
 
-    code = dispatch(sys.argv[1:])
+    code = dispatch(sys.argv[1:])  # `list`, `describe`, the top of `--help`: printed before Hydra is imported
     if code is not None:
         sys.exit(code)
+    import hydra
+
+    from vision_eval.command_line import CommandLineError, hydra_order
+    from vision_eval.launchers import missing_launcher
+
+    try:
+        sys.argv[1:] = hydra_order(sys.argv[1:])  # flags anywhere: `run.limit=2 -m judge=a,b`
+    except CommandLineError as exc:
+        _fail(str(exc), "command-line error")
     sys.argv[1:] = expand_shards(sys.argv[1:])
     problem = check_group_choices(sys.argv[1:]) or missing_launcher(sys.argv[1:])
     if problem:

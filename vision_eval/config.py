@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import UnionType
@@ -12,6 +11,9 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from vision_eval.errors import ConfigError
+from vision_eval.secrets import SECRET_ASSIGNMENT as SECRET_ASSIGNMENT  # the one redaction lives in secrets
+from vision_eval.secrets import redact as redact
+from vision_eval.secrets import redact_override as redact_override
 
 
 class StrictModel(BaseModel):
@@ -337,8 +339,8 @@ class ConfigSources:
             name = override.lstrip("+~").split("=", 1)[0]
             if name in self.files:  # a group choice (evaluators=mine) picks a file; it sets no value
                 continue
-            if name == key or key.startswith(name + "."):
-                return f"command-line override '{override}'"
+            if name == key or key.startswith(name + "."):  # quoted without the ``++`` vision-eval may have added
+                return f"command-line override '{override.removeprefix('++')}'"
         top = key.split(".", 1)[0]
         return self.files.get(top)
 
@@ -433,33 +435,3 @@ def validate_config(raw: Mapping[str, Any], sources: ConfigSources | None = None
         return AppConfig.model_validate(dict(raw))
     except ValidationError as exc:
         raise config_error_from(exc, sources=sources, model=AppConfig) from None
-
-
-SECRET_KEYS = ("api_key", "apikey", "secret", "token", "password", "authorization")
-
-
-def _is_secret_key(key: str) -> bool:
-    lowered = key.lower()
-    return any(s in lowered for s in SECRET_KEYS) and not lowered.endswith(("_env", "_tokens"))
-
-
-SECRET_ASSIGNMENT = re.compile(r"([\w.+~]*(?:api_?key|secret|password|authorization)(?!_env)\w*)=([^,\s'\"]+)", re.I)
-
-
-def redact_override(override: str) -> str:
-    """Override text (one ``key=value``, or several joined by commas) with secret values hidden."""
-    return SECRET_ASSIGNMENT.sub(r"\1=***", override)
-
-
-def redact(value: Any) -> Any:
-    """A copy of a config mapping with secret values replaced by ``***``."""
-    if isinstance(value, Mapping):
-        out = {}
-        for key, item in value.items():
-            out[key] = "***" if _is_secret_key(str(key)) and item not in (None, "") else redact(item)
-        return out
-    if isinstance(value, list | tuple):
-        return [redact(v) for v in value]
-    if isinstance(value, SecretStr):
-        return "***"
-    return value

@@ -4,7 +4,7 @@
 * an unexpected exception (a bug): where to report it, the traceback written to a log file (exit 4);
 * a command line Hydra cannot read (its override grammar, a missing config): the override and a hint (exit 2).
 
-The exit codes themselves are in :mod:`vision_eval.gates`.
+The exit codes themselves are in :mod:`vision_eval.exit_codes`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ import traceback
 from pathlib import Path
 from typing import NoReturn
 
-from vision_eval.config import SECRET_ASSIGNMENT, redact_override
-from vision_eval.gates import EXIT_INTERNAL, EXIT_INTERRUPTED
-from vision_eval.secrets import Secrets
+from vision_eval.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED
+from vision_eval.secrets import given_secrets, redact_override
 
 LOG_NAME = "vision-eval-error.log"
 """The file an internal error's traceback goes to, in the run directory (or a temporary file when there is none)."""
@@ -41,13 +40,6 @@ def interrupted(exc: KeyboardInterrupt) -> NoReturn:
         sys.stderr.flush()
     finally:
         os._exit(EXIT_INTERRUPTED)
-
-
-def _secrets(argv: list[str]) -> Secrets:
-    """Values a traceback must not show: keys given on the command line or in ``*_API_KEY`` variables."""
-    given = [v for arg in argv for _, found in SECRET_ASSIGNMENT.findall(arg) for v in found.split(",")]
-    env = [value for name, value in os.environ.items() if name.upper().endswith(("API_KEY", "_TOKEN", "_SECRET"))]
-    return Secrets([*given, *env])
 
 
 def _report_to() -> str:
@@ -86,7 +78,7 @@ def _write_log(text: str, run_dir: Path | None) -> Path | None:
 def internal_error(exc: BaseException, run_dir: Path | None, argv: list[str]) -> int:
     """Say in one line that vision-eval failed (a bug, not the user's input) and where to report it; the traceback
     (secrets masked) goes to a log file, never to the console. Returns exit code 4."""
-    secrets = _secrets(argv)
+    secrets = given_secrets(argv)
     text = secrets.scrub(redact_override("".join(traceback.format_exception(exc))))
     log = _write_log(text, run_dir)
     what = secrets.scrub(

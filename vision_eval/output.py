@@ -11,9 +11,9 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.config import redact, redact_override
 from vision_eval.errors import OutputsNotWritten
 from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, conform
+from vision_eval.secrets import redact, redact_override
 from vision_eval.storage import io_failure, write_atomically
 from vision_eval.summary import summarize
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import importlib
 from functools import lru_cache
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from vision_eval.evaluator import Evaluator
+if TYPE_CHECKING:
+    from vision_eval.evaluator import Evaluator
 
-E = TypeVar("E", bound=type[Evaluator])
+E = TypeVar("E", bound="type[Evaluator]")
 
 ENTRY_POINTS = "vision_eval.evaluators"
 """The entry point group evaluator types are declared in."""
@@ -60,6 +61,8 @@ def index() -> dict[str, str]:
 
 def _load(type_name: str, target: str) -> None:
     """Import the class ``target`` names and register it as ``type_name`` (an import failure is recorded)."""
+    from vision_eval.evaluator import Evaluator  # here: the index alone (`vision-eval list`) needs no pydantic
+
     module, _, attribute = target.partition(":")
     if module in _BROKEN:
         return
@@ -108,6 +111,11 @@ def names() -> list[str]:
     """All registered type names, sorted (the types of a module that failed to import are missing)."""
     _load_all()
     return sorted(_REGISTRY)
+
+
+def added_at_run_time() -> dict[str, type[Evaluator]]:
+    """The types :func:`register` added that no entry point declares (nothing is imported)."""
+    return {name: cls for name, cls in _REGISTRY.items() if name not in index()}
 
 
 def registered() -> dict[str, type[Evaluator]]:

@@ -1,23 +1,62 @@
-"""One redaction of the configured keys' values for every string a run writes or prints.
+"""One redaction of secrets for every string a run writes or prints.
 
-Config files and overrides are redacted by key name (:func:`vision_eval.config.redact`); this module
-redacts by *value*: the API keys of every configured judge and candidate (``api_key`` given directly, or the
-variable named by ``api_key_env``), wherever they appear — a provider's error body that echoes the key, a
-reply, a log line. Values shorter than :data:`MIN_SECRET_LENGTH` are not treated as secrets (they cannot be
-told apart from ordinary text, and local servers often take a dummy key such as ``x``).
+Config mappings and overrides are redacted by key name (:func:`redact`, :func:`redact_override`); values are
+redacted wherever they appear (:class:`Secrets`): the keys given on the command line and in ``*_API_KEY``
+variables (:func:`given_secrets`: every console message, argument errors included), and the API keys of every
+configured judge and candidate (``api_key`` given directly, or the variable named by ``api_key_env``) — a
+provider's error body that echoes the key, a reply, a log line. Values shorter than :data:`MIN_SECRET_LENGTH` are
+not treated as secrets (they cannot be told apart from ordinary text, and local servers often take a dummy key
+such as ``x``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from typing import Any
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
 MIN_SECRET_LENGTH = 8
 MASK = "***"
 TEXT_COLUMNS = ("error", "details")
+SECRET_KEYS = ("api_key", "apikey", "secret", "token", "password", "authorization")
+SECRET_ASSIGNMENT = re.compile(r"([\w.+~]*(?:api[_-]?key|secret|password|authorization)(?!_env)\w*)=([^,\s'\"]+)", re.I)
+"""A ``key=value`` whose key names a secret (in an override, a log line, a message)."""
+KEY_SHAPE = re.compile(
+    r"(?<![\w-])(?:sk-[\w-]{16,}|AIza[\w-]{30,}|hf_[A-Za-z0-9]{30,}|gsk_[A-Za-z0-9]{30,}|xai-[A-Za-z0-9]{30,}"
+    r"|AKIA[0-9A-Z]{16})"
+)
+"""A token shaped like a provider's API key (OpenAI, Anthropic, Google, Hugging Face, Groq, xAI, AWS), wherever it is
+typed on a command line (``judge=sk-…``: a key pasted in the wrong place)."""
+SECRET_VARIABLES = ("API_KEY", "_TOKEN", "_SECRET")
+"""Environment variables whose values are secrets, by the end of their names."""
+
+
+def _is_secret_key(key: str) -> bool:
+    lowered = key.lower()
+    return any(s in lowered for s in SECRET_KEYS) and not lowered.endswith(("_env", "_tokens"))
+
+
+def redact_override(override: str) -> str:
+    """Override text (one ``key=value``, or several joined by commas) with secret values hidden."""
+    return SECRET_ASSIGNMENT.sub(rf"\1={MASK}", override)
+
+
+def redact(value: Any) -> Any:
+    """A copy of a config mapping with secret values replaced by ``***``."""
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            out[key] = MASK if _is_secret_key(str(key)) and item not in (None, "") else redact(item)
+        return out
+    if isinstance(value, list | tuple):
+        return [redact(v) for v in value]
+    if hasattr(value, "get_secret_value"):  # pydantic's SecretStr
+        return MASK
+    return value
 
 
 def key_values(model: Any) -> list[str]:
@@ -55,9 +94,27 @@ class Secrets:
 
     def scrub_frame(self, frame: pl.DataFrame, columns: Iterable[str] = TEXT_COLUMNS) -> pl.DataFrame:
         """``frame`` with the secret values masked in its text ``columns`` (vectorized)."""
+        import polars as pl
+
         present = [c for c in columns if c in frame.columns and frame.schema[c] == pl.Utf8]
         if not self.values or not present:
             return frame
         return frame.with_columns(
             pl.col(c).str.replace_many(self.values, [MASK] * len(self.values), leftmost=True) for c in present
         )
+
+
+def given_secrets(argv: Iterable[str]) -> Secrets:
+    """The secrets a command line must never show: the values of ``…api_key=`` (any secret-named key) arguments,
+    the arguments' tokens shaped like an API key (:data:`KEY_SHAPE`), and the values of the ``*_API_KEY`` /
+    ``*_TOKEN`` / ``*_SECRET`` environment variables."""
+    argv = list(argv)
+    given = [v for arg in argv for _, found in SECRET_ASSIGNMENT.findall(arg) for v in found.split(",")]
+    given += [token for arg in argv for token in KEY_SHAPE.findall(arg)]
+    env = [value for name, value in os.environ.items() if name.upper().endswith(SECRET_VARIABLES)]
+    return Secrets([*given, *env])
+
+
+def clean_message(text: str, argv: Iterable[str]) -> str:
+    """A console message with every secret masked: by key name and by the values of :func:`given_secrets`."""
+    return given_secrets(argv).scrub(redact_override(text))

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from vision_eval.gates import EXIT_CONFIG
+from vision_eval.exit_codes import EXIT_CONFIG
 
 SUBCOMMANDS = ("list", "describe", "init", "compare")
 
@@ -38,8 +38,9 @@ Common overrides:
   -m key=a,b                                      a sweep: one run per combination
   --config-dir <dir>                              your config folders next to the shipped ones
   --cfg job                                       print the composed config
-Exit codes: 0 every gate holds, 1 a quality gate failed, 2 config error (nothing evaluated), 3 too many errors,
-budget or circuit breaker, 130 interrupted. Docs: README.md and docs/ in the repository.
+Exit codes: 0 every gate holds, 1 a quality gate failed, 2 config error (nothing evaluated), 3 a run problem
+(errors past a gate, budget, circuit breaker, nothing scored, outputs not written), 4 an internal error (a bug),
+130 interrupted. Docs: README.md and docs/ in the repository.
 
 Hydra's own help follows.
 """
@@ -96,6 +97,10 @@ def _init(argv: list[str]) -> int:
         result = init_project(args.dir, args.data, force=args.force)
     except FileExistsError as exc:
         print(f"vision-eval init: would overwrite {exc}; pass --force to replace them", file=sys.stderr)
+        return EXIT_CONFIG
+    except OSError as exc:  # a folder that cannot be written (read-only, /proc, a file in the way)
+        where = exc.filename or args.dir
+        print(f"vision-eval init: cannot write {where}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_CONFIG
     except VisionEvalError as exc:
         print(f"vision-eval init: cannot read the data: {exc}", file=sys.stderr)

@@ -8,6 +8,8 @@ group options (dataset presets, evaluator stacks, judges, candidates) of the shi
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import inspect
 import re
 from collections.abc import Iterator
@@ -19,7 +21,6 @@ import yaml
 
 from vision_eval import registry
 from vision_eval._resources import conf_dir, resource
-from vision_eval.evaluator import Evaluator
 
 GROUPS = (
     ("dataset", "Dataset presets (dataset=<name>)"),
@@ -41,7 +42,10 @@ def first_line(text: str | None) -> str:
 def family(cls: type) -> str:
     """The family of an evaluator class: its folder of ``vision_eval.evaluators`` (``code``, ``fields``,
     ``benchmarks``...; a user class: its module path)."""
-    module = cls.__module__
+    return _family_of_module(cls.__module__)
+
+
+def _family_of_module(module: str) -> str:
     prefix = "vision_eval.evaluators."
     return module[len(prefix) :].split(".", 1)[0] if module.startswith(prefix) else module
 
@@ -56,11 +60,43 @@ class Entry:
 
 
 def builtin_types() -> list[Entry]:
-    """Every registered evaluator type."""
-    return [
-        Entry(name, family(cls), first_line(inspect.getdoc(cls)))
-        for name, cls in sorted(registry.registered().items(), key=lambda item: (family(item[1]), item[0]))
-    ]
+    """Every declared evaluator type (and every one registered at run time), each described by its class's
+    docstring read from its source file: listing imports no evaluator module, nor what they import (Polars,
+    pydantic). A class whose docstring is not in its source (inherited, generated, or the file unreadable) is
+    imported; one that then fails to import is left out, as a lookup would refuse it."""
+    entries = []
+    for name, target in registry.index().items():
+        module, _, attribute = target.partition(":")
+        doc = _source_docstring(module, attribute)
+        if doc is None:
+            try:
+                cls = registry.get(name)
+            except KeyError:
+                continue
+            module, doc = cls.__module__, inspect.getdoc(cls)
+        entries.append(Entry(name, _family_of_module(module), first_line(doc)))
+    for name, cls in registry.added_at_run_time().items():
+        entries.append(Entry(name, family(cls), first_line(inspect.getdoc(cls))))
+    return sorted(entries, key=lambda entry: (entry.family, entry.name))
+
+
+def _source_docstring(module: str, class_name: str) -> str | None:
+    """The docstring of the top-level class ``class_name`` in the source file of ``module``, cleaned as
+    :func:`inspect.getdoc` cleans it (``None`` when the file or the class or its docstring is not there)."""
+    try:
+        spec = importlib.util.find_spec(module)  # imports the parent packages only
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    try:
+        tree = ast.parse(Path(spec.origin).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            return ast.get_docstring(node, clean=True)
+    return None
 
 
 def _yaml_files(folder: Path) -> Iterator[Path]:
@@ -81,8 +117,6 @@ def _targets(value: Any) -> Iterator[str]:
 
 def user_types(dirs: list[Path]) -> list[Entry]:
     """The ``_target_`` classes and functions named in the evaluator stacks of ``dirs``."""
-    from vision_eval.stack import import_object
-
     found: list[Entry] = []
     seen: set[str] = set()
     for folder in dirs:
@@ -95,6 +129,9 @@ def user_types(dirs: list[Path]) -> list[Entry]:
                 if target in seen:
                     continue
                 seen.add(target)
+                from vision_eval.evaluator import Evaluator  # only for a stack that names a `_target_`
+                from vision_eval.stack import import_object
+
                 try:
                     obj = import_object(target)
                 except Exception as exc:  # a user's module can fail in any way; say so and go on

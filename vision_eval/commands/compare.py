@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.gates import EXIT_CONFIG
+from vision_eval.exit_codes import EXIT_CONFIG
 
 EXIT_REGRESSION = 1
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import yaml
 
 from vision_eval._resources import conf_dir
@@ -65,9 +66,10 @@ BY_SHAPE: dict[str, tuple[str, dict[str, Any], str]] = {
     "answers": ("answer", {"type": "anls"}, "expected outputs are lists of answers: best similarity over them (ANLS)"),
     "count": (
         "count",
-        {"type": "exact_count"},
-        "expected outputs are whole numbers: the reply must be the count "
-        "(protocol: lenient reads a number anywhere in the reply)",
+        {"type": "exact_count", "protocol": "lenient"},
+        "expected outputs are whole numbers: protocol lenient reads the count anywhere in the reply (digits or a "
+        "number word); protocol lmms_eval is CountBench's reading, where a reply that is not just the number is "
+        "unreadable",
     ),
     "number": (
         "number",
@@ -115,6 +117,51 @@ def starter_stack(shape: Shape, numbers_are_counts: bool, has_output: bool, has_
     return stack
 
 
+TASK_COLUMNS = ("task", "task_type", "type", "kind", "subtask")
+"""Column names that say which task a row belongs to; rows are then grouped, one starter per task."""
+MAX_TASKS = 12
+
+
+@dataclass
+class TaskGroup:
+    """The rows of one task (all rows when the data has no task column)."""
+
+    value: str | None
+    """The task column's value, or ``None`` for the whole data."""
+    shape: Shape
+    counts: bool
+    """Every expected output is a whole number (a count)."""
+
+
+def task_column(frame: Any) -> str | None:
+    """The column naming each row's task, when the data has one with 2 to ``MAX_TASKS`` text values."""
+    by_lower = {c.lower(): c for c in frame.columns}
+    for name in TASK_COLUMNS:
+        column = by_lower.get(name)
+        if column is not None and frame.schema[column] == pl.Utf8 and 2 <= frame[column].n_unique() <= MAX_TASKS:
+            return str(column)
+    return None
+
+
+def grouped_stack(groups: list[TaskGroup], column: str | None, has_output: bool, has_images: bool) -> list[Starter]:
+    """One starter per task (with ``where: "<column> = '<task>'"``), or one for the whole data."""
+    if column is None or len(groups) < 2:
+        only = groups[0] if groups else TaskGroup(None, Shape("none"), False)
+        return starter_stack(only.shape, only.counts, has_output, has_images)
+    stack: list[Starter] = []
+    for group in groups:
+        value = str(group.value)
+        for starter in starter_stack(group.shape, group.counts, has_output, has_images=False):
+            label = value if starter.name in value.lower() else f"{value}_{starter.name}"
+            name = re.sub(r"[^a-z0-9_]+", "_", label.lower()).strip("_")
+            quoted = value.replace("'", "''")
+            settings = {**starter.settings, "where": f"{column} = '{quoted}'"}
+            stack.append(Starter(name, settings, f"{column} {value}: {starter.why}"))
+    if has_images:
+        stack.append(IMAGE_JUDGE)
+    return stack
+
+
 def _yaml(value: Any) -> str:
     return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=110)
 
@@ -124,19 +171,32 @@ def _comment(text: str) -> str:
     return "".join(f"# {line}\n" if line else "#\n" for line in lines)
 
 
-def _dataset_yaml(data: Path, frame: Any, mapping: dict[str, str], name: str) -> str:
+def _dataset_yaml(data: Path, frame: Any, mapping: dict[str, str], name: str, folder: Path) -> str:
     described = ", ".join(f"{c} ({frame.schema[c]})" for c in frame.columns)
     head = (
         f"{name}: written by `vision-eval init` from {data.name} ({frame.height} rows read).\n"
         f"Columns: {described}.\n"
-        "`columns` maps source columns onto the canonical ones (id, input, output, expected_output, images);\n"
+        "`path` is relative to this config folder. `columns` maps source columns onto the canonical ones (id, input,\n"
+        "output, expected_output, images);\n"
         "unmapped columns stay as metadata, usable in `where:` filters and judge prompts."
     )
-    body: dict[str, Any] = {"path": str(data)}
+    body: dict[str, Any] = {"path": _relative_path(data, folder)}
     if mapping:
         body["columns"] = mapping
     body["description"] = f"{data.name} (vision-eval init)"
     return _comment(head) + _yaml(body)
+
+
+def _relative_path(data: Path, folder: Path) -> str:
+    """The data's path as the dataset file writes it: relative to the config folder (a relative ``dataset.path``
+    that names nothing from the working folder is read from the config folder: ``api.dataset_from_config_folder``),
+    so the folder and its data can move together."""
+    import os
+
+    try:
+        return os.path.relpath(data, folder.resolve())
+    except ValueError:  # another drive
+        return str(data)
 
 
 def _stack_yaml(stack: list[Starter], name: str) -> str:
@@ -199,16 +259,16 @@ def _taken() -> set[str]:
     return {p.stem for group in ("dataset", "evaluators") for p in (shipped / group).glob("*.yaml")}
 
 
-def _check(dataset: dict[str, Any], stack: list[Starter]) -> list[str]:
+def _check(dataset: dict[str, Any], stack: list[Starter], dataset_file: Path) -> list[str]:
     """Problems a run of the written config would stop on (none expected): validated as a run would."""
     from vision_eval.api import run_config
-    from vision_eval.config import validate_config
+    from vision_eval.config import ConfigSources, validate_config
 
     config = validate_config(
         {"dataset": dataset, "evaluators": {s.name: s.settings for s in stack}, "run": {"dry_run": True}}
     )
     try:
-        run_config(config)
+        run_config(config, sources=ConfigSources(files={"dataset": str(dataset_file)}))
     except VisionEvalError as exc:
         return [str(exc)]
     return []
@@ -231,16 +291,22 @@ def init_project(folder: Path, data: Path | None, force: bool = False) -> InitRe
     mapping = map_columns(raw.frame)
     canonical = canonicalize(raw, DatasetConfig(path=str(data), columns=mapping), limit=1000)
     name = project_name(data, _taken())
-    expected = canonical["expected_output"] if "expected_output" in canonical.columns else None
-    shape = expected_shape(expected)
-    counts = shape.kind == "number" and bool(
-        expected is not None and expected.cast(str).str.strip_chars().str.contains(r"^[0-9]+$").all()
-    )
+    column = task_column(raw.frame)
+    values = [None] if column is None else raw.frame[column].unique(maintain_order=True).to_list()
+    groups = []
+    for value in values:
+        rows = canonical if value is None or column is None else canonical.filter(pl.col(column) == value)
+        expected = rows["expected_output"] if "expected_output" in rows.columns else None
+        shape = expected_shape(expected)
+        counts = shape.kind == "number" and bool(
+            expected is not None and expected.cast(str).str.strip_chars().str.contains(r"^[0-9]+$").all()
+        )
+        groups.append(TaskGroup(value, shape, counts))
     has_images = "images" in canonical.columns and bool(canonical["images"].list.len().fill_null(0).gt(0).any())
-    stack = starter_stack(shape, counts, "output" in canonical.columns, has_images)
+    stack = grouped_stack(groups, column, "output" in canonical.columns, has_images)
 
     files = {
-        folder / "dataset" / f"{name}.yaml": _dataset_yaml(data, raw.frame, mapping, name),
+        folder / "dataset" / f"{name}.yaml": _dataset_yaml(data, raw.frame, mapping, name, folder),
         folder / "evaluators" / f"{name}.yaml": _stack_yaml(stack, name),
         folder / "judge" / f"{JUDGE_NAME}.yaml": JUDGE_YAML,
         folder / "project" / "default.yaml": _project_yaml(name, folder),
@@ -260,5 +326,5 @@ def init_project(folder: Path, data: Path | None, force: bool = False) -> InitRe
         )
     else:
         dataset = yaml.safe_load(files[folder / "dataset" / f"{name}.yaml"])
-        problems += _check(dataset, stack)
+        problems += _check(dataset, stack, folder / "dataset" / f"{name}.yaml")
     return InitResult(name, list(files), mapping, stack, raw.frame.height, problems)

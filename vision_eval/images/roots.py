@@ -5,8 +5,10 @@ dataset file's folder or ``dataset.image_root``; for rows from Python the workin
 after symlinks are resolved; an absolute path or a ``file://`` URI must fall, after symlinks are resolved, under the
 dataset root (local datasets only) or a folder of ``dataset.image_roots``. Hub datasets (a hub id or an HF
 ``Dataset`` object) have no local root: their absolute paths name files of the machine that built the dataset, so
-only ``dataset.image_roots`` admits them. Rows built in Python (a list of dicts, a Polars or pandas frame) are the
-caller's own values: their absolute paths are read as given unless ``dataset.image_roots`` is set.
+only ``dataset.image_roots`` admits them, and a relative path is read from the first of them that holds it (an HF
+``Dataset`` built in a notebook from relative file paths needs nothing else). Rows built in Python (a list of dicts,
+a Polars or pandas frame) are the caller's own values: their absolute paths are read as given unless
+``dataset.image_roots`` is set.
 """
 
 from __future__ import annotations
@@ -65,11 +67,12 @@ class ImageRoots:
                 resolved = candidate.resolve()
                 if not self.allows(resolved):
                     return None, (
-                        f"image path {raw!r} is outside the dataset root and dataset.image_roots: not allowed"
+                        f"image path {raw!r} is outside the dataset root and dataset.image_roots: not allowed "
+                        f"(dataset.image_roots=['{resolved.parent}'] would admit it)"
                     )
                 return resolved, None
             if self.base is None:
-                return None, f"relative image path {raw!r} has no dataset folder to resolve against (set image_root)"
+                return self._in_image_roots(raw, candidate)
             resolved = (self.base / candidate).resolve()
         except (OSError, RuntimeError, ValueError):
             return None, f"cannot resolve image path {raw!r}"
@@ -77,6 +80,22 @@ class ImageRoots:
         if not any(resolved.is_relative_to(folder) for folder in (self.base, *self.allowed)):
             return None, f"image path {raw!r} escapes the dataset root {str(self.base)!r}"
         return resolved, None
+
+    def _in_image_roots(self, raw: str, candidate: Path) -> tuple[Path | None, str | None]:
+        """A relative path of a dataset without a folder of its own (an HF ``Dataset`` built in Python, a hub
+        dataset): the first of ``dataset.image_roots`` that holds it, staying inside that root."""
+        for root in self.allowed:
+            resolved = (root / candidate).resolve()
+            if resolved.is_relative_to(root) and resolved.exists():
+                return resolved, None
+        if self.allowed:
+            shown = ", ".join(str(root) for root in self.allowed)
+            return None, f"relative image path {raw!r} is in none of dataset.image_roots ({shown})"
+        here = Path.cwd().resolve()
+        hint = (
+            f"dataset.image_roots=['{here}']" if (here / candidate).exists() else "dataset.image_roots=[<its folder>]"
+        )
+        return None, f"relative image path {raw!r} has no dataset folder to resolve against ({hint} would admit it)"
 
 
 def as_roots(root: ImageRoots | Path | str | None) -> ImageRoots:

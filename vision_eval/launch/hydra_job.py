@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vision_eval.gates import EXIT_INTERNAL
+from vision_eval.exit_codes import EXIT_INTERNAL
 from vision_eval.launch import holder
 
 

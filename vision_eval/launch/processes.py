@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-from vision_eval.gates import EXIT_INCOMPLETE, EXIT_INTERRUPTED
+from vision_eval.exit_codes import EXIT_INCOMPLETE, EXIT_INTERRUPTED
 from vision_eval.launch.hydra_job import JobSpec, sigterm_as_ctrl_c
 from vision_eval.launch.sweep import JobOutcome
 

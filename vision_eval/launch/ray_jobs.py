@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from vision_eval.gates import EXIT_INCOMPLETE, EXIT_INTERRUPTED
+from vision_eval.exit_codes import EXIT_INCOMPLETE, EXIT_INTERRUPTED
 from vision_eval.launch.hydra_job import JobSpec, exit_code, run, unpack
 from vision_eval.launch.processes import STOP_WAIT_S, WAKE_S
 from vision_eval.launch.sweep import JobOutcome

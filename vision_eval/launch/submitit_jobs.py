@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from vision_eval.errors import Interrupted
-from vision_eval.gates import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED
+from vision_eval.exit_codes import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_INTERRUPTED
 from vision_eval.launch.holder import SLURM_LIVE
 from vision_eval.launch.hydra_job import JobSpec, exit_code, run, sigterm_as_ctrl_c, unpack
 from vision_eval.launch.processes import describe_exit

@@ -23,7 +23,7 @@ from omegaconf import DictConfig
 
 from vision_eval.config import redact_override
 from vision_eval.errors import Interrupted
-from vision_eval.gates import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, SWEEP_EXIT_CODES, worst
+from vision_eval.exit_codes import EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, SWEEP_EXIT_CODES, worst
 
 PREFIX = "vision-eval: sweep"
 CONFIG_FLAGS = ("--config-dir", "-cd", "--config-name", "-cn", "--config-path", "-cp")

@@ -90,6 +90,11 @@ def _hint(use: ModelUse, error: CallError) -> str:
         return f"is a server listening at {config.api_base or 'the provider URL'}? check judge.api_base"
     if error.status == 429:
         return "the provider is rate limiting or the account is out of quota"
+    if error.status >= 500:
+        return (
+            "a server error is the provider's trouble, not your settings: retry later, or start without this "
+            "check (run.preflight=false; rows whose calls still fail become error rows)"
+        )
     return "check the model's settings (params, max_tokens)"
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
+from vision_eval.console import guarded_console
 from vision_eval.leaderboard import markdown, write_leaderboard
 from vision_eval.report import REPORT_FILE, find_run_dirs, load_runs, write_report
 from vision_eval.report.selection import Limits
@@ -29,7 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="run directories, folders holding runs (searched recursively) or globs of folders / Parquet files",
     )
     parser.add_argument(
-        "-o", "--output", help=f"where to write the report (default: <common folder of the runs>/{REPORT_FILE})"
+        "-o",
+        "--output",
+        help=f"where to write the report, {LEADERBOARD}.parquet beside it (default: <common folder of the runs>/"
+        f"{REPORT_FILE})",
     )
     parser.add_argument("--title", help="page title (default: derived from the folder)")
     parser.add_argument("--thumb-size", type=int, default=256, help="longest side of embedded thumbnails, pixels")
@@ -61,8 +65,13 @@ def output_root(paths: Sequence[str], dirs: Sequence[Path]) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    """Entry point; returns the process exit code. A reader that closes the pipe (``| head``) stops the printing,
+    not the report."""
+    with guarded_console():
+        return _report(build_parser().parse_args(argv))
+
+
+def _report(args: argparse.Namespace) -> int:
     dirs = find_run_dirs(args.paths)
     if not dirs:
         print(
@@ -70,14 +79,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     root = output_root(args.paths, dirs)
+    out = Path(args.output) if args.output else root / REPORT_FILE
+    folder = out.parent if args.output else root  # the leaderboard goes beside the report
     data = load_runs(dirs)
-    board, _ = write_leaderboard(dirs, root)
+    board, _ = write_leaderboard(dirs, folder)
     print(markdown(board))
-    print(f"wrote {root / (LEADERBOARD + '.parquet')}")
+    print(f"wrote {folder / (LEADERBOARD + '.parquet')}")
     data.tables[LEADERBOARD] = board
     if args.no_html:
         return 0
-    out = Path(args.output) if args.output else root / REPORT_FILE
     title = args.title or f"vision-eval report: {root.name}"
     limits = Limits(max_samples=args.max_samples, max_failing=min(args.max_failing, args.max_samples), seed=args.seed)
     written = write_report(data, out, title=title, thumb_size=args.thumb_size, limits=limits)
