@@ -12,20 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-
-def cpu_of(command: list[str], cwd: Path) -> float:
-    """CPU seconds (user + system) of one run of ``command`` in a fresh process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(command, cwd=cwd, check=True, capture_output=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+from bench_demo import cpu_of  # the same measurement as the demo's
 
 
 def main() -> None:
