@@ -97,6 +97,17 @@ def test_a_dead_shard_is_named_with_its_resume_command(sweep: Path, capsys: pyte
     assert "shard 2/3 died unfinished" in out and f"run.resume={(sweep / '2').resolve()}" in out
 
 
+def test_a_shard_killed_before_its_checkpoint_is_named(sweep: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    shutil.rmtree(sweep / "1")
+    (sweep / "1").mkdir()
+    (sweep / "1" / ".vision_eval.lock").write_text(json.dumps({**holder.me(), "pid": gone.pid}))
+    code, out = _report(sweep, capsys)
+    assert code == 3, out
+    assert "shard 1/3 is missing" in out and "dead before it saved anything" in out
+
+
 def test_a_running_shard_is_named_as_running(sweep: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _unfinish(sweep / "0", "0/3", None)
     (sweep / "0" / ".vision_eval.lock").write_text(json.dumps(holder.me()))  # this process: alive

@@ -158,13 +158,11 @@ def check_shards(dirs: list[Path], roots: Iterable[str | Path] = ()) -> list[str
     groups: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
     for directory, info in zip(dirs, infos):
         groups.setdefault(group_key(info), []).append((directory, info))
-    look = {Path(r).resolve() for r in roots if Path(r).is_dir()}
-    look |= {d.parent for d, info in zip(dirs, infos) if _shard_of(info)}
-    unfinished = _unfinished(sorted(look))
+    sweeps = {d.parent for d, info in zip(dirs, infos) if _shard_of(info)}
+    unfinished = _unfinished(sorted({Path(r).resolve() for r in roots if Path(r).is_dir()} | sweeps))
     problems = [p for members in groups.values() for p in _check_group(members, unfinished)]
-    matched = {u.path for u in unfinished if any(str(u.path) in p for p in problems)}
-    for run in unfinished:
-        if run.shard is None and run.path not in matched and run.path not in set(dirs):
+    for run in unfinished:  # killed before its checkpoint said which shard it is: it may be one of them
+        if run.shard is None and run.path.parent in sweeps:
             state = f"still running ({run.running})" if run.running else "dead before it saved anything"
             problems.append(f"an unfinished run in {run.path} ({state}): let it finish, or move it out of the folder")
     return problems
