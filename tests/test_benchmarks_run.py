@@ -21,6 +21,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
     "bench_demo.py": ["--runs", "1"],
     "bench_engine.py": ["--rows", "2000"],
     "bench_field_accuracy.py": ["--sizes", "500"],
+    "bench_intervals.py": ["--rows", "3000"],
     "bench_isolation.py": ["--rows", "2000"],
     "bench_judge_throughput.py": [
         "--calls",

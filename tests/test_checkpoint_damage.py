@@ -5,8 +5,8 @@ again any call the journal proves finished, and counts each finished call it doe
 The checkpoint is made once, for real: a judge run against the fake provider, stopped by SIGINT once a few batches
 are saved (the process ends, SQLite merges its journal into ``calls.sqlite``). Each case damages a copy, then
 counts the requests the fake receives. With ``R`` rows, ``J`` finished calls (``calls.keys``) and ``P`` whole
-parts (one row each), a resume whose journal is intact sends exactly ``R - J`` requests; one whose journal is
-lost sends ``R - P`` and says that ``J - P`` of them were sent again.
+parts holding ``W`` rows (a part is a data batch of the judge), a resume whose journal is intact sends exactly
+``R - J`` requests; one whose journal is lost sends ``R - W`` and says that ``J - W`` of them were sent again.
 """
 
 from __future__ import annotations
@@ -132,6 +132,8 @@ class Damage:
     journal_lost: bool = False
     """The journal cannot answer the run's finished calls any more (they are sent again, counted)."""
     part_lost: bool = False
+    part: int = 0
+    """Which part is damaged (when one is)."""
 
 
 DAMAGES = [
@@ -143,7 +145,7 @@ DAMAGES = [
     Damage("garbage_manifest", lambda c: (c / "manifest.json").write_text("}{ not json"), "manifest.json: not valid"),
     Damage("truncated_part", lambda c: halve(parts(c)[0] / "results.part"), "results.part is ", part_lost=True),
     Damage("zeroed_part", lambda c: zero(parts(c)[1] / "fields.part"), "fields.part is not a whole Parquet file",
-           part_lost=True),
+           part_lost=True, part=1),
     Damage("deleted_part_file", lambda c: (parts(c)[0] / "dimensions.part").unlink(), "dimensions.part is missing",
            part_lost=True),
     Damage("zeroed_journal_and_truncated_part", zero_journal_and_halve_a_part,
@@ -157,9 +159,11 @@ def test_a_damaged_checkpoint_is_refused_before_anything_is_sent_then_resumes_pa
 ) -> None:
     checkpoint = copy.checkpoint
     recorded, whole = finished_calls(checkpoint), len(parts(checkpoint))
-    assert 0 < whole <= recorded < ROWS, (whole, recorded)
+    heights = [pl.read_parquet(part / "results.part").height for part in parts(checkpoint)]
+    assert whole >= 2 and sum(heights) <= recorded < ROWS, (heights, recorded)
     damage.harm(checkpoint)
     whole -= damage.part_lost
+    whole_rows = sum(heights) - (heights[damage.part] if damage.part_lost else 0)
     fake = copy.fake
     before = fake.wait_idle()
     with pytest.raises(CheckpointDamaged) as refused:
@@ -175,7 +179,7 @@ def test_a_damaged_checkpoint_is_refused_before_anything_is_sent_then_resumes_pa
     sent = fake.wait_idle() - before
     info = json.loads((copy.run / "run.json").read_text())
     if damage.journal_lost:
-        assert sent == ROWS - whole and info["scheduler"]["resent"] == recorded - whole, (sent, info["scheduler"])
+        assert sent == ROWS - whole_rows and info["scheduler"]["resent"] == recorded - whole_rows, (sent, info)
     else:  # every call the journal proves finished came from it
         assert sent == ROWS - recorded and info["scheduler"]["resent"] == 0, (sent, info["scheduler"])
     assert result.exit_code == 0 and any(damage.says.split(":")[0] in item for item in info["set_aside"])

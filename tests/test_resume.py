@@ -241,3 +241,37 @@ def test_a_resumed_g_eval_run_reports_the_step_calls_of_an_uninterrupted_one(tmp
     assert json.loads((out / "run.json").read_text())["metrics"]["g"]["step_calls"] == 40
     scores = resumed.results.filter(pl.col("evaluator") == "g").sort("sample_id")
     assert scores["score"].to_list() == [0.7] * 40
+
+
+def test_a_judge_checkpoints_whole_data_batches_and_a_resume_pays_nothing_twice(tmp_path: Path, fresh_fake) -> None:
+    """A model-graded evaluator sends its calls in small pieces but saves one part per data batch (issue #27: a
+    100M-row run is not millions of 64-row folders); the resume reuses the saved batches and sends only the calls
+    no earlier attempt finished (the pieces of an unsaved batch come from the run's call journal)."""
+    from interrupting import interrupter
+
+    fresh_fake.responder = lambda request: '{"steps": ["look"]}' if "evaluation procedures" in request.text else (
+        '{"score": 7, "reason": "ok"}')  # fmt: skip
+    fresh_fake.latency = 0.01
+    try:
+        rows = [{"id": f"g{i:03d}", "output": f"text {i}", "topic": "t"} for i in range(300)]
+        judge = {"model": "openai/gpt-4o-mini", "api_base": fresh_fake.openai_base, "api_key": "k", "cache": False}
+        graded = {"g": {"type": "g_eval", "criteria": "Stays on {{ topic }}", "logprobs": False}}
+        out = tmp_path / "run"
+        stop = {**graded, "stop": interrupter(out, "g", 1, tmp_path / "stopped")}
+        before = fresh_fake.wait_idle()
+        with pytest.raises(KeyboardInterrupt):
+            ve.evaluate(rows, evaluators=stop, judge=judge, run={"batch_size": 100}, output_dir=out)
+        first = fresh_fake.wait_idle() - before
+        saved = sorted(p for p in (out / "checkpoint" / "g").glob("[!.]*"))
+        heights = [pl.read_parquet(p / "results.part").height for p in saved]
+        assert 1 <= len(saved) < 3 and heights == [100] * len(saved), heights  # pieces were 6 rows each
+        resumed = ve.evaluate(rows, evaluators=stop, judge=judge, run={"batch_size": 100, "resume": str(out)})
+        second = fresh_fake.wait_idle() - before - first
+    finally:
+        fresh_fake.responder, fresh_fake.latency = None, 0.0
+    assert resumed.run_info["resumed_batches"]["g"] == len(saved)
+    assert resumed.run_info["scheduler"]["resent"] == 0
+    journal = resumed.run_info["scheduler"]["journal_hits"]
+    assert journal > 0  # pieces of the batch that was not saved yet: answered from the journal, not paid again
+    assert second == 300 - 100 * len(saved) - journal + 1, (first, second)  # (+1: this process's criteria steps)
+    assert resumed.results.filter(pl.col("evaluator") == "g")["score"].to_list() == [0.7] * 300

@@ -202,7 +202,7 @@ def _run(
     with _stopped(store, ledger, output_dir, scheduler):
         if store.enabled:
             assert store.journal_dir is not None
-            store.start(run_id, config_fingerprint(config))
+            store.start(run_id, config_fingerprint(config), config.run.shard)
             scheduler.use_journal(store.journal_dir, config.run.max_cost_usd, health.lost_calls if health else None)
         else:
             scheduler.budget = Budget(config.run.max_cost_usd)
@@ -236,6 +236,8 @@ def _run(
         finished = time.perf_counter()
         info = run_info_head(config, sources, run_id, rundir)
         info["dataset"] = dataset_counts(stack, stream.head(), context.dataset_root)
+        # what a merge of this run's shards must add up to: the rows selected before run.shard takes its share
+        info["dataset"]["selected"] = stream.unsharded
         info["timings"] = {
             "load_s": round(loaded - started, 4),
             "evaluate_s": round(finished - loaded, 4),

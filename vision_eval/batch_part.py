@@ -134,3 +134,26 @@ async def aevaluate_batch(evaluator: Evaluator, batch: pl.DataFrame, report: Rep
     ready, positions, pre = split(evaluator, batch)
     out = await arun_guarded(evaluator, ready, report) if ready.height else _empty_output()
     return make_part(evaluator, batch, ready, positions, pre, out)
+
+
+def join_parts(parts: list[Part]) -> Part:
+    """The parts of consecutive pieces of one batch as one part (rows in piece order, tables and metric inputs
+    joined by name)."""
+    if len(parts) == 1:
+        return parts[0]
+
+    def joined(frames: list[pl.DataFrame]) -> pl.DataFrame:
+        return pl.concat(frames, how="diagonal_relaxed")
+
+    def by_name(tables: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
+        names = dict.fromkeys(name for table in tables for name in table)
+        return {name: joined([t[name] for t in tables if name in t]) for name in names}
+
+    conformed = [part.conformed() for part in parts]
+    return Part(
+        results=joined([p.results for p in conformed]),
+        dimensions=joined([p.dimensions for p in conformed]),
+        fields=joined([p.fields for p in conformed]),
+        tables=by_name([p.tables for p in conformed]),
+        inputs=by_name([p.inputs for p in conformed]),
+    )

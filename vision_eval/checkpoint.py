@@ -205,11 +205,12 @@ class Checkpoints:
         return path
 
     # --- the run as a whole ----------------------------------------------------------------------------
-    def start(self, run_id: str, fingerprint: dict[str, Any]) -> None:
-        """Record the run id and the config a resume must match (kept when already there)."""
+    def start(self, run_id: str, fingerprint: dict[str, Any], shard: str | None = None) -> None:
+        """Record the run id, the config a resume must match and the run's ``run.shard`` (so that a merge can
+        tell which shard an unfinished run is) (kept when already there)."""
         if self.directory is None or (self.directory / MANIFEST).is_file():
             return
-        text = json.dumps({"run_id": run_id, "config": fingerprint}, indent=1)
+        text = json.dumps({"run_id": run_id, "config": fingerprint, "shard": shard}, indent=1)
         write_atomically(self.directory / MANIFEST, lambda path: path.write_text(text, encoding="utf-8"))
 
     def manifest(self) -> dict[str, Any] | None:

@@ -32,7 +32,8 @@ from typing import Any, Protocol
 import polars as pl
 
 from vision_eval.asyncio_runner import run_coroutine
-from vision_eval.batch_part import aevaluate_batch, evaluate_batch, refusals
+from vision_eval.batch_part import aevaluate_batch, evaluate_batch, join_parts, refusals
+from vision_eval.checkpoint import Part
 from vision_eval.data.canonical import samples_frame
 from vision_eval.data.stream import describe_batches
 from vision_eval.evaluator import Evaluator
@@ -228,26 +229,34 @@ class _Driver:
             raise failure
 
     async def _async(self, track: _Track, index: int, batch: pl.DataFrame) -> None:
+        """A model-graded evaluator on ``batch``: its calls go out in pieces of ``track.size`` rows (what the
+        window and progress count), and the batch is saved as one part once every piece is in (a checkpoint grows
+        by data batches, not by pieces: a 100M-row run is not millions of folders). A resume reuses whole batches;
+        the pieces an interrupted batch had finished are answered from the run's call journal, never paid again."""
+        evaluator = track.evaluator
+        results = self.ledger.reuse(evaluator, (index, 0), batch)
+        if results is not None:
+            track.resumed += 1
+            self.progress.advance_batch(evaluator.name, results)
+            return
         pieces = [batch.slice(start, track.size) for start in range(0, batch.height, track.size)]
-        await asyncio.gather(*(self._async_piece(track, (index, n), piece) for n, piece in enumerate(pieces)))
+        parts = await asyncio.gather(*(self._async_piece(track, piece) for piece in pieces))
+        part = join_parts([p for p, _ in parts])
+        self.ledger.put(evaluator, (index, 0), batch, part, final=not any(refused for _, refused in parts))
+        self._check()
 
-    async def _async_piece(self, track: _Track, order: tuple[int, int], piece: pl.DataFrame) -> None:
+    async def _async_piece(self, track: _Track, piece: pl.DataFrame) -> tuple[Part, bool]:
         evaluator = track.evaluator
         assert track.window is not None
         async with track.window:
             now = time.perf_counter()
             track.first = now if track.first is None else track.first
-            results = self.ledger.reuse(evaluator, order, piece)
-            if results is None:
-                part = await aevaluate_batch(evaluator, piece, partial(self.progress.isolating, evaluator.name))
-                part.results, refused = refusals(self.scrub(part.results))
-                self.ledger.put(evaluator, order, piece, part, final=not refused)
-                self._check()
-                results = part.results
-            else:
-                track.resumed += 1
+            part = await aevaluate_batch(evaluator, piece, partial(self.progress.isolating, evaluator.name))
+            part.results, refused = refusals(self.scrub(part.results))
             track.last = time.perf_counter()
-        self.progress.advance_batch(evaluator.name, results)
+        self._check()
+        self.progress.advance_batch(evaluator.name, part.results)
+        return part, refused
 
 
 def start_warm_ups(evaluators: Iterable[Evaluator]) -> threading.Thread:

@@ -323,9 +323,12 @@ def markdown(board: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def write_leaderboard(paths: Sequence[str | Path], out_dir: str | Path | None = None) -> tuple[pl.DataFrame, Path]:
+def write_leaderboard(
+    paths: Sequence[str | Path], out_dir: str | Path | None = None, partial: bool = False
+) -> tuple[pl.DataFrame, Path]:
     """Build the leaderboard of every run under ``paths`` and write it (default: into the first path), with the
-    runs' dataset-level numbers beside it (``leaderboard_metrics.parquet``, :func:`metrics_board`)."""
+    runs' dataset-level numbers beside it (``leaderboard_metrics.parquet``, :func:`metrics_board`). ``partial``:
+    the runs' shards do not add up (``vision-eval-report --allow-partial``): every row says so (``partial``)."""
     runs = find_run_dirs(paths)
     if not runs:
         raise FileNotFoundError(f"no results.parquet under {', '.join(map(str, paths))}")
@@ -334,6 +337,8 @@ def write_leaderboard(paths: Sequence[str | Path], out_dir: str | Path | None = 
         columns = content_columns(read_json(run / "run.json") for run in runs)
         pairable = Pairable.of(content_hashes(_read(runs, "samples.parquet"), columns, keep=["run_dir"]))
     board = leaderboard(_read(runs, "results.parquet"), pairable=pairable)
+    if partial:
+        board = board.with_columns(pl.lit(True).alias("partial"))
     target = Path(out_dir) if out_dir else Path(paths[0]) if Path(paths[0]).is_dir() else runs[0].parent
     target.mkdir(parents=True, exist_ok=True)
     board.write_parquet(target / "leaderboard.parquet")

@@ -87,7 +87,7 @@ def _overrides(directory: Path, info: dict[str, Any]) -> list[str]:
     return kept
 
 
-def _group_key(info: dict[str, Any]) -> str:
+def group_key(info: dict[str, Any]) -> str:
     config = json.loads(json.dumps(info.get("config") or {}, default=str))
     run = config.get("run") or {}
     for key in _PLACEMENT_KEYS:
@@ -98,7 +98,7 @@ def _group_key(info: dict[str, Any]) -> str:
 
 def run_labels(dirs: list[Path], infos: list[dict[str, Any]]) -> list[str]:
     """One label per group of runs: the overrides that tell it from the others, else its folder."""
-    keys = [_group_key(info) for info in infos]
+    keys = [group_key(info) for info in infos]
     if len(set(keys)) <= 1:
         return [""] * len(dirs)
     root = Path(os.path.commonpath([str(d) for d in dirs]))

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.exit_codes import EXIT_CONFIG
+from vision_eval.exit_codes import EXIT_CONFIG, EXIT_INCOMPLETE
 
 EXIT_REGRESSION = 1
 
@@ -52,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resamples", type=int, default=None, help="bootstrap resamples (default 10000)")
     parser.add_argument("--max-flipped", type=int, default=None, help="most flipped samples on the page (default 2000)")
     parser.add_argument("--no-html", action="store_true", help="do not write comparison.html")
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="compare a side whose shards do not add up (missing, running, done twice); without it, exit 3",
+    )
     return parser
 
 
@@ -90,11 +95,19 @@ def main(argv: Sequence[str]) -> int:
     """Run the command; returns its exit code."""
     from vision_eval.compare import WORSE, NotARun, compare, judged, load_side, write_comparison
     from vision_eval.compare.page import MAX_FLIPPED
+    from vision_eval.shard_check import check_shards, describe
     from vision_eval.stats import PAIRED_RESAMPLES
 
     args = build_parser().parse_args(list(argv))
     try:
         baseline, candidate = load_side(args.baseline), load_side(args.candidate)
+        problems = check_shards(baseline.dirs, [baseline.path]) + check_shards(candidate.dirs, [candidate.path])
+        if problems:
+            print(f"vision-eval compare: the shards do not add up:\n{describe(problems)}", file=sys.stderr)
+            if not args.allow_partial:
+                print("vision-eval compare: exit 3: nothing compared (--allow-partial compares)", file=sys.stderr)
+                return EXIT_INCOMPLETE
+            print("vision-eval compare: PARTIAL: compared anyway (--allow-partial)")
         comparison = compare(baseline, candidate, seed=args.seed, resamples=args.resamples or PAIRED_RESAMPLES)
     except NotARun as exc:
         print(f"vision-eval compare: {exc}", file=sys.stderr)

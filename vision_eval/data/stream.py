@@ -41,6 +41,8 @@ class DatasetStream:
         """Rows in the source (before the selection)."""
         self.total = self.selection().expected(self.rows)
         """Rows the run evaluates."""
+        self.unsharded = Selection(cfg, self.rows, limit, None).expected(self.rows)
+        """Rows the whole run (every ``run.shard`` together) evaluates: what a merge of its shards must hold."""
         known = source.columns()
         if known is not None:
             check_mapping(known, cfg.columns)

@@ -12,10 +12,12 @@ from pathlib import Path
 import polars as pl
 
 from vision_eval.console import guarded_console
+from vision_eval.exit_codes import EXIT_INCOMPLETE
 from vision_eval.leaderboard import markdown, write_leaderboard
 from vision_eval.report import REPORT_FILE, find_run_dirs, load_runs, write_report
 from vision_eval.report.selection import Limits
 from vision_eval.report.sources import LEADERBOARD
+from vision_eval.shard_check import check_shards, describe
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=Limits.seed, help="seed of the random sample of the other samples")
     parser.add_argument("--no-html", action="store_true", help="do not write report.html")
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="merge shards even when one is missing, running, done twice or short (the page and the leaderboard "
+        "are marked partial); without it such a merge exits 3",
+    )
     return parser
 
 
@@ -79,16 +87,24 @@ def _report(args: argparse.Namespace) -> int:
         )
         return 2
     root = output_root(args.paths, dirs)
+    problems = check_shards(dirs, args.paths)
+    if problems:
+        print(f"vision-eval-report: the shards do not add up to their runs:\n{describe(problems)}", file=sys.stderr)
+        if not args.allow_partial:
+            print("vision-eval-report: exit 3: nothing written (--allow-partial merges them anyway)", file=sys.stderr)
+            return EXIT_INCOMPLETE
     out = Path(args.output) if args.output else root / REPORT_FILE
     folder = out.parent if args.output else root  # the leaderboard goes beside the report
     data = load_runs(dirs)
-    board, _ = write_leaderboard(dirs, folder)
+    board, _ = write_leaderboard(dirs, folder, partial=bool(problems))
     print(markdown(board))
     print(f"wrote {folder / (LEADERBOARD + '.parquet')}")
     data.tables[LEADERBOARD] = board
     if args.no_html:
         return 0
     title = args.title or f"vision-eval report: {root.name}"
+    if problems:
+        title = f"PARTIAL ({len(problems)} shard problem{'s' if len(problems) > 1 else ''}) {title}"
     limits = Limits(max_samples=args.max_samples, max_failing=min(args.max_failing, args.max_samples), seed=args.seed)
     written = write_report(data, out, title=title, thumb_size=args.thumb_size, limits=limits)
     samples = data.samples.select(pl.len()).collect(engine="streaming").item()
