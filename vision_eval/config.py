@@ -85,7 +85,12 @@ class JudgeConfig(StrictModel):
     cache: bool = True
     """Reuse identical earlier calls from the persistent cache."""
     cache_dir: str | None = None
-    """Cache location; default ``~/.cache/vision_eval``."""
+    """Cache location: a folder (default ``~/.cache/vision_eval``) or a Redis server that a cluster's jobs share,
+    ``redis://host:6379/0`` (``pip install "vision-eval[redis]"``)."""
+    cache_mode: Literal["auto", "wal", "rollback"] = "auto"
+    """How a cache folder's SQLite file is shared: ``auto`` uses WAL on a local disk and SQLite's rollback journal
+    on a network filesystem (NFS, Lustre, GPFS, CIFS...), where WAL cannot work; ``rollback`` for a network
+    filesystem that ``auto`` does not recognise."""
     image: ImagePolicy = ImagePolicy()
     """Image preprocessing policy."""
     params: dict[str, Any] = {}

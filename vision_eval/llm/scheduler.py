@@ -17,7 +17,7 @@ import asyncio
 import random
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from vision_eval.errors import OutputsNotWritten
 from vision_eval.llm.budget import CIRCUIT_BREAKER, STOPPED, Budget, NotAttempted, estimate_cost
-from vision_eval.llm.cache import CallCache, CallJournal, cache_key
+from vision_eval.llm.cache import CallJournal, cache_key, open_cache
+from vision_eval.llm.claims import ClaimingStore, find_or_wait
 from vision_eval.llm.retry import backoff_delay
 from vision_eval.llm.transport import CallError, CallResult, DirectOpenAI, LiteLLMTransport, uses_direct
 
@@ -94,6 +95,12 @@ class SchedulerStats:
     calls: int = 0
     """HTTP requests sent (every attempt)."""
     cache_hits: int = 0
+    """Calls answered by the persistent cache (an earlier run or job had made them)."""
+    peer_hits: int = 0
+    """Calls another process (a job of the same sweep) was sending when this one wanted them: waited for, then
+    read from the shared cache (sent once for both)."""
+    coalesced: int = 0
+    """Calls answered by an identical call this run had in flight (sent once)."""
     journal_hits: int = 0
     """Calls answered by this run's journal (finished before a resume)."""
     retries: int = 0
@@ -117,9 +124,13 @@ class SchedulerStats:
     batch: dict[str, Any] = field(default_factory=dict)
     """Run-wide only: batch jobs (submitted, resumed, done, running), where each model's batch price comes from,
     and the models that fell back to live calls."""
+    cache: list[dict[str, Any]] = field(default_factory=list)
+    """Run-wide only: each persistent cache the run used, where it is and which mode it chose (and why)."""
 
     def as_dict(self) -> dict[str, Any]:
         out = {**self.__dict__, "rate_limited_s": round(self.rate_limited_s, 3)}
+        if not self.cache:
+            out.pop("cache")
         if not (self.batched or self.batch or self.batch_cost_usd):
             for name in ("batched", "batch_cost_usd", "batch_live_cost_usd", "batch"):
                 out.pop(name)
@@ -144,8 +155,10 @@ class Scheduler:
         self.direct = DirectOpenAI()
         self.litellm = LiteLLMTransport()
         self.budget = Budget(None)
-        self.journal: CallCache | None = None
-        self._caches: dict[str, CallCache] = {}
+        self.journal: CallJournal | None = None
+        self._caches: dict[tuple[str, str], ClaimingStore] = {}
+        self._inflight: dict[str, asyncio.Future[tuple[CallResult, str]]] = {}
+        """Calls this run is sending through a cache, by key: an identical call waits for the one in flight."""
         self._loop: Any = None
         self._global: asyncio.Semaphore | None = None
         self._models: dict[tuple[str, str | None], _ModelState] = {}
@@ -232,13 +245,15 @@ class Scheduler:
         """The counters of one caller (an evaluator's name, or ``candidate``)."""
         return self.by_owner.get(owner, SchedulerStats()).as_dict()
 
-    def cache_for(self, judge: Any) -> CallCache | None:
-        """The persistent cache for a judge (``None`` when ``cache: false``)."""
+    def cache_for(self, judge: Any) -> ClaimingStore | None:
+        """The persistent cache for a judge (``None`` when ``cache: false``): a SQLite folder or a Redis server."""
         if not judge.cache:
             return None
-        key = judge.cache_dir or ""
+        mode = getattr(judge, "cache_mode", "auto")
+        key = (judge.cache_dir or "", mode)
         if key not in self._caches:
-            self._caches[key] = CallCache(judge.cache_dir)
+            self._caches[key] = open_cache(judge.cache_dir, mode)
+            self.stats.cache.append(self._caches[key].describe())
         return self._caches[key]
 
     @asynccontextmanager
@@ -295,24 +310,103 @@ class Scheduler:
             hashed = {**sent, "_key_extra": key_extra} if key_extra else sent
             key = cache_key(str(judge.model), judge.api_base, hashed, messages)
         if self.journal is not None and key is not None:
-            done = self.journal.get(key)
+            done = (await self.journal.find(key)).value
             if done is not None:
                 for c in counters:
                     c.journal_hits += 1
                 return CallResult.from_record(done, str(judge.model), cached=False, transport="journal")
-        if store is not None and key is not None:
-            hit = store.get(key)
+        state = self._model_state(judge)
+        estimate = estimate_cost(judge, estimated_tokens, sent, batched) if self.budget.limit is not None else None
+        if batched:
+            assert key is not None
+            hit = await store.peek(key) if store is not None else None
             if hit is not None:
                 for c in counters:
                     c.cache_hits += 1
                 return CallResult.from_record(hit, str(judge.model), cached=True, transport="cache")
-        state = self._model_state(judge)
-        estimate = estimate_cost(judge, estimated_tokens, sent, batched) if self.budget.limit is not None else None
+            batch_call = self._batched(judge, messages, sent, key, state, counters, estimate or 0.0, cache)
+            return await self._counted(judge, state, counters, batch_call)
+
+        async def send() -> CallResult:
+            live = self._attempts(judge, messages, sent, state, counters, estimated_tokens, estimate or 0.0)
+            return await self._counted(judge, state, counters, live)
+
+        if store is not None and key is not None:
+            return await self._through_cache(judge, key, store, counters, send)
+        result = await send()
+        if key is not None:
+            self._count_resent(key, counters)
+            await self._record(key, str(judge.model), result, None)
+        return result
+
+    async def _through_cache(
+        self, judge: Any, key: str, store: ClaimingStore, counters: tuple[SchedulerStats, ...], send: Any
+    ) -> CallResult:
+        """A call through the persistent cache, sent once however many ask for it at once: a stored one is read
+        (``cache_hits``); one that another process claimed is waited for and read from the cache
+        (``peer_hits``); else this run claims it, sends it and stores the answer (releasing the claim when the
+        call fails, so a waiter sends it). An identical call of this run already on that way is waited for: it
+        counts where that one's answer came from (``coalesced`` when it was sent)."""
+        model = str(judge.model)
+        while (leader := self._inflight.get(key)) is not None:
+            try:
+                shared, source = await asyncio.shield(leader)
+            except asyncio.CancelledError:
+                if leader.cancelled():  # the caller that was sending it was cancelled: try again
+                    continue
+                raise
+            except CallError as error:  # it failed for this caller too
+                for c in counters:
+                    c.coalesced += 1
+                    if isinstance(error, NotAttempted):
+                        c.not_attempted += 1
+                    else:
+                        c.failures += 1
+                raise
+            for c in counters:
+                setattr(c, source, getattr(c, source) + 1)
+            return CallResult.from_record(shared.to_cache(), model, cached=True, transport="cache")
+        mine: asyncio.Future[tuple[CallResult, str]] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = mine
         try:
-            if batched:
-                assert key is not None
-                return await self._batched(judge, messages, sent, key, state, counters, estimate or 0.0, cache)
-            result = await self._attempts(judge, messages, sent, state, counters, estimated_tokens, estimate or 0.0)
+            result, source = await self._claimed(key, model, store, counters, send)
+        except CallError as error:
+            mine.set_exception(error)
+            mine.exception()  # retrieved: nobody else may be waiting for it
+            raise
+        except BaseException:
+            mine.cancel()
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        mine.set_result((result, source))
+        return result
+
+    async def _claimed(
+        self, key: str, model: str, store: ClaimingStore, counters: tuple[SchedulerStats, ...], send: Any
+    ) -> tuple[CallResult, str]:
+        """The answer, and the counter an identical call waiting for it counts it in."""
+        found, waited = await find_or_wait(store, key)
+        if found.value is not None:
+            source = "peer_hits" if waited else "cache_hits"
+            for c in counters:
+                setattr(c, source, getattr(c, source) + 1)
+            return CallResult.from_record(found.value, model, cached=True, transport="cache"), source
+        try:
+            result: CallResult = await send()
+        except BaseException:
+            store.release(key)
+            raise
+        self._count_resent(key, counters)
+        await self._record(key, model, result, store)
+        return result, "coalesced"
+
+    async def _counted(
+        self, judge: Any, state: _ModelState, counters: tuple[SchedulerStats, ...], call: Awaitable[CallResult]
+    ) -> CallResult:
+        """``call`` (live or batched), counting how it ends (the circuit breaker hears of failures)."""
+        try:
+            result = await call
         except NotAttempted:
             for c in counters:
                 c.not_attempted += 1
@@ -323,9 +417,6 @@ class Scheduler:
             self._record_failure(judge, state, error)
             raise
         state.consecutive_failures = 0
-        if key is not None:
-            self._count_resent(key, counters)
-            self.record(key, str(judge.model), result, store)
         return result
 
     def _count_resent(self, key: str, counters: tuple[SchedulerStats, ...]) -> None:
@@ -335,7 +426,21 @@ class Scheduler:
             for c in counters:
                 c.resent += 1
 
-    def record(self, key: str, model: str, result: CallResult, store: CallCache | None) -> None:
+    async def _record(self, key: str, model: str, result: CallResult, store: ClaimingStore | None) -> None:
+        """:meth:`record` for a live call, batched with other calls' writes and off the event loop."""
+        if self.journal is not None:
+            try:
+                await self.journal.store(key, model, result.to_record())
+            except OutputsNotWritten as exc:
+                self.fault = self.fault or exc
+                self.unjournaled += 1
+        if store is not None:
+            try:
+                await store.store(key, model, result.to_cache())
+            except OutputsNotWritten:
+                self.stats.cache_write_failures += 1
+
+    def record(self, key: str, model: str, result: CallResult, store: ClaimingStore | None) -> None:
         """Keep a finished call in the run's journal and in the persistent cache ``store``. Neither failure
         costs the call's answer, which the caller still gets: a journal the disk refuses is the run's
         :attr:`fault` (the engine stops the run at its next part, exit 3); a cache write that fails is
