@@ -119,16 +119,26 @@ class CallCache(ClaimingStore):
         self._lock = threading.Lock()
         with writing(self.path):
             folder.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-            self._conn.execute("PRAGMA busy_timeout=60000")
-            self.filesystem = filesystem_type(folder)
-            self.journal_mode = journal_mode(mode, self.filesystem)
-            self.mode = f"sqlite-{self.journal_mode}"
-            pragma = "DELETE" if self.journal_mode == "rollback" else "WAL"
-            self._retry(lambda: self._conn.execute(f"PRAGMA journal_mode={pragma}"))
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._retry(lambda: self._conn.executescript(SCHEMA))
+        self.filesystem = filesystem_type(folder)
+        self.journal_mode = journal_mode(mode, self.filesystem)
+        self.mode = f"sqlite-{self.journal_mode}"
+        self._db: sqlite3.Connection | None = None
         self._chosen = mode
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        """The connection, opened on first use, under ``_lock``: by the store's thread for the asynchronous
+        methods, since opening may wait for another process's lock."""
+        if self._db is None:
+            with writing(self.path):
+                conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+                conn.execute("PRAGMA busy_timeout=60000")
+                pragma = "DELETE" if self.journal_mode == "rollback" else "WAL"
+                self._retry(lambda: conn.execute(f"PRAGMA journal_mode={pragma}"))
+                conn.execute("PRAGMA synchronous=NORMAL")
+                self._retry(lambda: conn.executescript(SCHEMA))
+            self._db = conn
+        return self._db
 
     def describe(self) -> dict[str, Any]:
         why = "forced (judge.cache_mode)" if self._chosen != "auto" else (
@@ -271,7 +281,9 @@ class CallCache(ClaimingStore):
         done = super().close(timeout)
         if done:
             with self._lock:
-                self._conn.close()
+                if self._db is not None:
+                    self._db.close()
+                    self._db = None
         return done
 
 
