@@ -5,6 +5,7 @@ SQLite cache in WAL mode (a local disk), with the rollback journal a network fil
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -256,7 +257,7 @@ def test_the_event_loop_serves_other_calls_while_another_process_holds_the_cache
             stop.set()
             await ticker
         assert result.text
-        gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+        gaps = [b - a for a, b in itertools.pairwise(ticks)]
         return plain_done, time.monotonic(), max(gaps)
 
     locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(tmp_path / "calls.sqlite"), str(hold)],
@@ -268,3 +269,33 @@ def test_the_event_loop_serves_other_calls_while_another_process_holds_the_cache
     assert plain_done - locked_at < hold - 0.5  # the other calls did not wait for the lock
     assert cached_done - locked_at >= hold - 0.2  # the cached call did
     assert longest_gap < 1.0  # the loop kept turning (today's code froze it for the whole lock)
+
+
+@pytest.mark.slow
+def test_a_parallel_threshold_sweep_pays_what_one_job_pays(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
+    """Hydra multirun over a judge's threshold, four jobs at once sharing the default cache: the provider is paid
+    for each distinct call once, and each job's console and run.json say where its other answers came from."""
+    rows = rows_of(tmp_path, 8, 8)
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    conf = tmp_path / "conf" / "evaluators"
+    conf.mkdir(parents=True)
+    (conf / "judged.yaml").write_text("desc:\n  type: llm_judge\n  prompt: image-description\n")
+    with FakeProviders(latency=2.0) as fake:
+        proc = subprocess.run(
+            [sys.executable, "-m", "vision_eval.cli", "--config-dir", str(tmp_path / "conf"), "-m",
+             "hydra/launcher=local_parallel", "hydra.launcher.n_jobs=4", "evaluators=judged",
+             "evaluators.desc.threshold=0.2,0.4,0.6,0.8", f"dataset.path={data}", "judge=openai",
+             f"judge.api_base={fake.openai_base}", f"judge.cache_dir={tmp_path / 'cache'}", "run.preflight=false",
+             "hydra.sweep.dir=sweep"],
+            cwd=tmp_path, env={**subprocess_env, "OPENAI_API_KEY": "k"}, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert fake.calls == 8
+    infos = [json.loads(p.read_text()) for p in sorted((tmp_path / "sweep").glob("*/run.json"))]
+    assert [i["config"]["evaluators"]["desc"]["threshold"] for i in infos] == [0.2, 0.4, 0.6, 0.8]
+    counters = [i["scheduler"] for i in infos]
+    assert sum(c["calls"] for c in counters) == 8
+    assert sum(c["cache_hits"] + c["peer_hits"] + c["coalesced"] for c in counters) == 3 * 8
+    assert proc.stdout.count(f"call cache: sqlite-wal at {tmp_path / 'cache' / 'calls.sqlite'} (a local disk)") == 4
+    assert proc.stdout.count("calls answered without sending:") >= 3
