@@ -40,6 +40,11 @@ def _settle(future: asyncio.Future[Any], outcome: Any) -> None:
         future.set_result(outcome)
 
 
+def _settle_all(settled: list[tuple[asyncio.Future[Any], Any]]) -> None:
+    for future, outcome in settled:
+        _settle(future, outcome)
+
+
 class BatchWorker:
     """Runs ``run(ops) -> outcomes`` (one outcome per op, in order: a value or the exception it raises) on one
     daemon thread, for every operation queued since the last pass. ``run`` is a method of the store, held
@@ -102,8 +107,10 @@ class BatchWorker:
                 outcomes = [exc] * len(ops)
             self.passes += 1
             self.ops += len(ops)
+            by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
             for op, outcome in zip(ops, outcomes, strict=True):
-                if op.future is None or op.loop is None:
-                    continue
+                if op.future is not None and op.loop is not None:
+                    by_loop.setdefault(op.loop, []).append((op.future, outcome))
+            for loop, settled in by_loop.items():  # one wake-up of each loop per pass, not one per operation
                 with contextlib.suppress(RuntimeError):  # that loop has closed: nobody is waiting any more
-                    op.loop.call_soon_threadsafe(_settle, op.future, outcome)
+                    loop.call_soon_threadsafe(_settle_all, settled)
