@@ -299,3 +299,20 @@ def test_a_parallel_threshold_sweep_pays_what_one_job_pays(tmp_path: Path, subpr
     assert sum(c["cache_hits"] + c["peer_hits"] + c["coalesced"] for c in counters) == 3 * 8
     assert proc.stdout.count(f"call cache: sqlite-wal at {tmp_path / 'cache' / 'calls.sqlite'} (a local disk)") == 4
     assert proc.stdout.count("calls answered without sending:") >= 3
+
+
+def test_a_redis_cache_that_does_not_answer_stops_the_run_before_any_call(tmp_path: Path, fake: Any) -> None:
+    """A wrong Redis address is a preflight error (exit 2: nothing sent), naming the key, without the password."""
+    pytest.importorskip("redis", reason='needs pip install "vision-eval[redis]"')
+    import vision_eval as ve
+    from vision_eval.errors import PreflightError
+
+    fake.reset()
+    url = f"redis://:hunter2secret@127.0.0.1:{_free_port()}/0"
+    judge = {"model": "openai/gpt-4o-mini", "api_base": fake.openai_base, "api_key": "k", "cache_dir": url}
+    with pytest.raises(PreflightError) as refused:
+        ve.evaluate(rows_of(tmp_path, 2, 2), evaluators={"desc": {"type": "llm_judge", "prompt": "image-description"}},
+                    judge=judge)  # fmt: skip
+    message = str(refused.value)
+    assert "judge.cache_dir=redis://:***@127.0.0.1" in message and "cannot reach the Redis server" in message
+    assert "hunter2secret" not in message and fake.calls == 0
