@@ -4,7 +4,8 @@ Global and per-model concurrency limits, an RPM/TPM limiter, retries with expone
 jitter that honour ``Retry-After`` up to ``judge.max_retry_after_s`` (429, 5xx, timeouts, connection
 resets), the run's budget (:mod:`vision_eval.llm.budget`), a circuit breaker per model, the run's call
 journal (every finished call of this run, so a resumed run never sends it again, cache or not), the
-persistent cache, and counters for run.json (run-wide and per caller). A judge with ``batch: true`` has its
+persistent cache that processes share (each call sent once however many ask for it at once:
+:mod:`vision_eval.llm.once`), and counters for run.json (run-wide and per caller). A judge with ``batch: true`` has its
 calls sent in provider batch jobs instead (:mod:`vision_eval.llm.batches`); callers see no difference.
 Get the run's instance with
 :func:`get_scheduler` (an ``EvalContext`` service) and call :meth:`Scheduler.complete` inside
@@ -26,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from vision_eval.errors import OutputsNotWritten
 from vision_eval.llm.budget import CIRCUIT_BREAKER, STOPPED, Budget, NotAttempted, estimate_cost
 from vision_eval.llm.cache import CallJournal, cache_key, open_cache
-from vision_eval.llm.claims import ClaimingStore, find_or_wait
+from vision_eval.llm.claims import ClaimingStore
+from vision_eval.llm.once import SendOnce
 from vision_eval.llm.retry import backoff_delay
 from vision_eval.llm.transport import CallError, CallResult, DirectOpenAI, LiteLLMTransport, uses_direct
 
@@ -157,8 +159,7 @@ class Scheduler:
         self.budget = Budget(None)
         self.journal: CallJournal | None = None
         self._caches: dict[tuple[str, str], ClaimingStore] = {}
-        self._inflight: dict[str, asyncio.Future[tuple[CallResult, str]]] = {}
-        """Calls this run is sending through a cache, by key: an identical call waits for the one in flight."""
+        self._once = SendOnce()
         self._loop: Any = None
         self._global: asyncio.Semaphore | None = None
         self._models: dict[tuple[str, str | None], _ModelState] = {}
@@ -331,75 +332,17 @@ class Scheduler:
             live = self._attempts(judge, messages, sent, state, counters, estimated_tokens, estimate or 0.0)
             return await self._counted(judge, state, counters, live)
 
+        async def keep(result: CallResult) -> None:
+            assert key is not None
+            self._count_resent(key, counters)
+            await self._record(key, str(judge.model), result, store)
+
         if store is not None and key is not None:
-            return await self._through_cache(judge, key, store, counters, send)
+            return await self._once.call(key, str(judge.model), store, counters, send, keep)
         result = await send()
         if key is not None:
-            self._count_resent(key, counters)
-            await self._record(key, str(judge.model), result, None)
+            await keep(result)
         return result
-
-    async def _through_cache(
-        self, judge: Any, key: str, store: ClaimingStore, counters: tuple[SchedulerStats, ...], send: Any
-    ) -> CallResult:
-        """A call through the persistent cache, sent once however many ask for it at once: a stored one is read
-        (``cache_hits``); one that another process claimed is waited for and read from the cache
-        (``peer_hits``); else this run claims it, sends it and stores the answer (releasing the claim when the
-        call fails, so a waiter sends it). An identical call of this run already on that way is waited for: it
-        counts where that one's answer came from (``coalesced`` when it was sent)."""
-        model = str(judge.model)
-        while (leader := self._inflight.get(key)) is not None:
-            try:
-                shared, source = await asyncio.shield(leader)
-            except asyncio.CancelledError:
-                if leader.cancelled():  # the caller that was sending it was cancelled: try again
-                    continue
-                raise
-            except CallError as error:  # it failed for this caller too
-                for c in counters:
-                    c.coalesced += 1
-                    if isinstance(error, NotAttempted):
-                        c.not_attempted += 1
-                    else:
-                        c.failures += 1
-                raise
-            for c in counters:
-                setattr(c, source, getattr(c, source) + 1)
-            return CallResult.from_record(shared.to_cache(), model, cached=True, transport="cache")
-        mine: asyncio.Future[tuple[CallResult, str]] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = mine
-        try:
-            result, source = await self._claimed(key, model, store, counters, send)
-        except CallError as error:
-            mine.set_exception(error)
-            mine.exception()  # retrieved: nobody else may be waiting for it
-            raise
-        except BaseException:
-            mine.cancel()
-            raise
-        finally:
-            self._inflight.pop(key, None)
-        mine.set_result((result, source))
-        return result
-
-    async def _claimed(
-        self, key: str, model: str, store: ClaimingStore, counters: tuple[SchedulerStats, ...], send: Any
-    ) -> tuple[CallResult, str]:
-        """The answer, and the counter an identical call waiting for it counts it in."""
-        found, waited = await find_or_wait(store, key)
-        if found.value is not None:
-            source = "peer_hits" if waited else "cache_hits"
-            for c in counters:
-                setattr(c, source, getattr(c, source) + 1)
-            return CallResult.from_record(found.value, model, cached=True, transport="cache"), source
-        try:
-            result: CallResult = await send()
-        except BaseException:
-            store.release(key)
-            raise
-        self._count_resent(key, counters)
-        await self._record(key, model, result, store)
-        return result, "coalesced"
 
     async def _counted(
         self, judge: Any, state: _ModelState, counters: tuple[SchedulerStats, ...], call: Awaitable[CallResult]
