@@ -267,7 +267,8 @@ def test_an_internal_error_in_a_sweep_job_is_its_exit_4_and_the_other_jobs_run(
     done = run_cli([f"--config-dir={conf}", "-m", "evaluators=broken,fine", "hydra.sweep.dir=sweep",
                     "run.write_report=false"], tmp_path, helpers_env)  # fmt: skip
     assert done.returncode == 4, done.stderr[-3000:]
-    one_line(done.stderr, "internal error")
+    one_line(done.stderr, "vision-eval: internal error (")
+    assert "vision-eval: sweep exit 4: 1 of 2 jobs finished; not finished: job 0" in done.stderr  # the summary
     codes = sorted(json.loads((tmp_path / "sweep" / job / "run.json").read_text())["exit_code"] for job in "01")
     assert codes == [0, 4]
 

@@ -21,7 +21,6 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
-from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -183,19 +182,6 @@ def _write_config(config: Any, result: Any, output_dir: Path) -> None:
     except OutputsNotWritten as exc:
         result.run_info["problems"].append(f"{exc}; every other output was written")
         result.run_info["exit_code"] = worst([result.exit_code, EXIT_INCOMPLETE])
-
-
-class SweepExitCode(Callback):
-    """Hydra callback: when a multirun ends, the most severe exit code of its jobs (read from their run.json)."""
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        codes = []
-        for info in Path(str(config.hydra.sweep.dir)).glob("*/run.json"):
-            try:
-                codes.append(int(json.loads(info.read_text(encoding="utf-8")).get("exit_code", 0)))
-            except (OSError, ValueError):
-                codes.append(3)
-        SWEEP_EXIT_CODES.append(worst(codes))
 
 
 def _search_dirs(argv: list[str]) -> list[Path]:

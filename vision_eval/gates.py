@@ -30,7 +30,7 @@ SEVERITY = (EXIT_OK, EXIT_GATE, EXIT_INCOMPLETE, EXIT_CONFIG, EXIT_INTERNAL, EXI
 TOP_REASONS = 3
 AT_MOST, AT_LEAST = "\u2264", "\u2265"
 SWEEP_EXIT_CODES: list[int] = []
-"""Filled when a multirun ends (by ``vision_eval.cli.SweepExitCode``): the most severe exit code of its jobs.
+"""Filled when a multirun ends (by ``vision_eval.launch.sweep.SweepExitCode``): the most severe exit code of its jobs.
 Kept here, not in the CLI module, because ``python -m vision_eval.cli`` runs that module as ``__main__``."""
 
 

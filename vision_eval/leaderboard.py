@@ -205,6 +205,54 @@ def unranked(board: pl.DataFrame) -> dict[str, list[str]]:
     }
 
 
+METRICS_SCHEMA = {
+    "candidate": pl.Utf8,
+    "judge": pl.Utf8,
+    "variant": pl.Utf8,
+    "evaluator": pl.Utf8,
+    PROTOCOL: pl.Utf8,
+    "metric": pl.Utf8,
+    "value": pl.Float64,
+    "run_dir": pl.Utf8,
+}
+METRIC_PATH = " / "
+"""How the path of a nested dataset-level number is written (``subjects / Art / accuracy``)."""
+
+
+def _numbers(values: Any, path: tuple[str, ...] = ()) -> list[tuple[str, float]]:
+    """Every number in a run.json ``metrics`` entry, by its path (nested groups included; flags and text left out)."""
+    if isinstance(values, dict):
+        return [item for key, value in values.items() for item in _numbers(value, (*path, str(key)))]
+    if isinstance(values, int | float) and not isinstance(values, bool):
+        return [(METRIC_PATH.join(path), float(values))]
+    return []
+
+
+def metrics_board(runs: Sequence[Path]) -> pl.DataFrame:
+    """The dataset-level numbers of each run's evaluators (run.json ``metrics``: a benchmark's totals, per subject,
+    per category...), one row per candidate x judge x variant x evaluator x number, with the protocol they were
+    computed under (numbers under different protocols are not comparable; nothing here is ranked)."""
+    labels, evaluators = _labels(list(runs))
+    rows = []
+    for run in runs:
+        info = read_json(run / "run.json")
+        for evaluator, values in (info.get("metrics") or {}).items():
+            described = evaluators[run].get(evaluator, {})
+            for metric, value in _numbers(values):
+                rows.append(
+                    {
+                        **labels[run],
+                        "judge": described.get("judge") or labels[run]["judge"],
+                        "evaluator": evaluator,
+                        PROTOCOL: described.get(PROTOCOL),
+                        "metric": metric,
+                        "value": value,
+                        "run_dir": str(run),
+                    }
+                )
+    return pl.DataFrame(rows, schema=METRICS_SCHEMA)
+
+
 def dimension_board(dimensions: pl.DataFrame) -> pl.DataFrame:
     """Mean score per candidate x judge x variant x evaluator x dimension."""
     if dimensions.is_empty():
@@ -264,7 +312,8 @@ def markdown(board: pl.DataFrame) -> str:
 
 
 def write_leaderboard(paths: Sequence[str | Path], out_dir: str | Path | None = None) -> tuple[pl.DataFrame, Path]:
-    """Build the leaderboard of every run under ``paths`` and write it (default: into the first path)."""
+    """Build the leaderboard of every run under ``paths`` and write it (default: into the first path), with the
+    runs' dataset-level numbers beside it (``leaderboard_metrics.parquet``, :func:`metrics_board`)."""
     runs = find_run_dirs(paths)
     if not runs:
         raise FileNotFoundError(f"no results.parquet under {', '.join(map(str, paths))}")
@@ -276,6 +325,9 @@ def write_leaderboard(paths: Sequence[str | Path], out_dir: str | Path | None = 
     target = Path(out_dir) if out_dir else Path(paths[0]) if Path(paths[0]).is_dir() else runs[0].parent
     target.mkdir(parents=True, exist_ok=True)
     board.write_parquet(target / "leaderboard.parquet")
+    numbers = metrics_board(runs)
+    if not numbers.is_empty():
+        numbers.write_parquet(target / "leaderboard_metrics.parquet")
     dims = dimension_board(_read(runs, "dimensions.parquet").collect(engine="streaming"))
     if not dims.is_empty():
         dims.write_parquet(target / "leaderboard_dimensions.parquet")

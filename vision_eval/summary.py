@@ -55,6 +55,16 @@ def _fmt(value: Any, kind: str = "") -> str:
     return str(value)
 
 
+def _groups(members: dict[str, dict[str, Any]]) -> str:
+    """A benchmark's groups on one line: each group's numbers (its count in brackets)."""
+    parts = []
+    for group, numbers in members.items():
+        shown = " ".join(f"{k} {_fmt(v)}" for k, v in numbers.items() if k not in ("n", "images", "num"))
+        count = numbers.get("n", numbers.get("images"))
+        parts.append(f"{group} {shown}" + (f" ({count})" if count is not None else ""))
+    return "; ".join(parts)
+
+
 def print_summary(
     summary: pl.DataFrame, metrics: dict[str, dict[str, Any]] | None = None, run_info: dict[str, Any] | None = None
 ) -> None:
@@ -85,6 +95,9 @@ def print_summary(
         if values:
             shown = ", ".join(f"{k}={_fmt(v)}" for k, v in values.items() if not isinstance(v, dict | list))
             console.print(f"[bold]{name}[/bold]: {shown}", markup=True, highlight=False)
+            for group, members in values.items():
+                if isinstance(members, dict) and members and all(isinstance(m, dict) for m in members.values()):
+                    console.print(f"  {group}: {_groups(members)}", markup=False, highlight=False)
     if run_info is not None:
         _print_outcome(console, run_info)
 

@@ -419,7 +419,7 @@ class FakeProviders:
 
 
 def _image_tokens(image: SeenImage) -> int:
-    from vision_eval.images.policy import openai_image_tokens
+    from vision_eval.images.provider_rules import openai_image_tokens
 
     return openai_image_tokens(image.width, image.height)
 

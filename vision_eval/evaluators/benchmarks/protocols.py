@@ -15,6 +15,7 @@ import polars as pl
 from typing_extensions import TypeVar
 
 from vision_eval.evaluator import EvaluatorSettings
+from vision_eval.evaluators.benchmarks.text import PY_WHITE_SPACE
 from vision_eval.results import ERROR, PROCESSED
 from vision_eval.rowwise import RowRule
 
@@ -112,8 +113,9 @@ ReferenceSettingsT = TypeVar("ReferenceSettingsT", bound=ReferenceSettings, defa
 
 class ReferenceMetric(ProtocolMetric[ReferenceSettingsT]):
     """Base of the metrics scored against one or more reference answers (``relaxed_accuracy``, ``anls``,
-    ``vqa_accuracy``). Their row functions get ``(output, answers)``: the answers as text (one answer or a JSON
-    list; a list column is handed as a JSON list), read by ``text.reference_answers``."""
+    ``vqa_accuracy``). Their row functions get ``(output, answers)``: the reply as the protocol's reference hands it
+    to its metric (:meth:`reply`) and the answers as text (one answer or a JSON list; a list column is handed as a
+    JSON list), read by ``text.reference_answers``."""
 
     def columns_needed(self) -> tuple[str, ...]:
         column = self.settings.answers_column
@@ -124,8 +126,15 @@ class ReferenceMetric(ProtocolMetric[ReferenceSettingsT]):
         """The column the reference answers are read from."""
         return self.settings.answers_column or "expected_output"
 
+    def reply(self) -> pl.Expr:
+        """Column ``output`` as the protocol's reference scores it: lmms-eval strips every ``generate_until`` reply
+        (Python's ``str.strip()``) in ``ConfigurableTask.process_results`` before the task's metric sees it; the
+        authors' scripts take the reply as given."""
+        output = pl.col("output").cast(pl.Utf8)
+        return output.str.strip_chars(PY_WHITE_SPACE) if self.protocol == "lmms_eval" else output
+
     def row_inputs(self, batch: pl.DataFrame) -> pl.DataFrame:
-        return batch.select(pl.col("output").cast(pl.Utf8), answers_text(batch, self.reference_column))
+        return batch.select(self.reply(), answers_text(batch, self.reference_column))
 
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
         processed = results.filter(pl.col("status") == PROCESSED)
@@ -141,8 +150,13 @@ class ReferenceMetric(ProtocolMetric[ReferenceSettingsT]):
 
 
 def answers_text(batch: pl.DataFrame, column: str) -> pl.Expr:
-    """Column ``answers``: the reference answers of each row as text; a list column's as a JSON list of texts."""
-    if not isinstance(batch.schema[column], pl.List | pl.Array):
+    """Column ``answers``: the reference answers of each row as text; a list column's as a JSON list of texts (a
+    list of annotations, like VQAv2's ``{answer, answer_confidence, answer_id}``, gives their ``answer`` fields)."""
+    dtype = batch.schema[column]
+    if not isinstance(dtype, pl.List | pl.Array):
         return pl.col(column).cast(pl.Utf8).alias("answers")
-    listed = pl.col(column).cast(pl.List(pl.Utf8)).list.drop_nulls().alias("a")
+    items = pl.col(column)
+    if isinstance(dtype.inner, pl.Struct) and "answer" in {field.name for field in dtype.inner.fields}:
+        items = items.list.eval(pl.element().struct.field("answer"))
+    listed = items.cast(pl.List(pl.Utf8)).list.drop_nulls().alias("a")
     return pl.struct(listed).struct.json_encode().str.strip_prefix('{"a":').str.strip_suffix("}").alias("answers")
