@@ -316,3 +316,44 @@ def test_a_redis_cache_that_does_not_answer_stops_the_run_before_any_call(tmp_pa
     message = str(refused.value)
     assert "judge.cache_dir=redis://:***@127.0.0.1" in message and "cannot reach the Redis server" in message
     assert "hunter2secret" not in message and fake.calls == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_waiter_sends_the_call_itself_once_judge_cache_wait_s_has_passed(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Another job is sending the same call and keeps its claim alive, but the provider holds its request for
+    6 s: a run with ``judge.cache_wait_s=1`` waits about a second, then sends the call itself and gets its
+    answer (paid twice rather than waited for without end)."""
+    settings = cache_settings(backend, tmp_path, request)
+    messages = [{"role": "user", "content": "the same request"}]
+    claimed = threading.Event()
+    with FakeProviders() as fake:
+        fake.push(Action(delay=6.0))  # the first job's request: still in flight when the second one gives up
+        judge = JudgeConfig(model="openai/m", api_base=fake.openai_base, api_key="k", **settings)
+
+        async def first_job() -> None:
+            scheduler = Scheduler(4)
+            async with scheduler.session():
+                task = asyncio.create_task(scheduler.complete(judge, messages))
+                while fake.calls < 1:
+                    await asyncio.sleep(0.01)
+                claimed.set()
+                await task
+
+        claimer = threading.Thread(target=asyncio.run, args=(first_job(),), daemon=True)
+        claimer.start()
+        assert claimed.wait(30)
+        second = Scheduler(4)
+
+        async def second_job() -> Any:
+            async with second.session():
+                return await second.complete(judge.model_copy(update={"cache_wait_s": 1.0}), messages)
+
+        started = time.monotonic()
+        result = asyncio.run(second_job())
+        took = time.monotonic() - started
+        assert result.text and not result.cached and fake.calls == 2
+        assert 0.9 < took < 4  # it waited about cache_wait_s, not for the first job's 6 s
+        assert second.stats.calls == 1 and second.stats.peer_hits == 0
+        claimer.join(timeout=60)

@@ -101,6 +101,9 @@ class JudgeConfig(StrictModel):
     """How a cache folder's SQLite file is shared: ``auto`` uses WAL on a local disk and SQLite's rollback journal
     on a network filesystem (NFS, Lustre, GPFS, CIFS...), where WAL cannot work; ``rollback`` for a network
     filesystem that ``auto`` does not recognise."""
+    cache_wait_s: float = Field(600.0, gt=0)
+    """How long a call waits for an identical call that another process is sending (a job of the same sweep)
+    before it sends the call itself. A claimer that dies is replaced sooner (its lease lapses)."""
     image: ImagePolicy = ImagePolicy()
     """Image preprocessing policy."""
     params: dict[str, Any] = {}

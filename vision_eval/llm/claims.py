@@ -5,7 +5,8 @@ key in the shared store (a row or a key with a lease); another process that find
 the answer from the store once the claimer wrote it. The claimer's event loop renews its leases every third
 of ``lease_s``, so a claim lapses when its process dies or stalls; a claim whose holder ran on this host and
 whose pid is gone is taken over at once. A claimer whose call fails releases the claim, and the next waiter
-sends. Every way out of a wait ends in an answer or in sending: nothing waits for ever.
+sends, and a waiter that has waited ``max_wait_s`` sends the call itself. Every way out of a wait ends in an
+answer or in sending: nothing waits for ever.
 
 A store (:class:`ClaimingStore`) runs its operations on one thread (:mod:`vision_eval.llm.batch_worker`):
 many lookups in one query, many writes in one transaction.
@@ -18,6 +19,7 @@ import atexit
 import json
 import os
 import socket
+import time
 import uuid
 import weakref
 from dataclasses import dataclass
@@ -200,14 +202,23 @@ def _close_open_stores() -> None:
         store.close(timeout=5)
 
 
-async def find_or_wait(store: ClaimingStore, key: str) -> tuple[Found, bool]:
-    """Look ``key`` up; while another live process holds its claim, wait and look again. Returns what was
-    found (an answer, or :data:`SEND`) and whether it waited for another process."""
+MAX_WAIT_S = 600.0
+"""How long a waiter waits for a live claimer by default (``judge.cache_wait_s``) before sending itself."""
+
+
+async def find_or_wait(store: ClaimingStore, key: str, max_wait_s: float = MAX_WAIT_S) -> tuple[Found, bool]:
+    """Look ``key`` up; while another live process holds its claim, wait and look again, for at most
+    ``max_wait_s`` seconds (then :data:`SEND` without the claim: the call is sent twice rather than never).
+    Returns what was found (an answer, or :data:`SEND`) and whether it waited for another process."""
     delay, waited = FIRST_POLL_S, False
+    deadline = time.monotonic() + max_wait_s
     while True:
         found = await store.find(key)
         if found.holder is None:
             return found, waited
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return SEND, waited
         waited = True
-        await asyncio.sleep(delay)
+        await asyncio.sleep(min(delay, left))
         delay = min(delay * 2, MAX_POLL_S)

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from vision_eval.llm.budget import NotAttempted
-from vision_eval.llm.claims import ClaimingStore, find_or_wait
+from vision_eval.llm.claims import MAX_WAIT_S, ClaimingStore, find_or_wait
 from vision_eval.llm.transport import CallError, CallResult
 
 
@@ -37,9 +37,11 @@ class SendOnce:
         counters: Sequence[Any],
         send: Callable[[], Awaitable[CallResult]],
         keep: Callable[[CallResult], Awaitable[None]],
+        max_wait_s: float = MAX_WAIT_S,
     ) -> CallResult:
-        """The answer to the call ``key``: read, waited for, or sent with ``send`` and then kept with ``keep``
-        (the run's journal and the cache). ``counters`` count where it came from."""
+        """The answer to the call ``key``: read, waited for (another process sending it, at most ``max_wait_s``
+        seconds), or sent with ``send`` and then kept with ``keep`` (the run's journal and the cache).
+        ``counters`` count where it came from."""
         while (leader := self._inflight.get(key)) is not None:
             try:
                 shared, source = await asyncio.shield(leader)
@@ -56,7 +58,7 @@ class SendOnce:
         mine: asyncio.Future[tuple[CallResult, str]] = asyncio.get_running_loop().create_future()
         self._inflight[key] = mine
         try:
-            result, source = await self._claimed(key, model, store, counters, send, keep)
+            result, source = await self._claimed(key, model, store, counters, send, keep, max_wait_s)
         except CallError as error:
             mine.set_exception(error)
             mine.exception()  # retrieved: nobody else may be waiting for it
@@ -77,9 +79,10 @@ class SendOnce:
         counters: Sequence[Any],
         send: Callable[[], Awaitable[CallResult]],
         keep: Callable[[CallResult], Awaitable[None]],
+        max_wait_s: float,
     ) -> tuple[CallResult, str]:
         """The answer, and the counter that an identical call waiting for it counts it in."""
-        found, waited = await find_or_wait(store, key)
+        found, waited = await find_or_wait(store, key, max_wait_s)
         if found.value is not None:
             source = "peer_hits" if waited else "cache_hits"
             _count(counters, source)

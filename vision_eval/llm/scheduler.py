@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from vision_eval.errors import OutputsNotWritten
 from vision_eval.llm.budget import CIRCUIT_BREAKER, STOPPED, Budget, NotAttempted, estimate_cost
 from vision_eval.llm.cache import CallJournal, cache_key, open_cache
-from vision_eval.llm.claims import ClaimingStore
+from vision_eval.llm.claims import MAX_WAIT_S, ClaimingStore
 from vision_eval.llm.once import SendOnce
 from vision_eval.llm.retry import backoff_delay
 from vision_eval.llm.transport import CallError, CallResult, DirectOpenAI, LiteLLMTransport, uses_direct
@@ -338,7 +338,8 @@ class Scheduler:
             await self._record(key, str(judge.model), result, store)
 
         if store is not None and key is not None:
-            return await self._once.call(key, str(judge.model), store, counters, send, keep)
+            wait = getattr(judge, "cache_wait_s", MAX_WAIT_S)
+            return await self._once.call(key, str(judge.model), store, counters, send, keep, wait)
         result = await send()
         if key is not None:
             await keep(result)
