@@ -357,3 +357,73 @@ def test_a_waiter_sends_the_call_itself_once_judge_cache_wait_s_has_passed(
         assert 0.9 < took < 4  # it waited about cache_wait_s, not for the first job's 6 s
         assert second.stats.calls == 1 and second.stats.peer_hits == 0
         claimer.join(timeout=60)
+
+
+def test_the_filesystem_holding_the_cache_is_read_from_the_mount_table() -> None:
+    """The deepest mount holding the folder names its filesystem (``\\040`` is a space in /proc/mounts)."""
+    from vision_eval.llm.cache import filesystem_type, journal_mode
+
+    mounts = ("overlay / overlay rw 0 0\nserver:/export /shared nfs4 rw,relatime 0 0\n"
+              "mds@tcp:/lfs /shared/my\\040lustre lustre rw 0 0\n/dev/sda1 /shared-local ext4 rw 0 0\n")  # fmt: skip
+    folders = ("/home/u/.cache", "/shared/cache", "/shared/my lustre/cache", "/shared-local/cache", "/shared")
+    kinds = {folder: filesystem_type(Path(folder), mounts) for folder in folders}
+    assert kinds == {"/home/u/.cache": "overlay", "/shared/cache": "nfs4", "/shared/my lustre/cache": "lustre",
+                     "/shared-local/cache": "ext4", "/shared": "nfs4"}  # fmt: skip
+    assert [journal_mode("auto", kind) for kind in ("nfs4", "lustre", "ext4", None)] == ["rollback"] * 2 + ["wal"] * 2
+    assert journal_mode("rollback", "ext4") == "rollback" and journal_mode("wal", "nfs4") == "wal"
+
+
+def test_on_a_network_filesystem_the_cache_uses_the_rollback_journal_and_says_so(
+    tmp_path: Path, fresh_fake: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cache folder on NFS (the mount table says ``nfs4``; this machine's kernel has no NFS to mount): the SQLite
+    file is in the rollback journal (no ``-wal`` file), the run's run.json and console name the mode and why, and
+    a second run reads every call back (nothing sent twice)."""
+    import sqlite3
+
+    import vision_eval as ve
+    from vision_eval.llm import cache as cache_module
+    from vision_eval.summary import print_summary
+
+    monkeypatch.setattr(cache_module, "filesystem_type", lambda path, mounts=None: "nfs4")
+    folder = tmp_path / "cache"
+    judge = {"model": "openai/gpt-4o-mini", "api_base": fresh_fake.openai_base, "api_key": "k",
+             "cache_dir": str(folder)}  # fmt: skip
+    evaluators = {"desc": {"type": "llm_judge", "prompt": "image-description"}}
+    rows = rows_of(tmp_path, 8, 4)
+    first = ve.evaluate(rows, evaluators=evaluators, judge=judge, output_dir=tmp_path / "first")
+    assert first.exit_code == 0 and fresh_fake.calls == 4
+    (described,) = first.run_info["scheduler"]["cache"]
+    assert described == {"mode": "sqlite-rollback", "path": str(folder / "calls.sqlite"), "filesystem": "nfs4",
+                         "why": "a network filesystem: WAL needs shared memory"}  # fmt: skip
+    print_summary(first.summary, first.metrics, first.run_info)
+    said = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
+    why = "a network filesystem: WAL needs shared memory"
+    assert f"call cache: sqlite-rollback at {folder / 'calls.sqlite'} ({why})" in said
+    with sqlite3.connect(folder / "calls.sqlite") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert not (folder / "calls.sqlite-wal").exists()
+    second = ve.evaluate(rows, evaluators=evaluators, judge=judge, output_dir=tmp_path / "second")
+    assert second.exit_code == 0 and fresh_fake.calls == 4 and second.run_info["scheduler"]["cache_hits"] == 8
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lookups_and_writes_in_flight_together_share_queries_and_transactions(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """400 calls of one event loop, each a lookup then a write, then 400 lookups of what was written: every answer
+    is right, and the store ran them in a few batches, not one query or commit each."""
+    store = store_for(cache_settings(backend, tmp_path, request), LEASE_S)
+
+    async def main() -> list[Any]:
+        async def one(i: int) -> None:
+            assert await store.find(f"k{i}") == SEND
+            await store.store(f"k{i}", "m", {"text": f"answer {i}"})
+
+        await asyncio.gather(*(one(i) for i in range(400)))
+        return await asyncio.gather(*(store.peek(f"k{i}") for i in range(400)))
+
+    assert asyncio.run(main()) == [{"text": f"answer {i}"} for i in range(400)]
+    ops, passes = store.batching
+    store.close()
+    assert ops == 1200 and passes <= ops / 10, (ops, passes)
