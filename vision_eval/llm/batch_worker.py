@@ -19,6 +19,8 @@ from typing import Any
 
 MAX_BATCH = 2000
 """Most operations run in one pass (bounds one transaction's size)."""
+DRAINED = "drained"
+"""A marker op of :meth:`BatchWorker.drain`: set once the operations queued before it have run."""
 
 
 @dataclass
@@ -71,6 +73,14 @@ class BatchWorker:
         """Queue an operation nobody waits for (it still runs before :meth:`close` returns)."""
         self._queue.put(Op(kind, arg))
 
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every operation queued before this call has run; False when that takes over ``timeout``."""
+        if not self._thread.is_alive() or self._thread is threading.current_thread():
+            return not self._thread.is_alive()
+        done = threading.Event()
+        self._queue.put(Op(DRAINED, done))
+        return done.wait(timeout)
+
     def stop(self) -> None:
         """Let the thread end once it has run what is queued (without waiting for it)."""
         self._queue.put(None)
@@ -98,6 +108,12 @@ class BatchWorker:
                     stopping = True
                     break
                 ops.append(more)
+            markers = [op.arg for op in ops if op.kind == DRAINED]
+            ops = [op for op in ops if op.kind != DRAINED]
+            if not ops:
+                for marker in markers:
+                    marker.set()
+                continue
             run = self._run()
             try:
                 if run is None:
@@ -114,3 +130,5 @@ class BatchWorker:
             for loop, settled in by_loop.items():  # one wake-up of each loop per pass, not one per operation
                 with contextlib.suppress(RuntimeError):  # that loop has closed: nobody is waiting any more
                     loop.call_soon_threadsafe(_settle_all, settled)
+            for marker in markers:
+                marker.set()

@@ -199,6 +199,7 @@ class CallCache(ClaimingStore):
                         self._stored([key for key, _, _ in puts])
                 except Exception as exc:  # the puts of this pass fail with it; lookups send without a claim
                     failure = exc
+                    self.refused += len(puts)
         outcomes: list[Any] = []
         for op in ops:
             if op.kind in (FIND, PEEK):
@@ -302,7 +303,11 @@ class CallJournal(CallCache):
             self._keys = self.keys_path.open("a", encoding="ascii")
 
     def put(self, key: str, model: str, value: dict[str, Any]) -> None:
-        super().put(key, model, value)
+        try:
+            super().put(key, model, value)
+        except BaseException:
+            self.refused += 1
+            raise
         with self._lock:
             self._stored([key])
 

@@ -104,6 +104,8 @@ class ClaimingStore:
         self.hits = 0
         self.misses = 0
         self.writes = 0
+        self.refused = 0
+        """Writes the store could not make (counted where they fail, whether or not anyone still awaits them)."""
         self._worker: BatchWorker | None = None
         self._held: set[str] = set()
         self._beating: asyncio.Task[None] | None = None
@@ -165,6 +167,10 @@ class ClaimingStore:
         if key in self._held:
             self._held.discard(key)
             self.worker.post(RELEASE, key)
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until the operations queued so far have run (False after ``timeout`` seconds)."""
+        return self._worker.drain(timeout) if self._worker is not None else True
 
     def close(self, timeout: float | None = None) -> bool:
         """Finish queued operations and give up every claim still held; False when the store's thread is still

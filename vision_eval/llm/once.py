@@ -36,11 +36,10 @@ class SendOnce:
         store: ClaimingStore,
         counters: Sequence[Any],
         send: Callable[[], Awaitable[CallResult]],
-        keep: Callable[[CallResult], Awaitable[None]],
         max_wait_s: float = MAX_WAIT_S,
     ) -> CallResult:
         """The answer to the call ``key``: read, waited for (another process sending it, at most ``max_wait_s``
-        seconds), or sent with ``send`` and then kept with ``keep`` (the run's journal and the cache).
+        seconds), or sent with ``send`` (which also keeps the answer in the run's journal and the cache).
         ``counters`` count where it came from."""
         while (leader := self._inflight.get(key)) is not None:
             try:
@@ -58,7 +57,7 @@ class SendOnce:
         mine: asyncio.Future[tuple[CallResult, str]] = asyncio.get_running_loop().create_future()
         self._inflight[key] = mine
         try:
-            result, source = await self._claimed(key, model, store, counters, send, keep, max_wait_s)
+            result, source = await self._claimed(key, model, store, counters, send, max_wait_s)
         except CallError as error:
             mine.set_exception(error)
             mine.exception()  # retrieved: nobody else may be waiting for it
@@ -78,7 +77,6 @@ class SendOnce:
         store: ClaimingStore,
         counters: Sequence[Any],
         send: Callable[[], Awaitable[CallResult]],
-        keep: Callable[[CallResult], Awaitable[None]],
         max_wait_s: float,
     ) -> tuple[CallResult, str]:
         """The answer, and the counter that an identical call waiting for it counts it in."""
@@ -92,5 +90,4 @@ class SendOnce:
         except BaseException:
             store.release(key)
             raise
-        await keep(result)
         return result, "coalesced"

@@ -103,6 +103,7 @@ class RedisCallCache(ClaimingStore):
             replies = iter(pipe.execute(raise_on_error=False))
         except self._errors as exc:  # the server is gone: look-ups send, writes fail (counted), nothing waits
             failed = OutputsNotWritten(self.url, f"the Redis server is unreachable: {exc}")
+            self.refused += sum(op.kind == PUT for op in ops)
             return [SEND if op.kind in (FIND, PEEK) else failed if op.kind == PUT else None for op in ops]
         outcomes: list[Any] = []
         for op in ops:
@@ -114,6 +115,7 @@ class RedisCallCache(ClaimingStore):
             elif op.kind == PUT:
                 written, _ = next(replies), next(replies)
                 refused = f"the Redis server refused the write: {written}"
+                self.refused += isinstance(written, Exception)
                 outcomes.append(OutputsNotWritten(self.url, refused) if isinstance(written, Exception) else None)
             elif op.kind == RELEASE:
                 next(replies)

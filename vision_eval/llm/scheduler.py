@@ -162,16 +162,28 @@ class Scheduler:
         self._once = SendOnce()
         self._loop: Any = None
         self._global: asyncio.Semaphore | None = None
+        self._recording: asyncio.Semaphore | None = None
+        self.abandoned = 0
+        """Requests given up while in flight (the run stopped): possibly billed, never answered."""
+        """Live calls from sending until recorded (see ``send`` in :meth:`complete`)."""
         self._models: dict[tuple[str, str | None], _ModelState] = {}
         self._tripped: dict[str, str] = {}
         self._sessions = 0
         self._batches: BatchRunner | None = None
         self._journal_dir: str | Path | None = None
         self._lost: set[str] = set()
-        self.unjournaled = 0
-        """Finished calls the journal could not record (a resume sends those outside a saved batch again)."""
         self.fault: OutputsNotWritten | None = None
         """Set when the run's journal could not record a finished call: the run must stop (see :meth:`record`)."""
+
+    @property
+    def unjournaled(self) -> int:
+        """Calls sent whose answers the journal does not hold (a resume sends those outside a saved batch again):
+        the writes the journal refused, counted once the writes queued so far have run (a run that stops may no
+        longer await them), and the requests still in flight when the run stopped."""
+        if self.journal is None:
+            return 0
+        self.journal.drain(timeout=60)
+        return self.journal.refused + self.abandoned
 
     @property
     def batches(self) -> BatchRunner:
@@ -222,6 +234,7 @@ class Scheduler:
         if loop is not self._loop:  # asyncio primitives belong to one loop; a new run gets fresh ones
             self._loop = loop
             self._global = asyncio.Semaphore(self.concurrency)
+            self._recording = asyncio.Semaphore(self.concurrency)
             self._models = {}
             self.budget.bind()
             if self._batches is not None:
@@ -329,21 +342,21 @@ class Scheduler:
             return await self._counted(judge, state, counters, batch_call)
 
         async def send() -> CallResult:
-            live = self._attempts(judge, messages, sent, state, counters, estimated_tokens, estimate or 0.0)
-            return await self._counted(judge, state, counters, live)
-
-        async def keep(result: CallResult) -> None:
-            assert key is not None
-            self._count_resent(key, counters)
-            await self._record(key, str(judge.model), result, store)
+            """Send the call and keep its answer, holding a slot of ``run.concurrency`` until the journal has
+            it: the calls a journal the disk refuses can lose are at most the calls in flight."""
+            assert self._recording is not None
+            async with self._recording:
+                live = self._attempts(judge, messages, sent, state, counters, estimated_tokens, estimate or 0.0)
+                result = await self._counted(judge, state, counters, live)
+                if key is not None:
+                    self._count_resent(key, counters)
+                    await self._record(key, str(judge.model), result, store)
+            return result
 
         if store is not None and key is not None:
             wait = getattr(judge, "cache_wait_s", MAX_WAIT_S)
-            return await self._once.call(key, str(judge.model), store, counters, send, keep, wait)
-        result = await send()
-        if key is not None:
-            await keep(result)
-        return result
+            return await self._once.call(key, str(judge.model), store, counters, send, wait)
+        return await send()
 
     async def _counted(
         self, judge: Any, state: _ModelState, counters: tuple[SchedulerStats, ...], call: Awaitable[CallResult]
@@ -377,7 +390,6 @@ class Scheduler:
                 await self.journal.store(key, model, result.to_record())
             except OutputsNotWritten as exc:
                 self.fault = self.fault or exc
-                self.unjournaled += 1
         if store is not None:
             try:
                 await store.store(key, model, result.to_cache())
@@ -394,7 +406,6 @@ class Scheduler:
                 self.journal.put(key, model, result.to_record())
             except OutputsNotWritten as exc:
                 self.fault = self.fault or exc
-                self.unjournaled += 1
         if store is not None:
             try:
                 store.put(key, model, result.to_cache())
@@ -483,6 +494,9 @@ class Scheduler:
                         async with asyncio.timeout(judge.timeout_s + 5):  # no extra task, unlike wait_for
                             result = await transport.complete(judge, messages, sent)
                         error = None
+                    except asyncio.CancelledError:  # the run is stopping: the provider may bill this request
+                        self.abandoned += 1
+                        raise
                     except CallError as exc:
                         error = exc
                     except TimeoutError:
