@@ -343,14 +343,17 @@ class Scheduler:
 
         async def send() -> CallResult:
             """Send the call and keep its answer, holding a slot of ``run.concurrency`` until the journal has
-            it: the calls a journal the disk refuses can lose are at most the calls in flight."""
+            it (the calls a journal the disk refuses can lose are at most the calls in flight), then in the
+            shared cache (which a slow shared filesystem makes wait, without holding the slot)."""
             assert self._recording is not None
             async with self._recording:
                 live = self._attempts(judge, messages, sent, state, counters, estimated_tokens, estimate or 0.0)
                 result = await self._counted(judge, state, counters, live)
                 if key is not None:
                     self._count_resent(key, counters)
-                    await self._record(key, str(judge.model), result, store)
+                    await self._journal(key, str(judge.model), result)
+            if key is not None and store is not None:
+                await self._cache(key, str(judge.model), result, store)
             return result
 
         if store is not None and key is not None:
@@ -383,18 +386,20 @@ class Scheduler:
             for c in counters:
                 c.resent += 1
 
-    async def _record(self, key: str, model: str, result: CallResult, store: ClaimingStore | None) -> None:
-        """:meth:`record` for a live call, batched with other calls' writes and off the event loop."""
+    async def _journal(self, key: str, model: str, result: CallResult) -> None:
+        """:meth:`record`'s journal half for a live call, batched with other calls' writes, off the event loop."""
         if self.journal is not None:
             try:
                 await self.journal.store(key, model, result.to_record())
             except OutputsNotWritten as exc:
                 self.fault = self.fault or exc
-        if store is not None:
-            try:
-                await store.store(key, model, result.to_cache())
-            except OutputsNotWritten:
-                self.stats.cache_write_failures += 1
+
+    async def _cache(self, key: str, model: str, result: CallResult, store: ClaimingStore) -> None:
+        """:meth:`record`'s cache half for a live call (it also gives up the call's claim)."""
+        try:
+            await store.store(key, model, result.to_cache())
+        except OutputsNotWritten:
+            self.stats.cache_write_failures += 1
 
     def record(self, key: str, model: str, result: CallResult, store: ClaimingStore | None) -> None:
         """Keep a finished call in the run's journal and in the persistent cache ``store``. Neither failure
