@@ -16,6 +16,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 SMOKE_ARGS: dict[str, list[str]] = {
     "bench_bbox.py": ["--rows", "2000", "--repeat", "1"],
     "bench_benchmark_metrics.py": ["--rows", "2000", "--repeat", "1"],
+    "bench_cache.py": ["--procs", "2", "--calls", "20", "--rollback-calls", "5", "--concurrency", "4", "--repeat", "1"],
     "bench_code_validators.py": ["--rows", "2000", "--repeat", "1", "--judge-rows", "200", "--process-rows", "3"],
     "bench_compare.py": ["--rows", "2000", "--images", "5"],
     "bench_demo.py": ["--runs", "1"],

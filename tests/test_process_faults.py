@@ -417,7 +417,7 @@ def test_a_journal_the_disk_refuses_stops_the_calls_and_says_what_a_resume_pays_
         assert done.returncode == 3, done.stderr[-3000:]
         line = one_line(done.stderr, "could not be written")
         assert "checkpoint/calls.sqlite: disk I/O error" in line and "resume with run.resume=" in line, line
-        unrecorded = int(line.split("; ")[-1].split(" finished calls could not be recorded")[0])
+        unrecorded = int(line.split("; ")[-1].split(" calls sent could not be recorded")[0])
         assert 0 < unrecorded <= 8 and first < 200 // 4, (first, line)  # stopped within the calls in flight
         resumed = run_cli([*base, "hydra.run.dir=r2", f"run.resume={tmp_path / 'r'}"], tmp_path, env)
         assert resumed.returncode == 0, resumed.stderr[-3000:]

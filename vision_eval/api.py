@@ -292,7 +292,8 @@ def _stopped(store: Checkpoints, ledger: Ledger, output_dir: Path | None, schedu
         message = not_written(exc, store, output_dir, [], ledger)
         if scheduler.unjournaled:
             message += (
-                f"; {scheduler.unjournaled} finished calls could not be recorded in the journal: a resume sends "
+                f"; {scheduler.unjournaled} calls sent could not be recorded in the journal (the disk refused them, or "
+                "they were in flight when the run stopped): a resume sends "
                 "those outside a saved batch again (they are paid twice)"
             )
         raise OutputsNotWritten(exc.path, exc.reason, message) from exc

@@ -49,8 +49,8 @@ NEUTRAL_SETTINGS = frozenset({"description", "min_pass_rate", "min_mean_score", 
 """Evaluator settings that do not change a result row (gates, text): changing them reuses finished work."""
 NEUTRAL_JUDGE = frozenset(
     {"api_key", "api_key_env", "timeout_s", "max_reply_bytes", "max_retries", "max_retry_after_s",
-     "circuit_breaker", "max_concurrency", "rpm", "tpm", "cache", "cache_dir", "batch_size", "batch_poll_s",
-     "batch_max_wait_h"}
+     "circuit_breaker", "max_concurrency", "rpm", "tpm", "cache", "cache_dir", "cache_mode", "cache_wait_s",
+     "batch_size", "batch_poll_s", "batch_max_wait_h"}
 )  # fmt: skip
 """Judge settings that change how calls are made, not what they return."""
 

@@ -104,7 +104,15 @@ class JudgeConfig(StrictModel):
     cache: bool = True
     """Reuse identical earlier calls from the persistent cache."""
     cache_dir: str | None = None
-    """Cache location; default ``~/.cache/vision_eval``."""
+    """Cache location: a folder (default ``~/.cache/vision_eval``) or a Redis server that a cluster's jobs share,
+    ``redis://host:6379/0`` (``pip install "vision-eval[redis]"``)."""
+    cache_mode: Literal["auto", "wal", "rollback"] = "auto"
+    """How a cache folder's SQLite file is shared: ``auto`` uses WAL on a local disk and SQLite's rollback journal
+    on a network filesystem (NFS, Lustre, GPFS, CIFS...), where WAL cannot work; ``rollback`` for a network
+    filesystem that ``auto`` does not recognise."""
+    cache_wait_s: float = Field(600.0, gt=0)
+    """How long a call waits for an identical call that another process is sending (a job of the same sweep)
+    before it sends the call itself. A claimer that dies is replaced sooner (its lease lapses)."""
     image: ImagePolicy = ImagePolicy()
     """Image preprocessing policy."""
     params: dict[str, Any] = {}

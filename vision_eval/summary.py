@@ -125,6 +125,7 @@ def _print_outcome(console: Any, info: dict[str, Any]) -> None:
         console.print(f"resumed batches: {resumed}", highlight=False)
     for damaged in info.get("set_aside") or []:
         console.print(f"set aside (damaged): {escape(damaged)}", highlight=False)
+    _print_cache(console, info.get("scheduler") or {})
     resent = (info.get("scheduler") or {}).get("resent")
     if resent:
         console.print(f"sent again: {resent} calls an earlier attempt had finished (the damaged journal had lost "
@@ -138,3 +139,21 @@ def _print_outcome(console: Any, info: dict[str, Any]) -> None:
         else f"[red]exit {code}[/red]: " + escape("; ".join(info.get("problems") or []))
     )
     console.print(f"verdict: {verdict}", highlight=False)
+
+
+def _print_cache(console: Any, scheduler: dict[str, Any]) -> None:
+    """Which call cache the run used, in which mode and why, and how many calls it answered without sending."""
+    from rich.markup import escape
+
+    for cache in scheduler.get("cache") or []:
+        console.print(
+            f"call cache: {cache['mode']} at {escape(cache['path'])} ({escape(cache['why'])})", highlight=False
+        )
+    answered = {
+        "from the cache": scheduler.get("cache_hits", 0),
+        "from another job's identical call in flight": scheduler.get("peer_hits", 0),
+        "from an identical call in flight in this run": scheduler.get("coalesced", 0),
+    }
+    if any(answered.values()):
+        said = ", ".join(f"{n} {where}" for where, n in answered.items() if n)
+        console.print(f"calls answered without sending: {said}; sent: {scheduler.get('calls', 0)}", highlight=False)

@@ -79,6 +79,17 @@ def price_problems(uses: list[ModelUse]) -> list[str]:
     ]
 
 
+def cache_problems(uses: list[ModelUse], scheduler: Any) -> list[str]:
+    """Caches that cannot be opened (a Redis server that does not answer), found before any call is sent."""
+    problems = []
+    for use in uses:
+        try:
+            scheduler.cache_for(use.config)
+        except PreflightError as error:
+            problems.append(f"{use.label}: {error}")
+    return problems
+
+
 def _hint(use: ModelUse, error: CallError) -> str:
     config = use.config
     key = f"${config.api_key_env}" if config.api_key_env else "judge.api_key / the provider's key variable"
@@ -120,7 +131,7 @@ def preflight(
     ``scrub`` masks secret values in the message (a provider's 401 body may quote the key)."""
     if not uses:
         return
-    problems = key_problems(uses)
+    problems = key_problems(uses) or cache_problems(uses, scheduler)
     if not problems and budget:
         problems = price_problems(uses)
     if not problems and send:

@@ -4,7 +4,8 @@ Global and per-model concurrency limits, an RPM/TPM limiter, retries with expone
 jitter that honour ``Retry-After`` up to ``judge.max_retry_after_s`` (429, 5xx, timeouts, connection
 resets), the run's budget (:mod:`vision_eval.llm.budget`), a circuit breaker per model, the run's call
 journal (every finished call of this run, so a resumed run never sends it again, cache or not), the
-persistent cache, and counters for run.json (run-wide and per caller). A judge with ``batch: true`` has its
+persistent cache that processes share (each call sent once however many ask for it at once:
+:mod:`vision_eval.llm.once`), and counters for run.json (run-wide and per caller). A judge with ``batch: true`` has its
 calls sent in provider batch jobs instead (:mod:`vision_eval.llm.batches`); callers see no difference.
 Get the run's instance with
 :func:`get_scheduler` (an ``EvalContext`` service) and call :meth:`Scheduler.complete` inside
@@ -17,7 +18,7 @@ import asyncio
 import random
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from vision_eval.errors import OutputsNotWritten
 from vision_eval.llm.budget import CIRCUIT_BREAKER, STOPPED, Budget, NotAttempted, estimate_cost
-from vision_eval.llm.cache import CallCache, CallJournal, cache_key
+from vision_eval.llm.cache import CallJournal, cache_key, open_cache
+from vision_eval.llm.claims import MAX_WAIT_S, ClaimingStore
+from vision_eval.llm.once import SendOnce
 from vision_eval.llm.retry import backoff_delay
 from vision_eval.llm.transport import CallError, CallResult, DirectOpenAI, LiteLLMTransport, uses_direct
 
@@ -94,6 +97,12 @@ class SchedulerStats:
     calls: int = 0
     """HTTP requests sent (every attempt)."""
     cache_hits: int = 0
+    """Calls answered by the persistent cache (an earlier run or job had made them)."""
+    peer_hits: int = 0
+    """Calls another process (a job of the same sweep) was sending when this one wanted them: waited for, then
+    read from the shared cache (sent once for both)."""
+    coalesced: int = 0
+    """Calls answered by an identical call this run had in flight (sent once)."""
     journal_hits: int = 0
     """Calls answered by this run's journal (finished before a resume)."""
     retries: int = 0
@@ -117,9 +126,13 @@ class SchedulerStats:
     batch: dict[str, Any] = field(default_factory=dict)
     """Run-wide only: batch jobs (submitted, resumed, done, running), where each model's batch price comes from,
     and the models that fell back to live calls."""
+    cache: list[dict[str, Any]] = field(default_factory=list)
+    """Run-wide only: each persistent cache the run used, where it is and which mode it chose (and why)."""
 
     def as_dict(self) -> dict[str, Any]:
         out = {**self.__dict__, "rate_limited_s": round(self.rate_limited_s, 3)}
+        if not self.cache:
+            out.pop("cache")
         if not (self.batched or self.batch or self.batch_cost_usd):
             for name in ("batched", "batch_cost_usd", "batch_live_cost_usd", "batch"):
                 out.pop(name)
@@ -144,20 +157,33 @@ class Scheduler:
         self.direct = DirectOpenAI()
         self.litellm = LiteLLMTransport()
         self.budget = Budget(None)
-        self.journal: CallCache | None = None
-        self._caches: dict[str, CallCache] = {}
+        self.journal: CallJournal | None = None
+        self._caches: dict[tuple[str, str], ClaimingStore] = {}
+        self._once = SendOnce()
         self._loop: Any = None
         self._global: asyncio.Semaphore | None = None
+        self._recording: asyncio.Semaphore | None = None
+        self.abandoned = 0
+        """Requests given up while in flight (the run stopped): possibly billed, never answered."""
+        """Live calls from sending until recorded (see ``send`` in :meth:`complete`)."""
         self._models: dict[tuple[str, str | None], _ModelState] = {}
         self._tripped: dict[str, str] = {}
         self._sessions = 0
         self._batches: BatchRunner | None = None
         self._journal_dir: str | Path | None = None
         self._lost: set[str] = set()
-        self.unjournaled = 0
-        """Finished calls the journal could not record (a resume sends those outside a saved batch again)."""
         self.fault: OutputsNotWritten | None = None
         """Set when the run's journal could not record a finished call: the run must stop (see :meth:`record`)."""
+
+    @property
+    def unjournaled(self) -> int:
+        """Calls sent whose answers the journal does not hold (a resume sends those outside a saved batch again):
+        the writes the journal refused, counted once the writes queued so far have run (a run that stops may no
+        longer await them), and the requests still in flight when the run stopped."""
+        if self.journal is None:
+            return 0
+        self.journal.drain(timeout=60)
+        return self.journal.refused + self.abandoned
 
     @property
     def batches(self) -> BatchRunner:
@@ -208,6 +234,7 @@ class Scheduler:
         if loop is not self._loop:  # asyncio primitives belong to one loop; a new run gets fresh ones
             self._loop = loop
             self._global = asyncio.Semaphore(self.concurrency)
+            self._recording = asyncio.Semaphore(self.concurrency)
             self._models = {}
             self.budget.bind()
             if self._batches is not None:
@@ -232,13 +259,15 @@ class Scheduler:
         """The counters of one caller (an evaluator's name, or ``candidate``)."""
         return self.by_owner.get(owner, SchedulerStats()).as_dict()
 
-    def cache_for(self, judge: Any) -> CallCache | None:
-        """The persistent cache for a judge (``None`` when ``cache: false``)."""
+    def cache_for(self, judge: Any) -> ClaimingStore | None:
+        """The persistent cache for a judge (``None`` when ``cache: false``): a SQLite folder or a Redis server."""
         if not judge.cache:
             return None
-        key = judge.cache_dir or ""
+        mode = getattr(judge, "cache_mode", "auto")
+        key = (judge.cache_dir or "", mode)
         if key not in self._caches:
-            self._caches[key] = CallCache(judge.cache_dir)
+            self._caches[key] = open_cache(judge.cache_dir, mode)
+            self.stats.cache.append(self._caches[key].describe())
         return self._caches[key]
 
     @asynccontextmanager
@@ -296,24 +325,49 @@ class Scheduler:
             hashed = {**sent, "_key_extra": key_extra} if key_extra else sent
             key = cache_key(str(judge.model), judge.api_base, hashed, messages)
         if self.journal is not None and key is not None:
-            done = self.journal.get(key)
+            done = (await self.journal.find(key)).value
             if done is not None:
                 for c in counters:
                     c.journal_hits += 1
                 return CallResult.from_record(done, str(judge.model), cached=False, transport="journal")
-        if store is not None and key is not None:
-            hit = store.get(key)
+        state = self._model_state(judge)
+        estimate = estimate_cost(judge, estimated_tokens, sent, batched) if self.budget.limit is not None else None
+        if batched:
+            assert key is not None
+            hit = await store.peek(key) if store is not None else None
             if hit is not None:
                 for c in counters:
                     c.cache_hits += 1
                 return CallResult.from_record(hit, str(judge.model), cached=True, transport="cache")
-        state = self._model_state(judge)
-        estimate = estimate_cost(judge, estimated_tokens, sent, batched) if self.budget.limit is not None else None
+            batch_call = self._batched(judge, messages, sent, key, state, counters, estimate or 0.0, cache)
+            return await self._counted(judge, state, counters, batch_call)
+
+        async def send() -> CallResult:
+            """Send the call and keep its answer, holding a slot of ``run.concurrency`` until the journal has
+            it (the calls a journal the disk refuses can lose are at most the calls in flight), then in the
+            shared cache (which a slow shared filesystem makes wait, without holding the slot)."""
+            assert self._recording is not None
+            async with self._recording:
+                live = self._attempts(judge, messages, sent, state, counters, estimated_tokens, estimate or 0.0)
+                result = await self._counted(judge, state, counters, live)
+                if key is not None:
+                    self._count_resent(key, counters)
+                    await self._journal(key, str(judge.model), result)
+            if key is not None and store is not None:
+                await self._cache(key, str(judge.model), result, store)
+            return result
+
+        if store is not None and key is not None:
+            wait = getattr(judge, "cache_wait_s", MAX_WAIT_S)
+            return await self._once.call(key, str(judge.model), store, counters, send, wait)
+        return await send()
+
+    async def _counted(
+        self, judge: Any, state: _ModelState, counters: tuple[SchedulerStats, ...], call: Awaitable[CallResult]
+    ) -> CallResult:
+        """``call`` (live or batched), counting how it ends (the circuit breaker hears of failures)."""
         try:
-            if batched:
-                assert key is not None
-                return await self._batched(judge, messages, sent, key, state, counters, estimate or 0.0, cache)
-            result = await self._attempts(judge, messages, sent, state, counters, estimated_tokens, estimate or 0.0)
+            result = await call
         except NotAttempted:
             for c in counters:
                 c.not_attempted += 1
@@ -324,9 +378,6 @@ class Scheduler:
             self._record_failure(judge, state, error)
             raise
         state.consecutive_failures = 0
-        if key is not None:
-            self._count_resent(key, counters)
-            self.record(key, str(judge.model), result, store)
         return result
 
     def _count_resent(self, key: str, counters: tuple[SchedulerStats, ...]) -> None:
@@ -336,7 +387,22 @@ class Scheduler:
             for c in counters:
                 c.resent += 1
 
-    def record(self, key: str, model: str, result: CallResult, store: CallCache | None) -> None:
+    async def _journal(self, key: str, model: str, result: CallResult) -> None:
+        """:meth:`record`'s journal half for a live call, batched with other calls' writes, off the event loop."""
+        if self.journal is not None:
+            try:
+                await self.journal.store(key, model, result.to_record())
+            except OutputsNotWritten as exc:
+                self.fault = self.fault or exc
+
+    async def _cache(self, key: str, model: str, result: CallResult, store: ClaimingStore) -> None:
+        """:meth:`record`'s cache half for a live call (it also gives up the call's claim)."""
+        try:
+            await store.store(key, model, result.to_cache())
+        except OutputsNotWritten:
+            self.stats.cache_write_failures += 1
+
+    def record(self, key: str, model: str, result: CallResult, store: ClaimingStore | None) -> None:
         """Keep a finished call in the run's journal and in the persistent cache ``store``. Neither failure
         costs the call's answer, which the caller still gets: a journal the disk refuses is the run's
         :attr:`fault` (the engine stops the run at its next part, exit 3); a cache write that fails is
@@ -346,7 +412,6 @@ class Scheduler:
                 self.journal.put(key, model, result.to_record())
             except OutputsNotWritten as exc:
                 self.fault = self.fault or exc
-                self.unjournaled += 1
         if store is not None:
             try:
                 store.put(key, model, result.to_cache())
@@ -435,6 +500,9 @@ class Scheduler:
                         async with asyncio.timeout(judge.timeout_s + 5):  # no extra task, unlike wait_for
                             result = await transport.complete(judge, messages, sent)
                         error = None
+                    except asyncio.CancelledError:  # the run is stopping: the provider may bill this request
+                        self.abandoned += 1
+                        raise
                     except CallError as exc:
                         error = exc
                     except TimeoutError:
