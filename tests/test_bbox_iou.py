@@ -4,7 +4,6 @@ example script."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import child_env
 
 import vision_eval
 from vision_eval.evaluators.boxes import geometry as bx
@@ -147,7 +147,7 @@ def test_ap_by_threshold() -> None:
 
 def _judge(row: dict[str, Any]) -> dict[str, Any]:
     script = ROOT / "evaluators/code-validators/fuzzy_fields_judge.py"
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = child_env()
     proc = subprocess.run(
         [sys.executable, str(script)], input=json.dumps(row), env=env, capture_output=True, text=True, timeout=60
     )
