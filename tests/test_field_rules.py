@@ -1,0 +1,146 @@
+"""field_accuracy's comparison rules as the public helpers give them (the code-judge scripts' API): nested objects and
+arrays (their similarity guides the any_order pairing), the field-level rules, paths, fuzzy similarity and JSON
+reading limits."""
+
+from __future__ import annotations
+
+import pytest
+
+from vision_eval.evaluators.fields.matching import (
+    MAX_DEPTH,
+    MISSING,
+    FieldSpec,
+    Outcome,
+    compare_field,
+    compare_scalar,
+    compare_values,
+    loads,
+    resolve,
+    rule,
+    similarity,
+)
+from vision_eval.evaluators.fields.values import nesting_depth, to_json, too_deep
+
+NUMERIC = FieldSpec(path="x", match="numeric_tolerance")
+
+
+def test_exact_objects_are_equal_only_when_every_nested_value_is() -> None:
+    exact = FieldSpec(path="x")
+    assert compare_values(exact, {"a": [1, {"b": 2}]}, {"a": [1, {"b": 2}]}) == Outcome(1.0, True, "equal")
+    for got, want in [
+        ({"a": [1, 2]}, {"a": [1]}),
+        ({"a": [1]}, {"a": [1, 2]}),
+        ({"a": [1, 2]}, {"a": [1, 3]}),
+        ({"a": 1}, {"a": "1"}),
+        ({"a": None}, {"a": [None]}),
+    ]:
+        assert compare_values(exact, got, want) == Outcome(0.0, False, f"got {to_json(got)}, expected {to_json(want)}")
+
+
+def test_objects_compared_key_by_key_under_other_rules() -> None:
+    outcome = compare_values(NUMERIC, {"a": 1, "b": 2}, {"a": 1, "b": 5, "c": 1})
+    # a: hit (1.0); b: 0.5 / (1 + 3/5) = 0.3125; c: on one side only (0.0).
+    assert outcome == Outcome(0.4375, False, "b: diff=3.0 > tolerance 0.0; c: only on one side")
+    assert compare_values(NUMERIC, {"a": 1}, {"a": 1.0}) == Outcome(1.0, True, "equal")
+    assert compare_values(NUMERIC, {}, {}) == Outcome(1.0, True, "equal")
+    any_order = FieldSpec(path="x", match="exact", array_match="any_order")
+    assert compare_values(any_order, {"a": [2, 1]}, {"a": [1, 2]}) == Outcome(1.0, True, "equal")
+
+
+def test_ordered_arrays_report_each_miss_and_the_unpaired_items() -> None:
+    extra = compare_values(NUMERIC, [1, 2, 3], [1, 5])
+    assert extra == Outcome(
+        0.4375, False, "1/2 items match; item 1: diff=3.0 > tolerance 0.0; 1 extra item(s) in response"
+    )
+    missing = compare_values(NUMERIC, [1], [1, 2, 3])
+    assert missing == Outcome(1 / 3, False, "1/3 items match; 2 expected item(s) unmatched: 1, 2")
+    assert compare_values(NUMERIC, [1, 2], [1, 2.0]) == Outcome(1.0, True, "all 2 items match")
+    assert compare_values(NUMERIC, [], []) == Outcome(1.0, True, "all 0 items match")
+
+
+def test_any_order_pairs_items_by_similarity_even_when_none_is_a_hit() -> None:
+    fuzzy = FieldSpec(path="x", match="fuzzy", threshold=0.95, array_match="any_order")
+    outcome = compare_values(fuzzy, ["banan", "apple pi"], ["apple pie", "banana"])
+    assert outcome == Outcome(
+        pytest.approx((0.8333333333333334 + 0.8888888888888888) / 2),
+        False,
+        "0/2 items match (any order); item 1: similarity 0.833 < threshold 0.95; "
+        "item 0: similarity 0.889 < threshold 0.95",
+    )
+    any_order = FieldSpec(path="x", array_match="any_order")
+    assert compare_values(any_order, [3, 1, 2], [1, 2, 3]) == Outcome(1.0, True, "all 3 items match (any order)")
+    assert compare_values(any_order, [], [1]) == Outcome(
+        0.0, False, "0/1 items match (any order); 1 expected item(s) unmatched: 0"
+    )
+    assert compare_values(any_order, [1], []) == Outcome(
+        0.0, False, "0/0 items match (any order); 1 extra item(s) in response"
+    )
+
+
+def test_scalars_and_nulls() -> None:
+    exact = FieldSpec(path="x")
+    assert compare_scalar(exact, None, None) == Outcome(1.0, True, "both null")
+    assert compare_scalar(exact, 1, None) == Outcome(0.0, False, "got 1, expected null")
+    assert compare_scalar(exact, None, "a") == Outcome(0.0, False, 'got null, expected "a"')
+    assert compare_scalar(NUMERIC, "$1,000", 1000) == Outcome(1.0, True, "diff=0.0 <= tolerance 0.0")
+
+
+def test_field_level_rules() -> None:
+    required, optional = FieldSpec(path="x"), FieldSpec(path="x", required=False)
+    assert compare_field(required, MISSING, 1).__dict__ == {
+        "score": 0.0,
+        "hit": False,
+        "reason": "missing from the response",
+    }
+    assert compare_field(optional, MISSING, 1).__dict__ == {
+        "score": None,
+        "hit": None,
+        "reason": "optional field missing from the response (left out)",
+    }
+    assert compare_field(required, 2, MISSING).__dict__ == {"score": 1.0, "hit": True, "reason": "no expected value"}
+    assert compare_field(required, 2, 3).__dict__ == {"score": 0.0, "hit": False, "reason": "got 2, expected 3"}
+    assert compare_field(NUMERIC, 2, 2.0).__dict__ == {"score": 1.0, "hit": True, "reason": "diff=0.0 <= tolerance 0.0"}
+
+
+def test_a_fields_rule_is_made_once_and_follows_its_spec() -> None:
+    spec = FieldSpec(path="x", match="fuzzy", threshold=0.5)
+    assert rule(spec) is rule(spec) and rule(spec).threshold == 0.5
+    other = FieldSpec(path="x", match="fuzzy", threshold=0.9)
+    assert rule(other) is not rule(spec) and rule(other).threshold == 0.9
+    for i in range(300):  # the cache is bounded; every spec still gets its own rule
+        many = FieldSpec(path=f"f{i}", tolerance=i, match="numeric_tolerance")
+        assert rule(many).tolerance == i and rule(many).spec is many
+
+
+def test_resolve_paths_through_objects_and_lists() -> None:
+    doc = {"a": [{"b": 1}, {"b": None}], "0": "key"}
+    assert resolve(doc, ("a", 1, "b")) is None
+    assert resolve(doc, ("a", 0, "b")) == 1
+    assert resolve(doc, (0,)) == "key"  # a numeric step is the key "0" of an object
+    assert resolve(doc, ("a", 2)) is MISSING and resolve(doc, ("a", "b")) is MISSING
+    assert resolve(doc, ("z",)) is MISSING and resolve(doc, ("a", 0, "b", "c")) is MISSING
+    assert repr(MISSING) == "MISSING"
+
+
+def test_fuzzy_similarity_normalizes_only_when_asked() -> None:
+    assert similarity("Acme  Corp", "acme corp", "levenshtein", True) == 1.0
+    assert similarity("Acme  Corp", "acme corp", "levenshtein", False) == pytest.approx(0.7)
+    assert similarity("b a", "a b", "token_sort", False) == 1.0
+    assert similarity("abc", "abd", "jaro_winkler", False) == pytest.approx(0.8222222222222223)
+
+
+def test_nesting_depth_and_the_too_deep_limit() -> None:
+    assert nesting_depth('{"a": [1, {"b": "[[["}]}') == 3  # brackets inside strings do not count
+    assert nesting_depth("[[]][[[]]]") == 3 and nesting_depth("]]][") == 1 and nesting_depth("x") == 0
+    deep, shallow = "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert too_deep(deep) and not too_deep(shallow)
+    wide = "[" + "[], " * (MAX_DEPTH + 5) + "[]]"  # many brackets, little depth
+    assert not too_deep(wide)
+
+
+def test_long_integers_are_read_and_written_exactly() -> None:
+    digits, number = "9" * 4500, 10**4500 - 1  # past int()'s 4300-digit limit
+    assert loads(digits) == number and loads(f'{{"n": {digits}}}')["n"] == number
+    assert loads("4000") == 4000
+    assert to_json({"n": number}) == f'{{"n":{digits}}}'
+    assert to_json([number, -number, 1]) == f"[{digits},-{digits},1]"

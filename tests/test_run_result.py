@@ -1,0 +1,72 @@
+"""What a finished run adds up to (vision_eval.finish): run.json's counts, gates, problems and metrics, each from the
+run's own rows; a failing metric never loses the results."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import polars as pl
+
+import vision_eval as ve
+from vision_eval.evaluators.text.text_match import ExactMatch
+from vision_eval.registry import register
+
+ROWS = [
+    {"id": "a", "output": "x", "expected_output": "x"},
+    {"id": "b", "output": None, "expected_output": "y"},
+    {"id": "c", "output": "2 cats", "expected_output": "2"},
+]
+
+
+def run(**evaluators: dict[str, Any]) -> dict[str, Any]:
+    return ve.evaluate(ROWS, evaluators=evaluators, run={"progress": False}).run_info
+
+
+def test_run_json_counts_gates_and_problems_come_from_the_rows() -> None:
+    info = run(em={"type": "exact_match"}, cnt={"type": "exact_count", "protocol": "lenient"})
+    assert info["counts"] == {"samples": 3, "result_rows": 6, "status": {"processed": 3, "error": 3}}
+    assert info["exit_code"] == 3 and info["complete"] is True
+    assert info["problems"] == [
+        "em: error rate 33.3% > 10.0% (1 of 3 rows)",
+        "cnt: error rate 66.7% > 10.0% (2 of 3 rows)",
+    ]
+    assert [(g["evaluator"], g["gate"], g["passed"]) for g in info["gates"]] == [
+        ("em", "max_error_rate", False),
+        ("cnt", "max_error_rate", False),
+    ]
+    assert info["top_errors"] == {
+        "cnt": [
+            {"reason": "expected_output holds no count", "rows": 1},
+            {"reason": "output is missing", "rows": 1},
+        ],
+        "em": [{"reason": "output is missing", "rows": 1}],
+    }
+    assert info["evaluators"]["cnt"]["protocol"] == "lenient" and info["evaluators"]["em"]["type"] == "exact_match"
+    assert info["metrics"] == {
+        "em": {},
+        "cnt": {"protocol": "lenient", "n": 1, "unparseable": 0, "accuracy": 1.0, "mae": 0.0},
+    }
+    assert info["dataset"]["rows"] == 3 and info["dataset"]["root"] is None
+    assert info["resumed_batches"] == {"em": 0, "cnt": 0}
+
+
+def test_a_clean_run_exits_0_with_no_problems() -> None:
+    info = run(em={"type": "exact_match", "max_error_rate": 0.5})
+    assert info["exit_code"] == 0 and info["problems"] == [] and info["gates"][0]["passed"] is True
+    assert info["counts"]["status"] == {"processed": 2, "error": 1}
+
+
+class BrokenSummary(ExactMatch):
+    """exact_match whose dataset-level metric raises."""
+
+    type_name: ClassVar[str] = "broken_summary"
+
+    def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
+        raise ZeroDivisionError("no rows to divide by")
+
+
+def test_a_failing_metric_is_reported_and_the_results_kept() -> None:
+    register(BrokenSummary)
+    result = ve.evaluate(ROWS, evaluators={"b": {"type": "broken_summary"}}, run={"progress": False})
+    assert result.run_info["metrics"] == {"b": {"error": "ZeroDivisionError: no rows to divide by"}}
+    assert result.results["status"].to_list() == ["processed", "error", "processed"]
