@@ -504,6 +504,15 @@ def _box(label: str, box: list[float], score: float | None = None) -> dict[str, 
     return {"label": label, "box": box} if score is None else {"label": label, "box": box, "score": score}
 
 
+def _tied(k: int) -> dict[str, Any]:
+    """Detection ``k`` of the tied-scores case: a false positive every third, else its ground truth shifted 0-2 px."""
+    score = 0.9 if k in (0, 2, 3, 5, 8, 9, 11, 12, 14, 15, 18, 21) else 0.5
+    if k % 3 == 0:
+        return _box("t", [500 + 20 * k, 0, 510 + 20 * k, 10], score)
+    x = 20 * (k // 2) + k % 3
+    return _box("t", [x, 0, x + 10, 10], score)
+
+
 COCO_CASES = {
     # FP first, then two TPs: precision rises again (the running maximum matters).
     "precision_rises": [
@@ -559,6 +568,13 @@ COCO_CASES = {
             "expected_output": [_box("x", [0, 20, 9, 29]), _box("x", [80, 80, 90, 90])],
         },
         {"output": [_box("x", [0, 0, 5, 5], 0.55)], "expected_output": [_box("x", [0, 0, 5, 6])]},
+    ],
+    # Two score levels over 24 detections: the order of equal scores (input order, as COCO keeps it) decides AP.
+    "tied_scores": [
+        {
+            "output": [_tied(k) for k in range(24)],
+            "expected_output": [_box("t", [20 * i, 0, 20 * i + 10, 10]) for i in range(12)],
+        }
     ],
 }
 

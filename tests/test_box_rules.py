@@ -114,3 +114,71 @@ def test_scores_are_numbers_and_integers_beyond_floats_are_infinite() -> None:
 def test_matching_at_exactly_the_threshold_is_a_true_positive() -> None:
     assert bx.hungarian(np.array([[0.5, 0.2]]), 0.5).tp == 1
     assert bx.hungarian(np.array([[0.4999, 0.2]]), 0.5).tp == 0
+
+
+def test_dense_pairs_at_exactly_the_floor_and_with_labels_on_one_side_only() -> None:
+    rng = np.random.default_rng(5)
+    pred, gt = random_boxes(rng, 20), random_boxes(rng, 20)  # 400 pairs: the dense path
+    pred[0], gt[0] = (0.0, 0.0, 2.0, 1.0), (0.0, 0.0, 1.0, 1.0)  # IoU exactly 0.5
+    found = bx.overlaps(pred, gt, 0.5, None, None)
+    assert (0, 0.5) in found[0] and found == pairs_by_hand(pred, gt, 0.5, None, None)
+    one_side = ["a"] * 20  # labels count only when both sides have them
+    assert bx.overlaps(pred, gt, 0.5, one_side, None) == found == bx.overlaps(pred, gt, 0.5, None, one_side)
+
+
+def test_average_precision_ranks_by_score_keeping_the_order_of_equal_scores() -> None:
+    rng = np.random.default_rng(2)
+    scores, tp = rng.choice([0.5, 0.9], 40), rng.random(40) < 0.5
+    order = np.argsort(-scores, kind="stable")  # by score, equal scores in their given order
+    ap = bx.average_precision(scores, tp, 25)
+    assert isinstance(ap, float) and 0 < ap < 1
+    assert ap == bx.average_precision(scores[order], tp[order], 25)
+    assert bx.average_precision(scores, tp[::-1], 25) != ap  # the order within equal scores matters
+
+
+def test_average_precision_without_ground_truth_or_detections() -> None:
+    assert np.isnan(bx.average_precision(np.ones(3), np.array([True, False, True]), 0))
+    per_threshold = bx.average_precision(np.ones(3), np.array([[True, False, True]] * 10), 0)
+    assert per_threshold.shape == (10,) and np.isnan(per_threshold).all()
+    assert bx.average_precision(np.zeros(0), np.zeros(0, dtype=bool), 4) == 0.0
+
+
+def test_integer_coordinates_beyond_floats_and_long_coordinate_lists_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"^malformed box at boxes\[0\]: coordinates must be finite numbers"):
+        bx.parse_boxes([[0, 0, 10**400, 1]])
+    with pytest.raises(ValueError) as raised:
+        bx.parse_boxes([list(range(60))])
+    assert str(raised.value) == "malformed box at boxes[0]: expected 4 numbers, got " + str(list(range(60)))[:100]
+
+
+def test_converted_boxes_that_overflow_are_written_in_the_general_encoding() -> None:
+    import vision_eval as ve
+
+    def row(box: str) -> dict[str, str]:
+        return {"output": f'[{{"box": {box}}}]', "expected_output": '[{"box": [5, 5, 10, 10]}]'}
+
+    rows = [row("[5, 5, 10, 10]"), row("[-1.7e308, 5, 1e308, 10]"), row("[1.7e308, 5, 1e308, 10]")]
+    result = ve.evaluate(
+        [{"id": str(i), **r} for i, r in enumerate(rows)],
+        evaluators={"b": {"type": "bbox_iou", "format": "cxcywh"}},
+        run={"progress": False},
+    )
+    compact, low, high = result.results["details"].to_list()
+    assert compact.startswith('{"precision":1.0,"recall":1.0,') and ", " not in compact
+    assert low.startswith('{"precision": 0.0, "recall": 0.0,') and high.startswith('{"precision": 0.0, "recall": 0.0,')
+
+
+def test_summary_without_processed_rows_has_no_ap() -> None:
+    import polars as pl
+
+    from vision_eval.evaluator import EvalContext
+    from vision_eval.stack import build_evaluator
+
+    boxes = build_evaluator("b", {"type": "bbox_iou"}, EvalContext())
+    errors = pl.DataFrame({"sample_id": ["a"], "status": ["error"], "score": [None], "details": [None]})
+    assert boxes.summarize(errors.cast({"score": pl.Float64, "details": pl.Utf8})) == {
+        "ap50": None,
+        "ap50_95": None,
+        "mean_score": None,
+        "rows": 0,
+    }

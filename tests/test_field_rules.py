@@ -144,3 +144,29 @@ def test_long_integers_are_read_and_written_exactly() -> None:
     assert loads("4000") == 4000
     assert to_json({"n": number}) == f'{{"n":{digits}}}'
     assert to_json([number, -number, 1]) == f"[{digits},-{digits},1]"
+
+
+def test_fuzzy_fields_compare_strings_only_and_the_threshold_is_inclusive() -> None:
+    fuzzy = FieldSpec(path="x", match="fuzzy", threshold=0.8)
+    assert compare_values(fuzzy, "abcdx", "abcde") == Outcome(0.8, True, "similarity 0.8 >= threshold 0.8")
+    assert compare_values(fuzzy, "abxyz", "abcde") == Outcome(0.4, False, "similarity 0.4 < threshold 0.8")
+    assert compare_values(fuzzy, "abc", 5) == Outcome(0.0, False, "expected value is not a string: 5")
+    assert compare_values(fuzzy, 5, "abc") == Outcome(0.0, False, "not a string: got 5")
+
+
+def test_fuzzy_normalization_lowercases() -> None:
+    # Lowercasing keeps "ß" (upper-casing would make it "SS" and the two texts equal).
+    assert similarity("Straße", "STRASSE", "levenshtein", True) == pytest.approx(5 / 7)
+
+
+def test_depth_counts_reopened_brackets_after_a_close() -> None:
+    assert nesting_depth("[[] [[]]]") == 3
+    assert too_deep("{" * (MAX_DEPTH + 1))
+    assert not too_deep("[" * MAX_DEPTH + "]" * MAX_DEPTH + "[]")  # 101 brackets, 100 deep
+
+
+def test_long_integers_written_beside_other_values() -> None:
+    number = 10**4500
+    assert to_json({"n": number, "s": "x", "b": True, "f": 1.5, "l": [None]}) == (
+        '{"n":1' + "0" * 4500 + ',"s":"x","b":true,"f":1.5,"l":[null]}'
+    )

@@ -154,3 +154,12 @@ def test_markdown_table_cells_and_the_unranked_note() -> None:
         "different protocols are not comparable. Re-score them under one protocol (evaluators.em.protocol=...) to "
         "rank them.",
     ]
+
+
+def test_unranked_evaluators_in_board_order_and_a_board_without_protocols() -> None:
+    names = ["e5", "e1", "e4", "e2", "e3"]
+    board = pl.DataFrame(
+        {"evaluator": [n for n in names for _ in (0, 1)], "protocol": ["official", "lenient"] * len(names)}
+    )
+    assert list(unranked(board)) == names
+    assert unranked(pl.DataFrame({"evaluator": ["em"], "mean_score": [1.0]})) == {}
