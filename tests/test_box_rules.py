@@ -182,3 +182,19 @@ def test_summary_without_processed_rows_has_no_ap() -> None:
         "mean_score": None,
         "rows": 0,
     }
+
+
+def test_dataset_metrics_average_ap_over_labels_and_the_score_over_processed_rows() -> None:
+    import vision_eval as ve
+
+    rows = [
+        {
+            "id": "a",
+            "output": '[{"label": "cat", "box": [0, 0, 10, 10], "score": 0.9}]',
+            "expected_output": '[{"label": "cat", "box": [0, 0, 10, 10]}, {"label": "dog", "box": [20, 20, 30, 30]}]',
+        },
+        {"id": "b", "output": "nope", "expected_output": "[]"},  # an error row: left out
+    ]
+    result = ve.evaluate(rows, evaluators={"b": {"type": "bbox_iou"}}, run={"progress": False})
+    # cat: AP 1; dog: never detected, AP 0. The row's F1: precision 1, recall 1/2.
+    assert result.run_info["metrics"]["b"] == {"ap50": 0.5, "ap50_95": 0.5, "mean_score": 2 / 3, "rows": 1}

@@ -170,3 +170,17 @@ def test_long_integers_written_beside_other_values() -> None:
     assert to_json({"n": number, "s": "x", "b": True, "f": 1.5, "l": [None]}) == (
         '{"n":1' + "0" * 4500 + ',"s":"x","b":true,"f":1.5,"l":[null]}'
     )
+
+
+def test_a_response_that_is_not_json_misses_every_field_in_the_fields_table() -> None:
+    import vision_eval as ve
+
+    fields = [{"path": "a", "match": "fuzzy"}, {"path": "b"}]
+    rows = [{"id": "x", "output": "not json", "expected_output": '{"a": "\\ud800x", "b": 2}'}]
+    result = ve.evaluate(rows, evaluators={"f": {"type": "field_accuracy", "fields": fields}}, run={"progress": False})
+    table = result.fields.select("path", "match", "expected", "actual", "score", "hit", "reason").rows()
+    assert table == [
+        ("a", "fuzzy", '"\ufffdx"', None, 0.0, False, "response is not JSON"),  # a lone surrogate shown as U+FFFD
+        ("b", "exact", "2", None, 0.0, False, "response is not JSON"),
+    ]
+    assert result.results["score"].to_list() == [0.0]
