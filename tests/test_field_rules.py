@@ -184,3 +184,42 @@ def test_a_response_that_is_not_json_misses_every_field_in_the_fields_table() ->
         ("b", "exact", "2", None, 0.0, False, "response is not JSON"),
     ]
     assert result.results["score"].to_list() == [0.0]
+
+
+def test_tolerance_bounds_forgive_float_rounding_in_proportion() -> None:
+    # The bound is tolerance + 1e-9 x max(1, tolerance): 1e-6 of slack at a tolerance of 1000, 1e-9 at 0.5.
+    wide, narrow = (FieldSpec(path="x", match="numeric_tolerance", tolerance=t) for t in (1000.0, 0.5))
+    assert compare_values(wide, 2000.0000005, 1000).hit and not compare_values(wide, 2000.000002, 1000).hit
+    assert compare_values(narrow, 1.5000000007, 1).hit and not compare_values(narrow, 1.500000002, 1).hit
+
+
+def test_kind_of_values_and_of_subclasses() -> None:
+    from vision_eval.evaluators.fields.values import kind
+
+    class Text(str):
+        pass
+
+    class Whole(int):
+        pass
+
+    class Real(float):
+        pass
+
+    class Mapping(dict):  # type: ignore[type-arg]
+        pass
+
+    class Items(list):  # type: ignore[type-arg]
+        pass
+
+    assert [kind(v) for v in (MISSING, None, True, 1, 1.5, "a", {}, [])] == [
+        "missing", "null", "bool", "number", "number", "string", "object", "array",
+    ]  # fmt: skip
+    assert [kind(v) for v in (Text("a"), Whole(1), Real(1.0), Mapping(), Items())] == [
+        "string", "number", "number", "object", "array",
+    ]  # fmt: skip
+
+
+def test_an_object_in_prose_with_a_long_integer() -> None:
+    from vision_eval.evaluators.fields.values import read_json
+
+    assert read_json('Here it is: {"n": ' + "9" * 4500 + "} (done)") == (True, {"n": 10**4500 - 1}, None)
