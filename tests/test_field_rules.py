@@ -223,3 +223,22 @@ def test_an_object_in_prose_with_a_long_integer() -> None:
     from vision_eval.evaluators.fields.values import read_json
 
     assert read_json('Here it is: {"n": ' + "9" * 4500 + "} (done)") == (True, {"n": 10**4500 - 1}, None)
+
+
+def test_evaluate_row_applies_the_aggregation_and_shows_a_missing_response_as_null() -> None:
+    from vision_eval.evaluators.fields.field_row import evaluate_row
+
+    specs = [FieldSpec(path="a"), FieldSpec(path="b")]
+    got, want = '{"a": 1, "b": 3}', '{"a": 1, "b": 2}'
+    assert evaluate_row(specs, got, want, "weighted_average").score == 0.5
+    strict = evaluate_row(specs, got, want, "all_or_nothing")
+    assert (
+        strict.score == 0.0
+        and strict.details == '{"hits":["a: equal"],"misses":["b: got 3, expected 2"],"left_out":[]}'
+    )
+    missing = evaluate_row(specs, None, want, "weighted_average")
+    assert (missing.status, missing.score) == ("processed", 0.0)
+    assert missing.details == (
+        '{"reason":"response is not JSON","raw":null,"hits":[],'
+        '"misses":["a: response is not JSON","b: response is not JSON"],"left_out":[]}'
+    )
