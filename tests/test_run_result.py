@@ -3,14 +3,17 @@ run's own rows; a failing metric never loses the results."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar
 
 import polars as pl
+from conftest import RED, shape_png
 
 import vision_eval as ve
 from vision_eval.evaluators.text.text_match import ExactMatch
 from vision_eval.registry import register
 
+MINI = "openai/gpt-4o-mini"
 ROWS = [
     {"id": "a", "output": "x", "expected_output": "x"},
     {"id": "b", "output": None, "expected_output": "y"},
@@ -70,3 +73,57 @@ def test_a_failing_metric_is_reported_and_the_results_kept() -> None:
     result = ve.evaluate(ROWS, evaluators={"b": {"type": "broken_summary"}}, run={"progress": False})
     assert result.run_info["metrics"] == {"b": {"error": "ZeroDivisionError: no rows to divide by"}}
     assert result.results["status"].to_list() == ["processed", "error", "processed"]
+
+
+def judged_rows(tmp_path: Path) -> list[dict[str, Any]]:
+    (tmp_path / "red.png").write_bytes(shape_png(RED, 2))
+    image = str(tmp_path / "red.png")
+    return [{"id": f"r{i}", "input": "Describe.", "output": o, "images": [image]} for i, o in enumerate("abc")]
+
+
+def judge(fake: Any, **extra: Any) -> dict[str, Any]:
+    return {"model": MINI, "api_base": fake.openai_base, "api_key": "k", "cache": False, "max_concurrency": 1, **extra}
+
+
+def gate(info: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [g for g in info["gates"] if g["gate"] == name]
+    return found
+
+
+def test_a_tripped_circuit_breaker_is_a_failed_run_gate(fresh_fake: Any, tmp_path: Path) -> None:
+    fresh_fake.push(*[{"status": 400}] * 2)
+    result = ve.evaluate(
+        judged_rows(tmp_path),
+        evaluators={"e": {"type": "closed_qa", "criteria": "Red?"}},
+        judge=judge(fresh_fake, circuit_breaker=2),
+        run={"concurrency": 1, "progress": False},
+    )
+    info = result.run_info
+    tripped = gate(info, "circuit_breaker")
+    assert (tripped["evaluator"], tripped["passed"], tripped["exit_code"]) == ("run", False, 3)
+    assert (tripped["value"], tripped["limit"]) == (None, None)
+    assert tripped["message"].startswith(f"run: circuit breaker stopped calling {MINI}: 2 consecutive calls failed")
+    assert info["complete"] is False and result.exit_code == 3 and tripped["message"] in info["problems"]
+
+
+def test_a_spent_budget_is_a_failed_run_gate_counting_the_rows_it_skipped(fresh_fake: Any, tmp_path: Path) -> None:
+    result = ve.evaluate(
+        judged_rows(tmp_path),
+        evaluators={"e": {"type": "closed_qa", "criteria": "Red?"}},
+        judge=judge(fresh_fake),
+        run={"concurrency": 1, "progress": False, "max_cost_usd": 0.0003},
+    )
+    info = result.run_info
+    spent = gate(info, "budget")
+    assert (spent["evaluator"], spent["value"], spent["limit"], spent["passed"], spent["exit_code"]) == (
+        "run",
+        0.0,
+        0.0003,
+        False,
+        3,
+    )
+    assert spent["message"] == (
+        "run: budget exhausted ($0.0000 of $0.0003 spent); 3 result rows skipped; resume with a larger "
+        "run.max_cost_usd to finish (finished calls are not paid twice)"
+    )
+    assert info["complete"] is False and result.exit_code == 3 and fresh_fake.calls == 0
