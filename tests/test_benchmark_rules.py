@@ -4,9 +4,11 @@ unreadable row keeps in its details."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
+import vision_eval as ve
 from vision_eval.evaluators.benchmarks import exact_count
 from vision_eval.evaluators.benchmarks.exact_count import numbers_in, score_lmms_eval
 from vision_eval.evaluators.benchmarks.protocols import RAW_CHARS
@@ -44,3 +46,69 @@ def test_a_reference_without_a_count_keeps_the_reply_and_reference_cut_to_raw_ch
         "raw": output[:RAW_CHARS],
         "expected": expected[:RAW_CHARS],
     }
+
+
+def lenient(metric: str, pairs: list[tuple[str, str]], **settings: Any) -> list[tuple[float, dict[str, Any]]]:
+    """(score, details) of each (reply, reference) under ``metric``'s lenient protocol."""
+    rows = [{"id": str(i), "output": o, "expected_output": e} for i, (o, e) in enumerate(pairs)]
+    spec = {"type": metric, "protocol": "lenient", **settings}
+    result = ve.evaluate(rows, evaluators={"m": spec}, run={"progress": False})
+    assert result.results["status"].to_list() == ["processed"] * len(pairs)
+    return [(s, json.loads(d)) for s, d in zip(result.results["score"], result.results["details"])]
+
+
+def test_lenient_relaxed_accuracy_reads_currency_percent_and_thousands() -> None:
+    pairs = [
+        ("$12.", "12"),  # a currency sign and a final period
+        ("€12", "12"),
+        ("12%", "0.12"),  # a percent reply against a fraction (exactly: the tolerance is 0)
+        ("0.12", "12%"),
+        ("12%.", "0.12"),
+        ("1,000,000", "1000000"),  # thousands commas in overlapping groups
+        ("ABC", "abc"),  # text: compared lowercased
+        ("X12", "12"),  # anything else around a number makes it text
+        ("12X", "12"),
+        ("12X%", "12"),
+        ("13", "12"),
+    ]
+    scored = lenient("relaxed_accuracy", pairs, tolerance=0.0)
+    assert [s for s, _ in scored] == [1.0] * 7 + [0.0] * 4
+    assert scored[2][1] == {
+        "protocol": "lenient",
+        "prediction": "12%",
+        "prediction_number": 12.0,
+        "answer": "0.12",
+        "answer_number": 0.12,
+        "numeric": True,
+        "matched": "0.12",
+    }
+    assert scored[10][1]["matched"] is None and scored[7][1]["numeric"] is False
+
+
+def test_lenient_relaxed_accuracy_tolerance_is_inclusive() -> None:
+    scored = lenient("relaxed_accuracy", [("105", "100"), ("95", "100"), ("105.1", "100")])
+    assert [s for s, _ in scored] == [1.0, 1.0, 0.0]
+
+
+def test_lenient_vqa_normalization_of_whitespace_and_punctuation() -> None:
+    pairs = [
+        ("red\ncar", "red car"),
+        ("red\rcar", "red car"),
+        ("e-mail -x", "email x"),  # a mark touching a space anywhere: every such mark is deleted
+        ("e-mail- x", "email x"),
+        ("x-ray", "x ray"),  # else it becomes a space
+    ]
+    assert [s for s, _ in lenient("vqa_accuracy", pairs)] == [1.0] * 5
+
+
+def test_lenient_vqa_caps_each_subset_at_three_matches() -> None:
+    answers = json.dumps(["2"] * 4 + ["3"] * 6)
+    ((score, details),) = lenient("vqa_accuracy", [("two", answers)])
+    assert score == 1.0 and (details["matches"], details["answers"]) == (4, 10)
+    ((two, _),) = lenient("vqa_accuracy", [("two", json.dumps(["2"] * 2 + ["3"] * 8))])
+    assert two == pytest.approx((2 * (1 / 3) + 8 * (2 / 3)) / 10)
+
+
+def test_lenient_pope_reads_a_yes_or_no_anywhere_when_it_is_the_only_one() -> None:
+    pairs = [("I would say yes", "yes"), ("I would say no", "no"), ("Yes, no doubt", "yes")]
+    assert [s for s, _ in lenient("pope", pairs)] == [1.0, 1.0, 1.0]
