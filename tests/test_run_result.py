@@ -127,3 +127,45 @@ def test_a_spent_budget_is_a_failed_run_gate_counting_the_rows_it_skipped(fresh_
         "run.max_cost_usd to finish (finished calls are not paid twice)"
     )
     assert info["complete"] is False and result.exit_code == 3 and fresh_fake.calls == 0
+
+
+class Tallied(ExactMatch):
+    """exact_match with a run-wide table built from every row of its results and dimensions."""
+
+    type_name: ClassVar[str] = "tallied"
+
+    def finalize(self, results: pl.DataFrame, dimensions: pl.DataFrame) -> dict[str, pl.DataFrame]:
+        counts = results.group_by("status").len().sort("status")
+        return {"tally": counts.with_columns(pl.lit(dimensions.height).alias("dimension_rows"))}
+
+
+def test_run_wide_tables_are_built_from_the_evaluators_own_rows() -> None:
+    register(Tallied)
+    result = ve.evaluate(
+        ROWS, evaluators={"t": {"type": "tallied"}, "em": {"type": "exact_match"}}, run={"progress": False}
+    )
+    tally = result.tables["tally"].select("status", "len", "dimension_rows").rows()
+    assert tally == [("error", 1, 0), ("processed", 2, 0)]  # the rows of "t" only, not those of "em"
+    assert result.run_info["metrics"] == {"t": {}, "em": {}}
+
+
+def test_dataset_metrics_from_the_saved_metric_inputs() -> None:
+    rows = [
+        {
+            "id": "a",
+            "output": '[{"box": [0, 0, 10, 10], "score": 0.9}]',
+            "expected_output": '[{"box": [0, 0, 10, 10]}]',
+        },
+        {
+            "id": "b",
+            "output": '[{"box": [50, 50, 60, 60], "score": 0.8}]',
+            "expected_output": '[{"box": [0, 0, 9, 9]}]',
+        },
+    ]
+    for batch_size in (1, 2):  # one batch or two: the AP inputs of every batch count
+        result = ve.evaluate(
+            rows, evaluators={"b": {"type": "bbox_iou"}}, run={"progress": False, "batch_size": batch_size}
+        )
+        # One ground truth of two found at precision 1: 51 of the 101 recall points (0 to 0.5) have precision 1.
+        ap = round(51 / 101, 6)
+        assert result.run_info["metrics"]["b"] == {"ap50": ap, "ap50_95": ap, "mean_score": 0.5, "rows": 2}
