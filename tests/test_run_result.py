@@ -169,3 +169,30 @@ def test_dataset_metrics_from_the_saved_metric_inputs() -> None:
         # One ground truth of two found at precision 1: 51 of the 101 recall points (0 to 0.5) have precision 1.
         ap = round(51 / 101, 6)
         assert result.run_info["metrics"]["b"] == {"ap50": ap, "ap50_95": ap, "mean_score": 0.5, "rows": 2}
+
+
+def test_a_run_kept_on_disk_without_an_output_directory_removes_its_parts_with_the_result(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    import gc
+    import tempfile
+
+    import vision_eval.api
+
+    monkeypatch.setattr(vision_eval.api, "IN_MEMORY_RESULT_ROWS", 0)  # as a run of more than a million result rows
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    result = ve.evaluate(ROWS, evaluators={"em": {"type": "exact_match"}}, run={"progress": False})
+    (parts,) = tmp_path.glob("vision-eval-parts-*")
+    assert result.results["status"].to_list() == ["processed", "error", "processed"]  # read from the parts
+    assert result.tables == {} and result.output_dir is None
+    del result
+    gc.collect()
+    assert not parts.exists()
+
+
+def test_run_json_head_and_dataset() -> None:
+    info = ve.evaluate(ROWS, evaluators={"em": {"type": "exact_match"}}, run={"progress": False}).run_info
+    assert list(info)[:7] == ["run_id", "exit_code", "problems", "config", "overrides", "moved_from", "versions"]
+    assert info["overrides"] == [] and info["moved_from"] is None and "polars" in info["versions"]
+    assert info["config"]["evaluators"] == {"em": {"type": "exact_match"}}
+    assert info["dataset"] == {"rows": 3, "images": 0, "columns": ["id", "output", "expected_output"], "root": None}
