@@ -189,3 +189,4 @@ def test_candidate_gate_absent_without_a_candidate_or_rows() -> None:
     assert candidate_gate(samples([]).cast({"candidate_error": pl.Utf8}), 0.1) is None
     clean = candidate_gate(samples([None, None]).cast({"candidate_error": pl.Utf8}).lazy(), 0.0)
     assert clean is not None and (clean.value, clean.passed) == (0.0, True)
+    assert clean.message.startswith("candidate: 0 of 2 generations failed (") and clean.message.endswith(")")

@@ -53,3 +53,10 @@ def test_scrub_frame_masks_only_the_named_text_columns() -> None:
     assert secrets.scrub_frame(frame, ["output"])["output"].to_list() == [MASK]
     assert Secrets().scrub_frame(frame) is frame
     assert secrets.scrub_frame(frame, ["missing"]) is frame
+
+
+def test_longer_keys_are_masked_first_whatever_their_letters() -> None:
+    inner, outer = "zzzzzzzz", "azzzzzzzz"  # the longer key sorts first by length, last by letters
+    secrets = Secrets([inner, outer])
+    assert secrets.values == [outer, inner]
+    assert secrets.scrub(f"bad key {outer}") == f"bad key {MASK}"

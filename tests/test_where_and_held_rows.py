@@ -114,4 +114,19 @@ def test_a_bad_where_filter_fails_before_any_work_naming_the_key() -> None:
     with pytest.raises(ConfigError) as raised:
         check_stack(batch(output=["a"]), [evaluator(where="no_such_column = 1")], DatasetConfig())
     assert "evaluators.em.where" in str(raised.value) and "invalid filter" in str(raised.value)
+    with pytest.raises(ConfigError, match=r"evaluators\.em\.where"):  # after an evaluator without a filter too
+        check_stack(batch(output=["a"]), [evaluator(), evaluator(where="no_such_column = 1")], DatasetConfig())
     check_stack(batch(output=["a"], task=["x"]), [evaluator(where="task = 'x'"), evaluator()], DatasetConfig())
+
+
+def test_images_read_from_several_columns_are_named_together_when_missing() -> None:
+    judge = build_evaluator(
+        "sim", {"type": "image_similarity", "columns": {"images": ["front", "back"]}}, EvalContext()
+    )
+    image = {"path": "a.png", "bytes": None, "sha256": "x", "source": "path", "error": None}
+    rows = batch(reference_image=["ref.png"] * 2).with_columns(
+        pl.Series("front", [[image], None], dtype=IMAGES_DTYPE), pl.Series("back", [None, None], dtype=IMAGES_DTYPE)
+    )
+    _, positions, rest = split(judge, rows)
+    assert positions.to_list() == [0]
+    assert held(rest) == {"r1": ("error", "row has no front, back (read as images)", None)}
