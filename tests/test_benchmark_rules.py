@@ -10,7 +10,7 @@ import pytest
 
 import vision_eval as ve
 from vision_eval.evaluators.benchmarks import exact_count
-from vision_eval.evaluators.benchmarks.exact_count import numbers_in, score_lmms_eval
+from vision_eval.evaluators.benchmarks.exact_count import NO_COUNT, SEVERAL_COUNTS, numbers_in, score_lmms_eval
 from vision_eval.evaluators.benchmarks.protocols import RAW_CHARS
 
 
@@ -112,3 +112,27 @@ def test_lenient_vqa_caps_each_subset_at_three_matches() -> None:
 def test_lenient_pope_reads_a_yes_or_no_anywhere_when_it_is_the_only_one() -> None:
     pairs = [("I would say yes", "yes"), ("I would say no", "no"), ("Yes, no doubt", "yes")]
     assert [s for s, _ in lenient("pope", pairs)] == [1.0, 1.0, 1.0]
+
+
+def test_lenient_exact_count_rows_and_summary() -> None:
+    rows = [("no numbers here", "3"), ("3 or 4", "3"), ("3", "3"), ("5", "3")]
+    spec = {"type": "exact_count", "protocol": "lenient", "pick": "only"}
+    data = [{"id": str(i), "output": o, "expected_output": e} for i, (o, e) in enumerate(rows)]
+    result = ve.evaluate(data, evaluators={"m": spec}, run={"progress": False})
+    assert result.results.select("status", "score", "details", "error").rows() == [
+        ("error", None, '{"protocol":"lenient","raw":"no numbers here","expected":"3","found":[]}', NO_COUNT),
+        ("error", None, '{"protocol":"lenient","raw":"3 or 4","expected":"3","found":[3.0,4.0]}', SEVERAL_COUNTS),
+        ("processed", 1.0, '{"protocol":"lenient","predicted":3.0,"expected":3.0,"found":[3.0]}', None),
+        ("processed", 0.0, '{"protocol":"lenient","predicted":5.0,"expected":3.0,"found":[5.0]}', None),
+    ]
+    metrics = result.run_info["metrics"]["m"]
+    assert metrics == {"protocol": "lenient", "n": 2, "unparseable": 1, "accuracy": 0.5, "mae": 1.0}
+
+
+def test_lenient_anls_similarity_in_double_precision_and_unreadable_answers() -> None:
+    ((score, details),) = lenient("anls", [("abc", "abd")])
+    assert score == details["similarity"] == 1 - 1 / 3 and details["closest"] == "abd"
+    data = [{"id": "a", "output": "x", "expected_output": '["unclosed'}]  # no usable answer in the whole batch
+    result = ve.evaluate(data, evaluators={"m": {"type": "anls", "protocol": "lenient"}}, run={"progress": False})
+    assert result.results["status"].to_list() == ["error"]
+    assert result.results["error"][0].startswith("reference answers look like a JSON list but do not parse")

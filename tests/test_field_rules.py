@@ -242,3 +242,21 @@ def test_evaluate_row_applies_the_aggregation_and_shows_a_missing_response_as_nu
         '{"reason":"response is not JSON","raw":null,"hits":[],'
         '"misses":["a: response is not JSON","b: response is not JSON"],"left_out":[]}'
     )
+
+
+def test_dates_with_month_names_in_a_format() -> None:
+    spec = FieldSpec(path="x", match="date", formats=["DD-MMM-YYYY", "DD MMMM YYYY"])
+    for text in ("05-Mar-2024", "05-MAR-2024", "05 March 2024", "05 march 2024"):
+        assert compare_values(spec, text, "2024-03-05") == Outcome(1.0, True, "same date 2024-03-05")
+    assert compare_values(spec, "05-Mrz-2024", "2024-03-05").reason == 'could not parse date "05-Mrz-2024"'
+
+
+def test_a_format_with_month_names_reads_them_itself() -> None:
+    from datetime import datetime
+
+    from vision_eval.evaluators.fields.dates import read_by_format
+
+    assert read_by_format("05-Mar-2024", "DD-MMM-YYYY") == datetime(2024, 3, 5)
+    assert read_by_format("05-mar-2024", "DD-MMM-YYYY") == datetime(2024, 3, 5)
+    assert read_by_format("March 05 2024 13:45", "MMMM DD YYYY HH:mm") == datetime(2024, 3, 5, 13, 45)
+    assert read_by_format("2024-03-05", "DD-MMM-YYYY") is None
