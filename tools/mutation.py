@@ -1,11 +1,13 @@
 """The on-demand mutation run over the modules that hold rules users act on (docs/testing.md).
 
 Runs ``mutmut run`` as configured in pyproject.toml's ``[tool.mutmut]`` (which modules are mutated, which tests
-cover them), timed, with the load average before and after, then prints the score of each module: the share of its
-mutants that a test kills. ``--report`` prints the scores of the last run without running anything;
-``--survivors`` lists the mutants that survived (``mutmut show NAME`` prints one's diff).
+cover them), timed, with the load average before and after, then prints the score of each module: the share of the
+mutants run that a test kills. ``--sample N`` runs a seeded sample of at most N mutants per module (the whole run
+is long on a busy machine: docs/testing.md); ``--report`` prints the scores of the last run without running
+anything; ``--survivors`` lists the mutants that survived (``mutmut show NAME`` prints one's diff).
 
-    python tools/mutation.py                # the whole run (about 40 minutes on 2 busy cores)
+    python tools/mutation.py                     # every mutant
+    python tools/mutation.py --sample 150        # at most 150 mutants per module
     python tools/mutation.py --report --survivors
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -35,13 +38,23 @@ def load() -> str:
     return Path("/proc/loadavg").read_text().strip() if Path("/proc/loadavg").exists() else "unknown"
 
 
-def run(max_children: int, fresh: bool) -> float:
-    """``mutmut run``; the seconds it took."""
+def run(max_children: int, fresh: bool, sample: int | None, seed: int) -> float:
+    """``mutmut run`` (of every mutant, or of a sample per module); the seconds it took."""
     if fresh and MUTANTS.exists():
         shutil.rmtree(MUTANTS)
-    mutmut = Path(sys.executable).with_name("mutmut")
+    mutmut = [str(Path(sys.executable).with_name("mutmut")), "run", "--max-children", str(max_children)]
     started = time.monotonic()
-    subprocess.run([str(mutmut), "run", "--max-children", str(max_children)], cwd=ROOT, check=False)
+    if sample is None:
+        subprocess.run(mutmut, cwd=ROOT, check=False)
+    else:  # mutants and the call records are made by a first run of the smallest module's mutants
+        subprocess.run([*mutmut, "vision_eval.secrets.*"], cwd=ROOT, check=False)
+        rng = random.Random(seed)
+        names = []
+        for codes in statuses().values():
+            pending = sorted(name for name, code in codes.items() if code is None)
+            names += rng.sample(pending, min(sample, len(pending)))
+        if names:
+            subprocess.run([*mutmut, *names], cwd=ROOT, check=False)
     return time.monotonic() - started
 
 
@@ -72,7 +85,10 @@ def report(show_survivors: bool) -> None:
         print("no mutation results: run `python tools/mutation.py` first")
         return
     total: Counter[str] = Counter()
-    print(f"{'module':<52} {'mutants':>7} {'killed':>7} {'timeout':>7} {'survived':>8} {'no tests':>8} {'score':>6}")
+    print(
+        f"{'module':<52} {'mutants':>7} {'run':>5} {'killed':>7} {'timeout':>7} {'survived':>8} {'no tests':>8} "
+        f"{'score':>6}"
+    )
     for module, codes in by_module.items():
         counts = Counter(kind(c) for c in codes.values())
         total += counts
@@ -90,7 +106,7 @@ def line(label: str, mutants: int, counts: Counter[str]) -> str:
     scored = mutants - counts["not run"]
     score = f"{detected / scored:.1%}" if scored else "-"
     return (
-        f"{label:<52} {mutants:>7} {counts['killed']:>7} {counts['timeout']:>7} {counts['survived']:>8} "
+        f"{label:<52} {mutants:>7} {scored:>5} {counts['killed']:>7} {counts['timeout']:>7} {counts['survived']:>8} "
         f"{counts['no tests']:>8} {score:>6}"
     )
 
@@ -101,10 +117,12 @@ def main() -> None:
     parser.add_argument("--survivors", action="store_true", help="list the mutants no test killed")
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
     parser.add_argument("--keep", action="store_true", help="keep earlier results (only new mutants are run)")
+    parser.add_argument("--sample", type=int, help="run at most this many mutants of each module")
+    parser.add_argument("--seed", type=int, default=0, help="the sample's seed")
     args = parser.parse_args()
     if not args.report:
         before = load()
-        seconds = run(args.max_children, fresh=not args.keep)
+        seconds = run(args.max_children, not args.keep, args.sample, args.seed)
         print(f"\nmutation run: {seconds / 60:.1f} min on {os.cpu_count()} cores; load before {before}, after {load()}")
     report(args.survivors)
 
