@@ -17,6 +17,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
     "bench_bbox.py": ["--rows", "2000", "--repeat", "1"],
     "bench_benchmark_metrics.py": ["--rows", "2000", "--repeat", "1"],
     "bench_code_validators.py": ["--rows", "2000", "--repeat", "1", "--judge-rows", "200", "--process-rows", "3"],
+    "bench_compare.py": ["--rows", "2000", "--images", "5"],
     "bench_demo.py": ["--runs", "1"],
     "bench_engine.py": ["--rows", "2000"],
     "bench_field_accuracy.py": ["--sizes", "500"],

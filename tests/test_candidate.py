@@ -178,5 +178,8 @@ def test_the_candidate_gate_is_inclusive(image_dir, tmp_path) -> None:
         (gate,) = [g for g in result.run_info["gates"] if g["evaluator"] == "candidate"]
         assert gate["value"] == failures / 10 and gate["limit"] == 0.1, gate
         assert result.samples["candidate_error"].null_count() == 10 - failures
-        codes[failures] = (gate["passed"], result.exit_code)
-    assert codes == {1: (True, 0), 2: (False, 3)}
+        codes[failures] = (gate["passed"], result.exit_code, gate["message"].split(":")[1])
+    assert codes == {
+        1: (True, 0, " 1 of 10 generations failed (10.0% \u2264 10.0%)"),  # the comparison that held
+        2: (False, 3, " 2 of 10 generations failed (20.0% > 10.0%)"),
+    }

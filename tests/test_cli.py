@@ -92,7 +92,7 @@ def test_bad_key_in_a_user_config_file_names_the_file(tmp_path: Path, subprocess
 
 def test_secret_from_the_command_line_is_not_saved(tmp_path: Path, subprocess_env: dict[str, str]) -> None:
     secret = "sk-cli-secret-42"
-    proc = run_cli([f"+judge.api_key={secret}", "run.limit=2", "hydra.run.dir=r"], tmp_path, subprocess_env)
+    proc = run_cli([f"+judge.api_key={secret}", "run.limit=5", "hydra.run.dir=r"], tmp_path, subprocess_env)
     assert proc.returncode == 0, proc.stderr
     assert_no_secret(tmp_path / "r", secret, expect=("results.parquet", "run.json", "config.yaml"))
 
@@ -104,7 +104,7 @@ def test_secret_is_not_saved_by_a_sweep(tmp_path: Path, subprocess_env: dict[str
             "-m",
             "hydra/launcher=joblib",
             f"+judge.api_key={secret}",
-            "run.limit=2",
+            "run.limit=5",
             "evaluators.ocr_exact.threshold=0.5,1.0",
             "hydra.sweep.dir=s",
         ],
@@ -153,7 +153,7 @@ def test_wheel_ships_configs_and_demo(tmp_path: Path, subprocess_env: dict[str, 
     lines = check.stdout.split()
     assert lines[0].startswith(str(target)) and lines[1] == "True"
     demo = subprocess.run(
-        [sys.executable, "-m", "vision_eval.cli", "run.limit=3", "hydra.run.dir=w"],
+        [sys.executable, "-m", "vision_eval.cli", "run.limit=5", "hydra.run.dir=w"],
         cwd=tmp_path,
         env=env,
         capture_output=True,

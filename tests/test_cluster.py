@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason='needs pip install "vision-eval[slurm]"')
 
@@ -58,6 +59,8 @@ def test_slurm_launcher_config_composes_and_bad_shards_are_exit_2(
 ) -> None:
     proc = cli(["hydra/launcher=slurm", "--cfg", "hydra"], tmp_path, subprocess_env)
     assert proc.returncode == 0, proc.stderr
-    assert "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher" in proc.stdout
+    assert "hydra_plugins.vision_eval_launchers.launchers.SubmititSlurmLauncher" in proc.stdout
+    launcher = yaml.safe_load(proc.stdout)["hydra"]["launcher"]
+    assert launcher["cpus_per_task"] <= 2 and launcher["mem_gb"] <= 4  # the defaults fit a small node
     bad = cli(["run.shards=0"], tmp_path, subprocess_env)
     assert bad.returncode == 2 and "run.shards: must be a whole number of shards >= 1" in bad.stderr

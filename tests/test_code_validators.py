@@ -94,6 +94,73 @@ def test_count_bare_expected_number() -> None:
     assert count("seven triangles", "7")["details"]["matched"] == {"*": 7}
 
 
+@pytest.mark.parametrize(
+    ("output", "reason"),
+    [
+        ("6 or 7", "the response hedges (6 or 7): it does not state the expected count 7"),
+        ("Not 7, I think it is 6.", "the response denies the expected count 7"),
+        ("I count 6 or 7 birds.", "the response hedges (6 or 7): it does not state the expected count 7"),
+        ("There are 6-7 birds.", "the response hedges (6 or 7): it does not state the expected count 7"),
+        ("7 (or maybe 8) birds", "the response hedges (7 or 8): it does not state the expected count 7"),
+        ("5, 6 or 7", "the response hedges (5, 6 or 7): it does not state the expected count 7"),
+        ("Between 7 and 9.", "the response hedges (7 or 9): it does not state the expected count 7"),
+        ("It isn\u2019t 7.", "the response denies the expected count 7"),
+        (
+            "I see 6 birds... no wait, 7 birds.",
+            "the response states the expected count 7 but also 6 of the same thing (bird)",
+        ),
+    ],
+)
+def test_a_bare_count_the_reply_hedges_or_contradicts_fails_with_the_reason(output: str, reason: str) -> None:
+    row = count(output, "7")
+    assert (row["status"], row["score"]) == ("processed", 0.0)
+    assert row["details"]["reasoning"] == reason and row["details"]["matched"] == {}
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "7",
+        "There are 7 birds, not 6.",  # the other number is denied
+        "It isn't 6, it's 7.",
+        "I count 7 apples: 3 on the left and 4 on the right.",  # parts of the count, not other counts of it
+        "7 dogs and 1 cat",  # another thing's count
+        "4 circles and 3 squares",  # counts that add up
+        "Not only 7 apples but also 3 pears.",  # "not only" denies nothing
+        "Step 1: look. Step 2: count. There are 7 apples.",
+        "7 birds, or so.",
+        "I see 7 birds. Final answer: 7",  # the same count twice
+    ],
+)
+def test_a_bare_count_stated_once_for_its_thing_passes(output: str) -> None:
+    row = count(output, "7")
+    assert (row["score"], row["details"]["reasoning"]) == (1.0, "the response states the expected count 7")
+
+
+def test_the_issue_s_hedged_replies_do_not_pass() -> None:
+    """Expected 7: ``Not 7, I think it is 6.`` and ``6 or 7`` scored 1.0 and passed; they fail, with the reason."""
+    rows = run(
+        "count_validator", [{"output": o, "expected_output": "7"} for o in ("Not 7, I think it is 6.", "6 or 7")]
+    )
+    assert [(r["score"], r["passed"]) for r in rows] == [(0.0, False), (0.0, False)]
+    assert [r["details"]["reasoning"].split(":")[0] for r in rows] == [
+        "the response denies the expected count 7",
+        "the response hedges (6 or 7)",
+    ]
+
+
+def test_named_counts_the_reply_hedges_or_denies_are_not_met() -> None:
+    hedged = count("6 or 7 apples and 5 pears", "7 apples, 5 pears")
+    assert hedged["score"] == 0.5 and hedged["details"]["matched"] == {"pear": 5}
+    assert (
+        hedged["details"]["reasoning"]
+        == "1 of 2 expected counts match; wrong or missing: apple; hedged: apple (6 or 7)"
+    )
+    corrected = count("Not 7 apples but 6 apples.", "6 apples")  # the denied count is not the first one stated
+    assert corrected["score"] == 1.0 and corrected["details"]["found"] == {"apple": 6}
+    assert count("Not 7 apples but 6 apples.", "7 apples")["score"] == 0.0
+
+
 def test_count_unusable_expected_is_an_error_and_missing_output_scores_zero() -> None:
     rows = run(
         "count_validator",

@@ -46,7 +46,6 @@ def _run_example(type_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 @pytest.mark.parametrize("type_name", registry.names())
 def test_example_runs_on_its_two_rows(type_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result = _run_example(type_name, tmp_path, monkeypatch)
-    assert result.exit_code == 0, result.problems
     statuses = result.results["status"].to_list()
     assert len(statuses) == 2 and "error" not in statuses, result.results["error"].to_list()
     cls = registry.get(type_name)
@@ -54,7 +53,10 @@ def test_example_runs_on_its_two_rows(type_name: str, tmp_path: Path, monkeypatc
         assert statuses == ["skipped", "skipped"]  # no judge: each row carries the request it would send
         plans = [json.loads(d) for d in result.results["details"]]
         assert all(p.get("reason") for p in plans)
+        # A plan scores nothing, and the run says so (exit 3) rather than "all gates hold".
+        assert result.exit_code == 3 and "nothing was scored" in result.problems[0], result.problems
     else:
+        assert result.exit_code == 0, result.problems
         assert statuses == ["processed", "processed"]
         # An example shows a pass and a miss, so a user sees both verdicts.
         assert result.results["passed"].to_list() == [True, False], result.results["score"].to_list()

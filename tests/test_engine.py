@@ -201,12 +201,14 @@ def test_empty_dataset_reports_nothing_and_does_not_crash(tmp_path: Path) -> Non
         {"evaluator": "em", "type": "exact_match", "rows": 0, "processed": 0, "errors": 0, "skipped": 0,
          "mean_score": None, "pass_rate": None, "input_tokens": 0, "output_tokens": 0, "cost_usd": None}
     ]  # fmt: skip
-    assert result.exit_code == 0
+    assert result.exit_code == 3 and result.problems == ["run: nothing was scored: every one of the 0 result rows "
+                                                         "was skipped; set run.allow_nothing_scored=true if the "
+                                                         "config means it"]  # fmt: skip
     assert {"id", "output", "expected_output"} <= set(result.samples.columns) and result.samples.height == 0
     written = pl.read_parquet(tmp_path / "run" / "results.parquet")
     assert written.height == 0 and written.schema == one.results.schema
     info = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert info["counts"] == {"samples": 0, "result_rows": 0, "status": {}} and info["exit_code"] == 0
+    assert info["counts"] == {"samples": 0, "result_rows": 0, "status": {}} and info["exit_code"] == 3
 
 
 @pytest.mark.parametrize("batch_size", [1, 3, 100])

@@ -45,3 +45,31 @@ def test_one_error_above_the_limit_exits_3() -> None:
 def test_the_run_level_default_is_inclusive_too() -> None:
     result = ve.evaluate(rows(4, 1), evaluators={"count": COUNT}, run={"progress": False, "max_error_rate": 0.25})
     assert gate(result)["passed"] and result.exit_code == 0
+
+
+def test_each_gate_message_states_the_comparison_that_held_or_failed() -> None:
+    """run.json's ``message`` of a gate says what was compared and how it came out: a passing gate never carries a
+    failing gate's wording (``error rate 0.0% > 10.0%`` on a gate that held)."""
+    data = rows(10, 1)
+    data[9]["output"] = "There are 4."  # 8 of the 9 processed rows pass
+    settings = {**COUNT, "min_pass_rate": 0.5, "min_mean_score": 0.9}
+    result = ve.evaluate(data, evaluators={"count": settings}, run={"progress": False})
+    gates = {g["gate"]: g for g in result.run_info["gates"]}
+    assert gates["max_error_rate"]["passed"]
+    assert gates["max_error_rate"]["message"] == "count: error rate 10.0% \u2264 10.0% (1 of 10 rows)"
+    assert gates["min_pass_rate"]["passed"] and gates["min_pass_rate"]["message"] == "count: pass rate 0.889 \u2265 0.5"
+    assert not gates["min_mean_score"]["passed"]
+    assert gates["min_mean_score"]["message"] == "count: mean score 0.889 < 0.9"
+    assert result.run_info["problems"] == ["count: mean score 0.889 < 0.9"]
+    failing = ve.evaluate(rows(10, 3), evaluators={"count": COUNT}, run={"progress": False})
+    (gate,) = failing.run_info["gates"]
+    assert not gate["passed"] and gate["message"] == "count: error rate 30.0% > 10.0% (3 of 10 rows)"
+
+
+def test_a_value_next_to_its_limit_is_never_written_as_the_limit() -> None:
+    from vision_eval.gates import compared
+
+    assert compared(0.1004, 0.1, upper=True, percent=True) == "10.04% > 10.0%"
+    assert compared(0.8996, 0.9, upper=False, percent=False) == "0.8996 < 0.9"
+    assert compared(0.1, 0.1, upper=True, percent=True) == "10.0% \u2264 10.0%"
+    assert compared(0.0, 0.1, upper=True, percent=True) == "0.0% \u2264 10.0%"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -136,3 +137,77 @@ def test_multirun_variants_are_separate_rows(tmp_path: Path, subprocess_env: dic
     board, _ = write_leaderboard([tmp_path / "sweep"])
     assert sorted(board["variant"].to_list()) == ["evaluators.exact.threshold=0.5", "evaluators.exact.threshold=1.0"]
     assert (tmp_path / "sweep" / "leaderboard.parquet").is_file()
+
+
+def _scored_run(folder: Path, name: str, scores: list[float], order: list[int] | None = None, **extra: object) -> Path:
+    """A run whose `score` evaluator scores sample i as scores[i] (rows written in ``order``), and a `shorts`
+    evaluator that applies only to the first 6 samples (the others skipped by its `where`)."""
+    order = order if order is not None else list(range(len(scores)))
+    rows = [{"id": f"s{i:02d}", "input": f"q{i}", "output": str(scores[i]), "expected_output": "x", "n": i}
+            for i in order]  # fmt: skip
+    stack = {
+        "score": {"type": "python", "function": "tests.fixtures.py_judges:score_from_output", "threshold": 0.5},
+        "shorts": {"type": "exact_match", "where": "n < 6"},
+    }
+    ve.evaluate(rows, evaluators=stack, output_dir=folder / name, run={"write_report": False, "progress": False})
+    info = json.loads((folder / name / "run.json").read_text())
+    info["overrides"] = [f"variant={name}"]
+    info["config"]["candidate"] = {"model": name, **extra}  # a different config per variant, as a sweep's jobs have
+    (folder / name / "run.json").write_text(json.dumps(info))
+    return folder / name
+
+
+def test_identical_per_row_scores_tie_in_rank(tmp_path: Path) -> None:
+    """The same scores summed in another order give means that differ in their last bits (the issue's
+    0.858305052790347 and 0.8583050527903469): they share rank 1, and the next variant is ranked 3."""
+    scores = list(np.round(np.random.default_rng(0).random(30), 3))
+    by_score = sorted(range(30), key=lambda i: scores[i])
+    runs = [_scored_run(tmp_path, "a", scores), _scored_run(tmp_path, "b", scores, by_score),
+            _scored_run(tmp_path, "c", scores), _scored_run(tmp_path, "d", [s * 0.5 for s in scores])]  # fmt: skip
+    board, _ = write_leaderboard(runs, tmp_path)
+    rows = {r["candidate"]: r for r in board.filter(pl.col("evaluator") == "score").iter_rows(named=True)}
+    assert rows["a"]["mean_score"] != rows["b"]["mean_score"]  # the float noise the ranks must see through
+    assert abs(rows["a"]["mean_score"] - rows["b"]["mean_score"]) < 1e-12
+    assert {k: r["rank"] for k, r in rows.items()} == {"a": 1, "b": 1, "c": 1, "d": 4}
+    assert "| score | 1 | b |" in markdown(board) and "| score | 4 | d |" in markdown(board)
+
+
+def test_rows_count_what_was_scored_and_the_judge_column_only_judges(tmp_path: Path) -> None:
+    scores = [float(i % 2) for i in range(30)]
+    stack_judge = {"judged": {"type": "llm_rubric", "rubric": "says yes", "images": []}}
+    run = _scored_run(tmp_path, "a", scores)
+    ve.evaluate([{"id": "s00", "input": "q", "output": "yes"}], evaluators=stack_judge, output_dir=tmp_path / "j",
+                run={"write_report": False, "progress": False})  # fmt: skip
+    board, _ = write_leaderboard([run, tmp_path / "j"], tmp_path)
+    rows = {r["evaluator"]: r for r in board.iter_rows(named=True)}
+    assert (rows["shorts"]["rows"], rows["shorts"]["skipped"], rows["shorts"]["errors"]) == (6, 24, 0)
+    assert (rows["score"]["rows"], rows["score"]["skipped"]) == (30, 0)
+    assert rows["shorts"]["judge"] is None and rows["score"]["judge"] is None  # they call no judge
+    assert rows["judged"]["judge"] == "none" and rows["judged"]["skipped"] == 1  # a judge type, none configured
+    assert "| shorts | 1 | a | - |" in markdown(board) and "| 6 (24 skipped) |" in markdown(board)
+
+
+def test_variants_not_significantly_different_from_the_best_are_marked(tmp_path: Path) -> None:
+    """Paired on their samples (exact McNemar on the discordant pairs): 2 of 60 flips from the best is no
+    difference, 20 is; without the samples, the bootstrap intervals decide."""
+    best = [1.0] * 50 + [0.0] * 10
+    near = [0.0, 0.0, *best[2:]]  # two fewer passes
+    worse = [0.0] * 20 + best[20:]  # twenty fewer
+    runs = [_scored_run(tmp_path, n, s) for n, s in (("best", best), ("near", near), ("worse", worse))]
+    board, _ = write_leaderboard(runs, tmp_path)
+    rows = {r["candidate"]: r for r in board.filter(pl.col("evaluator") == "score").iter_rows(named=True)}
+    assert [rows[k]["rank"] for k in ("best", "near", "worse")] == [1, 2, 3]
+    assert [rows[k]["tied_with_best"] for k in ("best", "near", "worse")] == [True, True, False]
+    assert rows["near"]["vs_best_test"] == "mcnemar_exact"
+    assert rows["near"]["p_vs_best"] == pytest.approx(stats.binomtest(0, 2).pvalue)
+    assert rows["worse"]["p_vs_best"] == pytest.approx(stats.binomtest(0, 20).pvalue)
+    assert "| score | 2 (\u2248 best) | near |" in markdown(board)
+    # Without samples to pair on: the intervals (near's reaches the best's, worse's does not).
+    results = pl.concat([pl.read_parquet(r / "results.parquet").with_columns(
+        candidate=pl.lit(r.name), judge=pl.lit(None, pl.Utf8), variant=pl.lit(r.name), run_dir=pl.lit(str(r)))
+        for r in runs])  # fmt: skip
+    alone = {
+        r["candidate"]: r for r in leaderboard(results).filter(pl.col("evaluator") == "score").iter_rows(named=True)
+    }
+    assert [alone[k]["vs_best_test"] for k in ("best", "near", "worse")] == [None, "intervals", "intervals"]
+    assert [alone[k]["tied_with_best"] for k in ("best", "near", "worse")] == [True, True, False]

@@ -109,7 +109,7 @@ def test_sweep_pivot_and_flip_filter_in_chromium(sweep: Path, browser: Browser) 
     cells = browser.js(
         "[...document.querySelectorAll('table.pivot tbody tr')].map(tr => [...tr.children].map(td => td.textContent))"
     )
-    rows = {row[0].split("\u21c4")[0].replace("no sample changed", ""): row[1:] for row in cells}
+    rows = {row[0].split("\u21c4")[0].split("no sample changed")[0]: row[1:] for row in cells}
     assert set(rows) == {"words", "exact"}
     for label, text in zip(LABELS, rows["words"], strict=True):
         cell = board.filter((pl.col("evaluator") == "words") & (pl.col("variant") == label)).row(0, named=True)
@@ -118,7 +118,10 @@ def test_sweep_pivot_and_flip_filter_in_chromium(sweep: Path, browser: Browser) 
         assert f"pass {cell['pass_rate'] * 100:.1f}%" in text
     passing = [sum(1 for i in range(12) if (i % 4) / 3 >= t - 1e-9) / 12 for t in THRESHOLDS]
     assert [f"pass {p * 100:.1f}%" in text for p, text in zip(passing, rows["words"], strict=True)] == [True] * 3
-    assert "6 samples changed" in cells[0][0] or "6 samples changed" in cells[1][0]
+    assert "6 samples changed of 13 compared" in cells[0][0] or "6 samples changed of 13 compared" in cells[1][0]
+    assert any(cell[0] == "exactno sample changed (13 compared)" for cell in cells)
+    pairing = browser.js("document.querySelector('.notice.pairing').textContent")
+    assert pairing == "Pairing: 13 of 13 samples paired across variants (the same id and content)."
 
     # The pivot's link filters the cards to the samples that flipped.
     browser.js("document.querySelector('table.pivot a.changed-link').click()")
@@ -148,17 +151,29 @@ def test_sweep_pivot_and_flip_filter_in_chromium(sweep: Path, browser: Browser) 
     assert _count(browser) == sum(1 for i in range(12) if i % 4 < 2)
 
 
-def _variant_runs(folder: Path, outputs: list[list[str | None]], labels: list[str]) -> list[Path]:
-    """One run directory per variant (its overrides in run.json, as a sweep job records them)."""
+def _variant_runs(
+    folder: Path,
+    outputs: list[list[str | None]],
+    labels: list[str],
+    expected: dict[tuple[int, int], str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> list[Path]:
+    """One run directory per variant (its overrides in run.json, as a sweep job records them); ``expected``: the
+    expected output of (variant, row), where it is not "red circle big"."""
+    from conftest import shape_png
+
+    if not (folder / "img.png").exists():
+        (folder / "img.png").write_bytes(shape_png((200, 30, 30), 2))
     dirs = []
     for index, (texts, label) in enumerate(zip(outputs, labels, strict=True)):
         rows = [
-            {"id": f"s{i}", "input": "Which words?", "output": text, "expected_output": "red circle big",
-             "images": [str(folder / "img.png")]}
+            {"id": f"s{i}", "input": "Which words?", "output": text,
+             "expected_output": (expected or {}).get((index, i), "red circle big"), "images": [str(folder / "img.png")]}
             for i, text in enumerate(texts)
         ]  # fmt: skip
         out = folder / "sweep" / str(index)
         stack = {"words": {"type": "contains", "value": WORDS, "threshold": 0.5}, "exact": {"type": "exact_match"}}
+        stack.update(extra or {})
         ve.evaluate(rows, evaluators=stack, output_dir=out, run={"write_report": False})
         info = json.loads((out / "run.json").read_text())
         info["overrides"] = label.split(" ")
@@ -235,15 +250,72 @@ def test_eight_variants_fit_a_1400px_window(tmp_path: Path, browser: Browser) ->
         )
 
 
-def test_runs_over_different_datasets_are_not_paired(tmp_path: Path) -> None:
-    dirs = _variant_runs(tmp_path, [["red", "big"], ["red", "circle"]], ["dataset=a", "dataset=b"])
+def test_runs_of_different_files_pair_on_id_and_content(tmp_path: Path, browser: Browser) -> None:
+    """Two variants that read the same rows from files at different paths pair: one card per sample, verdicts
+    compared. (Runs used to pair only when their dataset path was equal, and the page said "no sample changed".)"""
+    never = {"never": {"type": "exact_match", "where": "output = 'red'"}}  # scores s0 in the first variant only
+    dirs = _variant_runs(tmp_path, [["red", "big"], ["red circle big", "big"]], ["dataset=a", "dataset=b"], extra=never)
     info = json.loads((dirs[1] / "run.json").read_text())
     info["config"]["dataset"]["path"] = "other.jsonl"
     (dirs[1] / "run.json").write_text(json.dumps(info))
     payload = payload_of(build_html(load_runs(dirs)))
-    assert sorted(s["key"] for s in payload["samples"]) == ["0:s0", "0:s1", "1:s0", "1:s1"]
-    assert all(len({r["run"] for r in s["results"]}) == 1 for s in payload["samples"])
-    assert not any("changed" in s for s in payload["samples"])
+    assert [s["id"] for s in payload["samples"]] == ["s0", "s1"] and not any("key" in s for s in payload["samples"])
+    assert all(len({r["run"] for r in s["results"]}) == 2 for s in payload["samples"])
+    assert {s["id"]: s.get("changed") for s in payload["samples"]} == {"s0": ["exact", "words"], "s1": None}
+    assert payload["pivot"]["changed"] == {"exact": 1, "words": 1}
+    assert payload["pivot"]["compared"] == {"exact": 2, "words": 2, "never": 0}
+    assert payload["pivot"]["pairing"]["sentence"] == "2 of 2 samples paired across variants (the same id and content)"
+    browser.open(write_report(dirs, tmp_path / "report.html").resolve().as_uri())
+    heads = browser.js("[...document.querySelectorAll('table.pivot tbody tr')].map(tr => tr.children[0].textContent)")
+    assert "nevernot compared: no paired sample scored in two variants" in heads
+
+
+def test_an_id_whose_content_differs_is_not_compared(tmp_path: Path, browser: Browser) -> None:
+    """The same id with another expected output (or another image) in one variant is another sample: one card per
+    content, never compared, and the page says how many were paired, differ, or are in one variant only."""
+    from conftest import shape_png
+
+    outputs = [["red", "big", "circle", "x"], ["red circle big", "big", "circle"]]
+    dirs = _variant_runs(tmp_path, outputs, ["dataset=a", "dataset=b"], expected={(1, 1): "big"})
+    (tmp_path / "img2.png").write_bytes(shape_png((30, 30, 200), 3))
+    samples = pl.read_parquet(dirs[1] / "samples.parquet")
+    image = samples["images"][2].to_list()
+    image[0]["sha256"] = "0" * 64  # s2's image is another file's in the second variant
+    pl.concat([samples.slice(0, 2), samples.slice(2, 1).with_columns(pl.Series("images", [image])), samples.slice(3)],
+              how="vertical_relaxed").write_parquet(dirs[1] / "samples.parquet")  # fmt: skip
+    payload = payload_of(build_html(load_runs(dirs)))
+    cards = {s.get("key", s["id"]): s for s in payload["samples"]}
+    assert sorted(cards) == ["1:s1", "1:s2", "2:s1", "2:s2", "s0", "s3"]
+    for key in ("1:s1", "2:s1", "1:s2", "2:s2"):
+        assert len({r["run"] for r in cards[key]["results"]}) == 1 and "changed" not in cards[key]
+    assert cards["2:s1"]["expected"] == "big" and cards["1:s1"]["expected"] == "red circle big"
+    assert cards["s0"]["changed"] == ["exact", "words"]
+    pairing = payload["pivot"]["pairing"]
+    assert (pairing["samples"], pairing["paired"], pairing["differ"], pairing["single"]) == (4, 1, 2, 1)
+    assert pairing["differing"] == ["s1", "s2"]
+    assert payload["pivot"]["compared"] == {"exact": 1, "words": 1}
+    page = write_report(dirs, tmp_path / "report.html")
+    browser.open(page.resolve().as_uri())
+    assert browser.js("document.querySelector('.notice.pairing').textContent") == (
+        "Pairing: 1 of 4 samples paired across variants (the same id and content); 2 share an id but differ in "
+        "content (s1, s2): not compared, one card each; 1 in one variant only."
+    )
+
+
+def test_runs_over_different_datasets_are_not_compared(tmp_path: Path, browser: Browser) -> None:
+    """Every id's content differs: nothing is compared, and the pivot says "not compared", never "no sample
+    changed"."""
+    dirs = _variant_runs(tmp_path, [["red", "big"], ["red", "big"]], ["dataset=a", "dataset=b"],
+                         expected={(1, 0): "other", (1, 1): "other"})  # fmt: skip
+    page = write_report(dirs, tmp_path / "report.html")
+    payload = payload_of(page.read_text())
+    assert sorted(s["key"] for s in payload["samples"]) == ["1:s0", "1:s1", "2:s0", "2:s1"]
+    assert payload["pivot"]["compared"] == {"exact": 0, "words": 0} and payload["pivot"]["changed"] == {}
+    browser.open(page.resolve().as_uri())
+    heads = browser.js("[...document.querySelectorAll('table.pivot tbody tr')].map(tr => tr.children[0].textContent)")
+    assert heads == ["wordsnot compared: no sample in two variants with the same content",
+                     "exactnot compared: no sample in two variants with the same content"]  # fmt: skip
+    assert "no sample changed" not in browser.js("document.body.innerText")
 
 
 # ---------- big runs: bounded cards, every aggregate over all rows ----------
@@ -392,7 +464,7 @@ def test_cards_are_chosen_by_position_only_when_the_results_align_with_the_sampl
 
     n = 60
     ids = [f"s{i:02d}" for i in range(n)]
-    samples = with_keys(pl.LazyFrame({"id": ids}), {"": 0}, "id")
+    samples = with_keys(pl.LazyFrame({"id": ids}), None, "id")
     passed = {"a": [i % 3 != 0 for i in range(n)], "b": [i % 5 != 0 for i in range(n)]}
     rows = pl.DataFrame(
         {
@@ -404,8 +476,8 @@ def test_cards_are_chosen_by_position_only_when_the_results_align_with_the_sampl
     )
     limits = Limits(max_samples=20, max_failing=12, seed=3)
     failing = [i for i in range(n) if i % 3 == 0 or i % 5 == 0]
-    by_key = select_by_key(samples, with_keys(rows.lazy(), {"": 0}), False, limits)
-    by_position = select_by_position(samples, with_keys(rows.lazy(), {"": 0}), limits)
+    by_key = select_by_key(samples, with_keys(rows.lazy(), None), False, limits)
+    by_position = select_by_position(samples, with_keys(rows.lazy(), None), limits)
     assert by_position is not None
     for chosen in (by_key, by_position):
         assert chosen.failing_total == len(failing) and chosen.failing_shown == 12 and chosen.total == n
@@ -414,6 +486,6 @@ def test_cards_are_chosen_by_position_only_when_the_results_align_with_the_sampl
         pl.when(pl.int_range(pl.len()) == n + 3).then(pl.lit(ids[4])).when(pl.int_range(pl.len()) == n + 4)
         .then(pl.lit(ids[3])).otherwise(pl.col("sample_id")).alias("sample_id")
     )  # fmt: skip
-    assert select_by_position(samples, with_keys(swapped.lazy(), {"": 0}), limits) is None
+    assert select_by_position(samples, with_keys(swapped.lazy(), None), limits) is None
     missing = rows.filter(pl.int_range(pl.len()) != n + 7)
-    assert select_by_position(samples, with_keys(missing.lazy(), {"": 0}), limits) is None
+    assert select_by_position(samples, with_keys(missing.lazy(), None), limits) is None

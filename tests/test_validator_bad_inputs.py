@@ -98,7 +98,8 @@ def _scaled_details(details: str | None) -> dict | None:
     value = json.loads(details)
     for key in ("expected", "found", "matched"):
         value[key] = {k: v * SCALE for k, v in value[key].items()}
-    value["reasoning"] = re.sub(r"count (\d+)$", lambda m: f"count {int(m.group(1)) * SCALE}", value["reasoning"])
+    if value["reasoning"].startswith("the response"):  # its numbers are counts ("n of m expected counts" are not)
+        value["reasoning"] = re.sub(r"\d+", lambda m: str(int(m.group(0)) * SCALE), value["reasoning"])
     return value
 
 

@@ -10,23 +10,27 @@ after building the requests (:mod:`vision_eval.dryrun`).
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
-from collections.abc import Mapping
+import weakref
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from vision_eval.checkpoint import Checkpoints, config_fingerprint
+from vision_eval.checkpoint_health import Health
 from vision_eval.columns import image_columns as evaluator_image_columns
 from vision_eval.config import AppConfig, ConfigSources, JudgeConfig, validate_config
 from vision_eval.data import DatasetStream, open_dataset, samples_frame
 from vision_eval.dryrun import evaluator_lines, plan_table
 from vision_eval.engine import run_stack, start_warm_ups
-from vision_eval.errors import ConfigError
+from vision_eval.errors import ConfigError, Interrupted, OutputsNotWritten
 from vision_eval.evaluator import EvalContext
-from vision_eval.finish import build_result, dataset_counts, run_info_head
+from vision_eval.finish import build_result, dataset_counts, interrupted_hint, not_written, run_info_head
 from vision_eval.gates import EXIT_INCOMPLETE, worst
 from vision_eval.llm.budget import Budget
 from vision_eval.llm.preflight import key_problems, model_uses, preflight
@@ -36,7 +40,7 @@ from vision_eval.parts import Ledger
 from vision_eval.prechecks import check_stack
 from vision_eval.progress import Progress
 from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, conform
-from vision_eval.rundir import CHECKPOINT, RunDir, claim, claim_resume, new_run_id
+from vision_eval.rundir import CHECKPOINT, RunDir, claim_or_continue, claim_resume, new_run_id
 from vision_eval.secrets import Secrets
 from vision_eval.stack import build_stack
 
@@ -78,19 +82,29 @@ def _dry_run(
     return EvalResult(ledger.frame("results").collect(), empty["d"], empty["f"], samples, run_info=info)
 
 
-def _claim(config: AppConfig) -> tuple[RunDir | None, str]:
+def _claim(config: AppConfig) -> tuple[RunDir | None, str, Health | None]:
+    """The run's directory and id, and for a resume what the check of its checkpoint found (done here, before
+    anything is sent)."""
+    claimed: tuple[RunDir, str, Health | None]
     if config.run.resume:
-        return claim_resume(config.run.resume, config_fingerprint(config))
-    if config.run.output_dir:
-        return claim(config.run.output_dir), new_run_id()
-    return None, new_run_id()
+        claimed = claim_resume(config.run.resume, config_fingerprint(config), config.run.resume_damaged)
+    elif config.run.output_dir:
+        claimed = claim_or_continue(config.run.output_dir, config_fingerprint(config), config.run.resume_damaged)
+    else:
+        return None, new_run_id(), None
+    if claimed[0].note:  # said at once: a run on a cluster may be stopped again before its summary
+        print(f"vision-eval: {claimed[0].note}", file=sys.stderr)
+    return claimed
 
 
 def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | None = None) -> EvalResult:
     """Run a validated config (``data`` replaces the configured dataset when given).
 
-    Raises ``ConfigError`` / ``PreflightError`` / ``DatasetError`` (exit 2) before anything is evaluated; otherwise
-    returns the result, whose ``exit_code`` and ``problems`` say whether every gate held."""
+    Raises ``ConfigError`` / ``PreflightError`` / ``DatasetError`` / ``CheckpointDamaged`` (exit 2) before anything
+    is evaluated, ``OutputsNotWritten`` (exit 3) when the disk refused a file before the run could finish,
+    ``Interrupted`` (a ``KeyboardInterrupt``) on Ctrl-C; each message says what is kept and how to resume.
+    Otherwise returns the result, whose ``exit_code`` and ``problems`` say whether every gate held (an output file
+    the disk refused at the end is one of its problems, exit 3)."""
     started = time.perf_counter()
     context = EvalContext(judge=config.judge if config.judge.enabled else None, run=config.run)
     evaluators = build_stack(config.evaluators, context, sources)  # config errors surface before any loading
@@ -119,9 +133,10 @@ def run_config(config: AppConfig, data: Any = None, sources: ConfigSources | Non
     if config.run.dry_run:
         return _dry_run(config, context, evaluators, candidate, stream, uses)
 
-    rundir, run_id = _claim(config)
+    rundir, run_id, health = _claim(config)
     try:
-        return _run(config, sources, context, evaluators, candidate, stream, uses, secrets, rundir, run_id, started)
+        return _run(config, sources, context, evaluators, candidate, stream, uses, secrets, (rundir, run_id, health),
+                    started)  # fmt: skip
     finally:
         if rundir is not None:
             rundir.release()
@@ -151,85 +166,111 @@ def _run(
     stream: DatasetStream,
     uses: list[Any],
     secrets: Secrets,
-    rundir: RunDir | None,
-    run_id: str,
+    claimed: tuple[RunDir | None, str, Health | None],
     started: float,
 ) -> EvalResult:
+    rundir, run_id, health = claimed
     scheduler = get_scheduler(context)
     preflight(
         uses, scheduler, budget=config.run.max_cost_usd is not None, send=config.run.preflight, scrub=secrets.scrub
     )
     output_dir = rundir.path if rundir is not None else None
     store = _store(config, output_dir, stream.total * len(evaluators))
-    if store.enabled:
-        assert store.journal_dir is not None
-        scheduler.use_journal(store.journal_dir, config.run.max_cost_usd)
-        store.start(run_id, config_fingerprint(config))
-    else:
-        scheduler.budget = Budget(config.run.max_cost_usd)
     ledger = Ledger(evaluators, store, run_id)
-    loaded = time.perf_counter()
-    progress = Progress.choose(config.run.progress, config.run.progress_interval_s)
-    progress.jobs = scheduler.batch_jobs
-    for evaluator in evaluators:
-        progress.add(evaluator.name, stream.total)
-    prepare = None
-    if candidate is not None:
-        from vision_eval.candidate import CANDIDATE, Generator
+    with _stopped(store, ledger, output_dir, scheduler):
+        if store.enabled:
+            assert store.journal_dir is not None
+            store.start(run_id, config_fingerprint(config))
+            scheduler.use_journal(store.journal_dir, config.run.max_cost_usd, health.lost_calls if health else None)
+        else:
+            scheduler.budget = Budget(config.run.max_cost_usd)
+        loaded = time.perf_counter()
+        progress = Progress.choose(config.run.progress, config.run.progress_interval_s)
+        progress.jobs = scheduler.batch_jobs
+        for evaluator in evaluators:
+            progress.add(evaluator.name, stream.total)
+        prepare = None
+        if candidate is not None:
+            from vision_eval.candidate import CANDIDATE, Generator
 
-        progress.add(CANDIDATE, stream.total)
-        generator = Generator(candidate, context, progress)
+            progress.add(CANDIDATE, stream.total)
+            generator = Generator(candidate, context, progress)
 
-        async def prepare(batch: pl.DataFrame) -> pl.DataFrame:
-            progress.begin(CANDIDATE)
-            return secrets.scrub_frame(await generator(batch), ["candidate_error"])
+            async def prepare(batch: pl.DataFrame) -> pl.DataFrame:
+                progress.begin(CANDIDATE)
+                return secrets.scrub_frame(await generator(batch), ["candidate_error"])
 
-    calls = candidate is not None or any(e.calls_models and e.models() for e in evaluators)  # judge=none: no call
-    try:
+        calls = candidate is not None or any(e.calls_models and e.models() for e in evaluators)  # judge=none: none
         with progress:
             stack = run_stack(evaluators, stream.batches(), ledger, total=stream.total,
                               batch_size=config.run.batch_size, progress=progress, scrub=secrets.scrub_frame,
-                              prepare=prepare, session=scheduler.session if calls else None)  # fmt: skip
+                              prepare=prepare, session=scheduler.session if calls else None,
+                              fault=lambda: scheduler.fault)  # fmt: skip
             if candidate is not None:
                 progress.end(CANDIDATE)
-    except KeyboardInterrupt:
-        if store.enabled:
-            print(f"interrupted: finished work is kept; resume with run.resume={output_dir}", file=sys.stderr)
-        raise
-    if not stack.dataset["rows"]:  # no row evaluated: samples.parquet still has the dataset's columns
-        ledger.put_samples(0, samples_frame(stream.head()))
+        if not stack.dataset["rows"]:  # no row evaluated: samples.parquet still has the dataset's columns
+            ledger.put_samples(0, samples_frame(stream.head()))
 
-    finished = time.perf_counter()
-    info = run_info_head(config, sources, run_id, rundir)
-    info["dataset"] = dataset_counts(stack, stream.head(), context.dataset_root)
-    info["timings"] = {
-        "load_s": round(loaded - started, 4),
-        "evaluate_s": round(finished - loaded, 4),
-        "total_s": round(finished - started, 4),
-        "per_evaluator_s": stack.seconds,
-    }
-    info["spending"] = {"spent_usd": round(scheduler.budget.spent, 6), "budget_usd": config.run.max_cost_usd}
-    info["scheduler"] = scheduler.stats.as_dict()
-    result = build_result(ledger, evaluators, stack, scheduler, config.run.max_error_rate, info, output_dir)
-    try:
-        if output_dir is not None:
-            result.write(output_dir)
-        if config.run.junit:
-            from vision_eval.junit import write_junit
+        finished = time.perf_counter()
+        info = run_info_head(config, sources, run_id, rundir)
+        info["dataset"] = dataset_counts(stack, stream.head(), context.dataset_root)
+        info["timings"] = {
+            "load_s": round(loaded - started, 4),
+            "evaluate_s": round(finished - loaded, 4),
+            "total_s": round(finished - started, 4),
+            "per_evaluator_s": stack.seconds,
+        }
+        info["spending"] = {"spent_usd": round(scheduler.budget.spent, 6), "budget_usd": config.run.max_cost_usd}
+        info["scheduler"] = scheduler.stats.as_dict()
+        if health is not None and health.damaged:
+            info["set_aside"] = [f"{d.path}: {d.problem}" for d in health.damaged]
+        result = build_result(ledger, evaluators, stack, scheduler, config.run.max_error_rate, info, output_dir,
+                              config.run.allow_nothing_scored)  # fmt: skip
+        try:
+            if output_dir is not None:
+                result.write(output_dir)
+            if config.run.junit:
+                from vision_eval.junit import write_junit
 
-            junit = Path(config.run.junit)
-            write_junit(result.results, info["gates"], output_dir / junit if output_dir else junit)
-    except OSError as exc:  # a full disk, a read-only folder: say so, keep what resumes the run
-        where = output_dir or config.run.junit
-        problem = f"run: could not write the outputs to {where}: {exc}"
-        if store.enabled:
-            problem += f"; finished work is kept: free the space and resume with run.resume={output_dir}"
-        info["problems"].append(problem)
-        info["exit_code"] = worst([info["exit_code"], EXIT_INCOMPLETE])
+                junit = Path(config.run.junit)
+                columns = {
+                    e.name: {k: v[0] for k, v in e.settings.columns.mapped().items() if k != "images"}
+                    for e in evaluators
+                }
+                junit_file = output_dir / junit if output_dir else junit
+                write_junit(result.results, info["gates"], junit_file, samples=result.lazy("samples"), columns=columns)
+        except OutputsNotWritten as exc:  # a full disk, a read-only folder: say so, keep what resumes the run
+            info["problems"].append(not_written(exc, store, output_dir, result.written))
+            info["exit_code"] = worst([info["exit_code"], EXIT_INCOMPLETE])
+            if not store.enabled and store.directory is not None:  # parts nothing resumes from: gone with the result
+                weakref.finalize(result, shutil.rmtree, store.directory, True)
+            return result
+        if output_dir is not None and (info["complete"] or not store.enabled):
+            store.remove()
         return result
-    if output_dir is not None and (info["complete"] or not store.enabled):
-        store.remove()
-    return result
+
+
+@contextmanager
+def _stopped(store: Checkpoints, ledger: Ledger, output_dir: Path | None, scheduler: Any) -> Iterator[None]:
+    """While a run evaluates: Ctrl-C, or a write the disk refuses, stops it with one line that says what is kept
+    and how to go on (:class:`Interrupted`, :class:`OutputsNotWritten`), and how many finished calls a resume
+    would pay for again; parts nothing resumes from are removed."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not store.started:
+            store.remove()
+        raise Interrupted(interrupted_hint(store, ledger, output_dir)) from None
+    except OutputsNotWritten as exc:
+        if not store.started:
+            store.remove()
+        message = not_written(exc, store, output_dir, [], ledger)
+        if scheduler.unjournaled:
+            message += (
+                f"; {scheduler.unjournaled} finished calls could not be recorded in the journal: a resume sends "
+                "those outside a saved batch again (they are paid twice)"
+            )
+        raise OutputsNotWritten(exc.path, exc.reason, message) from exc
 
 
 def evaluate(
@@ -250,8 +291,9 @@ def evaluate(
     ``dataset`` / ``run``: extra dataset options (``columns``, ``limit``...) and run options.
     ``candidate``: a model under test (settings or a litellm model id) that first produces ``output``.
 
-    Raises ``ConfigError`` or ``PreflightError`` when nothing could be evaluated; otherwise the result's
-    ``exit_code`` and ``problems`` say whether the run's gates held (as ``vision-eval``'s exit code does).
+    Raises ``ConfigError`` or ``PreflightError`` when nothing could be evaluated, and the process faults
+    :func:`run_config` names; otherwise the result's ``exit_code`` and ``problems`` say whether the run's gates held
+    (as ``vision-eval``'s exit code does).
     """
     if isinstance(judge, str):
         judge = {"model": judge}

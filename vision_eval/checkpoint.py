@@ -29,6 +29,7 @@ import polars as pl
 from vision_eval.config import redact
 from vision_eval.evaluator import Evaluator
 from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, conform
+from vision_eval.storage import write_atomically, writing
 
 MANIFEST = "manifest.json"
 JOURNAL = "calls.sqlite"
@@ -40,6 +41,8 @@ TABLE = "table-"
 """File name prefix of a part's extra tables."""
 INPUT = "input-"
 """File name prefix of a part's metric inputs."""
+PART_LIST = "part.json"
+"""The file of a part listing its files and their sizes (checked before a resume relies on them)."""
 KINDS = {"results": RESULT_SCHEMA, "dimensions": DIMENSION_SCHEMA, "fields": FIELD_SCHEMA}
 """The files of a part and the schema each is saved in (``run_id`` left null: the run fills it when it writes)."""
 NEUTRAL_SETTINGS = frozenset({"description", "min_pass_rate", "min_mean_score", "max_error_rate"})
@@ -131,6 +134,11 @@ class Checkpoints:
         return self.resumable
 
     @property
+    def started(self) -> bool:
+        """True once the run's manifest is written: a resume can find this checkpoint."""
+        return self.resumable and self.directory is not None and (self.directory / MANIFEST).is_file()
+
+    @property
     def on_disk(self) -> bool:
         """True when parts are saved to files (resumable or not)."""
         return self.directory is not None
@@ -162,19 +170,22 @@ class Checkpoints:
 
     def save(self, evaluator: Evaluator, batch: pl.DataFrame, part: Part, final: bool = True) -> Path:
         """Save ``part`` (conformed) atomically and return its folder. A part that is not ``final`` (its batch
-        had refused calls) is kept for the outputs under a name no resume reads."""
+        had refused calls) is kept for the outputs under a name no resume reads. A write the disk refuses is
+        :class:`~vision_eval.errors.OutputsNotWritten` and leaves nothing behind."""
         assert self.directory is not None
         folder = self._folder(evaluator, batch)
         if not final:
             folder = folder.with_name(OPEN + folder.name)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
-        for name in KINDS:
-            getattr(part, name).write_parquet(staging / f"{name}.part")
-        for name, table in part.tables.items():
-            table.write_parquet(staging / f"{TABLE}{name}.part")
-        for name, table in part.inputs.items():
-            table.write_parquet(staging / f"{INPUT}{name}.part")
+        staging = None
+        try:
+            with writing(folder):
+                folder.parent.mkdir(parents=True, exist_ok=True)
+                staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
+                _write_part(staging, part)
+        except BaseException:
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+            raise
         if not final:
             shutil.rmtree(folder, ignore_errors=True)
         try:
@@ -188,12 +199,8 @@ class Checkpoints:
     def save_samples(self, index: int, frame: pl.DataFrame) -> Path:
         """Save batch ``index``'s evaluated rows (replacing what an earlier attempt saved) and return the file."""
         assert self.directory is not None
-        folder = self.directory / SAMPLES
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{index:09d}.part"
-        staging = folder / f".{path.name}.{os.getpid()}.tmp"
-        frame.write_parquet(staging)
-        os.replace(staging, path)
+        path = self.directory / SAMPLES / f"{index:09d}.part"
+        write_atomically(path, frame.write_parquet)
         return path
 
     # --- the run as a whole ----------------------------------------------------------------------------
@@ -201,10 +208,8 @@ class Checkpoints:
         """Record the run id and the config a resume must match (kept when already there)."""
         if self.directory is None or (self.directory / MANIFEST).is_file():
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        staging = self.directory / f".{MANIFEST}.{os.getpid()}"
-        staging.write_text(json.dumps({"run_id": run_id, "config": fingerprint}, indent=1), encoding="utf-8")
-        os.replace(staging, self.directory / MANIFEST)
+        text = json.dumps({"run_id": run_id, "config": fingerprint}, indent=1)
+        write_atomically(self.directory / MANIFEST, lambda path: path.write_text(text, encoding="utf-8"))
 
     def manifest(self) -> dict[str, Any] | None:
         """The recorded run id and config, or ``None`` when there is no checkpoint."""
@@ -222,6 +227,18 @@ class Checkpoints:
         """Delete every part of the run (it completed: nothing is left to resume)."""
         if self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _write_part(folder: Path, part: Part) -> None:
+    """The part's files, then ``part.json`` listing each with its size (what a resume checks them against)."""
+    for name in KINDS:
+        getattr(part, name).write_parquet(folder / f"{name}.part")
+    for name, table in part.tables.items():
+        table.write_parquet(folder / f"{TABLE}{name}.part")
+    for name, table in part.inputs.items():
+        table.write_parquet(folder / f"{INPUT}{name}.part")
+    files = {p.name: p.stat().st_size for p in sorted(folder.glob("*.part"))}
+    (folder / PART_LIST).write_text(json.dumps({"files": files}), encoding="utf-8")
 
 
 def saved_tables(folder: Path, prefix: str) -> dict[str, Path]:

@@ -4,11 +4,12 @@ vision-eval                                   # the demo, offline
 vision-eval dataset=X evaluators=Y judge=Z    # compose
 vision-eval -m judge=a,b                      # sweep
 vision-eval --cfg job                         # show the composed config
-vision-eval list | describe <type> | init <dir> [--data <file>]   # subcommands (vision_eval.commands)
+vision-eval list | describe <type> | init <dir> [--data <file>] | compare <baseline> <candidate>   # subcommands
 
-Exit codes (:mod:`vision_eval.gates`): 0 every gate holds, 1 a quality gate failed, 2 config or preflight
-error (nothing evaluated), 3 too many errors / budget spent / circuit breaker, 130 interrupted. A sweep runs
-every job whatever the others do and exits with the most severe code of its jobs.
+Exit codes: the README's table (0 every gate holds, 1 a quality gate failed, 2 a bad command line or config,
+3 a run problem, 4 an internal error, 130 interrupted); whatever happens, the console gets one line, never a
+traceback (:mod:`vision_eval.exits`). A sweep runs every job whatever the others do and exits with the most
+severe code of its jobs.
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
-from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from vision_eval._resources import conf_dir, resource
 from vision_eval.config import SECRET_ASSIGNMENT, ConfigSources, redact, redact_override
-from vision_eval.errors import PreflightError, VisionEvalError
-from vision_eval.gates import EXIT_CONFIG, EXIT_INTERRUPTED, SWEEP_EXIT_CODES, worst
+from vision_eval.errors import NOT_WRITTEN, OutputsNotWritten, PreflightError, VisionEvalError
+from vision_eval.gates import EXIT_CONFIG, EXIT_INCOMPLETE, SWEEP_EXIT_CODES, worst
+from vision_eval.storage import write_atomically
 
 TOP_LEVEL = ("dataset", "evaluators", "judge", "candidate", "run", "hydra")
 
@@ -99,23 +100,50 @@ def _record_job_failure(code: int, message: str, sources: ConfigSources) -> None
     from hydra.core.hydra_config import HydraConfig
 
     out = Path(HydraConfig.get().runtime.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
     info = {"exit_code": code, "problems": [message], "overrides": [redact_override(o) for o in sources.overrides]}
-    (out / "run.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "run.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    except OSError:  # the disk that refused the outputs refuses this too; the sweep counts a missing run.json as 3
+        pass
 
 
 def _task(cfg: DictConfig) -> Any:
+    """One Hydra job: every way it can end is one line and an exit code (in a sweep, the job's run.json)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from vision_eval.exits import internal_error, interrupted
+
+    multirun = _is_multirun()
+    try:
+        return _run_job(cfg, multirun)
+    except KeyboardInterrupt as exc:
+        interrupted(exc)
+    except Exception as exc:  # a bug: one line, the traceback in the run directory's log
+        code = internal_error(exc, Path(HydraConfig.get().runtime.output_dir), sys.argv[1:])
+        if not multirun:
+            sys.exit(code)
+        _record_job_failure(code, f"internal error: {type(exc).__name__}", _sources())
+        return code
+
+
+def _run_job(cfg: DictConfig, multirun: bool) -> int:
     from vision_eval.api import run_config
     from vision_eval.config import validate_config
     from vision_eval.summary import print_summary
 
     _redact_multirun_file()
     sources = _sources()
-    multirun = _is_multirun()
     try:
         raw = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))  # a DictConfig gives a dict
         config = validate_config(raw, sources)
         result = run_config(config, sources=sources)
+    except OutputsNotWritten as exc:  # the run could not finish: the message says what is kept, how to resume
+        print(f"vision-eval: exit {EXIT_INCOMPLETE}: {exc}", file=sys.stderr)
+        if multirun:
+            _record_job_failure(EXIT_INCOMPLETE, str(exc), sources)
+            return EXIT_INCOMPLETE
+        sys.exit(EXIT_INCOMPLETE)
     except (OmegaConfBaseException, VisionEvalError) as exc:
         kind = "preflight failed" if isinstance(exc, PreflightError) else "config error"
         message = str(exc).splitlines()[0] if isinstance(exc, OmegaConfBaseException) else str(exc)
@@ -124,8 +152,6 @@ def _task(cfg: DictConfig) -> Any:
         print(f"vision-eval: {kind}: {message} (this job evaluated nothing)", file=sys.stderr)
         _record_job_failure(EXIT_CONFIG, f"{kind}: {message}", sources)
         return EXIT_CONFIG
-    except KeyboardInterrupt:  # run_config has said how to resume; finished work is on disk
-        sys.exit(EXIT_INTERRUPTED)
     if config.run.dry_run:
         from vision_eval.dryrun import print_plan
 
@@ -133,9 +159,7 @@ def _task(cfg: DictConfig) -> Any:
         return 0
     output_dir = result.output_dir
     if output_dir is not None:
-        (output_dir / "config.yaml").write_text(
-            OmegaConf.to_yaml(OmegaConf.create(redact(config.model_dump(mode="json")))), encoding="utf-8"
-        )
+        _write_config(config, result, output_dir)
     print_summary(result.summary, result.metrics, result.run_info)
     if output_dir is not None:
         report = output_dir / "report.html"
@@ -147,17 +171,17 @@ def _task(cfg: DictConfig) -> Any:
     return result.exit_code
 
 
-class SweepExitCode(Callback):
-    """Hydra callback: when a multirun ends, the most severe exit code of its jobs (read from their run.json)."""
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        codes = []
-        for info in Path(str(config.hydra.sweep.dir)).glob("*/run.json"):
-            try:
-                codes.append(int(json.loads(info.read_text(encoding="utf-8")).get("exit_code", 0)))
-            except (OSError, ValueError):
-                codes.append(3)
-        SWEEP_EXIT_CODES.append(worst(codes))
+def _write_config(config: Any, result: Any, output_dir: Path) -> None:
+    """config.yaml beside the outputs (secrets redacted). A disk that refuses it makes the run exit 3; when the
+    outputs could not be written already, that is said once and this file is not tried."""
+    if any(problem.startswith(NOT_WRITTEN) for problem in result.problems):
+        return
+    text = OmegaConf.to_yaml(OmegaConf.create(redact(config.model_dump(mode="json"))))
+    try:
+        write_atomically(output_dir / "config.yaml", lambda path: path.write_text(text, encoding="utf-8"))
+    except OutputsNotWritten as exc:
+        result.run_info["problems"].append(f"{exc}; every other output was written")
+        result.run_info["exit_code"] = worst([result.exit_code, EXIT_INCOMPLETE])
 
 
 def _search_dirs(argv: list[str]) -> list[Path]:
@@ -249,7 +273,29 @@ def expand_shards(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
-    """Console-script entry point: a subcommand (``list``, ``describe``, ``init``), else a Hydra run."""
+    """Console-script entry point: a subcommand (``list``, ``describe``, ``init``), else a Hydra run. However it
+    ends, the console gets one line (:mod:`vision_eval.exits`): Hydra's refusals are exit 2, a disk that refuses
+    a write exit 3, Ctrl-C 130, anything unexpected an internal error (exit 4, its traceback in a log file)."""
+    from vision_eval.exits import hydra_problem, internal_error, interrupted
+    from vision_eval.storage import disk_failure
+
+    given = list(sys.argv[1:])
+    try:
+        _main()
+    except KeyboardInterrupt as exc:
+        interrupted(exc)
+    except Exception as exc:
+        problem = hydra_problem(exc, given)
+        if problem is not None:
+            _fail(problem)
+        disk = disk_failure(exc)
+        if disk is not None:
+            print(f"vision-eval: exit {EXIT_INCOMPLETE}: {disk}", file=sys.stderr)
+            sys.exit(EXIT_INCOMPLETE)
+        sys.exit(internal_error(exc, None, given))
+
+
+def _main() -> None:
     import hydra
 
     from vision_eval.commands import dispatch
@@ -265,7 +311,16 @@ def main() -> None:
     install_log_redaction(sys.argv[1:])
     sys.argv[1:] = forgiving_overrides(sys.argv[1:])
     _register_resolvers()
-    hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(_task)()
+    app = hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(_task)
+    previous = os.environ.get("HYDRA_FULL_ERROR")
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises what it would print as a traceback (and exit 1 with)
+    try:
+        app()
+    finally:
+        if previous is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = previous
     if SWEEP_EXIT_CODES:
         sys.exit(SWEEP_EXIT_CODES[-1])
 

@@ -153,6 +153,9 @@ class DatasetConfig(StrictModel):
     """HF ``data_files`` argument for builder datasets (``imagefolder``, ``json``...)."""
     columns: dict[str, str] = {}
     """Source column -> canonical column (``id``, ``input``, ``output``, ``expected_output``, ``images``...)."""
+    images_from: list[str] = []
+    """Source columns gathered, in this order, into the canonical ``images`` list (empty cells left out), for a
+    dataset that keeps each image in a column of its own (MMMU's ``image_1`` ... ``image_7``)."""
     image_root: str | None = None
     """Folder relative image paths resolve against (the dataset root); default: the dataset file's folder, or
     for rows from Python the working directory. Relative paths must stay inside it after symlinks are resolved."""
@@ -219,9 +222,18 @@ class RunConfig(StrictModel):
     resume: str | None = None
     """A run directory to resume: finished batches and finished model calls are reused, results are written
     there. It must hold the checkpoint of a run with the same dataset, evaluators, judge and candidate."""
+    resume_damaged: bool = False
+    """Resume a checkpoint some of whose files are damaged (a resume checks every file first and otherwise stops,
+    exit 2, naming them): the damaged files are set aside, the batches they held are evaluated again, finished
+    calls the journal still holds are not sent again, and each finished call it lost that is sent again is
+    counted (console, run.json ``scheduler.resent``)."""
     max_error_rate: float = Field(0.1, ge=0, le=1)
     """Default of every evaluator's ``max_error_rate`` gate: a larger share of ``error`` rows among the rows
     an evaluator applies to makes the run exit 3."""
+    allow_nothing_scored: bool = False
+    """A run in which no evaluator scored a single row (every row ``skipped``, or no rows) exits 3,
+    "nothing was scored", with the most common reason rows were skipped; ``true`` is for configs that mean it
+    (a stack of judges run with ``judge=none`` to see their plan, a ``where`` that may select nothing)."""
     junit: str | None = None
     """Write JUnit XML here (one testsuite per evaluator, one testcase per sample) for CI systems; a relative
     path is relative to the run directory."""

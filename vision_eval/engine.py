@@ -135,10 +135,11 @@ class _Driver:
         progress: Reporter,
         scrub: Callable[[pl.DataFrame], pl.DataFrame],
         prepare: Callable[[pl.DataFrame], Awaitable[pl.DataFrame]] | None,
+        fault: Callable[[], BaseException | None],
     ) -> None:
         self.evaluators, self.ledger = evaluators, ledger
         self.total, self.batch_size = total, batch_size
-        self.progress, self.scrub, self.prepare = progress, scrub, prepare
+        self.progress, self.scrub, self.prepare, self.fault = progress, scrub, prepare, fault
         self.tracks: dict[str, _Track] = {}
         self.dataset: dict[str, Any] = {"rows": 0, "images": 0, "columns": []}
         self.stopping = False
@@ -208,11 +209,18 @@ class _Driver:
                 part = evaluate_batch(evaluator, batch)
                 part.results = self.scrub(part.results)
                 self.ledger.put(evaluator, (index, 0), batch, part)
+                self._check()
                 results = part.results
             else:
                 track.resumed += 1
             track.seconds += time.perf_counter() - start
             self.progress.advance_batch(evaluator.name, results)
+
+    def _check(self) -> None:
+        """Stop the run when something outside the parts failed for good (the call journal's disk)."""
+        failure = self.fault()
+        if failure is not None:
+            raise failure
 
     async def _async(self, track: _Track, index: int, batch: pl.DataFrame) -> None:
         pieces = [batch.slice(start, track.size) for start in range(0, batch.height, track.size)]
@@ -229,6 +237,7 @@ class _Driver:
                 part = await aevaluate_batch(evaluator, piece)
                 part.results, refused = refusals(self.scrub(part.results))
                 self.ledger.put(evaluator, order, piece, part, final=not refused)
+                self._check()
                 results = part.results
             else:
                 track.resumed += 1
@@ -265,12 +274,14 @@ def run_stack(
     scrub: Callable[[pl.DataFrame], pl.DataFrame] = _identity,
     prepare: Callable[[pl.DataFrame], Awaitable[pl.DataFrame]] | None = None,
     session: Callable[[], contextlib.AbstractAsyncContextManager[Any]] | None = None,
+    fault: Callable[[], BaseException | None] = lambda: None,
 ) -> StackRun:
     """Every evaluator over every batch (``total`` rows in all), each finished part handed to ``ledger``.
 
     ``prepare``: what a batch goes through first (the candidate writing ``output``); ``session``: a context held
-    open while the batches run (the scheduler's transports)."""
-    driver = _Driver(evaluators, ledger, total, batch_size, progress or _Silent(), scrub, prepare)
+    open while the batches run (the scheduler's transports); ``fault``: checked after each part is saved, what
+    must stop the run (raised) when there is one."""
+    driver = _Driver(evaluators, ledger, total, batch_size, progress or _Silent(), scrub, prepare, fault)
 
     async def drive() -> None:
         await driver.run(batches, session() if session is not None else None)

@@ -13,10 +13,12 @@ from typing import Any
 
 import polars as pl
 
+from vision_eval.checkpoint import Checkpoints
 from vision_eval.data.canonical import describe
 from vision_eval.engine import StackRun
+from vision_eval.errors import NOT_WRITTEN, OutputsNotWritten
 from vision_eval.evaluator import Evaluator
-from vision_eval.gates import Gate, candidate_gate, judge_outcome
+from vision_eval.gates import Gate, candidate_gate, judge_outcome, nothing_scored_gate
 from vision_eval.output import EvalResult, package_versions, status_counts, totals
 from vision_eval.parts import Ledger
 
@@ -82,6 +84,7 @@ def build_result(
     max_error_rate: float,
     info: dict[str, Any],
     output_dir: Path | None,
+    allow_nothing_scored: bool = False,
 ) -> EvalResult:
     """The run's result: summary, metrics, gates and run.json's counts; its frames are the ledger's lazy queries
     (collected when the parts are in memory already; a large run without an output directory keeps its temporary
@@ -89,6 +92,8 @@ def build_result(
     summary, cache_hits = ledger.summary(evaluators)
     metrics = evaluator_tables_and_metrics(ledger, evaluators)
     gates = run_gates(scheduler, ledger, max_error_rate)
+    nothing = nothing_scored_gate(summary, ledger.frame("results"), allow_nothing_scored)
+    gates += [nothing] if nothing is not None else []
     outcome = judge_outcome(summary, ledger.frame("results"), evaluators, max_error_rate, gates)
     complete = not scheduler.budget.exhausted and not scheduler.tripped
     info.update(
@@ -134,3 +139,33 @@ def run_info_head(config: Any, sources: Any, run_id: str, rundir: Any) -> dict[s
         "moved_from": str(rundir.moved_from) if rundir is not None and rundir.moved_from else None,
         "versions": package_versions(),
     }
+
+
+def not_written(
+    failure: OutputsNotWritten, store: Checkpoints, output_dir: Path | None, written: list[str], ledger: Any = None
+) -> str:
+    """The one line a run says when one of its files could not be written: which file and why, which output
+    files were written, what is kept and how to go on."""
+    text = f"{NOT_WRITTEN}: {failure.path}: {failure.reason}"
+    text += f"; written: {', '.join(written)}" if written else "; no output file was written"
+    if store.started and output_dir is not None:
+        kept = f" ({_batches(ledger.saved_parts())})" if ledger is not None else ""
+        resume = f"free some space and resume with run.resume={output_dir}"
+        return f"{text}; finished work is kept in {store.directory}{kept}: {resume}"
+    return f"{text}; nothing is kept to resume from: free some space and run again"
+
+
+def interrupted_hint(store: Checkpoints, ledger: Any, output_dir: Path | None) -> str:
+    """What an interrupted run says: what is kept and how to resume."""
+    if store.started and output_dir is not None:
+        return (
+            f"interrupted: finished work is kept ({_batches(ledger.saved_parts())}); "
+            f"resume with run.resume={output_dir}"
+        )
+    if output_dir is None:
+        return "interrupted: nothing is kept to resume from (the run has no output directory)"
+    return "interrupted: nothing is kept to resume from" + ("" if store.enabled else " (run.checkpoint is off)")
+
+
+def _batches(count: int) -> str:
+    return f"{count} finished batch" + ("" if count == 1 else "es")

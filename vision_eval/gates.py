@@ -1,14 +1,7 @@
 """What a run's exit code says: the gates every evaluator accepts, and the run-level stops.
 
-Exit codes, the same for ``vision-eval`` and ``vision_eval.evaluate(...)`` (``EvalResult.exit_code``):
-
-* ``0`` the run finished and every gate holds;
-* ``1`` it finished, but a quality gate failed (``min_pass_rate``, ``min_mean_score``);
-* ``2`` config or preflight error: nothing was evaluated (raised as ``ConfigError`` / ``PreflightError`` in Python);
-* ``3`` it finished, but an evaluator's share of ``error`` rows exceeded its ``max_error_rate`` (an evaluator
-  whose every applicable row is ``error`` always fails), the candidate failed as often, or the run was stopped
-  by its budget or by a circuit breaker;
-* ``130`` interrupted.
+Exit codes are the same for ``vision-eval`` and ``vision_eval.evaluate(...)`` (``EvalResult.exit_code``); what
+each means is documented once, in the README's table ("In CI and on clusters").
 """
 
 from __future__ import annotations
@@ -18,18 +11,26 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.results import ERROR
+from vision_eval.results import ERROR, NOT_SELECTED, SKIPPED
 
 EXIT_OK = 0
+"""Every gate holds."""
 EXIT_GATE = 1
+"""A quality gate failed."""
 EXIT_CONFIG = 2
+"""A bad command line or config, a preflight error, a damaged checkpoint: nothing was evaluated."""
 EXIT_INCOMPLETE = 3
+"""A run problem: errors past a gate, budget, circuit breaker, nothing scored, outputs not written."""
+EXIT_INTERNAL = 4
+"""An internal error (a bug)."""
 EXIT_INTERRUPTED = 130
-SEVERITY = (EXIT_OK, EXIT_GATE, EXIT_INCOMPLETE, EXIT_CONFIG, EXIT_INTERRUPTED)
+"""Interrupted."""
+SEVERITY = (EXIT_OK, EXIT_GATE, EXIT_INCOMPLETE, EXIT_CONFIG, EXIT_INTERNAL, EXIT_INTERRUPTED)
 """Exit codes from least to most severe (a sweep exits with the most severe of its jobs)."""
 TOP_REASONS = 3
+AT_MOST, AT_LEAST = "\u2264", "\u2265"
 SWEEP_EXIT_CODES: list[int] = []
-"""Filled when a multirun ends (by ``vision_eval.cli.SweepExitCode``): the most severe exit code of its jobs.
+"""Filled when a multirun ends (by ``vision_eval.launch.sweep.SweepExitCode``): the most severe exit code of its jobs.
 Kept here, not in the CLI module, because ``python -m vision_eval.cli`` runs that module as ``__main__``."""
 
 
@@ -96,8 +97,19 @@ def top_errors(results: pl.DataFrame | pl.LazyFrame, limit: int = TOP_REASONS) -
     return out
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
+def compared(value: float, limit: float, *, upper: bool, percent: bool) -> str:
+    """``value`` against its ``upper`` (or lower) ``limit``, with the comparison that holds between them:
+    ``0.0% ≤ 10.0%``, ``12.5% > 10.0%``, ``0.950 ≥ 0.9``, ``0.667 < 0.9``. The limit is written as configured (a
+    percentage to one decimal, a number as ``:g``); the value gets more decimals when fewer would round it onto the
+    limit (never ``10.0% > 10.0%``)."""
+    scale, digits = (100, 1) if percent else (1, 3)
+    while digits < 12 and value != limit and round(value * scale, digits) == round(limit * scale, digits):
+        digits += 1
+    shown = f"{value:.{digits}%}" if percent else f"{value:.{digits}f}"
+    wanted = f"{limit:.1%}" if percent else f"{limit:g}"
+    if upper:
+        return f"{shown} {AT_MOST if value <= limit else '>'} {wanted}"
+    return f"{shown} {AT_LEAST if value >= limit else '<'} {wanted}"
 
 
 def evaluator_gates(name: str, settings: Any, stats: dict[str, Any] | None, default_error_rate: float) -> list[Gate]:
@@ -111,7 +123,11 @@ def evaluator_gates(name: str, settings: Any, stats: dict[str, Any] | None, defa
         rate = stats["errors"] / applicable
         all_error = stats["errors"] == applicable
         held = not all_error and rate <= limit
-        what = "every applicable row is an error" if all_error else f"error rate {_pct(rate)} > {_pct(limit)}"
+        what = (
+            "every applicable row is an error"
+            if all_error
+            else f"error rate {compared(rate, limit, upper=True, percent=True)}"
+        )
         gates.append(
             Gate(
                 name,
@@ -129,10 +145,12 @@ def evaluator_gates(name: str, settings: Any, stats: dict[str, Any] | None, defa
             continue
         value = stats[key]
         held = value is not None and value >= wanted
-        shown = f"{value:.3f}" if value is not None else "none (no processed rows)"
-        gates.append(
-            Gate(name, gate, value, wanted, held, EXIT_GATE, f"{name}: {key.replace('_', ' ')} {shown} < {wanted:g}")
+        shown = (
+            compared(value, wanted, upper=False, percent=False)
+            if value is not None
+            else f"none (no processed rows) < {wanted:g}"
         )
+        gates.append(Gate(name, gate, value, wanted, held, EXIT_GATE, f"{name}: {key.replace('_', ' ')} {shown}"))
     return gates
 
 
@@ -170,5 +188,38 @@ def candidate_gate(samples: pl.DataFrame | pl.LazyFrame, limit: float) -> Gate |
         reasons = lazy.filter(pl.col("candidate_error").is_not_null()).group_by("candidate_error").len()
         top = reasons.collect(engine="streaming").sort(["len", "candidate_error"], descending=[True, False])
         first = f": most often {top.row(0)[0]!r}"
-    message = f"candidate: {failed} of {rows} generations failed ({_pct(rate)} > {_pct(limit)}){first}"
+    rates = compared(rate, limit, upper=True, percent=True) + (", every generation failed" if failed == rows else "")
+    message = f"candidate: {failed} of {rows} generations failed ({rates}){first}"
     return Gate("candidate", "max_error_rate", rate, limit, held, EXIT_INCOMPLETE, message)
+
+
+def nothing_scored_gate(summary: pl.DataFrame, results: pl.DataFrame | pl.LazyFrame, allowed: bool) -> Gate | None:
+    """The run-level gate "something was scored": no evaluator scored a single row, every row ``skipped`` (or no
+    rows at all), fails it, exit 3, with the most common reason rows were skipped; ``allowed``
+    (``run.allow_nothing_scored``) is for configs that mean it. ``None`` when some row was processed, or when
+    rows are errors (then every evaluator with errors fails its ``max_error_rate`` gate, which says why)."""
+    scored = int(summary["processed"].sum() or 0) + int(summary["errors"].sum() or 0) if summary.height else 0
+    if scored:
+        return None
+    reason = pl.col("details").str.json_path_match("$.reason").fill_null("no reason given")
+    unselected = reason.str.starts_with(NOT_SELECTED)
+    counts = (
+        results.lazy()
+        .filter(pl.col("status") == SKIPPED)
+        .select(pl.when(unselected).then(pl.lit(NOT_SELECTED)).otherwise(reason).alias("reason"))
+        .group_by("reason")
+        .len()
+        .collect(engine="streaming")
+    )
+    where = int(counts.filter(pl.col("reason") == NOT_SELECTED)["len"].sum())
+    other = counts.filter(pl.col("reason") != NOT_SELECTED).sort(["len", "reason"], descending=[True, False])
+    rows = int(summary["rows"].sum() or 0) if summary.height else 0
+    why = [f"most often skipped: {other['reason'][0]!r} ({other['len'][0]} rows)"] if other.height else []
+    why += [f"{where} rows not selected by their evaluator's where"] if where else []
+    what = f"run: nothing was scored: every one of the {rows} result rows was skipped" + "".join(f"; {w}" for w in why)
+    hint = (
+        " (allowed: run.allow_nothing_scored)"
+        if allowed
+        else "; set run.allow_nothing_scored=true if the config means it"
+    )
+    return Gate("run", "nothing_scored", 0.0, None, allowed, EXIT_INCOMPLETE, what + hint)

@@ -1,19 +1,19 @@
-"""Hydra launcher plugins: a ``hydra/launcher=<name>`` whose plugin is not installed names the extra to install
-(Hydra alone would say "Could not load 'hydra/launcher/submitit_slurm'")."""
+"""Hydra launchers: a ``hydra/launcher=<name>`` whose plugin or library is not installed names the extra to
+install (Hydra alone would say "Could not load 'hydra/launcher/submitit_slurm'", or fail once the sweep starts)."""
 
 from __future__ import annotations
 
 import importlib.util
 
 PLUGINS = {
-    "slurm": ("hydra_plugins.hydra_submitit_launcher", "slurm"),
-    "submitit_slurm": ("hydra_plugins.hydra_submitit_launcher", "slurm"),
-    "submitit_local": ("hydra_plugins.hydra_submitit_launcher", "slurm"),
-    "local_submitit": ("hydra_plugins.hydra_submitit_launcher", "slurm"),
-    "local_parallel": ("hydra_plugins.hydra_joblib_launcher", None),
-    "joblib": ("hydra_plugins.hydra_joblib_launcher", None),
+    "slurm": (("hydra_plugins.hydra_submitit_launcher", "submitit"), "slurm"),
+    "submitit_slurm": (("hydra_plugins.hydra_submitit_launcher", "submitit"), "slurm"),
+    "submitit_local": (("hydra_plugins.hydra_submitit_launcher", "submitit"), "slurm"),
+    "local_submitit": (("hydra_plugins.hydra_submitit_launcher", "submitit"), "slurm"),
+    "ray": (("ray",), "ray"),
 }
-"""Launcher option -> (plugin module, the vision-eval extra that installs it; ``None``: a core dependency)."""
+"""Launcher option -> (the modules it needs, the vision-eval extra that installs them). ``local_parallel`` and
+``joblib`` need nothing more than vision-eval."""
 
 
 def _installed(module: str) -> bool:
@@ -30,10 +30,12 @@ def missing_launcher(argv: list[str]) -> str | None:
         if not sep or key != "hydra/launcher":
             continue
         plugin = PLUGINS.get(value.strip())
-        if plugin is None or _installed(plugin[0]):
+        if plugin is None:
             continue
-        module, extra = plugin
-        install = f'pip install "vision-eval[{extra}]"' if extra else "reinstall vision-eval"
-        plugin_name = module.split(".")[-1]
-        return f"hydra/launcher={value} needs the Hydra plugin {plugin_name}, which is not installed: {install}"
+        modules, extra = plugin
+        missing = [module for module in modules if not _installed(module)]
+        if not missing:
+            continue
+        name = missing[0].split(".")[-1]
+        return f'hydra/launcher={value} needs {name}, which is not installed: pip install "vision-eval[{extra}]"'
     return None

@@ -16,22 +16,36 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from vision_eval.pairing import content_columns, content_hashes
+from vision_eval.ranking import SCORES_HASH, Pairable, scores_hash, tied_ranks, versus_best
 from vision_eval.runs import find_run_dirs, read_json, run_labels
+from vision_eval.stats import BOOTSTRAP_RESAMPLES, bootstrap_interval, counted_interval, few_distinct
 
-BOOTSTRAP_RESAMPLES = 1000
 KEY = ["candidate", "judge", "variant", "evaluator"]
 PROTOCOL = "protocol"
-_COUNTS_DRAW_MAX = 1000
-"""Most distinct score values for which resamples are drawn as counts of each value."""
 
 
 def _candidate_label(candidate: dict[str, Any]) -> str:
     return str(candidate.get("name") or candidate.get("model") or "dataset output")
 
 
-def run_columns(info: dict[str, Any], variant: str) -> tuple[dict[str, str], dict[str, str]]:
-    """The candidate, judge and variant labels of one run (its run.json ``info``), and the protocol of each of its
-    evaluators that has one."""
+def _evaluator_judge(described: dict[str, Any], run_judge: str) -> str | None:
+    """The judge of one evaluator (its run.json description): the models it calls, the run's judge when it calls the
+    configured one, ``None`` when it calls no judge."""
+    if "models" in described:  # model-graded evaluators
+        models = [str(m) for m in described.get("models") or []]
+        return ", ".join(models) if models else run_judge
+    if "agents" in described:  # judge-agent panels
+        agents = described.get("agents") or []
+        models = list(dict.fromkeys(str(a["model"]) for a in agents if isinstance(a, dict) and a.get("model")))
+        return ", ".join(models) if models else run_judge
+    return None
+
+
+def run_columns(info: dict[str, Any], variant: str) -> tuple[dict[str, str], dict[str, dict[str, str | None]]]:
+    """The candidate, judge and variant labels of one run (its run.json ``info``), and per evaluator it describes,
+    its ``protocol`` (benchmark metrics) and its ``judge`` (``None`` for an evaluator that calls no judge; an
+    evaluator the run does not describe keeps the run's judge)."""
     config = info.get("config", {})
     labels = {
         "candidate": _candidate_label(config.get("candidate") or {}),
@@ -39,37 +53,43 @@ def run_columns(info: dict[str, Any], variant: str) -> tuple[dict[str, str], dic
         "variant": variant,
     }
     described = info.get("evaluators") or {}
-    protocols = {
-        str(name): str(d[PROTOCOL]) for name, d in described.items() if isinstance(d, dict) and d.get(PROTOCOL)
+    evaluators = {
+        str(name): {
+            PROTOCOL: str(d[PROTOCOL]) if d.get(PROTOCOL) else None,
+            "judge": _evaluator_judge(d, labels["judge"]),
+        }
+        for name, d in described.items()
+        if isinstance(d, dict)
     }
-    return labels, protocols
+    return labels, evaluators
 
 
-def _labels(runs: list[Path]) -> tuple[dict[Path, dict[str, str]], dict[Path, dict[str, str]]]:
+def _labels(runs: list[Path]) -> tuple[dict[Path, dict[str, str]], dict[Path, dict[str, dict[str, str | None]]]]:
     """Candidate, judge and variant of each run (the variant is what tells a run's config from the others;
-    shards of one job share it), and the protocol of each of its evaluators that has one."""
+    shards of one job share it), and the protocol and judge of each of its evaluators."""
     infos = [read_json(run / "run.json") for run in runs]
     variants = run_labels(runs, infos)
-    labels, protocols = {}, {}
+    labels, evaluators = {}, {}
     for run, info, variant in zip(runs, infos, variants, strict=True):
-        labels[run], protocols[run] = run_columns(info, variant)
-    return labels, protocols
+        labels[run], evaluators[run] = run_columns(info, variant)
+    return labels, evaluators
 
 
-def _looked_up(column: pl.Expr, mapping: dict[str, str]) -> pl.Expr:
-    """``mapping[value]`` for each value of ``column`` (null when absent), as a when/then chain: Polars' streaming
-    engine runs it (``replace_strict`` read every row into memory)."""
+def looked_up(column: pl.Expr, mapping: dict[str, str | None], default: str | None = None) -> pl.Expr:
+    """``mapping[value]`` for each value of ``column`` (``default`` when absent), as a when/then chain: Polars'
+    streaming engine runs it (``replace_strict`` read every row into memory)."""
     chain: Any = None
     for key, value in mapping.items():
         step = column == key
         chain = pl.when(step).then(pl.lit(value, pl.Utf8)) if chain is None else chain.when(step).then(pl.lit(value))
-    return pl.lit(None, pl.Utf8) if chain is None else chain.otherwise(pl.lit(None, pl.Utf8))
+    return pl.lit(default, pl.Utf8) if chain is None else chain.otherwise(pl.lit(default, pl.Utf8))
 
 
 def _read(runs: list[Path], name: str) -> pl.LazyFrame:
-    """The runs' ``name`` files as one lazy scan, each row labelled with its run's candidate, judge, variant,
-    directory and protocol (nothing is read here)."""
-    labels, protocols = _labels(runs)
+    """The runs' ``name`` files as one lazy scan, each row labelled with its run's candidate, judge (its
+    evaluator's: none for an evaluator that calls no judge), variant, directory and protocol (nothing is read
+    here)."""
+    labels, evaluators = _labels(runs)
     frames = []
     for run in runs:
         path = run / name
@@ -78,52 +98,15 @@ def _read(runs: list[Path], name: str) -> pl.LazyFrame:
                 *(pl.lit(v).alias(k) for k, v in labels[run].items()), pl.lit(str(run)).alias("run_dir")
             )
             if "evaluator" in frame.collect_schema().names():
-                frame = frame.with_columns(_looked_up(pl.col("evaluator"), protocols[run]).alias(PROTOCOL))
+                described = evaluators[run]
+                protocols = {e: d[PROTOCOL] for e, d in described.items() if d[PROTOCOL]}
+                judges = {e: d["judge"] for e, d in described.items()}
+                frame = frame.with_columns(
+                    looked_up(pl.col("evaluator"), protocols).alias(PROTOCOL),
+                    looked_up(pl.col("evaluator"), judges, labels[run]["judge"]).alias("judge"),
+                )
             frames.append(frame)
     return pl.concat(frames, how="diagonal_relaxed") if frames else pl.LazyFrame()
-
-
-def _counted(distinct: np.ndarray, n: int) -> bool:
-    """True when resamples are drawn as counts of each distinct value (few values, each repeated)."""
-    return len(distinct) <= _COUNTS_DRAW_MAX and len(distinct) * 8 <= n
-
-
-def _counted_interval(distinct: np.ndarray, counts: np.ndarray, seed: int, resamples: int) -> tuple[float, float]:
-    """The bootstrap interval of the mean of ``counts[i]`` copies of each ``distinct[i]`` (sorted), drawn as
-    multinomial counts."""
-    n = int(counts.sum())
-    rng = np.random.default_rng(seed)
-    chunk = max(1, min(resamples, 5_000_000 // len(distinct)))
-    means = []
-    for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
-        means.append(rng.multinomial(n, counts / n, size=size) @ distinct / n)
-    low, high = np.percentile(np.concatenate(means), [2.5, 97.5])
-    return float(low), float(high)
-
-
-def bootstrap_interval(values: np.ndarray, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
-    """Percentile bootstrap 95% interval of the mean (NaN for no values).
-
-    A resample of n values drawn with replacement is, for scores taking few distinct values (pass/fail, a 1-10
-    scale), the same as multinomial counts of those values: drawn that way it costs resamples x distinct values
-    instead of resamples x n (a 1M-row evaluator: milliseconds instead of seconds), with the same distribution."""
-    n = len(values)
-    if n == 0:
-        return float("nan"), float("nan")
-    if n == 1:
-        return float(values[0]), float(values[0])
-    distinct, counts = np.unique(values, return_counts=True)
-    if _counted(distinct, n):
-        return _counted_interval(distinct, counts, seed, resamples)
-    rng = np.random.default_rng(seed)
-    chunk = max(1, min(resamples, 5_000_000 // n))
-    means = []
-    for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
-        means.append(values[rng.integers(0, n, size=(size, n))].mean(axis=1))
-    low, high = np.percentile(np.concatenate(means), [2.5, 97.5])
-    return float(low), float(high)
 
 
 def _intervals(results: pl.LazyFrame, groups: pl.DataFrame, keys: list[str], seed: int) -> list[tuple[float, float]]:
@@ -148,8 +131,8 @@ def _intervals(results: pl.LazyFrame, groups: pl.DataFrame, keys: list[str], see
         distinct = np.asarray(part["score"].to_numpy(), dtype=float)
         counts = part["len"].to_numpy().astype(np.int64)
         n = int(counts.sum())
-        if n > 1 and _counted(distinct, n) and not np.isnan(distinct).any():
-            out.append(_counted_interval(distinct, counts, seed, BOOTSTRAP_RESAMPLES))
+        if n > 1 and few_distinct(distinct, n) and not np.isnan(distinct).any():
+            out.append(counted_interval(distinct, counts, seed, BOOTSTRAP_RESAMPLES))
             continue
         one = numbered.filter(pl.col("_group") == group).drop("_group").lazy()
         scores = processed.join(one, on=keys, how="semi", nulls_equal=True, maintain_order="left").select("score")
@@ -157,10 +140,14 @@ def _intervals(results: pl.LazyFrame, groups: pl.DataFrame, keys: list[str], see
     return out
 
 
-def leaderboard(results: pl.DataFrame | pl.LazyFrame, seed: int = 0) -> pl.DataFrame:
-    """Per candidate x judge x variant x evaluator x protocol: score, interval, rates, tokens, cost, and ``rank``
-    within the evaluator (null when its rows use different protocols: see :func:`unranked`). ``results`` is read in
-    streaming passes (a run larger than memory gets a leaderboard)."""
+def leaderboard(results: pl.DataFrame | pl.LazyFrame, seed: int = 0, pairable: Pairable | None = None) -> pl.DataFrame:
+    """Per candidate x judge x variant x evaluator x protocol: ``rows`` (the rows the evaluator scored), ``skipped``
+    and ``errors`` (counts), score, interval, rates, tokens, cost, and ``rank`` within the evaluator (equal means
+    share one; null when its rows use different protocols: see :func:`unranked`), with ``tied_with_best``,
+    ``p_vs_best`` and ``vs_best_test`` (see :mod:`vision_eval.ranking`). ``pairable``: which samples may be compared
+    between variants (:class:`~vision_eval.ranking.Pairable`); without it variants are compared through their
+    intervals. ``results`` is read in streaming passes (a run larger
+    than memory gets a leaderboard)."""
     lazy = results.lazy()
     names = lazy.collect_schema().names()
     if not names:
@@ -172,7 +159,9 @@ def leaderboard(results: pl.DataFrame | pl.LazyFrame, seed: int = 0) -> pl.DataF
     board = (
         lazy.group_by(keys, maintain_order=True)
         .agg(
-            pl.len().alias("rows"),
+            processed.sum().alias("rows"),
+            (pl.col("status") == "skipped").sum().alias("skipped"),
+            (pl.col("status") == "error").sum().alias("errors"),
             # when/then rather than filter: Polars' streaming engine runs these (a filter inside an aggregation
             # made it read every row into memory)
             pl.when(processed).then(pl.col("score")).mean().alias("mean_score"),
@@ -183,21 +172,23 @@ def leaderboard(results: pl.DataFrame | pl.LazyFrame, seed: int = 0) -> pl.DataF
             pl.col("output_tokens").sum().alias("output_tokens"),
             pl.when(pl.col("cost_usd").is_not_null().any()).then(pl.col("cost_usd").sum()).alias("cost_usd"),
             pl.col("run_dir").n_unique().alias("runs"),
+            pl.col("run_dir").unique().alias("_run_dirs"),
+            *([scores_hash()] if "sample_id" in names else []),
         )
         .collect(engine="streaming")
     )
     if board.is_empty():
         return pl.DataFrame()
     intervals = _intervals(lazy, board, keys, seed)
-    protocols_of_evaluator = pl.col(PROTOCOL).n_unique().over("evaluator")
-    rank = pl.col("mean_score").rank(method="min", descending=True).over("evaluator").cast(pl.Int64)
-    return (
-        board.with_columns(
-            pl.Series("ci_low", [i[0] for i in intervals], pl.Float64).fill_nan(None),
-            pl.Series("ci_high", [i[1] for i in intervals], pl.Float64).fill_nan(None),
-        )
-        .with_columns(pl.when(protocols_of_evaluator == 1).then(rank).alias("rank"))
-        .sort(["evaluator", PROTOCOL, "mean_score"], descending=[False, False, True], nulls_last=True)
+    board = board.with_columns(
+        pl.Series("ci_low", [i[0] for i in intervals], pl.Float64).fill_nan(None),
+        pl.Series("ci_high", [i[1] for i in intervals], pl.Float64).fill_nan(None),
+    )
+    one_protocol = board.select(pl.col(PROTOCOL).n_unique().over("evaluator") == 1).to_series()
+    board = board.with_columns(tied_ranks(board, one_protocol))
+    board = versus_best(board, lazy, pairable if "sample_id" in names else None, keys)
+    return board.drop(SCORES_HASH, "_run_dirs", strict=False).sort(
+        ["evaluator", PROTOCOL, "mean_score"], descending=[False, False, True], nulls_last=True, maintain_order=True
     )
 
 
@@ -214,6 +205,54 @@ def unranked(board: pl.DataFrame) -> dict[str, list[str]]:
     }
 
 
+METRICS_SCHEMA = {
+    "candidate": pl.Utf8,
+    "judge": pl.Utf8,
+    "variant": pl.Utf8,
+    "evaluator": pl.Utf8,
+    PROTOCOL: pl.Utf8,
+    "metric": pl.Utf8,
+    "value": pl.Float64,
+    "run_dir": pl.Utf8,
+}
+METRIC_PATH = " / "
+"""How the path of a nested dataset-level number is written (``subjects / Art / accuracy``)."""
+
+
+def _numbers(values: Any, path: tuple[str, ...] = ()) -> list[tuple[str, float]]:
+    """Every number in a run.json ``metrics`` entry, by its path (nested groups included; flags and text left out)."""
+    if isinstance(values, dict):
+        return [item for key, value in values.items() for item in _numbers(value, (*path, str(key)))]
+    if isinstance(values, int | float) and not isinstance(values, bool):
+        return [(METRIC_PATH.join(path), float(values))]
+    return []
+
+
+def metrics_board(runs: Sequence[Path]) -> pl.DataFrame:
+    """The dataset-level numbers of each run's evaluators (run.json ``metrics``: a benchmark's totals, per subject,
+    per category...), one row per candidate x judge x variant x evaluator x number, with the protocol they were
+    computed under (numbers under different protocols are not comparable; nothing here is ranked)."""
+    labels, evaluators = _labels(list(runs))
+    rows = []
+    for run in runs:
+        info = read_json(run / "run.json")
+        for evaluator, values in (info.get("metrics") or {}).items():
+            described = evaluators[run].get(evaluator, {})
+            for metric, value in _numbers(values):
+                rows.append(
+                    {
+                        **labels[run],
+                        "judge": described.get("judge") or labels[run]["judge"],
+                        "evaluator": evaluator,
+                        PROTOCOL: described.get(PROTOCOL),
+                        "metric": metric,
+                        "value": value,
+                        "run_dir": str(run),
+                    }
+                )
+    return pl.DataFrame(rows, schema=METRICS_SCHEMA)
+
+
 def dimension_board(dimensions: pl.DataFrame) -> pl.DataFrame:
     """Mean score per candidate x judge x variant x evaluator x dimension."""
     if dimensions.is_empty():
@@ -223,9 +262,25 @@ def dimension_board(dimensions: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _rows_cell(row: dict[str, Any]) -> str:
+    """The rows an evaluator scored, with its skipped and error rows beside them."""
+    skipped, errors = row.get("skipped") or 0, row.get("errors") or 0
+    others = [f"{skipped} skipped"] if skipped else []
+    others += [f"{errors} error{'s' if errors != 1 else ''}"] if errors else []
+    return str(row["rows"]) + (f" ({', '.join(others)})" if others else "")
+
+
+def _rank_cell(row: dict[str, Any]) -> str:
+    if row.get("rank") is None:
+        return "-"
+    tied = row.get("tied_with_best") and row["rank"] != 1
+    return str(row["rank"]) + (" (≈ best)" if tied else "")
+
+
 def markdown(board: pl.DataFrame) -> str:
-    """The leaderboard as a Markdown table (the protocol beside each benchmark score), then a line for each
-    evaluator left unranked because its runs use different protocols."""
+    """The leaderboard as a Markdown table (the protocol beside each benchmark score; ``≈ best``: not significantly
+    different from the best), then a line for each evaluator left unranked because its runs use different
+    protocols."""
     headers = ["evaluator", "rank", "candidate", "judge", "variant", "rows", "mean score (95% CI)", "protocol"]
     headers += ["pass", "errors", "cost"]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
@@ -235,11 +290,11 @@ def markdown(board: pl.DataFrame) -> str:
             score += f" ({row['ci_low']:.3f}–{row['ci_high']:.3f})"
         cells = [
             row["evaluator"],
-            "-" if row.get("rank") is None else str(row["rank"]),
+            _rank_cell(row),
             row["candidate"],
-            row["judge"],
+            row["judge"] or "-",
             row["variant"] or "-",
-            str(row["rows"]),
+            _rows_cell(row),
             score,
             row.get(PROTOCOL) or "-",
             "-" if row["pass_rate"] is None else f"{row['pass_rate']:.0%}",
@@ -257,14 +312,22 @@ def markdown(board: pl.DataFrame) -> str:
 
 
 def write_leaderboard(paths: Sequence[str | Path], out_dir: str | Path | None = None) -> tuple[pl.DataFrame, Path]:
-    """Build the leaderboard of every run under ``paths`` and write it (default: into the first path)."""
+    """Build the leaderboard of every run under ``paths`` and write it (default: into the first path), with the
+    runs' dataset-level numbers beside it (``leaderboard_metrics.parquet``, :func:`metrics_board`)."""
     runs = find_run_dirs(paths)
     if not runs:
         raise FileNotFoundError(f"no results.parquet under {', '.join(map(str, paths))}")
-    board = leaderboard(_read(runs, "results.parquet"))
+    pairable = None
+    if any((run / "samples.parquet").is_file() for run in runs):
+        columns = content_columns(read_json(run / "run.json") for run in runs)
+        pairable = Pairable.of(content_hashes(_read(runs, "samples.parquet"), columns, keep=["run_dir"]))
+    board = leaderboard(_read(runs, "results.parquet"), pairable=pairable)
     target = Path(out_dir) if out_dir else Path(paths[0]) if Path(paths[0]).is_dir() else runs[0].parent
     target.mkdir(parents=True, exist_ok=True)
     board.write_parquet(target / "leaderboard.parquet")
+    numbers = metrics_board(runs)
+    if not numbers.is_empty():
+        numbers.write_parquet(target / "leaderboard_metrics.parquet")
     dims = dimension_board(_read(runs, "dimensions.parquet").collect(engine="streaming"))
     if not dims.is_empty():
         dims.write_parquet(target / "leaderboard_dimensions.parquet")

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import platform
 import warnings
-from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -14,7 +12,9 @@ from typing import Any
 import polars as pl
 
 from vision_eval.config import redact, redact_override
+from vision_eval.errors import OutputsNotWritten
 from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA, conform
+from vision_eval.storage import io_failure, write_atomically
 from vision_eval.summary import summarize
 
 VERSIONED_PACKAGES = ("vision-eval", "polars", "pyarrow", "pydantic", "datasets", "hydra-core", "litellm", "rapidfuzz")
@@ -138,6 +138,11 @@ class EvalResult:
         return frame.lazy()
 
     @property
+    def written(self) -> list[str]:
+        """The files :meth:`write` has written, in order."""
+        return [path.name for path in self._written.values()]
+
+    @property
     def table_names(self) -> list[str]:
         """The names of the extra tables."""
         return list(self._tables)
@@ -174,10 +179,11 @@ class EvalResult:
         return f"EvalResult(run_id={self.run_id!r}, output_dir={self.output_dir!r}, exit_code={self.exit_code})"
 
     def write(self, directory: str | Path) -> Path:
-        """Write the Parquet files and run.json into ``directory`` (created if needed); a file this result was
-        already written to there is not written again. Each file is written under a temporary name and renamed
-        into place (a lazy frame streamed, a part at a time), so a failure (a full disk) never leaves a truncated
-        file and never damages a file written before it; the ``OSError`` is raised."""
+        """Write the Parquet files, report.html and, last, run.json into ``directory`` (created if needed): a
+        run.json says every output is there. A file this result was already written to there is not written
+        again. Each file is written under a temporary name and renamed into place (a lazy frame streamed, a part
+        at a time), so a failure (a full disk) never leaves a truncated or temporary file and never damages a
+        file written before it; it raises :class:`~vision_eval.errors.OutputsNotWritten`."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         for name in [*SCHEMAS, *self._tables]:
@@ -185,7 +191,7 @@ class EvalResult:
             if self._written.get(name) == path:
                 continue
             frame = self._frames[name] if name in SCHEMAS else self._tables[name]
-            _atomic(path, lambda target, frame=frame: _write_frame(frame, target))  # type: ignore[misc]
+            write_atomically(path, lambda target, frame=frame: _write_frame(frame, target))  # type: ignore[misc]
             self._written[name] = path
             if isinstance(frame, pl.LazyFrame):  # read from the written file from now on
                 scan = pl.scan_parquet(path)
@@ -197,15 +203,19 @@ class EvalResult:
         info["summary"] = self.summary.to_dicts()
         info["config"] = redact(info.get("config", {}))
         info["overrides"] = [redact_override(o) for o in info.get("overrides", [])]
-        text = json.dumps(info, indent=2, default=str) + "\n"
-        _atomic(out / "run.json", lambda path: path.write_text(text, encoding="utf-8"))
         if ((info["config"].get("run") or {}).get("write_report", True)) is not False:
             try:
                 from vision_eval.report import write_report
 
-                write_report(self, out)
+                self._written["report.html"] = write_report(self, out)
             except Exception as exc:  # the Parquet results are written; a report failure must not lose them
+                reason = io_failure(exc)
+                if reason is not None:
+                    raise OutputsNotWritten(str(out / "report.html"), reason) from exc
                 warnings.warn(f"report.html not written: {type(exc).__name__}: {exc}", stacklevel=2)
+        text = json.dumps(info, indent=2, default=str) + "\n"
+        write_atomically(out / "run.json", lambda path: path.write_text(text, encoding="utf-8"))
+        self._written["run.json"] = out / "run.json"
         return out
 
 
@@ -214,17 +224,6 @@ def _write_frame(frame: Frame, path: Path) -> None:
         frame.sink_parquet(path)
     else:
         frame.write_parquet(path)
-
-
-def _atomic(path: Path, write: Callable[[Path], Any]) -> None:
-    """``write`` to a temporary file beside ``path``, then rename it into place."""
-    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(staging)
-        os.replace(staging, path)
-    except BaseException:
-        staging.unlink(missing_ok=True)
-        raise
 
 
 def _with_run_id(frame: pl.DataFrame, run_id: str | None) -> pl.DataFrame:

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.checkpoint import INPUT, KINDS, TABLE, Checkpoints, Part, saved_tables
+from vision_eval.checkpoint import INPUT, KINDS, OPEN, TABLE, Checkpoints, Part, saved_tables
 from vision_eval.evaluator import Evaluator
 from vision_eval.summary import summarize_one
 
@@ -123,6 +123,7 @@ class Ledger:
             cached += hits
         return pl.concat(rows, how="vertical_relaxed"), cached
 
-    def resumed_parts(self) -> int:
-        """Parts held on disk (for tests and diagnostics)."""
-        return sum(isinstance(ref, Path) for parts in self._parts.values() for ref in parts.values())
+    def saved_parts(self) -> int:
+        """Parts on disk that a resume reuses: saved by this run or reused from the one it resumes."""
+        refs = (ref for parts in self._parts.values() for ref in parts.values())
+        return sum(isinstance(ref, Path) and not ref.name.startswith(OPEN) for ref in refs)

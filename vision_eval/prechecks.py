@@ -19,7 +19,7 @@ from vision_eval.data import ROW_ERROR, check_columns
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import Evaluator
 from vision_eval.images.refs import image_error_expr
-from vision_eval.results import ERROR, RESULT_ROW_SCHEMA, SKIPPED, conform, to_json
+from vision_eval.results import ERROR, NOT_SELECTED, RESULT_ROW_SCHEMA, SKIPPED, conform, to_json
 
 
 def where_expr(evaluator: Evaluator) -> pl.Expr | None:
@@ -61,7 +61,7 @@ def checks_of(evaluator: Evaluator, batch: pl.DataFrame) -> list[Check]:
         failed = pl.format("candidate generation failed: {}", pl.col("candidate_error"))
         checks.append(Check(pl.col("candidate_error").is_not_null(), SKIPPED, failed))
     if WHERE in batch.columns:
-        reason = f"row not selected by where: {evaluator.settings.where}"
+        reason = f"{NOT_SELECTED}: {evaluator.settings.where}"
         checks.append(Check(~pl.col(WHERE), SKIPPED, reason))
     if ROW_ERROR in batch.columns:
         checks.append(Check(pl.col(ROW_ERROR).is_not_null(), ERROR, pl.col(ROW_ERROR)))

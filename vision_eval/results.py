@@ -17,6 +17,8 @@ import polars as pl
 PROCESSED = "processed"
 ERROR = "error"
 SKIPPED = "skipped"
+NOT_SELECTED = "row not selected by where"
+"""How the reason of a row an evaluator's ``where`` left out begins."""
 STATUSES = (PROCESSED, ERROR, SKIPPED)
 
 # What an evaluator returns for each sample of a batch.

@@ -55,6 +55,16 @@ def _fmt(value: Any, kind: str = "") -> str:
     return str(value)
 
 
+def _groups(members: dict[str, dict[str, Any]]) -> str:
+    """A benchmark's groups on one line: each group's numbers (its count in brackets)."""
+    parts = []
+    for group, numbers in members.items():
+        shown = " ".join(f"{k} {_fmt(v)}" for k, v in numbers.items() if k not in ("n", "images", "num"))
+        count = numbers.get("n", numbers.get("images"))
+        parts.append(f"{group} {shown}" + (f" ({count})" if count is not None else ""))
+    return "; ".join(parts)
+
+
 def print_summary(
     summary: pl.DataFrame, metrics: dict[str, dict[str, Any]] | None = None, run_info: dict[str, Any] | None = None
 ) -> None:
@@ -85,6 +95,9 @@ def print_summary(
         if values:
             shown = ", ".join(f"{k}={_fmt(v)}" for k, v in values.items() if not isinstance(v, dict | list))
             console.print(f"[bold]{name}[/bold]: {shown}", markup=True, highlight=False)
+            for group, members in values.items():
+                if isinstance(members, dict) and members and all(isinstance(m, dict) for m in members.values()):
+                    console.print(f"  {group}: {_groups(members)}", markup=False, highlight=False)
     if run_info is not None:
         _print_outcome(console, run_info)
 
@@ -110,6 +123,12 @@ def _print_outcome(console: Any, info: dict[str, Any]) -> None:
     resumed = sum((info.get("resumed_batches") or {}).values())
     if resumed:
         console.print(f"resumed batches: {resumed}", highlight=False)
+    for damaged in info.get("set_aside") or []:
+        console.print(f"set aside (damaged): {escape(damaged)}", highlight=False)
+    resent = (info.get("scheduler") or {}).get("resent")
+    if resent:
+        console.print(f"sent again: {resent} calls an earlier attempt had finished (the damaged journal had lost "
+                      "their records; they were paid twice)", highlight=False)  # fmt: skip
     if info.get("moved_from"):
         console.print(f"note: {escape(info['moved_from'])} already held a run; this one was written elsewhere")
     code = info.get("exit_code", 0)

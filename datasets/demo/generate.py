@@ -1,4 +1,5 @@
-"""Generate the shipped demo dataset: images under images/ and the rows in demo.jsonl.
+"""Generate the shipped demo dataset: images under images/ and the rows in demo.jsonl (and demo_b.jsonl, the same
+samples with a second model's responses).
 
 Run from anywhere: ``python datasets/demo/generate.py``. Deterministic: the same files every time.
 Photos are scikit-image's sample images; charts, documents, counting scenes, detection scenes and
@@ -442,6 +443,32 @@ def judge_rows() -> list[dict]:
     ]
 
 
+MODEL_B = {
+    "count-1": "I count 5 red circles and 2 blue squares.",
+    "count-2": "I count 5 circles and 8 squares.",
+    "ocr-2": "Quarterly Review\nRevenue up 12% year over year",
+    "chart-2": "Q1 2025: $3.0M; Q2 2025: $2.6M; Q3 2025: $2.2M; Q4 2025: $2.9M",
+}
+"""A second model's responses where they differ from the first's: demo_b.jsonl holds the same samples with these
+outputs (the README's A/B comparison: `vision-eval compare`)."""
+
+
+def write_rows(path: Path, rows: list[dict]) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            ordered = {
+                "id": row["id"],
+                "task": row["task"],
+                **{k: v for k, v in row.items() if k not in ("id", "task")},
+            }
+            handle.write(json.dumps(ordered, ensure_ascii=False) + "\n")
+
+
+def model_b(rows: list[dict]) -> list[dict]:
+    """The rows with the second model's responses."""
+    return [{**row, "output": MODEL_B.get(row["id"], row["output"])} for row in rows]
+
+
 def main() -> None:
     sections = {
         "describe": describe_rows(),
@@ -454,14 +481,8 @@ def main() -> None:
     }
     rows = [{"task": task, **row} for task, items in sections.items() for row in items]
     rows += judge_rows()
-    with (HERE / "demo.jsonl").open("w", encoding="utf-8") as handle:
-        for row in rows:
-            ordered = {
-                "id": row["id"],
-                "task": row["task"],
-                **{k: v for k, v in row.items() if k not in ("id", "task")},
-            }
-            handle.write(json.dumps(ordered, ensure_ascii=False) + "\n")
+    write_rows(HERE / "demo.jsonl", rows)
+    write_rows(HERE / "demo_b.jsonl", model_b(rows))
     size = sum(p.stat().st_size for p in IMAGES.iterdir())
     print(f"wrote {len(rows)} rows and {len(list(IMAGES.iterdir()))} images ({size / 1024:.0f} KiB) to {HERE}")
 

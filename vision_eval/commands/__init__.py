@@ -1,4 +1,5 @@
-"""The ``vision-eval`` subcommands run before Hydra: ``list``, ``describe``, ``init`` and the top of ``--help``.
+"""The ``vision-eval`` subcommands run before Hydra: ``list``, ``describe``, ``init``, ``compare`` and the top of
+``--help``.
 
 :func:`dispatch` looks at the first argument only; anything else (``vision-eval``, ``key=value`` overrides,
 ``-m``, ``--cfg job``, ``--config-dir``) is left to Hydra.
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from vision_eval.gates import EXIT_CONFIG
 
-SUBCOMMANDS = ("list", "describe", "init")
+SUBCOMMANDS = ("list", "describe", "init", "compare")
 
 HELP = """\
 vision-eval: declarative batch evaluation for vision AI. A dataset (images, inputs, model outputs, expected
@@ -23,6 +24,8 @@ Commands:
   vision-eval list                          evaluator types, judges, dataset presets and stacks
   vision-eval describe <type>               an evaluator's settings, the columns it reads, a working example
   vision-eval init <dir> [--data <file>]    a config folder for your own data; then: vision-eval --config-dir <dir>
+  vision-eval compare <baseline> <candidate>  two runs sample by sample: differences, p-values, flipped samples
+                                            (--fail-on-regression: exit 1 when the candidate is significantly worse)
   vision-eval [overrides]                   run an evaluation (below)
 
 Common overrides:
@@ -114,6 +117,12 @@ def _init(argv: list[str]) -> int:
     return 0
 
 
+def _compare(argv: list[str]) -> int:
+    from vision_eval.commands.compare import main
+
+    return main(argv)
+
+
 def print_help_header() -> None:
     """What the tool is, its subcommands and the common overrides (printed before Hydra's help)."""
     print(HELP, flush=True)
@@ -124,7 +133,7 @@ def dispatch(argv: list[str]) -> int | None:
     if not argv:
         return None
     first = argv[0]
-    commands = {"list": _list, "describe": _describe, "init": _init}
+    commands = {"list": _list, "describe": _describe, "init": _init, "compare": _compare}
     if first in commands:
         try:
             return commands[first](argv[1:])

@@ -69,6 +69,18 @@ def _apply_mapping(frame: pl.DataFrame, mapping: dict[str, str]) -> pl.DataFrame
     return frame
 
 
+def gather_images(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
+    """``images`` as the list of the cells of ``columns`` that hold an image, in order; the columns are dropped
+    (a column the source lacks holds no image)."""
+    present = [c for c in columns if c in frame.columns and frame.schema[c] != pl.Null]
+    if not present:
+        return frame.drop([c for c in columns if c in frame.columns]).with_columns(
+            pl.lit([], pl.List(pl.Utf8)).alias("images")
+        )
+    gathered = pl.concat_list([pl.col(c) for c in present]).list.drop_nulls().alias("images")
+    return frame.with_columns(gathered).drop([c for c in columns if c in frame.columns])
+
+
 def _kept_by_shard(count: int, index: int, every: int) -> int:
     """How many of ``count`` consecutive positions from 0 a shard ``index/every`` keeps."""
     return max(0, (count - index + every - 1) // every)
@@ -160,6 +172,8 @@ class Canonicalizer:
         if keep.len() != frame.height:
             frame = frame.select(pl.all().gather(keep))
         frame = _apply_mapping(frame, self.cfg.columns)
+        if self.cfg.images_from:
+            frame = gather_images(frame, self.cfg.images_from)
         ids = canonical_ids(frame["id"] if "id" in frame.columns else pl.repeat(None, frame.height, eager=True), first)
         frame = frame.with_columns(ids) if "id" in frame.columns else frame.insert_column(0, ids)
         frame = frame.with_columns([_as_text(c, frame) for c in TEXT_COLUMNS if c in frame.columns])

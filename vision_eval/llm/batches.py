@@ -308,7 +308,7 @@ class BatchRunner:
     ) -> None:
         """Record a finished job's results (journal, cache, waiting callers) and retry or fail the rest."""
         model = str(judge.model)
-        journal, store = self.scheduler.journal, self.scheduler.cache_for(judge)
+        store = self.scheduler.cache_for(judge)
         elapsed = time.time() - submitted
         for key in self.store.keys_of(job_id):
             outcome = outcomes.get(key, missing)
@@ -319,10 +319,7 @@ class BatchRunner:
                 result = dataclasses.replace(outcome, latency_s=elapsed)
                 if waiting is not None:
                     result.attempts, result.failures = waiting.attempts, list(waiting.failures)
-                if journal is not None:
-                    journal.put(key, model, result.to_record())
-                if store is not None and (waiting is None or waiting.cache):
-                    store.put(key, model, result.to_cache())
+                self.scheduler.record(key, model, result, store if waiting is None or waiting.cache else None)
                 self._count_cost(result, waiting)
                 if waiting is not None:
                     self._resolve(waiting, result)

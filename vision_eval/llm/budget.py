@@ -17,12 +17,14 @@ from vision_eval.llm.transport import CallError
 
 BUDGET = "budget"
 CIRCUIT_BREAKER = "circuit_breaker"
+STOPPED = "stopped"
+"""A call not started because the run is stopping (its journal could not record the calls before it)."""
 DEFAULT_OUTPUT_TOKENS = 1024
 """Output tokens assumed for a call whose ``max_tokens`` is not set."""
 
 
 class NotAttempted(CallError):
-    """A call the scheduler refused to start (``kind``: ``budget`` or ``circuit_breaker``)."""
+    """A call the scheduler refused to start (``kind``: ``budget``, ``circuit_breaker`` or ``stopped``)."""
 
     def __init__(self, message: str, kind: str) -> None:
         super().__init__(message, None)

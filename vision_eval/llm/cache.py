@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vision_eval.storage import writing
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
     key TEXT PRIMARY KEY,
@@ -82,21 +84,26 @@ def cache_key(model: str, api_base: str | None, params: dict[str, Any], messages
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+KEYS_FILE = "calls.keys"
+"""Beside a run's journal: the key of every call the run finished, one a line (see :class:`CallJournal`)."""
+
+
 class CallCache:
     """Key -> JSON value store in one SQLite file (``<dir>/calls.sqlite``)."""
 
     def __init__(self, directory: str | Path | None = None) -> None:
         folder = Path(directory).expanduser() if directory else default_cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / "calls.sqlite"
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA busy_timeout=60000")
-        self.filesystem = filesystem_type(folder)
-        mode = "DELETE" if self.filesystem in NETWORK_FILESYSTEMS else "WAL"
-        self._retry(lambda: self._conn.execute(f"PRAGMA journal_mode={mode}"))
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._retry(lambda: self._conn.execute(SCHEMA))
+        with writing(self.path):
+            folder.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False, isolation_level=None)
+            self._conn.execute("PRAGMA busy_timeout=60000")
+            self.filesystem = filesystem_type(folder)
+            mode = "DELETE" if self.filesystem in NETWORK_FILESYSTEMS else "WAL"
+            self._retry(lambda: self._conn.execute(f"PRAGMA journal_mode={mode}"))
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._retry(lambda: self._conn.execute(SCHEMA))
         self.hits = 0
         self.misses = 0
         self.writes = 0
@@ -123,9 +130,10 @@ class CallCache:
         return value
 
     def put(self, key: str, model: str, value: dict[str, Any]) -> None:
-        """Store ``value`` (last writer wins; identical keys carry equivalent values)."""
+        """Store ``value`` (last writer wins; identical keys carry equivalent values). A write the disk refuses
+        is :class:`~vision_eval.errors.OutputsNotWritten`."""
         text = json.dumps(value, ensure_ascii=False, default=str)
-        with self._lock:
+        with self._lock, writing(self.path):
             self._retry(
                 lambda: self._conn.execute(
                     "INSERT OR REPLACE INTO calls (key, model, created, value) VALUES (?, ?, ?, ?)",
@@ -147,3 +155,26 @@ class CallCache:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+class CallJournal(CallCache):
+    """A run's journal of finished calls (``calls.sqlite`` in its checkpoint), plus ``calls.keys``: each finished
+    call's key appended as it is recorded. The second record survives damage to the database, so a resume knows
+    which finished calls the journal lost and counts each one it sends again."""
+
+    def __init__(self, directory: str | Path) -> None:
+        super().__init__(directory)
+        self.keys_path = self.path.with_name(KEYS_FILE)
+        with writing(self.keys_path):
+            self._keys = self.keys_path.open("a", encoding="ascii")
+
+    def put(self, key: str, model: str, value: dict[str, Any]) -> None:
+        super().put(key, model, value)
+        with self._lock, writing(self.keys_path):
+            self._keys.write(key + "\n")
+            self._keys.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._keys.close()
+        super().close()

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vision_eval.llm.budget import CIRCUIT_BREAKER, Budget, NotAttempted, estimate_cost
-from vision_eval.llm.cache import CallCache, cache_key
+from vision_eval.errors import OutputsNotWritten
+from vision_eval.llm.budget import CIRCUIT_BREAKER, STOPPED, Budget, NotAttempted, estimate_cost
+from vision_eval.llm.cache import CallCache, CallJournal, cache_key
 from vision_eval.llm.retry import backoff_delay
 from vision_eval.llm.transport import CallError, CallResult, DirectOpenAI, LiteLLMTransport, uses_direct
 
@@ -101,6 +102,11 @@ class SchedulerStats:
     not_attempted: int = 0
     """Calls refused by the budget or a circuit breaker."""
     rate_limited_s: float = 0.0
+    resent: int = 0
+    """Calls sent (and paid) again although an earlier attempt of this run had finished them: their records
+    were lost with a damaged journal (a resume with ``run.resume_damaged``)."""
+    cache_write_failures: int = 0
+    """Finished calls the persistent cache could not store (its disk refused the write)."""
     by_transport: dict[str, int] = field(default_factory=dict)
     batched: int = 0
     """Requests sent inside provider batch jobs (every attempt; not counted in ``calls``)."""
@@ -147,6 +153,11 @@ class Scheduler:
         self._sessions = 0
         self._batches: BatchRunner | None = None
         self._journal_dir: str | Path | None = None
+        self._lost: set[str] = set()
+        self.unjournaled = 0
+        """Finished calls the journal could not record (a resume sends those outside a saved batch again)."""
+        self.fault: OutputsNotWritten | None = None
+        """Set when the run's journal could not record a finished call: the run must stop (see :meth:`record`)."""
 
     @property
     def batches(self) -> BatchRunner:
@@ -159,11 +170,14 @@ class Scheduler:
                 self._batches.use_store(self._journal_dir)
         return self._batches
 
-    def use_journal(self, path: str | Path, budget: float | None = None) -> None:
+    def use_journal(self, path: str | Path, budget: float | None = None, lost: set[str] | None = None) -> None:
         """Record every finished call in ``path`` (answered from there on a resume) and cap spending at
         ``budget`` dollars, counting what earlier attempts of this run already spent; submitted batch jobs are
-        kept there too (a resume polls them instead of sending their requests again)."""
-        self.journal = CallCache(path)
+        kept there too (a resume polls them instead of sending their requests again). ``lost``: keys of calls an
+        earlier attempt finished whose records a damaged journal lost; each one sent again is counted
+        (``resent``)."""
+        self.journal = CallJournal(path)
+        self._lost = set(lost or ())
         self.budget = Budget(budget, spent=self.journal.total_cost())
         self._journal_dir = path
         if self._batches is not None:
@@ -310,11 +324,33 @@ class Scheduler:
             raise
         state.consecutive_failures = 0
         if key is not None:
-            if self.journal is not None:
-                self.journal.put(key, str(judge.model), result.to_record())
-            if store is not None:
-                store.put(key, str(judge.model), result.to_cache())
+            self._count_resent(key, counters)
+            self.record(key, str(judge.model), result, store)
         return result
+
+    def _count_resent(self, key: str, counters: tuple[SchedulerStats, ...]) -> None:
+        """Count a call that an earlier attempt of this run had finished (its journal record was lost)."""
+        if key in self._lost:
+            self._lost.discard(key)
+            for c in counters:
+                c.resent += 1
+
+    def record(self, key: str, model: str, result: CallResult, store: CallCache | None) -> None:
+        """Keep a finished call in the run's journal and in the persistent cache ``store``. Neither failure
+        costs the call's answer, which the caller still gets: a journal the disk refuses is the run's
+        :attr:`fault` (the engine stops the run at its next part, exit 3); a cache write that fails is
+        counted (``cache_write_failures``) and the run goes on."""
+        if self.journal is not None:
+            try:
+                self.journal.put(key, model, result.to_record())
+            except OutputsNotWritten as exc:
+                self.fault = self.fault or exc
+                self.unjournaled += 1
+        if store is not None:
+            try:
+                store.put(key, model, result.to_cache())
+            except OutputsNotWritten:
+                self.stats.cache_write_failures += 1
 
     async def _batched(
         self,
@@ -330,6 +366,7 @@ class Scheduler:
         """A call sent in a batch job: the breaker and the budget (at the batch price) are checked when it joins
         a job, and its reservation lasts until the job's result arrives (the journal and cache are filled by
         the batch runner, for every result of the job)."""
+        self._refuse_if_stopping()
         if state.tripped is not None:
             raise NotAttempted(f"not attempted: {judge.model} is failing: {state.tripped}", CIRCUIT_BREAKER)
         reserved = await self.budget.reserve(estimate)
@@ -340,9 +377,16 @@ class Scheduler:
         finally:
             await self.budget.settle(reserved, cost)
         state.consecutive_failures = 0
+        if result.transport == "batch":
+            self._count_resent(key, counters)
         for c in counters:
             c.by_transport[result.transport] = c.by_transport.get(result.transport, 0) + 1
         return result
+
+    def _refuse_if_stopping(self) -> None:
+        """Send nothing once the journal cannot record calls: a resume would pay for them again."""
+        if self.fault is not None:
+            raise NotAttempted(f"not attempted: the run is stopping ({self.fault})", STOPPED)
 
     def _record_failure(self, judge: Any, state: _ModelState, error: CallError) -> None:
         if not _hopeless(error):
@@ -376,6 +420,7 @@ class Scheduler:
                 attempt += 1
                 assert self._global is not None
                 async with self._global, state.semaphore:
+                    self._refuse_if_stopping()
                     if state.tripped is not None:
                         raise NotAttempted(f"not attempted: {judge.model} is failing: {state.tripped}", CIRCUIT_BREAKER)
                     if reserved is None:

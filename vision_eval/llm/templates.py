@@ -5,10 +5,17 @@ as text labels ("Image 1", "Image 2") where the template puts them; :func:`rende
 returns the text split at those labels with each image's pixels placed right after its first
 label, so one message carries text and images in template order. Images the template never
 mentions follow at the end, each after its label. Base64 never enters the text channel.
+
+Benchmark prompts get three filters: ``options`` (a row's choices, from a list or a text holding a Python or JSON
+list), ``lettered`` (``A. first`` / ``B. second``... one per line, as the reference harnesses list choices) and
+``place_images`` (a question's ``<image n>`` placeholders replaced by the row's images, as lmms-eval lays out an
+interleaved message: the text between them stripped, the images in order and without a label).
 """
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from functools import lru_cache
 from typing import Any
@@ -20,7 +27,12 @@ from vision_eval.images.policy import PreparedImage
 
 IMAGE_VARIABLES = ("image_reference", "image_references")
 _MARKER = "\x00IMG{}\x00"
-_MARKER_RE = re.compile("\x00IMG(\\d+)\x00")
+_MARKER_RE = re.compile("\x00(IMG|PIX)(\\d+)\x00")
+_INLINE = "\x00PIX{}\x00"
+"""An image placed without its "Image k" label (``place_images``)."""
+_PLACEHOLDERS = re.compile("|".join(["<image>", *(f"<image {n}>" for n in range(1, 8))]))
+"""The placeholders lmms-eval splits an interleaved question at (MMMU's ``<image 1>`` ... ``<image 7>``, which it
+turns into ``<image>``)."""
 _LONG_BASE64 = re.compile(r"(?:data:[\w/+.-]+;base64,)?[A-Za-z0-9+/]{400,}={0,2}")
 BASE64_REMOVED = "[base64 data removed]"
 
@@ -43,8 +55,50 @@ class ImageLabels(list[ImageLabel]):
         return ", ".join(str(label) for label in self)
 
 
+def option_list(value: Any) -> list[str] | None:
+    """A row's options as a list of texts: a list as is, or text holding a Python or JSON list (MMMU stores
+    ``"['a', 'b']"``); ``None`` when it is neither."""
+    items: Any = value
+    if isinstance(value, str):
+        try:
+            items = ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            try:
+                items = json.loads(value)
+            except ValueError:
+                return None
+    if not isinstance(items, list | tuple) or not all(isinstance(item, str) for item in items):
+        return None
+    return list(items)
+
+
+def _options(value: Any) -> list[str]:
+    options = option_list(value)
+    if options is None:
+        raise TemplateError(f"options are not a list of texts: {str(value)[:200]}")
+    return options
+
+
+def _lettered(options: Any, separator: str = "\n") -> str:
+    return separator.join(f"{chr(ord('A') + i)}. {option}" for i, option in enumerate(_options(options)))
+
+
+def _place_images(text: str, images: Any) -> str:
+    """``text`` with its placeholders replaced by the row's images (see the module docstring): the k-th image after
+    the k-th stretch of text; stretches left over once the images run out are dropped, the last one is kept."""
+    stretches = _PLACEHOLDERS.split(str(text))
+    out = []
+    for index in range(len(images)):
+        if index < len(stretches) - 1:
+            out.append(stretches[index].strip())
+        out.append(_INLINE.format(index + 1))
+    return "".join(out) + stretches[-1].strip()
+
+
 def _environment() -> ImmutableSandboxedEnvironment:
-    return ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    env = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    env.filters.update(options=_options, lettered=_lettered, place_images=_place_images)
+    return env
 
 
 _ENV = _environment()
@@ -83,8 +137,9 @@ def split_parts(rendered: str, images: list[PreparedImage]) -> list[str | Prepar
     placed: set[int] = set()
     position = 0
     for match in _MARKER_RE.finditer(rendered):
-        index = int(match.group(1))
-        parts.append(scrub_base64(rendered[position : match.start()]) + f"Image {index}")
+        index = int(match.group(2))
+        label = f"Image {index}" if match.group(1) == "IMG" else ""
+        parts.append(scrub_base64(rendered[position : match.start()]) + label)
         if index not in placed and 1 <= index <= len(images):
             placed.add(index)
             parts.append(images[index - 1])

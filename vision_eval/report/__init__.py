@@ -19,6 +19,7 @@ from vision_eval.report.payload import build_payload
 from vision_eval.report.selection import Limits
 from vision_eval.report.sources import ReportInput, from_result, load_runs
 from vision_eval.runs import find_run_dirs
+from vision_eval.storage import write_atomically
 
 REPORT_FILE = "report.html"
 
@@ -109,8 +110,5 @@ def write_report(
         limits=limits,
         directory=str(out.parent.resolve()),
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    write_atomically(out, lambda path: path.write_text(text, encoding="utf-8"))
     return out

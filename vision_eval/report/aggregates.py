@@ -10,12 +10,29 @@ from typing import Any
 import polars as pl
 
 from vision_eval.leaderboard import leaderboard, run_columns
+from vision_eval.ranking import Pairable
 from vision_eval.report.cards import clean
-from vision_eval.report.sources import LEADERBOARD, RUN_COLUMN, ReportInput
+from vision_eval.report.content import VariantPairing
+from vision_eval.report.selection import Selection
+from vision_eval.report.sources import LEADERBOARD, RUN_COLUMN, ReportInput, columns_of
 from vision_eval.results import ERROR, PROCESSED, SKIPPED
 
 BINS = 10
-_PIVOT_COLUMNS = ("rows", "mean_score", "ci_low", "ci_high", "pass_rate", "error_rate", "rank", "protocol")
+_PIVOT_COLUMNS = (
+    "rows",
+    "skipped",
+    "errors",
+    "mean_score",
+    "ci_low",
+    "ci_high",
+    "pass_rate",
+    "error_rate",
+    "rank",
+    "tied_with_best",
+    "p_vs_best",
+    "vs_best_test",
+    "protocol",
+)
 
 
 def _cells(results: pl.LazyFrame) -> pl.LazyFrame:
@@ -126,39 +143,49 @@ def run_entry(source: Any) -> dict[str, Any]:
     }
 
 
-def variant_board(data: ReportInput) -> pl.DataFrame:
-    """The leaderboard of the report's variants, computed from its results (when no leaderboard came with them)."""
+def variant_board(data: ReportInput, pairing: VariantPairing) -> pl.DataFrame:
+    """The leaderboard of the report's variants, computed from its results (when no leaderboard came with them);
+    variants are compared on the samples ``pairing`` pairs."""
     first: dict[str, Any] = {}
     for source in data.runs:
         first.setdefault(source.label, source.info)
     labels: list[Any] = []
-    protocols: list[Any] = []
+    described: list[Any] = []
     for label, info in first.items():
         columns, by_evaluator = run_columns(info, label)
         labels.append({RUN_COLUMN: label, **columns})
-        protocols.extend({RUN_COLUMN: label, "evaluator": e, "protocol": p} for e, p in by_evaluator.items())
+        described.extend(
+            {RUN_COLUMN: label, "evaluator": e, "protocol": d["protocol"], "_judge": d["judge"]}
+            for e, d in by_evaluator.items()
+        )
     label_frame = pl.DataFrame(
         labels, schema={RUN_COLUMN: pl.Utf8, "candidate": pl.Utf8, "judge": pl.Utf8, "variant": pl.Utf8}
     ).lazy()
     frame = data.results.with_columns(pl.col(RUN_COLUMN).fill_null("")).join(label_frame, on=RUN_COLUMN, how="left")
-    protocol_frame = pl.DataFrame(
-        protocols, schema={RUN_COLUMN: pl.Utf8, "evaluator": pl.Utf8, "protocol": pl.Utf8}
-    ).lazy()
-    frame = frame.join(protocol_frame, on=[RUN_COLUMN, "evaluator"], how="left").with_columns(
-        pl.col(RUN_COLUMN).alias("run_dir")
+    evaluator_frame = pl.DataFrame(
+        described,
+        schema={RUN_COLUMN: pl.Utf8, "evaluator": pl.Utf8, "protocol": pl.Utf8, "_judge": pl.Utf8},
+    ).with_columns(pl.lit(True).alias("_described"))
+    frame = frame.join(evaluator_frame.lazy(), on=[RUN_COLUMN, "evaluator"], how="left").with_columns(
+        pl.col(RUN_COLUMN).alias("run_dir"),
+        pl.when(pl.col("_described")).then(pl.col("_judge")).otherwise(pl.col("judge")).alias("judge"),
     )
-    return leaderboard(frame)
+    pairable = Pairable(frozenset(first), pairing.splits["sample_id"].unique()) if columns_of(data.samples) else None
+    return leaderboard(frame.drop("_judge", "_described"), pairable=pairable)
 
 
-def pivot(data: ReportInput, evaluators: list[str], changed_counts: dict[str, int]) -> dict[str, Any] | None:
+def pivot(
+    data: ReportInput, evaluators: list[str], selection: Selection, pairing: VariantPairing
+) -> dict[str, Any] | None:
     """For several variants: per variant x evaluator the leaderboard's mean score, 95% interval, pass and error
-    rates and rank, and per evaluator how many samples changed verdict between variants."""
+    rates and rank; per evaluator how many samples were compared and how many changed verdict between variants;
+    and how the variants' samples paired."""
     labels = data.labels
     if len(labels) < 2:
         return None
     board = data.tables.get(LEADERBOARD)
     if board is None or "variant" not in board.columns or not set(labels) <= set(board["variant"].to_list()):
-        board = variant_board(data)
+        board = variant_board(data, pairing)
     if board.is_empty():
         return None
     cells = board.filter(pl.col("variant").is_in(labels))
@@ -167,5 +194,7 @@ def pivot(data: ReportInput, evaluators: list[str], changed_counts: dict[str, in
         "variants": labels,
         "evaluators": evaluators,
         "cells": [clean(row) for row in cells.select(kept).iter_rows(named=True)],
-        "changed": changed_counts,
+        "changed": selection.changed_counts,
+        "compared": selection.compared_counts,
+        "pairing": {**pairing.counts, "sentence": pairing.sentence()},
     }

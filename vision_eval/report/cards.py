@@ -230,7 +230,6 @@ def card_texts(
     changed: pl.DataFrame,
     thumbs: dict[str, Thumb],
     display: PathDisplay,
-    several_datasets: bool,
 ) -> pl.DataFrame:
     """``_rank, _order, _json``: the JSON text of each card in ``keys`` (``_key, _order, _rank``), built by Polars.
 
@@ -266,10 +265,13 @@ def card_texts(
         KEY, "sample_id", _fields([*shown, variants_json]).alias("_own")
     )
     key = pl.col(KEY)
-    head = '"id":' + json_value(key)
-    if several_datasets:  # the key is "<dataset number>:<id>"
-        sample_id = pl.col("sample_id").fill_null(key.str.replace("^[^:]*:", ""))
-        head = '"id":' + json_value(sample_id) + ',"key":' + json_value(key)
+    # the key is the id, or "<content number>:<id>" for an id whose content differs between variants
+    sample_id = pl.col("sample_id").fill_null(key)
+    head = (
+        '"id":'
+        + json_value(sample_id)
+        + pl.when(key != sample_id).then(',"key":' + json_value(key)).otherwise(pl.lit(""))
+    )
     own = pl.when(pl.col("_own") != "").then(pl.col("_own"))
     card = "{" + _fields([head, own, '"changed":' + json_value(pl.col("changed"))])
     card = card + ',"results":[' + pl.col("_json").fill_null("") + "]}"

@@ -11,8 +11,9 @@ import polars as pl
 
 from vision_eval.report import aggregates
 from vision_eval.report.cards import card_texts, estimate_sizes, results_json
+from vision_eval.report.content import VariantPairing, no_pairing, variant_pairing
 from vision_eval.report.page import RawJSON
-from vision_eval.report.selection import KEY, ORDER, RANK, Limits, select_cards, with_keys, within_budget
+from vision_eval.report.selection import KEY, ORDER, RANK, Limits, Selection, select_cards, with_keys, within_budget
 from vision_eval.report.sources import LEADERBOARD, RUN_COLUMN, ReportInput
 from vision_eval.report.thumbs import PathDisplay, build_thumbnails
 
@@ -44,9 +45,9 @@ def _images_in_rank_order(samples: pl.DataFrame) -> pl.Series | list[Any]:
 
 def _cards(
     data: ReportInput, keyed: dict[str, pl.LazyFrame], limits: Limits, thumb_size: int, compare: bool
-) -> tuple[RawJSON, dict[str, str], dict[str, Any], dict[str, int]]:
-    """The cards' JSON array (chosen, then cut to the byte budgets), the thumbnails, the sampling note, and per
-    evaluator how many samples changed verdict between variants."""
+) -> tuple[RawJSON, dict[str, str], dict[str, Any], Selection]:
+    """The cards' JSON array (chosen, then cut to the byte budgets), the thumbnails, the sampling note, and the
+    selection (with, per evaluator, how many samples were compared and changed verdict between variants)."""
     samples, results = keyed["samples"], keyed["results"]
     selection = select_cards(samples, results, compare, limits, single_run=len(data.runs) == 1)
     chosen = _embedded(keyed, selection.keys)
@@ -71,8 +72,7 @@ def _cards(
         encoded = results_json(embedded_results, chosen["dimensions"], chosen["fields"], compare)
         thumbs = pending.result()
     changed = selection.changed.join(keys.select(KEY), on=KEY)
-    several = len(set(data.datasets.values())) > 1
-    texts = card_texts(keys, embedded_samples, encoded, changed, thumbs, display, several)
+    texts = card_texts(keys, embedded_samples, encoded, changed, thumbs, display)
 
     # The exact size, in case the estimate was short: the last ranks go first (the first card is always kept).
     spent = (pl.col("_json").str.len_bytes() + 1).cum_sum()
@@ -83,7 +83,7 @@ def _cards(
     note.update(shown=kept.height, failing_shown=failing_kept, others_shown=kept.height - failing_kept)
     uris = {key: thumb.uri for key, thumb in thumbs.items() if thumb.uri}
     cards = kept.sort(ORDER)["_json"].str.join(",").item() if kept.height else ""
-    return RawJSON("[" + cards + "]"), uris, note, selection.changed_counts
+    return RawJSON("[" + cards + "]"), uris, note, selection
 
 
 def build_payload(
@@ -94,18 +94,18 @@ def build_payload(
     The overview covers every row; the cards follow ``limits`` (see :class:`~vision_eval.report.selection.Limits`).
     """
     limits = limits or Limits()
-    datasets = data.datasets
-    keyed = {
-        "samples": with_keys(data.samples, datasets, "id"),
-        "results": with_keys(data.results, datasets),
-        "dimensions": with_keys(data.dimensions, datasets),
-        "fields": with_keys(data.fields, datasets),
-    }
     labels = data.labels or [""]
     compare = len(labels) > 1
+    pairing: VariantPairing = variant_pairing(data) if compare else no_pairing()
+    keyed = {
+        "samples": with_keys(data.samples, pairing.splits, "id"),
+        "results": with_keys(data.results, pairing.splits),
+        "dimensions": with_keys(data.dimensions, pairing.splits),
+        "fields": with_keys(data.fields, pairing.splits),
+    }
     with ThreadPoolExecutor(max_workers=1) as pool:  # Polars releases the GIL: the overview runs beside the cards
         pending = pool.submit(aggregates.overview, keyed["results"], keyed["dimensions"], labels)
-        samples, thumbs, sampling, changed_counts = _cards(data, keyed, limits, thumb_size, compare)
+        samples, thumbs, sampling, selection = _cards(data, keyed, limits, thumb_size, compare)
         overview = pending.result()
     board = data.tables.get(LEADERBOARD)
     return {
@@ -116,7 +116,7 @@ def build_payload(
         "runs": [aggregates.run_entry(source) for source in data.runs],
         "labels": data.labels,
         **overview,
-        "pivot": aggregates.pivot(data, overview["evaluators"], changed_counts) if compare else None,
+        "pivot": aggregates.pivot(data, overview["evaluators"], selection, pairing) if compare else None,
         "leaderboard": aggregates.table(board.drop(RUN_COLUMN, strict=False)) if board is not None else None,
         "tables": sorted(name for name in data.tables if name != LEADERBOARD),
         "thumbs": thumbs,

@@ -2,7 +2,7 @@
 whatever the row count: samples that changed between variants, failed or errored come first (up to a cap), then a
 seeded random sample of the others, all within a byte budget.
 
-A card is one sample of one dataset: the same id in every variant (run group) that read the same rows.
+A card is one sample: the same id and content in every variant (run group) that holds it (see ``content``).
 
 The choice reads the rows lazily. One run's results hold, per evaluator, one row per sample in the samples' order
 (checked in one streaming pass), so its failing samples are a bit per position and nothing per sample is held but
@@ -12,16 +12,15 @@ sample key (:func:`select_by_key`), which holds every key in memory.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from vision_eval.report.sources import POSITION, RUN_COLUMN, columns_of
 from vision_eval.results import ERROR, PROCESSED
 
-DATASET = "_ds"
 KEY = "_key"
-"""The card key: the sample id, prefixed with the dataset number when the runs read several datasets."""
+"""The card key: the sample id, prefixed with a content number when its content differs between variants."""
 ORDER = "_order"
 RANK = "_rank"
 
@@ -63,19 +62,19 @@ def verdict() -> pl.Expr:
     )
 
 
-def with_keys(frame: pl.LazyFrame, datasets: dict[str, int], id_column: str = "sample_id") -> pl.LazyFrame:
-    """``frame`` with its card key (``_key``), the dataset number of its run group (``_ds``), the sample id as text
-    (``sample_id``) and a ``run`` column ("" when it had none)."""
+def with_keys(frame: pl.LazyFrame, splits: pl.DataFrame | None = None, id_column: str = "sample_id") -> pl.LazyFrame:
+    """``frame`` with its card key (``_key``), the sample id as text (``sample_id``) and a ``run`` column ("" when it
+    had none). The key is the sample id, except for the samples of ``splits`` (``run, sample_id, _key``: an id
+    whose content differs between variants, see :mod:`vision_eval.report.content`), which take the key given."""
     names = columns_of(frame)
     if RUN_COLUMN not in names:
         frame = frame.with_columns(pl.lit("", pl.Utf8).alias(RUN_COLUMN))
-    run = pl.col(RUN_COLUMN).fill_null("")
-    several = len(set(datasets.values())) > 1
-    dataset = run.replace_strict(datasets, default=0, return_dtype=pl.UInt32) if several else pl.lit(0, pl.UInt32)
     sample_id = pl.col(id_column).cast(pl.Utf8) if id_column in names else pl.lit(None, pl.Utf8)
-    frame = frame.with_columns(run.alias(RUN_COLUMN), dataset.alias(DATASET), sample_id.alias("sample_id"))
-    key = pl.format("{}:{}", DATASET, "sample_id") if several else pl.col("sample_id")
-    return frame.with_columns(key.alias(KEY))
+    frame = frame.with_columns(pl.col(RUN_COLUMN).fill_null(""), sample_id.alias("sample_id"))
+    if splits is None or splits.is_empty():
+        return frame.with_columns(pl.col("sample_id").alias(KEY))
+    keyed = frame.join(splits.lazy(), on=[RUN_COLUMN, "sample_id"], how="left", maintain_order="left")
+    return keyed.with_columns(pl.coalesce(KEY, "sample_id").alias(KEY))
 
 
 @dataclass
@@ -95,6 +94,9 @@ class Selection:
     failing_shown: int
     others_total: int
     others_shown: int
+    compared_counts: dict[str, int] = field(default_factory=dict)
+    """Per evaluator, how many samples were compared: scored or errored by two or more variants (skipped rows
+    aside), the same id and content in each."""
 
     def note(self, limits: Limits) -> dict[str, int]:
         """What the page says about the cards it shows (filled in with ``shown`` once the byte budget is applied)."""
@@ -112,28 +114,34 @@ class Selection:
 _FAILING = (pl.col("status") == ERROR) | ((pl.col("status") == PROCESSED) & (pl.col("passed") == False))  # noqa: E712
 
 
-def _result_flags(results: pl.DataFrame, compare: bool) -> tuple[pl.DataFrame, dict[str, int]]:
+def _result_flags(results: pl.DataFrame, compare: bool) -> tuple[pl.DataFrame, dict[str, int], dict[str, int]]:
     """Per card key the results know: ``_bad`` (failed or errored in some variant) and ``changed`` (the evaluators
     whose verdict differs between the variants that scored the sample, skipped ones aside); and per evaluator how
-    many samples changed."""
+    many samples changed, and how many were compared (a verdict in two or more variants)."""
     if not compare:
         keys = results[KEY].drop_nulls().unique()
         bad = results.filter(_FAILING)[KEY].unique()
         flags = pl.DataFrame({KEY: keys}).with_columns(
             pl.col(KEY).is_in(bad.implode()).alias("_bad"), pl.lit(None, pl.List(pl.Utf8)).alias("changed")
         )
-        return flags, {}
+        return flags, {}, {}
     per_evaluator = (
         results.drop_nulls(KEY)
         .with_columns(verdict().alias("_verdict"))
         .group_by(KEY, "evaluator")
-        .agg(_FAILING.any().alias("_bad"), (pl.col("_verdict").min() != pl.col("_verdict").max()).alias("_changed"))
+        .agg(
+            _FAILING.any().alias("_bad"),
+            (pl.col("_verdict").min() != pl.col("_verdict").max()).alias("_changed"),
+            (pl.col("_verdict").count() > 1).alias("_compared"),  # one row per variant: scored by two or more
+        )
     )
     flips = per_evaluator.filter(pl.col("_changed"))
     flags = per_evaluator.group_by(KEY).agg(
         pl.col("_bad").any(), pl.col("evaluator").filter(pl.col("_changed")).sort().alias("changed")
     )
-    return flags, {str(k): int(v) for k, v in flips.group_by("evaluator").len().iter_rows()}
+    compared = per_evaluator.group_by("evaluator").agg(pl.col("_compared").sum())
+    changed_counts = {str(k): int(v) for k, v in flips.group_by("evaluator").len().iter_rows()}
+    return flags, changed_counts, {str(k): int(v) for k, v in compared.iter_rows()}
 
 
 def _ordered_keys(samples: pl.DataFrame, flags: pl.DataFrame) -> pl.DataFrame:
@@ -160,7 +168,7 @@ def select_by_key(samples: pl.LazyFrame, results: pl.LazyFrame, compare: bool, l
     variants, so a sample whose verdict differs between them counts as failing and is chosen first."""
     needed = results.select(KEY, "evaluator", "status", "passed").collect(engine="streaming")
     kept = [c for c in (KEY, POSITION) if c in columns_of(samples)]
-    flags, counts = _result_flags(needed, compare)
+    flags, counts, compared = _result_flags(needed, compare)
     flagged = _ordered_keys(samples.select(kept).collect(engine="streaming"), flags)
     failing_keys = flagged.filter(pl.col("_bad") | pl.col("_changed"))
     first = failing_keys.sort(~pl.col("_changed"), ORDER).head(min(limits.max_failing, limits.max_samples))
@@ -171,6 +179,7 @@ def select_by_key(samples: pl.LazyFrame, results: pl.LazyFrame, compare: bool, l
         keys=_ranked(first, picked),
         changed=flags.filter(pl.col("changed").list.len() > 0).select(KEY, "changed"),
         changed_counts=counts,
+        compared_counts=compared,
         total=flagged.height,
         failing_total=failing_keys.height,
         failing_shown=first.height,

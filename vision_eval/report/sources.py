@@ -9,7 +9,6 @@ label (its Hydra overrides when known) stored in a ``run`` column of every frame
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +24,6 @@ RUN_COLUMN = "run"
 POSITION = "_position"
 """A sample's position in the rows its run selected, shards put back together (so merged shards show in order)."""
 LEADERBOARD = "leaderboard"
-# What names a dataset's rows: runs reading the same source compare their samples by id.
-_DATASET_IDENTITY = ("source", "path", "name", "split", "revision", "data_files", "image_root")
 
 
 @dataclass
@@ -56,17 +53,6 @@ class ReportInput:
     def labels(self) -> list[str]:
         """Distinct group labels in order of appearance."""
         return list(dict.fromkeys(run.label for run in self.runs))
-
-    @property
-    def datasets(self) -> dict[str, int]:
-        """The dataset of each group label, numbered: groups reading the same rows share a number, and only their
-        samples with the same id are compared (a sweep over datasets does not pair unrelated rows)."""
-        identities: dict[str, int] = {}
-        out: dict[str, int] = {}
-        for run in self.runs:
-            if run.label not in out:
-                out[run.label] = identities.setdefault(dataset_identity(run.info), len(identities))
-        return out or {"": 0}
 
 
 def columns_of(frame: pl.DataFrame | pl.LazyFrame) -> list[str]:
@@ -109,14 +95,6 @@ def from_result(result: Any, label: str = "", directory: str | None = None) -> R
         tables={name: _with_run(table.lazy(), label).collect() for name, table in (result.tables or {}).items()},
         runs=[RunSource(label, directory, info)],
     )
-
-
-def dataset_identity(info: dict[str, Any]) -> str:
-    """What names the rows a run read: its dataset source (not the shard, limit or sample it took)."""
-    dataset = (info.get("config") or {}).get("dataset") or {}
-    identity = {key: dataset.get(key) for key in _DATASET_IDENTITY}
-    identity["id"] = (dataset.get("columns") or {}).get("id")
-    return json.dumps(identity, sort_keys=True, default=str)
 
 
 def _shard_position(frame: pl.LazyFrame, info: dict[str, Any]) -> pl.LazyFrame:

@@ -141,8 +141,13 @@ class ReferenceMetric(ProtocolMetric[ReferenceSettingsT]):
 
 
 def answers_text(batch: pl.DataFrame, column: str) -> pl.Expr:
-    """Column ``answers``: the reference answers of each row as text; a list column's as a JSON list of texts."""
-    if not isinstance(batch.schema[column], pl.List | pl.Array):
+    """Column ``answers``: the reference answers of each row as text; a list column's as a JSON list of texts (a
+    list of annotations, like VQAv2's ``{answer, answer_confidence, answer_id}``, gives their ``answer`` fields)."""
+    dtype = batch.schema[column]
+    if not isinstance(dtype, pl.List | pl.Array):
         return pl.col(column).cast(pl.Utf8).alias("answers")
-    listed = pl.col(column).cast(pl.List(pl.Utf8)).list.drop_nulls().alias("a")
+    items = pl.col(column)
+    if isinstance(dtype.inner, pl.Struct) and "answer" in {field.name for field in dtype.inner.fields}:
+        items = items.list.eval(pl.element().struct.field("answer"))
+    listed = items.cast(pl.List(pl.Utf8)).list.drop_nulls().alias("a")
     return pl.struct(listed).struct.json_encode().str.strip_prefix('{"a":').str.strip_suffix("}").alias("answers")

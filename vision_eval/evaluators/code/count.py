@@ -1,12 +1,13 @@
 """Object counts: the (number, object) pairs of a text, and the share of expected counts a response states.
 
 "I count five red circles and 3 blue squares" -> circle: 5, square: 3. :func:`count_row` is the definition, one row
-at a time.
+at a time. A count the response hedges ("6 or 7", "6-7", "between 6 and 8") or denies ("not 7") is not stated.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -58,6 +59,17 @@ COLON = r"([a-z][a-z'-]*) +[:=] +([0-9]+)"
 """``noun: N`` (or ``noun = N``), read as ``N noun``."""
 PHRASE = r"([0-9]+) +([a-z][a-z'-]*(?: +[a-z][a-z'-]*){0,2})"
 """A count: a number and one to three words."""
+MAYBE = "(?:(?:maybe|perhaps|possibly|even|probably|about|approximately|around|rather) +)?"
+HEDGE = (
+    rf"[0-9]+(?: +(?:,|or) +[0-9]+)*(?: +[a-z][a-z'-]*){{0,3}} +(?:[,(] +)?or +{MAYBE}[0-9]+"
+    r"|[0-9]+ *[-–—] *[0-9]+|[0-9]+ +to +[0-9]+|between +[0-9]+ +and +[0-9]+"
+)
+"""Numbers offered as alternatives: ``6 or 7``, ``5, 6 or 7``, ``6 apples or maybe 7``, ``6-7``, ``6 to 7``, ``between
+6 and 8`` (read before stop words end phrases: ``or``, ``to`` and ``and`` are stop words)."""
+DENIAL = (
+    r"(?:\bnot|n['\u2019]t|\bnever)(?: +(?:exactly|quite|really|see|count|counted|the|be|is|are|was|were))* +([0-9]+)"
+)
+"""A number denied: ``not 7``, ``isn't 7``, ``don't see 7``, ``not exactly 7`` (not ``not only 7``)."""
 
 
 def trie(literals: list[str]) -> str:
@@ -87,6 +99,12 @@ _COLON = re.compile(COLON)
 _COLON_HINT = re.compile("[:=] +[0-9]")
 _PHRASE = re.compile(PHRASE)
 _NUMBER = re.compile("[0-9]+")
+_HEDGE = re.compile(HEDGE)
+_DENIAL = re.compile(DENIAL)
+_DOUBT_HINT = re.compile(
+    r" or +(?:[a-z]+ +)?[0-9]| to +[0-9]|[0-9] *[-\u2013\u2014] *[0-9]|not |n['\u2019]t |never |between "
+)
+"""Rules out most texts without hedges or denials in one quick search."""
 _IES = re.compile(r"[^aeiou]ies$")
 _ES = re.compile(r"(?:ss|x|z|ch|sh)es$")
 _S = re.compile(r"[^su]s$")
@@ -109,16 +127,21 @@ def _digits(match: re.Match[str]) -> str:
     return _DIGITS_OF[match[0]]
 
 
-def normalized(text: str) -> str:
-    """Lowercase text, digits of any script as ASCII, number words as digits, ``noun: N`` as ``N noun`` and stop words
-    as commas (every word padded by two spaces)."""
+def with_digits(text: str) -> str:
+    """Lowercase text, digits of any script as ASCII, number words as digits and ``noun: N`` as ``N noun`` (every
+    word padded by two spaces)."""
     padded = ascii_digit_text(text.lower()).replace(" ", "  ")
     for char, words in _PADDED:  # str.translate is slower at replacing characters by several
         padded = padded.replace(char, words)
     digits = _NUMBER_WORD.sub(_digits, f"  {padded}  ")
     if _COLON_HINT.search(digits):  # rare, and the full pattern is slow to rule out
         digits = _COLON.sub(r"\2 \1", digits)
-    return _STOP_WORD.sub(" , ", digits)
+    return digits
+
+
+def normalized(text: str) -> str:
+    """:func:`with_digits`, and stop words as commas."""
+    return _STOP_WORD.sub(" , ", with_digits(text))
 
 
 @lru_cache(maxsize=4096)
@@ -157,6 +180,48 @@ def _expected(text: str) -> tuple[dict[str, int], int | None]:
     return counts, int(number[0]) if number else None
 
 
+NO_DOUBTS: tuple[frozenset[int], dict[int, tuple[int, ...]]] = (frozenset(), {})
+
+
+def _may_doubt(text: str) -> bool:
+    """Whether a text holds a word that :data:`HEDGE` or :data:`DENIAL` needs (substring tests, written out: five
+    times faster than a regex search or a loop, and most texts hold none)."""
+    return (
+        "-" in text or " or " in text or " to " in text or "not" in text or "n't" in text or "never" in text
+        or "between" in text or "\u2013" in text or "\u2014" in text or "n\u2019t" in text
+    )  # fmt: skip
+
+
+def doubts(text: str) -> tuple[frozenset[int], dict[int, tuple[int, ...]]]:
+    """The numbers of a :func:`with_digits` text that it denies (:data:`DENIAL`) and those it offers as alternatives
+    (:data:`HEDGE`): the indices (among the text's numbers, in order) of the denied ones, and for each hedged one
+    the numbers offered together."""
+    if not _may_doubt(text) or not _DOUBT_HINT.search(text):  # most texts
+        return NO_DOUBTS
+    starts = [m.start() for m in _NUMBER.finditer(text)]
+    denied = frozenset(bisect_left(starts, m.start(1)) for m in _DENIAL.finditer(text))
+    hedges: dict[int, tuple[int, ...]] = {}
+    for match in _HEDGE.finditer(text):
+        first, end = bisect_left(starts, match.start()), bisect_left(starts, match.end())
+        offered = tuple(int(n) for n in _NUMBER.findall(match[0]))
+        if len(set(offered)) > 1:
+            hedges.update(dict.fromkeys(range(first, end), offered))
+    return denied, hedges
+
+
+def indexed_mentions(normal: str) -> tuple[list[tuple[int, list[str]]], list[int]]:
+    """:func:`mentions`, and the index of each one's number among the text's numbers."""
+    starts = [m.start() for m in _NUMBER.finditer(normal)]
+    matches = list(_PHRASE.finditer(normal))
+    found = [(int(m[1]), [singular(word) for word in m[2].split()]) for m in matches]
+    return found, [bisect_left(starts, m.start()) for m in matches]
+
+
+def _alternatives(numbers: tuple[int, ...]) -> str:
+    """``6 or 7``, ``5, 6 or 7``."""
+    return ", ".join(map(str, numbers[:-1])) + f" or {numbers[-1]}"
+
+
 def count_row(output: str | None, expected: str | None) -> RowResult:
     """The definition: the share of the expected counts the response states.
 
@@ -164,8 +229,12 @@ def count_row(output: str | None, expected: str | None) -> RowResult:
        first word of its phrase that is an expected object, else to its last word.
     2. An expected count is met when the response's first count of that object, or the sum of its counts of it,
        equals it; an expected 0 is also met when the response never counts the object.
-    3. Expected text with no counts but a number ("7") is met when the response states that number, or when its counts
-       add up to it. Expected text with neither is an error, as is a number of more than :data:`MAX_DIGITS` digits.
+    3. Expected text with no counts but a number ("7") is met when the response states that number and no other
+       count of the same thing (the same words), or when its counts add up to it. Expected text with neither is an
+       error, as is a number of more than :data:`MAX_DIGITS` digits.
+    4. A number the response denies ("not 7", "isn't 7") is not stated; an expected count the response offers
+       among alternatives ("6 or 7", "6-7", "between 6 and 8") is not met, nor is an expected object it counts so.
+       The reasoning says which.
     """
     output, expected = output or "", expected or ""
     for column, text in (("output", output), ("expected_output", expected)):
@@ -173,30 +242,80 @@ def count_row(output: str | None, expected: str | None) -> RowResult:
         if len(text) > MAX_DIGITS and longest_number(text) > MAX_DIGITS:
             return failed(f"{column} holds a number of more than {MAX_DIGITS} digits: too long to read as a count")
     expected_counts, bare = _expected(expected)
-    response = normalized(output)
-    found = mentions(response)
+    words = with_digits(output)
+    response = _STOP_WORD.sub(" , ", words)
+    denied, hedges = doubts(words)
+    if denied or hedges:
+        found, indices = indexed_mentions(response)
+        kept = [i for i, index in enumerate(indices) if index not in denied]
+        counts, indices = [found[i] for i in kept], [indices[i] for i in kept]
+    else:  # the usual text: no index needed
+        counts, indices = mentions(response), []
     first: dict[str, int] = {}
     total: dict[str, int] = {}
-    for n, words in found:
-        key = next((word for word in words if word in expected_counts), words[-1])
+    for n, phrase in counts:
+        key = next((word for word in phrase if word in expected_counts), phrase[-1])
         first.setdefault(key, n)
         total[key] = total.get(key, 0) + n
+    hedged: dict[str, tuple[int, ...]] = {}
+    for (_, phrase), index in zip(counts, indices, strict=False) if hedges else ():
+        if index in hedges:
+            hedged.setdefault(next((word for word in phrase if word in expected_counts), phrase[-1]), hedges[index])
     if expected_counts:
         met = {
-            obj: (first[obj] == n or total[obj] == n) if obj in first else n == 0 for obj, n in expected_counts.items()
+            obj: ((first[obj] == n or total[obj] == n) if obj in first else n == 0) and obj not in hedged
+            for obj, n in expected_counts.items()
         }
         matched = {obj: n for obj, n in expected_counts.items() if met[obj]}
         wrong = [obj for obj, ok in met.items() if not ok]
         reasoning = f"{len(matched)} of {len(expected_counts)} expected counts match"
         reasoning += f"; wrong or missing: {', '.join(wrong)}" if wrong else ""
+        doubted = [f"{obj} ({_alternatives(hedged[obj])})" for obj in wrong if obj in hedged]
+        reasoning += f"; hedged: {', '.join(doubted)}" if doubted else ""
         details = CountDetails(expected_counts, first, matched, reasoning)
         return RowResult("processed", len(matched) / len(expected_counts), details_text(details, compact=False))
     if bare is None:
         return failed(NO_COUNTS)
-    stated = bare in map(int, _NUMBER.findall(response)) or (bool(found) and sum(n for n, _ in found) == bare)
-    reasoning = f"the response {'states' if stated else 'never states'} the expected count {bare}"
+    stated, reasoning = _bare_verdict(bare, response, counts, indices, denied, hedges)
     details = CountDetails({"*": bare}, first, {"*": bare} if stated else {}, reasoning)
     return RowResult("processed", float(stated), details_text(details, compact=False))
+
+
+def _bare_verdict(
+    bare: int,
+    response: str,
+    counts: list[tuple[int, list[str]]],
+    indices: list[int],
+    denied: frozenset[int],
+    hedges: dict[int, tuple[int, ...]],
+) -> tuple[bool, str]:
+    """Whether the response states the bare expected count (rules 3 and 4 of :func:`count_row`), and why.
+    ``counts``: the response's counts that it does not deny, ``indices`` their numbers' indices among its numbers
+    (empty when it denies and hedges nothing)."""
+    numbers = [int(n) for n in _NUMBER.findall(response)]
+    if denied or hedges:
+        at = [index for index, n in enumerate(numbers) if n == bare]
+        said = [index for index in at if index not in denied]
+        offered = next((hedges[index] for index in said if index in hedges), None)
+        if offered is not None:
+            return False, f"the response hedges ({_alternatives(offered)}): it does not state the expected count {bare}"
+        if at and not said:
+            return False, f"the response denies the expected count {bare}"
+        stated = bool(said)
+    else:
+        stated = bare in numbers
+    if stated and len(counts) > 1:
+        # Another count of the same thing (the same words) contradicts it: "6 birds... no, 7 birds".
+        things = {tuple(phrase) for n, phrase in counts if n == bare}
+        others = sorted({n for n, phrase in counts if n != bare and tuple(phrase) in things}) if things else []
+        if others:
+            thing = " ".join(next(iter(things)))
+            also = " and ".join(map(str, others))
+            return False, f"the response states the expected count {bare} but also {also} of the same thing ({thing})"
+    if stated:
+        return True, f"the response states the expected count {bare}"
+    stated = bool(counts) and not hedges and sum(n for n, _ in counts) == bare
+    return stated, f"the response {'states' if stated else 'never states'} the expected count {bare}"
 
 
 class CountValidatorSettings(EvaluatorSettings):
@@ -204,14 +323,19 @@ class CountValidatorSettings(EvaluatorSettings):
 
 
 class CountValidator(RowRule[CountValidatorSettings]):
-    """Share of the expected (number, object) counts the response states exactly."""
+    """Share of the expected (number, object) counts the response states exactly.
+
+    A count the response hedges (``4 or 5 bottles``, ``4-5``, ``between 4 and 6``) or denies (``not 5``) is not
+    stated. A bare expected number (``7``) is met when the response states it and no other count of the same thing
+    (``6 birds... no, 7 birds`` is not), or when its counts add up to it (``4 circles and 3 squares``). The details'
+    ``reasoning`` says which rule decided."""
 
     type_name: ClassVar[str] = "count_validator"
     example: ClassVar[Example] = Example(
         {"type": "count_validator"},
         [
             {"id": "a", "output": "I count 5 bottles and 3 cans.", "expected_output": "5 bottles, 3 cans"},
-            {"id": "b", "output": "4 bottles", "expected_output": "5 bottles"},
+            {"id": "b", "output": "4 or 5 bottles", "expected_output": "5 bottles"},
         ],
     )
     required_columns = ("output", "expected_output")

@@ -5,7 +5,7 @@
   // Several variants (run groups; shards of one run are one group): one card per sample, every variant's verdict side by side.
   var LABELS = DATA.labels || [];
   var COMPARE = LABELS.filter(function (l) { return l; }).length > 1;
-  var DEFAULTS = { evaluator: "", run: "", status: "", outcome: "", changed: "", min: "", max: "", q: "", sort: "order", size: "50", page: "1" };
+  var DEFAULTS = { evaluator: "", run: "", status: "", outcome: "", changed: "", min: "", max: "", q: "", sort: "problems", size: "50", page: "1" };
   var state = Object.assign({}, DEFAULTS);
   var STATUS = {
     passed: { icon: "\u2713", text: "passed" },
@@ -61,6 +61,9 @@
     if (typeof v === "object") return JSON.stringify(v);
     return String(v);
   }
+  /* What went wrong first: error, then failed, then a score without a threshold, passed, skipped. */
+  var SEVERITY = { error: 0, failed: 1, processed: 2, passed: 3, skipped: 4 };
+  function severity(r) { var k = outcome(r); return k in SEVERITY ? SEVERITY[k] : 5; }
   function outcome(r) {
     if (r.status === "processed") return r.passed === true ? "passed" : r.passed === false ? "failed" : "processed";
     return r.status === "error" ? "error" : r.status === "skipped" ? "skipped" : null;

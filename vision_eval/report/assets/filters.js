@@ -18,7 +18,7 @@
       ["Min score", el("input", { id: "f-min", type: "number", min: 0, max: 1, step: 0.05, inputmode: "decimal" }), "min"],
       ["Max score", el("input", { id: "f-max", type: "number", min: 0, max: 1, step: 0.05, inputmode: "decimal" }), "max"],
       ["Search text", el("input", { id: "f-q", type: "search", placeholder: "id, input, response, reasoning\u2026" }), "q"],
-      ["Sort", select("f-sort", [["order", "Dataset order"], ["score-asc", "Score: low to high"], ["score-desc", "Score: high to low"]]), "sort"],
+      ["Sort", select("f-sort", [["problems", "Errors and failures first"], ["order", "Dataset order"], ["score-asc", "Score: low to high"], ["score-desc", "Score: high to low"]]), "sort"],
       ["Per page", select("f-size", [["25", "25"], ["50", "50"], ["100", "100"], ["250", "250"]]), "size"]
     ].filter(Boolean);
     var timer = null;
@@ -100,11 +100,19 @@
     var scores = selected(sample).filter(function (r) { return r.status === "processed" && isNum(r.score); }).map(function (r) { return r.score; });
     return scores.length ? scores.reduce(function (a, b) { return a + b; }, 0) / scores.length : null;
   }
+  /* A card's place under "Errors and failures first": its worst verdict (of the chosen evaluator and variant). */
+  function worstOf(sample) {
+    return selected(sample).reduce(function (worst, r) { return Math.min(worst, severity(r)); }, 5);
+  }
   function filtered() {
     var lo = num(state.min), hi = num(state.max), q = state.q.trim().toLowerCase();
     var out = [];
     for (var i = 0; i < SAMPLES.length; i++) if (matches(SAMPLES[i], lo, hi, q)) out.push(i);
-    if (state.sort !== "order") {
+    if (state.sort === "problems") {
+      var worst = {};
+      out.forEach(function (i) { worst[i] = Math.min(worstOf(SAMPLES[i]), 2); });  // error or failed, then the rest
+      out.sort(function (a, b) { return worst[a] - worst[b] || a - b; });
+    } else if (state.sort !== "order") {
       var sign = state.sort === "score-desc" ? -1 : 1;
       var keys = {};
       out.forEach(function (i) { keys[i] = sortScore(SAMPLES[i]); });

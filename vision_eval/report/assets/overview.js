@@ -36,11 +36,12 @@
   /* Variant x evaluator: mean score with the leaderboard's 95% bootstrap interval, pass and error rates, over every row. */
   function pivotCell(c, tied) {
     if (!c) return "\u2013";
-    var best = c.rank === 1 && !tied ? el("span", { class: "best", text: "\u2605 best" }) : null;
+    var best = c.rank === 1 && !tied ? el("span", { class: "best", text: "\u2605 best" })
+      : c.rank > 1 && c.tied_with_best ? el("span", { class: "best tied", title: "not significantly different from the best (" + (c.vs_best_test === "intervals" ? "95% intervals overlap" : c.vs_best_test + " p = " + fmt(c.p_vs_best, 3)) + ")", text: "\u2248 best" }) : null;
     return el("div", { class: "pv" }, [
       el("div", { class: "pv-mean" }, [el("strong", { text: fmt(c.mean_score) }), " ", bar(c.mean_score, "mean score"), " ", best]),
       el("div", { class: "pv-ci", text: isNum(c.ci_low) ? "95% CI " + fmt(c.ci_low) + "\u2013" + fmt(c.ci_high) : "95% CI \u2013" }),
-      el("div", { class: "pv-rates", text: "pass " + pct(c.pass_rate) + (c.error_rate ? " \u00b7 errors " + pct(c.error_rate) : "") + " \u00b7 " + int(c.rows) + " rows" }),
+      el("div", { class: "pv-rates", text: "pass " + pct(c.pass_rate) + (c.error_rate ? " \u00b7 errors " + pct(c.error_rate) : "") + " \u00b7 " + int(c.rows) + " scored" + (c.skipped ? ", " + int(c.skipped) + " skipped" : "") + (c.errors ? ", " + plural(c.errors, "error") : "") }),
       c.protocol ? el("div", { class: "muted", text: "protocol " + c.protocol }) : null
     ]);
   }
@@ -48,16 +49,32 @@
     var p = DATA.pivot;
     var cells = {};
     p.cells.forEach(function (c) { cells[c.evaluator + "\u0000" + c.variant] = c; });
-    var rows = p.evaluators.map(function (e) {
+    // Evaluators no variant scored or erred on (every row skipped): one line under the table, not a row of dashes.
+    var scored = {};
+    (DATA.summary || []).forEach(function (r) { if (r.processed || r.errors) scored[r.evaluator] = true; });
+    var unscored = p.evaluators.filter(function (e) { return !scored[e]; });
+    var rows = p.evaluators.filter(function (e) { return scored[e]; }).map(function (e) {
       var own = p.variants.map(function (v) { return cells[e + "\u0000" + v]; }).filter(Boolean);
       var tied = own.every(function (c) { return c.rank === 1; });
-      var flips = p.changed[e] || 0;
-      var head = el("div", {}, [el("strong", { text: e }), flips ? el("div", {}, [el("a", { href: "#changed=1&evaluator=" + encodeURIComponent(e), class: "changed-link", text: "\u21c4 " + plural(flips, "sample") + " changed" })]) : el("div", { class: "muted", text: "no sample changed" })]);
+      var flips = p.changed[e] || 0, compared = (p.compared || {})[e] || 0;
+      /* "no sample changed" only when samples were compared: none in two variants is "not compared" */
+      var status = flips ? el("div", {}, [el("a", { href: "#changed=1&evaluator=" + encodeURIComponent(e), class: "changed-link", text: "\u21c4 " + plural(flips, "sample") + " changed" }), el("span", { class: "muted", text: " of " + int(compared) + " compared" })])
+        : compared ? el("div", { class: "muted", text: "no sample changed (" + int(compared) + " compared)" })
+        : el("div", { class: "muted not-compared", text: p.pairing && p.pairing.paired ? "not compared: no paired sample scored in two variants" : "not compared: no sample in two variants with the same content" });
+      var head = el("div", {}, [el("strong", { text: e }), status]);
       return [head].concat(p.variants.map(function (v) { return pivotCell(cells[e + "\u0000" + v], tied); }));
     });
     body.appendChild(el("h3", { id: "pivot-h", text: "Variants compared" }));
+    if (p.pairing) body.appendChild(el("p", { class: "notice pairing", role: "note", text: "Pairing: " + p.pairing.sentence + "." }));
     body.appendChild(table("Per evaluator (rows) and variant (columns), over every row: mean score with its 95% bootstrap interval, pass rate and errors. \u201cChanged\u201d: samples whose verdict (passed, failed, error) differs between variants.",
       ["Evaluator"].concat(p.variants.map(function (v) { return labelNode(v); })), rows, "pivot"));
+    if (unscored.length) body.appendChild(el("p", { class: "muted unscored", text: "Skipped on every row in every variant: " + unscored.join(", ") + "." }));
+  }
+  /* In a comparison the pivot says it all at a glance: the long per-variant tables are one click away, so the samples
+     start within the first screen. */
+  function section(title, content, folded) {
+    if (folded) return el("details", { class: "overview-more" }, [el("summary", { text: title }), content]);
+    return el("div", {}, [el("h3", { text: title }), content]);
   }
 
   function renderOverview() {
@@ -71,27 +88,30 @@
     if (DATA.pivot) renderPivot(body);
     if (DATA.leaderboard) {
       var board = table(null, DATA.leaderboard.columns, DATA.leaderboard.rows.map(function (r) { return r.map(cell); }), "leaderboard");
-      if (DATA.pivot) body.appendChild(el("details", { class: "leaderboard-all" }, [el("summary", { id: "leaderboard-h", text: "Leaderboard, every column" }), board]));
-      else { body.appendChild(el("h3", { id: "leaderboard-h", text: "Leaderboard" })); body.appendChild(board); }
+      // Folded: the pivot (several variants) or the summary below (one run) shows its numbers at a glance.
+      body.appendChild(el("details", { class: "leaderboard-all" }, [el("summary", { id: "leaderboard-h", text: "Leaderboard, every column" }), board]));
     }
     var headers = (COMPARE ? ["Variant"] : []).concat(["Evaluator", "Type", "Rows", "Mean score", "Pass rate", "Processed", "Errors", "Skipped", "Threshold", "Tokens in / out", "Cost"]);
-    var rows = (DATA.summary || []).map(function (r) {
+    // One run: the evaluators that skipped every row are one line under the table (a comparison folds the table).
+    var idle = COMPARE ? [] : (DATA.summary || []).filter(function (r) { return !r.processed && !r.errors; });
+    var rows = (DATA.summary || []).filter(function (r) { return idle.indexOf(r) === -1; }).map(function (r) {
       return (COMPARE ? [r.run] : []).concat([r.evaluator, r.type, int(r.rows), fmt(r.mean_score), pct(r.pass_rate), int(r.processed),
         int(r.errors), int(r.skipped), fmt(r.threshold, 2), int(r.input_tokens) + " / " + int(r.output_tokens), cost(r.cost_usd)]);
     });
-    body.appendChild(el("h3", { text: "Per evaluator" }));
-    body.appendChild(table("Summary per evaluator: mean score and pass rate over processed rows", headers, rows, "summary"));
+    var summary = el("div", {}, [table("Summary per evaluator: mean score and pass rate over processed rows", headers, rows, "summary"),
+      idle.length ? el("p", { class: "muted unscored", text: "Skipped on every row: " + idle.map(function (r) { return r.evaluator; }).join(", ") + "." }) : null]);
+    body.appendChild(section(COMPARE ? "Per evaluator and variant (" + plural(rows.length, "row") + ")" : "Per evaluator", summary, COMPARE));
 
-    if ((DATA.histograms || []).length) {
-      body.appendChild(el("h3", { text: "Score distributions" }));
-      body.appendChild(el("div", { class: "hists" }, DATA.histograms.map(histogram)));
+    // A histogram of no score says nothing: only those of evaluators that scored rows.
+    var hists = (DATA.histograms || []).filter(function (h) { return h.counts.some(function (c) { return c > 0; }); });
+    if (hists.length) {
+      body.appendChild(section("Score distributions" + (COMPARE ? " (" + hists.length + ")" : ""), el("div", { class: "hists" }, hists.map(histogram)), COMPARE));
     }
     if ((DATA.dimensions || []).length) {
-      body.appendChild(el("h3", { text: "Dimensions" }));
-      body.appendChild(table("Mean score per dimension", (COMPARE ? ["Variant"] : []).concat(["Evaluator", "Dimension", "Mean score", "", "Rows"]),
+      body.appendChild(section("Dimensions", table("Mean score per dimension", (COMPARE ? ["Variant"] : []).concat(["Evaluator", "Dimension", "Mean score", "", "Rows"]),
         DATA.dimensions.map(function (d) {
           return (COMPARE ? [d.run] : []).concat([d.evaluator, d.dimension, fmt(d.mean_score), bar(d.mean_score, d.dimension), int(d.rows)]);
-        }), "dims"));
+        }), "dims"), COMPARE));
     }
     var metricRows = [];
     runs.forEach(function (run) {
@@ -101,8 +121,8 @@
       });
     });
     if (metricRows.length) {
-      body.appendChild(el("h3", { text: "Dataset-level metrics" }));
-      body.appendChild(table(null, (runs.length > 1 ? ["Run"] : []).concat(["Evaluator", "Metrics"]), metricRows, "metrics"));
+      body.appendChild(section("Dataset-level metrics" + (COMPARE ? " (" + plural(metricRows.length, "row") + ")" : ""),
+        table(null, (runs.length > 1 ? ["Run"] : []).concat(["Evaluator", "Metrics"]), metricRows, "metrics"), COMPARE));
     }
     var runRows = runs.map(function (run) {
       var t = run.totals || {}, c = run.counts || {}, tm = run.timings || {};

@@ -85,6 +85,34 @@
     if (Object.keys(rest).length) out.push(el("details", { class: "more" }, [el("summary", { text: "All details" }), renderValue(rest, 0)]));
     return out;
   }
+  /* A benchmark metric's verdict in one line, from the details its protocol writes (every metric writes "protocol"):
+     the prediction as read, what the protocol made of it, and the deciding reference, e.g.
+     read "the answer is 22." \u2192 not a number; reference 22. Built from the keys, never per metric or dataset. */
+  function quoted(v) { return typeof v === "string" ? JSON.stringify(v) : cell(v); }
+  function whyLine(details) {
+    var text = whyText(details);
+    return text === null ? null : el("p", { class: "why" }, [text]);
+  }
+  function whyText(details) {
+    if (!details || typeof details !== "object" || Array.isArray(details) || details.protocol === undefined) return null;
+    var read = ["prediction", "predicted"].map(function (k) { return details[k]; }).filter(function (v) { return v !== undefined && v !== null; })[0];
+    if (read === undefined) read = details.raw;
+    if (read === undefined) return null;
+    var text = "read " + quoted(read);
+    if ("prediction_number" in details) text += " \u2192 " + (isNum(details.prediction_number) ? "the number " + cell(details.prediction_number) : "not a number");
+    else if (details.unparseable === true) text += " \u2192 no answer the protocol can read";
+    else if (Array.isArray(details.found) && !details.found.length) text += " \u2192 no number found";
+    var ref = null;
+    if (details.answer !== undefined) ref = "reference " + cell(details.answer);
+    else if (details.closest !== undefined) ref = "closest reference " + cell(details.closest);
+    else if (Array.isArray(details.references)) {
+      ref = details.references.length === 1 ? "reference " + cell(details.references[0]) : "references " + details.references.slice(0, 5).map(quoted).join(", ") + (details.references.length > 5 ? ", \u2026 (" + details.references.length + ")" : "");
+    } else if (details.expected !== undefined) ref = "reference " + cell(details.expected);
+    if (ref !== null) text += "; " + ref;
+    if (isNum(details.similarity)) text += " (similarity " + fmt(details.similarity) + ")";
+    if (isNum(details.matches) && isNum(details.answers)) text += " (" + details.matches + " of " + plural(details.answers, "reference") + " match)";
+    return text;
+  }
   function fieldsTable(fields) {
     var rows = fields.map(function (f) {
       return [f.path, f.match || "\u2013", cell(f.expected), cell(f.actual), fmt(f.score),
@@ -108,6 +136,7 @@
     if (isNum(r.latency_s)) facts.push("latency " + fmt(r.latency_s, 2) + " s");
     if (r.cached) facts.push("cached");
     if (facts.length) section.appendChild(el("p", { class: "muted facts", text: facts.join(" \u00b7 ") }));
+    if (r.status !== "skipped") append(section, [whyLine(parseJSON(r.details))]);
     if (r.error) section.appendChild(el("p", { class: "error-text" }, [el("strong", { text: "Error: " }), r.error]));
     if (r.status === "skipped") {
       var d = parseJSON(r.details);
@@ -160,15 +189,44 @@
   function hasMedia(sample, labels) {
     return (sample.images && sample.images.length) || (labels && differs(sample, "images"));
   }
+  /* The evaluators that skipped a sample, folded into one line (grouped by reason); their boxes are made when opened. */
+  function skippedLine(sample, results, text) {
+    var reasons = {}, order = [];
+    results.forEach(function (r) {
+      var d = parseJSON(r.details), reason = d && typeof d === "object" && d.reason ? String(d.reason) : "no reason recorded";
+      if (!(reason in reasons)) { reasons[reason] = []; order.push(reason); }
+      if (reasons[reason].indexOf(r.evaluator) === -1) reasons[reason].push(r.evaluator);
+    });
+    var names = [];
+    results.forEach(function (r) { if (names.indexOf(r.evaluator) === -1) names.push(r.evaluator); });
+    var body = el("div", { class: "skipped-body" });
+    var fold = el("details", { class: "skipped-evals" }, [
+      el("summary", {}, [badge("skipped", text + " " + plural(names.length, "evaluator")), " " + names.join(", ")]), body
+    ]);
+    fold.addEventListener("toggle", function () {
+      if (!fold.open || body.firstChild) return;
+      append(body, order.map(function (reason) { return el("p", { class: "skip-reason" }, [el("strong", { text: reasons[reason].join(", ") + ": " }), reason]); }));
+      body.appendChild(el("div", { class: "evals" }, results.map(function (r) { return renderResult(sample, r); })));
+    });
+    return fold;
+  }
+  function bySeverity(results) {
+    return results.map(function (r, i) { return [severity(r), i, r]; }).sort(function (a, b) { return a[0] - b[0] || a[1] - b[1]; }).map(function (x) { return x[2]; });
+  }
   function renderSample(sample) {
     if (COMPARE) return renderComparison(sample);
-    var chips = el("div", { class: "chips" }, sample.results.map(function (r) {
+    var done = sample.results.filter(function (r) { return r.status !== "skipped"; });
+    var skipped = sample.results.filter(function (r) { return r.status === "skipped"; });
+    var chips = el("div", { class: "chips" }, bySeverity(done).map(function (r) {
       return el("span", { class: "chip" }, [r.evaluator + ": ", verdictLabel(r)]);
     }));
-    var evals = el("div", { class: "evals" }, selectedFirst(sample).map(function (r) { return renderResult(sample, r); }));
+    // One evaluator chosen: only its box. Otherwise every evaluator that scored the sample, what went wrong first.
+    var shown = state.evaluator ? selected(sample) : bySeverity(done);
+    var evals = el("div", { class: "evals" }, shown.map(function (r) { return renderResult(sample, r); }));
     return el("article", { class: "sample", "data-sample-id": sample.id }, [
       el("h3", { text: "Sample " + sample.id }), chips,
-      el("div", { class: "sample-body" + (hasMedia(sample) ? "" : " no-media") }, [sampleMedia(sample), sampleTexts(sample)]), evals
+      el("div", { class: "sample-body" + (hasMedia(sample) ? "" : " no-media") }, [sampleMedia(sample), sampleTexts(sample)]), evals,
+      skipped.length && !state.evaluator ? skippedLine(sample, skipped, "skipped by") : null
     ]);
   }
   /* One card per sample: a verdict table (evaluators x variants), then each evaluator's details, variant by variant. */
@@ -176,26 +234,38 @@
     var labels = variantsOf(sample), changed = sample.changed || [];
     var byKey = {};
     sample.results.forEach(function (r) { byKey[r.evaluator + "\u0000" + (r.run || "")] = r; });
-    var evaluators = (DATA.evaluators || []).filter(function (e) { return labels.some(function (l) { return byKey[e + "\u0000" + l]; }); });
+    var present = (DATA.evaluators || []).filter(function (e) { return labels.some(function (l) { return byKey[e + "\u0000" + l]; }); });
+    function resultsOf(e) { return labels.map(function (l) { return byKey[e + "\u0000" + l]; }).filter(Boolean); }
+    // Evaluators that skipped the sample in every variant: one folded line, not a row of "skipped" per variant.
+    var allSkipped = present.filter(function (e) { return resultsOf(e).every(function (r) { return r.status === "skipped"; }); });
+    var evaluators = present.filter(function (e) { return allSkipped.indexOf(e) === -1 || e === state.evaluator; });
     if (state.evaluator && evaluators.indexOf(state.evaluator) > 0) evaluators = [state.evaluator].concat(evaluators.filter(function (e) { return e !== state.evaluator; }));
     var head = el("tr", {}, [el("th", { scope: "col", text: "Evaluator" })].concat(labels.map(function (l) {
       return el("th", { scope: "col", class: "variant-name" + (state.run === l ? " current" : "") }, [labelNode(l)]);
     })));
-    var rows = evaluators.map(function (e) {
+    var rows = [];
+    evaluators.forEach(function (e) {
       var flip = changed.indexOf(e) !== -1;
-      return el("tr", { class: flip ? "changed" : null, "data-evaluator": e }, [
+      // A benchmark metric's why, without a click: once under the row when every variant read the same, else per cell.
+      var whys = labels.map(function (l) { var r = byKey[e + "\u0000" + l]; return r && r.status !== "skipped" ? whyText(parseJSON(r.details)) : null; });
+      var one = whys.every(function (w) { return w === whys[0]; });
+      rows.push(el("tr", { class: flip ? "changed" : null, "data-evaluator": e }, [
         el("th", { scope: "row" }, [e, flip ? el("span", { class: "changed-mark", text: " \u21c4 changed" }) : null])
-      ].concat(labels.map(function (l) {
+      ].concat(labels.map(function (l, i) {
         var r = byKey[e + "\u0000" + l];
-        return el("td", { "data-run": l, class: state.run === l ? "current" : null }, [r ? verdictLabel(r) : el("span", { class: "muted", text: "no result" })]);
-      })));
+        return el("td", { "data-run": l, class: state.run === l ? "current" : null }, [
+          r ? verdictLabel(r) : el("span", { class: "muted", text: "no result" }), !one && whys[i] ? el("div", { class: "why", text: whys[i] }) : null
+        ]);
+      }))));
+      if (one && whys[0]) rows.push(el("tr", { class: "why-row" + (flip ? " changed" : ""), "data-evaluator": e }, [el("td", { colspan: labels.length + 1, class: "why", text: whys[0] })]));
     });
     var verdicts = el("div", { class: "table-wrap" }, [el("table", { class: "verdicts" }, [
       el("caption", { text: "Verdict per variant" + (changed.length ? " \u2014 changed between variants: " + changed.join(", ") : "") }),
       el("thead", {}, [head]), el("tbody", {}, rows)
     ])]);
-    var details = evaluators.map(function (e) {
-      var rs = labels.map(function (l) { return byKey[e + "\u0000" + l]; }).filter(Boolean);
+    // One evaluator chosen: only its box.
+    var details = evaluators.filter(function (e) { return !state.evaluator || e === state.evaluator; }).map(function (e) {
+      var rs = resultsOf(e);
       var open = changed.indexOf(e) !== -1 || state.evaluator === e;
       return el("details", { class: "compare-evals", "data-evaluator": e, open: open }, [
         el("summary", { text: e + ": details for " + plural(rs.length, "variant") }),
@@ -206,11 +276,7 @@
       el("h3", { text: "Sample " + sample.id }),
       el("div", { class: "sample-body" + (hasMedia(sample, labels) ? "" : " no-media") }, [sampleMedia(sample, labels), sampleTexts(sample, labels)]),
       verdicts
-    ].concat(details));
-  }
-  function selectedFirst(sample) {
-    if (!state.evaluator) return sample.results;
-    return selected(sample).concat(sample.results.filter(function (r) { return r.evaluator !== state.evaluator; }));
+    ].concat(details, [allSkipped.length && !state.evaluator ? skippedLine(sample, [].concat.apply([], allSkipped.map(resultsOf)), "skipped in every variant by") : null]));
   }
 
   /* ---------- page ---------- */

@@ -1,0 +1,345 @@
+"""``vision-eval compare``: two runs paired sample by sample on id and content (whatever files they came from), per
+evaluator both means, the difference with a paired bootstrap interval, a p-value checked against scipy, the flips,
+the files it writes, and its exit codes as a CI gate."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+
+import vision_eval as ve
+from vision_eval.commands.compare import main
+from vision_eval.compare import compare, judged, load_side
+from vision_eval.stats import bootstrap_interval, mcnemar_exact, paired_test, wilcoxon_signed_rank
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def newcomer_files(folder: Path) -> tuple[Path, Path]:
+    """The issue's newcomer: 30 counting questions about two images, two prediction files with 5 answers changed
+    (4 wrong answers fixed, 1 wrong answer changed to another wrong one)."""
+    from conftest import BLUE, RED, shape_png
+
+    (folder / "red.png").write_bytes(shape_png(RED, 2))
+    (folder / "blue.png").write_bytes(shape_png(BLUE, 3))
+    v1, v2 = [], []
+    for i in range(30):
+        expected = str(i % 7)
+        before = str(i % 7 + 1) if i < 5 else expected
+        after = expected if i < 4 else ("99" if i == 4 else before)
+        common = {"id": f"s{i}", "question": f"How many shapes? ({i})", "answer": expected,
+                  "image": "red.png" if i % 2 else "blue.png"}  # fmt: skip
+        v1.append({**common, "prediction": before})
+        v2.append({**common, "prediction": after})
+    return _write_jsonl(folder / "preds_v1.jsonl", v1), _write_jsonl(folder / "preds_v2.jsonl", v2)
+
+
+COLUMNS = {"question": "input", "answer": "expected_output", "prediction": "output", "image": "images"}
+STACK = {"count": {"type": "exact_count"}, "exact": {"type": "exact_match"}}
+
+
+def run_file(path: Path, out: Path, stack: dict[str, Any] | None = None) -> Path:
+    ve.evaluate(path, evaluators=stack or STACK, dataset={"columns": COLUMNS}, output_dir=out,
+                run={"write_report": False, "progress": False})  # fmt: skip
+    return out
+
+
+@pytest.fixture
+def newcomer(tmp_path: Path) -> tuple[Path, Path]:
+    v1, v2 = newcomer_files(tmp_path)
+    return run_file(v1, tmp_path / "run1"), run_file(v2, tmp_path / "run2")
+
+
+def test_two_prediction_files_pair_and_give_the_right_flips(newcomer: tuple[Path, Path]) -> None:
+    run1, run2 = newcomer
+    result = compare(load_side(run1), load_side(run2))
+    assert (result.pairing.paired, result.pairing.differ) == (30, 0)
+    assert (result.pairing.only_baseline, result.pairing.only_candidate) == (0, 0)
+    table = {row["evaluator"]: row for row in judged(result.table).iter_rows(named=True)}
+    for name in ("count", "exact"):
+        row = table[name]
+        assert (row["n_paired"], row["to_pass"], row["to_fail"], row["to_error"]) == (30, 4, 0, 0)
+        assert row["baseline_mean"] == pytest.approx(25 / 30) and row["candidate_mean"] == pytest.approx(29 / 30)
+        assert row["delta"] == pytest.approx(4 / 30) and row["test"] == "mcnemar_exact"
+        assert row["p_value"] == pytest.approx(stats.binomtest(4, 4, 0.5).pvalue)  # 0.125: not significant
+        assert row["verdict"] == "no significant difference"
+    flips = result.flips.filter(pl.col("evaluator") == "count").sort("sample_id")
+    assert flips["sample_id"].to_list() == ["s0", "s1", "s2", "s3"]
+    assert set(flips["change"]) == {"to_pass"} and set(flips["baseline_verdict"]) == {"failed"}
+
+
+def test_the_report_of_the_two_runs_shows_the_flips(newcomer: tuple[Path, Path]) -> None:
+    """`vision-eval-report run1 run2` on the newcomer's runs: the samples pair, and the page names the 4 flips
+    (it used to say "no sample changed" under every evaluator)."""
+    from test_report import payload_of
+
+    from vision_eval.report import build_html, load_runs
+
+    payload = payload_of(build_html(load_runs(list(newcomer))))
+    assert payload["pivot"]["changed"] == {"count": 4, "exact": 4}
+    assert payload["pivot"]["compared"] == {"count": 30, "exact": 30}
+    changed = sorted(s["id"] for s in payload["samples"] if s.get("changed"))
+    assert changed == ["s0", "s1", "s2", "s3"] and len(payload["samples"]) == 30
+
+
+def test_the_cli_prints_writes_and_shows_the_flipped_samples(newcomer: tuple[Path, Path], capsys: Any) -> None:
+    run1, run2 = newcomer
+    assert main([str(run1), str(run2)]) == 0
+    out = capsys.readouterr().out
+    assert "pairing: 30 samples paired" in out
+    assert "| count | 30 | 0.833 | 0.967 | +0.133" in out and "| mcnemar_exact | 4 | 0 | 0 | 0 |" in out
+    table = pl.read_parquet(run2 / "comparison.parquet")
+    wanted = ["evaluator", "n_paired", "baseline_mean", "candidate_mean", "delta", "ci_low", "ci_high", "p_value",
+              "test", "to_pass", "to_fail", "to_error"]  # fmt: skip
+    assert set(wanted) <= set(table.columns) and table["evaluator"].to_list() == ["count", "exact"]
+    assert pl.read_parquet(run2 / "comparison_flips.parquet").height == 8
+    page = (run2 / "comparison.html").read_text()
+    assert page.count('<article class="flip') == 4  # one card per flipped sample, both evaluators in it
+    card = page[page.index('data-sample-id="s1"') :].split("</article>")[0]
+    assert "count: failed \u2192 passed (0.00 \u2192 1.00)" in card
+    assert "<h4>baseline response</h4><pre>2</pre>" in card and "<h4>candidate response</h4><pre>1</pre>" in card
+    assert card.count('<img src="data:image/') == 1  # its image, embedded
+    assert 'data-sample-id="s4"' not in page  # a changed answer that stayed wrong is no flip
+    # -o: another folder
+    assert main([str(run1), str(run2), "-o", str(run1.parent / "cmp"), "--no-html"]) == 0
+    assert (run1.parent / "cmp" / "comparison.parquet").is_file() and not (
+        run1.parent / "cmp" / "comparison.html"
+    ).exists()
+
+
+def test_a_content_mismatch_is_reported_and_not_compared(tmp_path: Path) -> None:
+    v1, v2 = newcomer_files(tmp_path)
+    rows = [json.loads(line) for line in v2.read_text().splitlines()]
+    rows[1]["answer"] = "5"  # s1's expected output differs: another question under the same id
+    rows[2]["image"] = "red.png"  # s2's image differs (blue in the baseline)
+    rows = [*rows[:-1], {**rows[-1], "id": "extra"}]  # s29 in the baseline only, "extra" in the candidate only
+    _write_jsonl(v2, rows)
+    run1, run2 = run_file(v1, tmp_path / "run1"), run_file(v2, tmp_path / "run2")
+    result = compare(load_side(run1), load_side(run2))
+    pairing = result.pairing
+    assert (pairing.paired, pairing.differ, pairing.only_baseline, pairing.only_candidate) == (27, 2, 1, 1)
+    assert pairing.differing_ids == ["s1", "s2"]
+    assert "2 share their ids but differ in content (s1, s2): not compared" in pairing.sentence()
+    table = {row["evaluator"]: row for row in result.table.iter_rows(named=True)}
+    assert table["count"]["n_paired"] == 27 and table["count"]["to_pass"] == 2  # s0 and s3; s1, s2 not compared
+    assert set(result.flips["sample_id"]) == {"s0", "s3"}
+
+
+def test_results_in_any_order_and_shards_give_the_same_comparison(newcomer: tuple[Path, Path], tmp_path: Path) -> None:
+    """Rows are found by position when the results are laid out as runs write them, else joined on (id,
+    evaluator): the same table either way; a folder holding a run's shards is one side."""
+    run1, run2 = newcomer
+    expected = compare(load_side(run1), load_side(run2))
+    shuffled = tmp_path / "shuffled"
+    shuffled.mkdir()
+    for name in ("run.json", "samples.parquet"):
+        (shuffled / name).write_bytes((run2 / name).read_bytes())
+    pl.read_parquet(run2 / "results.parquet").sample(fraction=1.0, shuffle=True, seed=1).write_parquet(
+        shuffled / "results.parquet"
+    )
+    v2 = run2.parent / "preds_v2.jsonl"
+    for index in range(2):
+        ve.evaluate(v2, evaluators=STACK, dataset={"columns": COLUMNS}, output_dir=tmp_path / "shards" / f"s{index}",
+                    run={"shard": f"{index}/2", "write_report": False, "progress": False})  # fmt: skip
+    for candidate in (shuffled, tmp_path / "shards"):
+        result = compare(load_side(run1), load_side(candidate))
+        assert result.pairing == expected.pairing
+        assert result.table.equals(expected.table), candidate
+        assert result.flips.sort("evaluator", "sample_id").equals(expected.flips.sort("evaluator", "sample_id"))
+
+
+def test_a_side_holding_two_runs_of_the_same_samples_is_refused(newcomer: tuple[Path, Path], tmp_path: Path) -> None:
+    run1, run2 = newcomer
+    v1 = run1.parent / "preds_v1.jsonl"
+    for index in range(2):  # the same run twice in one folder: not shards, one sample would count twice
+        run_file(v1, tmp_path / "twice" / f"r{index}")
+    assert main([str(run2), str(tmp_path / "twice")]) == 2
+
+
+def test_columns_an_evaluator_reads_are_content_and_mismatched_evaluators_are_not_compared(tmp_path: Path) -> None:
+    """A column read as the expected output through `columns:` is part of a sample's content; an evaluator scored
+    under another protocol, or in one run only, is listed and not compared."""
+    rows = [{"id": f"r{i}", "input": "How many?", "output": str(i % 3), "answer": str(i % 3)} for i in range(12)]
+    other = [{**row, "answer": "9"} if row["id"] == "r5" else row for row in rows]
+    base_stack = {"count": {"type": "exact_count", "columns": {"expected_output": "answer"}},
+                  "lenient": {"type": "exact_count", "columns": {"expected_output": "answer"}}}  # fmt: skip
+    cand_stack = {**base_stack, "lenient": {**base_stack["lenient"], "protocol": "lenient"},
+                  "extra": {"type": "exact_match", "columns": {"expected_output": "answer"}}}  # fmt: skip
+    for name, data, stack in (("base", rows, base_stack), ("cand", other, cand_stack)):
+        ve.evaluate(data, evaluators=stack, output_dir=tmp_path / name, run={"write_report": False, "progress": False})
+    result = compare(load_side(tmp_path / "base"), load_side(tmp_path / "cand"))
+    assert (result.pairing.paired, result.pairing.differing_ids) == (11, ["r5"])
+    notes = {row["evaluator"]: (row["n_paired"], row["note"]) for row in judged(result.table).iter_rows(named=True)}
+    assert notes == {
+        "count": (11, None),
+        "lenient": (0, "scored under different protocols (lmms_eval vs lenient)"),
+        "extra": (0, "in the candidate only"),
+    }
+
+
+def runs_of_scores(folder: Path, base: list[float], cand: list[float], name: str = "score") -> tuple[Path, Path]:
+    """Two runs whose `name` evaluator scores sample i as base[i] and cand[i] (a python row function reading the
+    score from the output), with the same inputs."""
+    dirs = []
+    for label, scores in (("base", base), ("cand", cand)):
+        rows = [{"id": f"r{i:03d}", "input": f"q{i}", "output": str(float(s)), "expected_output": "x"}
+                for i, s in enumerate(scores)]  # fmt: skip
+        stack = {name: {"type": "python", "function": "tests.fixtures.py_judges:score_from_output", "threshold": 0.5}}
+        ve.evaluate(rows, evaluators=stack, output_dir=folder / label, run={"write_report": False, "progress": False})
+        dirs.append(folder / label)
+    return dirs[0], dirs[1]
+
+
+def test_a_seeded_regression_of_10_in_100_fails_the_gate_and_identical_runs_pass(tmp_path: Path) -> None:
+    rng = np.random.default_rng(29)
+    base = (rng.random(100) < 0.8).astype(float)
+    cand = base.copy()
+    worse = rng.choice(np.flatnonzero(base == 1), size=10, replace=False)
+    cand[worse] = 0.0  # 10 samples that passed now fail
+    run_base, run_cand = runs_of_scores(tmp_path, list(base), list(cand))
+    gate = [str(run_base), str(run_cand), "--fail-on-regression", "--no-html"]
+    assert main(gate) == 1
+    row = pl.read_parquet(run_cand / "comparison.parquet").row(0, named=True)
+    assert (row["to_fail"], row["to_pass"], row["test"], row["verdict"]) == (10, 0, "mcnemar_exact", "worse")
+    assert row["p_value"] == pytest.approx(stats.binomtest(0, 10, 0.5).pvalue)  # 0.002
+    assert row["ci_high"] < 0 < row["ci_low"] + 0.2
+    assert main([*gate, "--min-delta", "0.2"]) == 0  # a drop of 0.1 is under the minimum that counts
+    assert main([str(run_base), str(run_cand), "--no-html"]) == 0  # not a gate: reported, exit 0
+    assert main([str(run_base), str(run_base), "--fail-on-regression", "--no-html"]) == 0  # identical runs
+    same = pl.read_parquet(run_base / "comparison.parquet").row(0, named=True)
+    assert (same["delta"], same["p_value"], same["ci_low"], same["ci_high"]) == (0.0, 1.0, 0.0, 0.0)
+
+
+def test_errors_that_appear_in_the_candidate_are_a_regression(tmp_path: Path) -> None:
+    base = [1.0] * 60
+    cand = [1.0] * 48 + [float("nan")] * 12  # 12 rows that now fail to score: errors, not scores
+    run_base, run_cand = runs_of_scores(tmp_path, base, cand)
+    assert main([str(run_base), str(run_cand), "--fail-on-regression", "--no-html"]) == 1
+    row = pl.read_parquet(run_cand / "comparison.parquet").row(0, named=True)
+    assert (row["n_paired"], row["to_error"], row["delta"]) == (48, 12, 0.0)  # the scored pairs did not change
+    assert row["error_p_value"] == pytest.approx(stats.binomtest(0, 12, 0.5).pvalue) and row["verdict"] == "worse"
+
+
+def test_scores_are_compared_by_wilcoxon_and_a_paired_bootstrap(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.2, 0.9, 40).round(3)
+    cand = np.clip(base + rng.normal(0.05, 0.08, 40), 0, 1).round(3)
+    run_base, run_cand = runs_of_scores(tmp_path, list(base), list(cand))
+    result = compare(load_side(run_base), load_side(run_cand), seed=7, resamples=2000)
+    row = result.table.row(0, named=True)
+    assert row["test"] == "wilcoxon"
+    assert row["p_value"] == pytest.approx(stats.wilcoxon(cand - base).pvalue)
+    assert row["delta"] == pytest.approx(float((cand - base).mean()))
+    order = np.argsort(cand - base, kind="stable")  # pairs are resampled in the order of their differences
+    base, cand = base[order], cand[order]
+    rng7 = np.random.default_rng(7)
+    kw = {"rng": rng7} if "rng" in inspect.signature(stats.bootstrap).parameters else {"random_state": rng7}
+    wanted = stats.bootstrap((base, cand), lambda b, c, axis=-1: (c - b).mean(axis=axis), paired=True,
+                             n_resamples=2000, method="percentile", vectorized=True, **kw)  # fmt: skip
+    interval = wanted.confidence_interval
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((interval.low, interval.high), abs=1e-9)
+
+
+def test_mcnemar_is_scipys_exact_binomial_test_on_the_discordant_pairs() -> None:
+    for to_pass, to_fail in ((0, 10), (4, 0), (7, 3), (12, 30), (250, 300)):
+        assert mcnemar_exact(to_pass, to_fail) == pytest.approx(stats.binomtest(to_pass, to_pass + to_fail).pvalue)
+    assert mcnemar_exact(0, 0) == 1.0
+    base = np.array([1, 1, 0, 0, 1, 0, 1, 1, 0, 1] * 5, dtype=float)
+    cand = np.array([1, 0, 1, 1, 1, 0, 0, 1, 1, 1] * 5, dtype=float)
+    test = paired_test(base, cand)
+    assert test.test == "mcnemar_exact" and test.p_value == pytest.approx(stats.binomtest(15, 25).pvalue)
+    assert wilcoxon_signed_rank(np.zeros(5)) == 1.0
+
+
+def test_many_rows_of_many_distinct_differences_get_the_bootstrap_interval() -> None:
+    """Past rows x resamples of 50M, resamples are drawn by bins of the sorted values: the interval agrees with
+    the one drawn row by row (scipy's percentile bootstrap), to a small part of its width."""
+    values = np.random.default_rng(5).beta(2, 5, size=60_000) - 0.25
+    low, high = bootstrap_interval(values, seed=1, resamples=2000)
+    rng = np.random.default_rng(1)
+    kw = {"rng": rng} if "rng" in inspect.signature(stats.bootstrap).parameters else {"random_state": rng}
+    res = stats.bootstrap((values,), np.mean, n_resamples=2000, method="percentile", vectorized=True, batch=200, **kw)
+    width = res.confidence_interval.high - res.confidence_interval.low
+    assert low == pytest.approx(res.confidence_interval.low, abs=0.05 * width)
+    assert high == pytest.approx(res.confidence_interval.high, abs=0.05 * width)
+
+
+def test_exit_2_when_a_side_is_not_a_run_or_nothing_pairs(tmp_path: Path, capsys: Any) -> None:
+    v1, v2 = newcomer_files(tmp_path)
+    run1 = run_file(v1, tmp_path / "run1")
+    (tmp_path / "empty").mkdir()
+    assert main([str(run1), str(tmp_path / "empty")]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+    other = [{**json.loads(line), "question": "another question"} for line in v2.read_text().splitlines()]
+    run2 = run_file(_write_jsonl(tmp_path / "other.jsonl", other), tmp_path / "run2")
+    assert main([str(run1), str(run2), "--fail-on-regression"]) == 2
+    err = capsys.readouterr().err
+    assert "nothing could be paired" in err
+
+
+def test_the_subcommand_runs_from_the_console(newcomer: tuple[Path, Path], subprocess_env: dict[str, str]) -> None:
+    """`vision-eval compare` as a user types it; it imports no model-calling library (litellm) on the way."""
+    run1, run2 = newcomer
+    code = (
+        "import sys; from vision_eval.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n"
+        "    print('litellm' in sys.modules, file=sys.stderr); raise"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "compare", str(run1), str(run2), "--fail-on-regression"],
+        capture_output=True, text=True, timeout=120, env=subprocess_env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "pairing: 30 samples paired" in proc.stdout
+    assert proc.stderr.strip().splitlines()[-1] == "False"
+
+
+def test_a_side_holding_several_variants_is_refused(tmp_path: Path, capsys: Any) -> None:
+    """A sweep folder of two configs is two runs, not one side: name one of them."""
+    run_base, _ = runs_of_scores(tmp_path / "sweep", [1.0, 0.0], [1.0, 1.0])
+    info = json.loads((tmp_path / "sweep" / "cand" / "run.json").read_text())
+    info["config"]["evaluators"]["score"]["threshold"] = 0.9
+    (tmp_path / "sweep" / "cand" / "run.json").write_text(json.dumps(info))
+    assert main([str(run_base), str(tmp_path / "sweep")]) == 2
+    assert "holds 2 different runs" in capsys.readouterr().err
+
+
+def test_content_is_the_values_not_how_a_file_stored_them() -> None:
+    """No value is one value (a null, an empty image list, a column the file lacks); text read as categories is
+    text; another image hash, another input or an expected output moved into the input is another sample."""
+    from vision_eval.pairing import content_hashes
+
+    ref = pl.Struct({"path": pl.Utf8, "sha256": pl.Utf8, "source": pl.Utf8, "error": pl.Utf8})
+    image = [{"path": "/a/x.png", "sha256": "h1", "source": "path", "error": None}]
+
+    def hashed(**columns: Any) -> list[int]:
+        frame = pl.LazyFrame({"id": ["x", "y"], **columns})
+        return content_hashes(frame).collect()["_content"].to_list()
+
+    plain = hashed(input=["q", None], expected_output=["7", "8"])
+    assert (
+        hashed(input=["q", None], expected_output=["7", "8"], images=pl.Series([[], []], dtype=pl.List(ref))) == plain
+    )
+    assert hashed(input=pl.Series(["q", None], dtype=pl.Categorical), expected_output=["7", "8"]) == plain
+    assert hashed(input=["q", None], expected_output=[7, 8]) == plain  # a number column read from CSV
+    moved = hashed(input=["7", None], expected_output=["q", "8"])
+    assert moved[0] != plain[0] and moved[1] == plain[1]
+    other = hashed(input=["q", None], expected_output=["7", "8"], images=pl.Series([image, []], dtype=pl.List(ref)))
+    assert other[0] != plain[0] and other[1] == plain[1]
+    renamed = [{**image[0], "path": "/b/elsewhere.png"}]  # the same file's bytes elsewhere: the same image
+    elsewhere = hashed(
+        input=["q", None], expected_output=["7", "8"], images=pl.Series([renamed, []], dtype=pl.List(ref))
+    )
+    assert elsewhere == other
