@@ -183,7 +183,7 @@ def vqa_lenient(output: str, expected: str) -> float:
 
     def normalized(text: str) -> str:
         text = text.replace("\n", " ").replace("\t", " ").replace("’", "'").replace("‘", "'").strip()
-        words = process_punctuation(text, re.compile(r"\d,\d")).lower().split()
+        words = process_punctuation(text, re.compile(r"\d,\d"), re.compile(r"\.(?!\d)")).lower().split()
         return " ".join(LENIENT_WORD_MAP.get(w, w) for w in words if w not in ("a", "an", "the"))
 
     pred = normalized(output)
@@ -237,7 +237,7 @@ def _clear_caches() -> None:
         from vision_eval.evaluators.benchmarks import vqa_accuracy
     except ImportError:
         return
-    for name in ("official_answer", "official_gold", "evalai_answer"):
+    for name in ("official_answer", "official_gold", "official_processed", "evalai_answer"):
         cache = getattr(getattr(vqa_accuracy, name, None), "cache_clear", None)
         if cache is not None:
             cache()

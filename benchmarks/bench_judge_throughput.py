@@ -159,12 +159,8 @@ def photo_tokens() -> None:
     from PIL import Image
 
     from vision_eval.config import ImagePolicy
-    from vision_eval.images.policy import (
-        anthropic_image_tokens,
-        gemini_image_tokens,
-        openai_image_tokens,
-        prepare_image,
-    )
+    from vision_eval.images.policy import prepare_image
+    from vision_eval.images.provider_rules import estimate_image_tokens, openai_image_tokens, provider_rule
     from vision_eval.images.providers import openai_message
 
     rng = np.random.default_rng(0)
@@ -173,7 +169,9 @@ def photo_tokens() -> None:
     buffer = io.BytesIO()
     Image.fromarray(pixels.clip(0, 255).astype("uint8")).save(buffer, format="JPEG", quality=90)
     source = buffer.getvalue()
-    prepared = prepare_image(source, ImagePolicy(), label="Image 1")
+    cap = ImagePolicy(max_side=1024, format="jpeg")  # a judge's cost cap
+    prepared = prepare_image(source, cap, label="Image 1")
+    claude, gemini = "anthropic/claude-sonnet-4-5", "gemini/gemini-2.5-flash"
     import litellm
 
     litellm.suppress_debug_info = True
@@ -181,14 +179,15 @@ def photo_tokens() -> None:
     counted = litellm.token_counter(model="gpt-4o-mini", messages=[message])
     as_text = len(base64.b64encode(source)) // 4
     sent = f"{prepared.width}x{prepared.height}, {len(prepared.data) / 1e3:.0f} KB sent"
-    print(f"\n4000x3000 photo ({len(source) / 1e6:.1f} MB JPEG), default policy (max_side 1024, jpeg q85) -> {sent}")
+    print(f"\n4000x3000 photo ({len(source) / 1e6:.1f} MB JPEG), a cost cap (max_side 1024, jpeg q85) -> {sent}")
     print(f"  prompt tokens for the image   OpenAI {openai_image_tokens(prepared.width, prepared.height)}"
           f" (litellm.token_counter, whole message, detail=high: {counted})"
-          f", Anthropic {anthropic_image_tokens(prepared.width, prepared.height)}"
-          f", Gemini {gemini_image_tokens(prepared.width, prepared.height)}")  # fmt: skip
-    print(f"  unscaled original             OpenAI {openai_image_tokens(4000, 3000)} (server-side downscale, but "
-          f"{len(source) / 1e6:.1f} MB uploaded), Anthropic {anthropic_image_tokens(4000, 3000)}"
-          f", Gemini {gemini_image_tokens(4000, 3000)}")  # fmt: skip
+          f", Anthropic {estimate_image_tokens(prepared.width, prepared.height, claude)}"
+          f", Gemini {estimate_image_tokens(prepared.width, prepared.height, gemini)}")  # fmt: skip
+    sizes = {name: "x".join(map(str, provider_rule(name).fit(4000, 3000))) for name in ("gpt-4o-mini", claude, gemini)}
+    print(f"  at the provider's size (the default): OpenAI {openai_image_tokens(4000, 3000)} at {sizes['gpt-4o-mini']}"
+          f", Anthropic {estimate_image_tokens(4000, 3000, claude)} at {sizes[claude]}"
+          f", Gemini {estimate_image_tokens(4000, 3000, gemini)} at {sizes[gemini]} (the source)")  # fmt: skip
     print(f"  base64 pasted into the text   ~{as_text:,} tokens (what the promptfoo grader first did)")
 
 

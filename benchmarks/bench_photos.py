@@ -9,7 +9,10 @@ of each is shown), in photos per second of wall time, client CPU seconds per pho
 
 - before: the exact path, ``judge.image.fast_decode: false`` (full decode, Pillow's LANCZOS to 1024x768);
 - fast_decode as it was: a JPEG decoded at 1/2 size by Pillow, then Pillow's LANCZOS (for comparison);
-- after, the default policy: decoded at 1/2 size, then libvips' Lanczos-3 (SIMD);
+- after, the default decoding: decoded at 1/2 size, then libvips' Lanczos-3 (SIMD);
+
+each under a judge's cost cap, ``judge.image: {max_side: 1024, format: jpeg}`` (without one, a photo goes at its
+provider's size: to a server of your own, such as the fake, as its source bytes, with nothing to prepare);
 
 then the sent images: size, format and bytes per photo against the exact path's, and the PSNR of the default's
 sent pixels against the exact path's (on ``--psnr-photos`` of them, re-prepared and checked to be the bytes the
@@ -54,7 +57,10 @@ from vision_eval.testing.fake_providers import serve_in_subprocess  # noqa: E402
 from vision_eval.testing.photos import photo  # noqa: E402
 
 PROMPT = "---\ndimensions: {accuracy: 1}\n---\nDoes {{ image_reference }} show this?\nAnswer: {{ output }}\n"
-EXACT = {"fast_decode": False}
+CAP = {"max_side": 1024, "format": "jpeg"}
+"""A judge's cost cap, the path measured here (by default a photo goes at its provider's size; to the fake, a server
+of your own, as its source bytes, with nothing to prepare)."""
+EXACT = {"fast_decode": False, **CAP}
 CORES = os.cpu_count() or 1
 
 
@@ -138,8 +144,8 @@ def line(name: str, run: dict[str, Any], baseline: dict[str, Any] | None) -> Non
 
 SCENARIOS: dict[str, tuple[Callable[[], Any], dict[str, Any]]] = {
     "before": (as_is, EXACT),
-    "pillow": (pillow_lanczos, {}),
-    "after": (as_is, {}),
+    "pillow": (pillow_lanczos, CAP),
+    "after": (as_is, CAP),
 }
 
 
@@ -188,7 +194,7 @@ def pixel_difference(paths: list[Path], run: dict[str, Any], baseline: dict[str,
     for k, path in enumerate(paths):
         data = path.read_bytes()
         exact = prepare_image(data, ImagePolicy(**EXACT))
-        fast = prepare_image(data, ImagePolicy())
+        fast = prepare_image(data, ImagePolicy(**CAP))
         assert exact.sha256 == baseline["sent"][(f"r{k}", "j0")][0] and fast.sha256 == run["sent"][(f"r{k}", "j0")][0]
         full = Image.open(io.BytesIO(data))
         downscaled = np.asarray(full.resize((exact.width, exact.height), Image.Resampling.LANCZOS).convert("RGB"))
@@ -200,7 +206,7 @@ def pixel_difference(paths: list[Path], run: dict[str, Any], baseline: dict[str,
 
 
 def prepare_all(data: bytes, fast: bool) -> int:
-    return len(prepare_image(data, ImagePolicy(fast_decode=fast)).data)
+    return len(prepare_image(data, ImagePolicy(**CAP, fast_decode=fast)).data)
 
 
 def pool_rate(make: Callable[[], Executor], sources: list[bytes], fast: bool) -> float:
@@ -255,7 +261,7 @@ def main() -> None:
         size = sum(p.stat().st_size for p in paths) / n / 1e6
         print(f"generated in {time.perf_counter() - start:.1f} s, {size:.2f} MB per photo\n")
         try:
-            judge_run(base, proc.pid, paths[:4], folder, c, {})  # warm-up: imports, connections, prices
+            judge_run(base, proc.pid, paths[:4], folder, c, CAP)  # warm-up: imports, connections, prices
             print(f"{'distinct photos, median of ' + str(args.rounds):<44}{HEADER[44:]}")
             runs = scenarios(base, proc.pid, folder, paths, c, args.rounds, 1, ["before", "pillow", "after"])
             line("before: exact path (fast_decode: false)", runs["before"], None)

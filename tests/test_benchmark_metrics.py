@@ -19,13 +19,18 @@ import yaml
 import vision_eval as ve
 from vision_eval.config import DatasetConfig
 from vision_eval.evaluators.benchmarks.text import reference_answers
-from vision_eval.evaluators.benchmarks.vqa_accuracy import evalai_answer, lenient_answers, official_answer
+from vision_eval.evaluators.benchmarks.vqa_accuracy import (
+    evalai_answer,
+    lenient_answers,
+    official_processed,
+    official_text,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "benchmarks"
 PRESETS = ["chartqa", "docvqa", "textvqa", "pope", "countbench"]
 PROTOCOL_OF_PRESET = {
-    "chartqa": "official",
+    "chartqa": "lmms_eval",
     "docvqa": "official",
     "textvqa": "lmms_eval",
     "pope": "official",
@@ -225,16 +230,16 @@ def test_anls_divides_by_the_raw_lengths_under_the_reference_protocols() -> None
         # "two" and "2" -> "2" (m=2: 0.6), "the coca-cola" -> "coca cola" (m=1: 0.3), "10,000" = "10000".
         ("lmms_eval", [1.0, 0.9, 0.6, 0.3, 1.0, 0.0, 1.0, 0.0]),
         ("lenient", [1.0, 0.9, 0.6, 0.3, 1.0, 0.0, 1.0, 0.0]),
-        # The VQA script compares raw answers when all agree, else only their punctuation processed: "dont walk"
-        # is not "don't walk" (0), "two" is not "2" (m=1: 0.3), "the coca cola" is not "coca cola" (0).
-        ("official", [1.0, 0.0, 0.3, 0.0, 1.0, 0.0, 1.0, 0.0]),
+        # The VQA script (a013f00) processes nothing when the annotators agree: "Nokia" is not "nokia" and "pepsi."
+        # is not "pepsi" (0); when they disagree it processes the reply and every answer, as lmms-eval does.
+        ("official", [0.0, 0.9, 0.6, 0.3, 0.0, 0.0, 1.0, 0.0]),
     ],
 )
 def test_textvqa_preset_vqa_accuracy(protocol: str, expected: list[float]) -> None:
     result = run_preset("textvqa", protocol)
     ids = [str(34602 + i) for i in range(8)]
     assert scores(result) == pytest.approx(dict(zip(ids, expected, strict=True)))
-    matches = 3 if protocol != "official" else 0
+    matches = 3
     shown = details(result, "34603")
     assert {k: v for k, v in shown.items() if k != "references"} == {
         "protocol": protocol,
@@ -245,7 +250,7 @@ def test_textvqa_preset_vqa_accuracy(protocol: str, expected: list[float]) -> No
     # Every reference answer as it was compared with the prediction; `matches` counts the equal ones.
     assert len(shown["references"]) == 10 and shown["references"].count("don't walk") == matches
     passed = {row["sample_id"]: row["passed"] for row in result.results.iter_rows(named=True)}
-    assert passed["34603"] is (protocol != "official") and passed["34604"] is False  # threshold 0.9 = 3 annotators
+    assert passed["34603"] is True and passed["34604"] is False  # threshold 0.9 = 3 annotators
 
 
 def test_pope_preset_official() -> None:
@@ -466,7 +471,7 @@ def test_relaxed_accuracy_tolerance_setting(protocol: str) -> None:
 
 def test_vqa_processing_of_each_protocol() -> None:
     cases = {
-        # reply: (official, lmms_eval, lenient)
+        # reply: (official when the annotators disagree, lmms_eval, lenient)
         "Two dogs": ("2 dogs", "2 dogs", "2 dogs"),  # number word
         "the  dont.": ("don't", "don't", "don't"),  # article, contraction, final period
         "5,000": ("5000", "5000", "5000"),  # a digit,digit comma deletes punctuation
@@ -480,8 +485,13 @@ def test_vqa_processing_of_each_protocol() -> None:
         "the dog's bone?": ("dog's bone", "dog 's bone", "dog's bone"),  # EvalAI splits 's and drops ?
         "somebody'd": ("somebodyd", "somebodyd", "somebody'd"),  # the published table's typo
         "a" + "." * 40 + "b": ("a" + "." * 8 + "b", "a" + "." * 8 + "b", "ab"),  # at most 32 periods go
+        # vqaEval.py runs on Python 2: \d is an ASCII digit, lower() maps İ to i and has no final sigma.
+        "٣.٥": ("٣٥", "٣.٥", "٣.٥"),
+        "٣,٥ x": ("٣ ٥ x", "٣٥ x", "٣٥ x"),
+        "İ ΣΑΣ": ("i σασ", "i̇ σας", "i̇ σας"),
     }
-    assert {reply: official_answer(reply) for reply in cases} == {k: v[0] for k, v in cases.items()}
+    official = {reply: official_processed(official_text(reply)) for reply in cases}
+    assert official == {k: v[0] for k, v in cases.items()}
     assert {reply: evalai_answer(reply) for reply in cases} == {k: v[1] for k, v in cases.items()}
     lenient = lenient_answers(pl.Series(list(cases))).to_list()
     assert dict(zip(cases, lenient, strict=True)) == {k: v[2] for k, v in cases.items()}

@@ -366,6 +366,30 @@ def test_infovqa_preset_anls() -> None:
     assert result.run_info["metrics"]["anls"]["anls"] == pytest.approx(2.5 / 4)
 
 
+# --- MATH-Vision -----------------------------------------------------------------------------------------------
+
+
+def test_mathvision_preset_overall_subjects_and_levels() -> None:
+    result, requests = run_with_candidate("mathvision")
+    rows = by_id(result, "mathvision")
+    # \boxed{\frac{1}{2}} is 0.5; "(C)." reads C, not D (nor the option "6"); \sqrt{12} is the option 2\sqrt{3}
+    # to two decimals; "I cannot tell" is no answer; (\frac{1}{2},2) is the list (0.5,2). lmms-eval's own
+    # mathvision_process_results gives the same five verdicts.
+    assert [rows[str(i)]["score"] for i in range(1, 6)] == [1.0, 0.0, 1.0, 0.0, 1.0]
+    assert json.loads(rows["2"]["details"])["prediction"] == "c"
+    metrics = result.run_info["metrics"]["mathvision"]
+    assert metrics["Overall"] == 60.0 and metrics["n"] == 5
+    assert metrics["subjects"]["combinatorics"] == {"accuracy": 0.0, "n": 2}
+    assert metrics["subjects"]["metric geometry - length"] == {"accuracy": 100.0, "n": 1}
+    assert metrics["levels"]["2"] == {"accuracy": 100.0, "n": 2} and metrics["levels"]["1"]["accuracy"] == 0.0
+    head = 'Please solve the problem step by step and put your answer in one "\\boxed{}".'
+    sent = sent_texts(requests)
+    assert head + "What share of the square is shaded?" in sent
+    choices = "\nChoices: A. 3\nB. 4\nC. 5\nD. 6\nE. 7"
+    post = "\nAnswer the question with the option's letter from the given choices directly."
+    assert head + "How many edges does the solid have?" + choices + post in sent
+
+
 # --- every preset as a Hydra config group, and in `vision-eval list` --------------------------------------------
 
 PRESETS = [
@@ -381,6 +405,7 @@ PRESETS = [
     "realworldqa",
     "vqav2",
     "infovqa",
+    "mathvision",
 ]
 
 

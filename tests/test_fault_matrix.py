@@ -159,6 +159,8 @@ class BadInput:
     """The whole input is refused before anything runs (a dataset-level problem)."""
     check: Callable[[dict[str, Any], Any], None] | None = None
     """Extra assertions on the bad result row (and the fake provider)."""
+    judge: dict[str, Any] = field(default_factory=dict)
+    """Extra judge settings (``image``...)."""
 
 
 def _image(data: bytes | Callable[[], bytes], name: str = "bad.img") -> Callable[[Path], dict[str, Any]]:
@@ -314,6 +316,7 @@ BAD_INPUTS: list[BadInput] = [
         score=0.9,
         sent=True,
         check=_sent_size([1024, 1024]),
+        judge={"image": {"max_side": 1024}},  # a cost cap (a server of your own is sent the 8000x8000 source)
     ),
     # text that is not valid Unicode
     BadInput(
@@ -534,7 +537,7 @@ def test_bad_input(case: BadInput, case_folder: Path, fresh_fake: Any, tmp_path:
     data, ids, good_scores = _data(case, case_folder)
     dataset = {k: [v.replace("{outside}", str(case_folder.parent / "outside")) for v in vs] if isinstance(vs, list)
                else vs for k, vs in case.dataset.items()}  # fmt: skip
-    judge = _judge(fresh_fake, tmp_path) if case.evaluator == "judge" else None
+    judge = {**_judge(fresh_fake, tmp_path), **case.judge} if case.evaluator == "judge" else None
     run = {"evaluators": {"v": EVALUATORS[case.evaluator]}, "judge": judge, "dataset": dataset}
     if case.raises is not None:
         with pytest.raises(case.raises, match=case.reason):

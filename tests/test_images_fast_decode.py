@@ -51,20 +51,20 @@ def reference_sent(data: bytes, policy: ImagePolicy) -> tuple[bytes, tuple[int, 
     orientation = source.getexif().get(0x0112, 1)
     image = ImageOps.exif_transpose(source)
     size = target_size(*image.size, policy.max_side, policy.max_pixels)
-    if policy.format == "keep" and size == image.size and orientation == 1:
+    plain = image.mode in ("RGB", "L", "1", "P") and "transparency" not in image.info  # else converted, on white
+    if policy.format == "keep" and size == image.size and orientation == 1 and plain:
         return data, size
     if size != image.size:
         image = image.resize(size, Image.Resampling.LANCZOS)
     fmt = policy.format if policy.format != "keep" else ("png" if source.format == "PNG" else "jpeg")
     buffer = io.BytesIO()
+    if image.mode not in (("RGB", "L") if fmt == "jpeg" else ("RGB", "L", "1", "P")) or "transparency" in image.info:
+        rgba = image.convert("RGBA")
+        image = Image.new("RGB", rgba.size, (255, 255, 255))
+        image.paste(rgba, mask=rgba.getchannel("A"))
     if fmt == "jpeg":
-        if image.mode not in ("RGB", "L"):
-            rgba = image.convert("RGBA")
-            image = Image.new("RGB", rgba.size, (255, 255, 255))
-            image.paste(rgba, mask=rgba.getchannel("A"))
         image.save(buffer, format="JPEG", quality=policy.quality, optimize=False)
     else:
-        image = image if image.mode in ("RGB", "RGBA", "L") else image.convert("RGBA")
         image.save(buffer, format="PNG", compress_level=6)
     return buffer.getvalue(), size
 

@@ -12,13 +12,8 @@ from conftest import BLUE, RED, shape_png
 from vision_eval.config import ImagePolicy
 from vision_eval.images.chat import extract_chat, looks_like_chat
 from vision_eval.images.media import ImageError, decode, detect_media_type, resolve_media_type
-from vision_eval.images.policy import (
-    check_call_caps,
-    estimate_image_tokens,
-    openai_image_tokens,
-    prepare_image,
-    target_size,
-)
+from vision_eval.images.policy import check_call_caps, prepare_image, target_size
+from vision_eval.images.provider_rules import estimate_image_tokens, openai_image_tokens, provider_rule
 from vision_eval.images.providers import format_message, openai_message
 from vision_eval.images.refs import load_bytes
 
@@ -90,12 +85,12 @@ def test_target_size_never_upscales_and_keeps_aspect() -> None:
     assert target_size(4000, 3000, None, 1_000_000) == (1154, 866)
 
 
-def test_default_policy_makes_a_12mp_photo_cheap() -> None:
+def test_a_cost_cap_makes_a_12mp_photo_cheap() -> None:
     from PIL import Image
 
     buffer = io.BytesIO()
     Image.effect_noise((4000, 3000), 40).convert("RGB").save(buffer, format="JPEG", quality=70)
-    prepared = prepare_image(buffer.getvalue(), ImagePolicy(), label="Image 1")
+    prepared = prepare_image(buffer.getvalue(), ImagePolicy(max_side=1024), label="Image 1")
     assert (prepared.width, prepared.height) == (1024, 768)
     assert prepared.media_type == "image/jpeg"
     # hand-checked: 1024x768 -> 2x2 tiles of 512 -> 85 + 4*170 = 765 tokens (vs 1105 unscaled at 2048 cap)
@@ -104,6 +99,22 @@ def test_default_policy_makes_a_12mp_photo_cheap() -> None:
     record = prepared.record()
     assert record["source_size"] == [4000, 3000] and record["size"] == [1024, 768]
     assert record["policy"]["max_side"] == 1024 and len(record["sha256"]) == 64
+    assert record["encoding"] == "re-encoded: downscaled to the cap set (max_side / max_pixels)"
+
+
+def test_default_policy_sends_a_server_the_source_and_gpt_4o_its_own_size() -> None:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.effect_noise((4000, 3000), 40).convert("RGB").save(buffer, format="JPEG", quality=70)
+    source = buffer.getvalue()
+    served = prepare_image(source, ImagePolicy(), rule=provider_rule("openai/qwen", "http://127.0.0.1:8000/v1"))
+    assert served.data == source and (served.width, served.height) == (4000, 3000)
+    assert served.record()["encoding"] == "source bytes" and served.record()["sizing"] == "server: the source bytes"
+    # GPT-4o: fit 2048x2048 (2048x1536), then the shortest side to 768 -> 1024x768, what the model works at
+    hosted = prepare_image(source, ImagePolicy(), rule=provider_rule("openai/gpt-4o"))
+    assert (hosted.width, hosted.height) == (1024, 768) and hosted.media_type == "image/jpeg"
+    assert hosted.record()["encoding"] == "re-encoded: downscaled to the provider's size"
 
 
 def test_keep_format_sends_source_bytes_when_small() -> None:

@@ -26,10 +26,10 @@ def count_preparations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     lock = threading.Lock()
 
-    def counted(data: bytes, policy, declared=None, label="", *, source_sha256=None):
+    def counted(data: bytes, policy, declared=None, label="", *, source_sha256=None, **rule):
         with lock:
             seen.append(source_sha256)
-        return prepare_image(data, policy, declared, label, source_sha256=source_sha256)
+        return prepare_image(data, policy, declared, label, source_sha256=source_sha256, **rule)
 
     monkeypatch.setattr(prepared_module, "prepare_image", counted)
     return seen

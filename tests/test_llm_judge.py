@@ -67,7 +67,11 @@ def test_judge_grades_from_pixels_with_tokens_cost_and_dimensions(fresh_fake, im
     assert dims["dimension"].to_list() == ["visual_accuracy", "completeness", "clarity", "relevance"]
     assert dims["weight"].to_list() == [0.4, 0.3, 0.2, 0.1]
     details = json.loads(rows["details"][0])
-    assert details["images"][0]["policy"]["max_side"] == 1024 and len(details["images"][0]["sha256"]) == 64
+    sent = details["images"][0]
+    assert sent["policy"]["max_side"] is None and len(sent["sha256"]) == 64
+    # an openai/ model at a server of the user's own (the fake's api_base) gets the dataset's image as it is
+    assert sent["sizing"] == "server: the source bytes" and sent["encoding"] == "source bytes"
+    assert sent["sha256"] == sent["source_sha256"] and sent["column"] == "images"
     assert details["judge_total"] == 0.99 and details["details"]["seen"][0]["colour"] == "red"
     assert "sk-test" not in json.dumps(result.run_info)
     request = fresh_fake.requests[0]

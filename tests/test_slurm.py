@@ -74,9 +74,10 @@ def _gone(pid: int) -> bool:
     return False
 
 
-def _start_now(task: str, env: dict[str, str], timeout_s: float = 90) -> None:
-    """SLURM holds a requeued job back for two minutes once it is pending again: let it start at once."""
-    deadline = time.monotonic() + timeout_s
+def _start_now(task: str, env: dict[str, str], timeout_s: float = 180) -> None:
+    """SLURM holds a requeued job back for two minutes once it is pending again (or holds it, on a busy
+    controller): let it start at once."""
+    deadline, state = time.monotonic() + timeout_s, ""
     while time.monotonic() < deadline:
         state = subprocess.run(["squeue", "-h", "-j", task, "--states=all", "-o", "%T"], env=env, capture_output=True,
                                text=True).stdout.strip()  # fmt: skip
@@ -84,8 +85,10 @@ def _start_now(task: str, env: dict[str, str], timeout_s: float = 90) -> None:
             return
         if state == "PENDING":
             subprocess.run(["scontrol", "update", f"jobid={task}", "starttime=now"], env=env, capture_output=True)
+        if state in ("REQUEUE_HOLD", "SPECIAL_EXIT"):
+            subprocess.run(["scontrol", "release", task], env=env, capture_output=True)
         time.sleep(0.5)
-    raise AssertionError(f"the requeued task {task} did not start again")
+    raise AssertionError(f"the requeued task {task} did not start again in {timeout_s} s (last state {state!r})")
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -32,6 +32,7 @@ from vision_eval.errors import ConfigError, Interrupted, OutputsNotWritten
 from vision_eval.evaluator import EvalContext
 from vision_eval.finish import build_result, dataset_counts, interrupted_hint, not_written, run_info_head
 from vision_eval.gates import EXIT_INCOMPLETE, worst
+from vision_eval.images.sent import sent_record
 from vision_eval.llm.budget import Budget
 from vision_eval.llm.preflight import key_problems, model_uses, preflight
 from vision_eval.llm.scheduler import get_scheduler
@@ -43,6 +44,9 @@ from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, conform
 from vision_eval.rundir import CHECKPOINT, RunDir, claim_or_continue, claim_resume, new_run_id
 from vision_eval.secrets import Secrets
 from vision_eval.stack import build_stack
+
+PLANNED_OUTPUT = "(the candidate's reply)"
+"""A dry run's ``output`` for the evaluators' plans when a candidate would write it."""
 
 
 def _dry_run(
@@ -59,12 +63,16 @@ def _dry_run(
     context.dry_run = True
     lines = []
     warnings = key_problems(uses)
-    planned: dict[str, Any] = {"calls": 0, "estimated_input_tokens": 0, "errors": []}
+    planned: dict[str, Any] = {"calls": 0, "estimated_input_tokens": 0, "image_tokens": 0,
+                               "image_tokens_sized_otherwise": 0, "sized_otherwise": "", "errors": []}  # fmt: skip
 
     async def plan(batch: pl.DataFrame) -> pl.DataFrame:
         counted = plan_outputs(batch, candidate, context)
-        for key in ("calls", "estimated_input_tokens", "errors"):
+        for key in ("calls", "estimated_input_tokens", "image_tokens", "image_tokens_sized_otherwise", "errors"):
             planned[key] += counted[key]
+        planned["sized_otherwise"] = counted["sized_otherwise"] or planned["sized_otherwise"]
+        if "output" not in batch.columns:  # the judges' plans show where the candidate's reply would go
+            batch = batch.with_columns(pl.lit(PLANNED_OUTPUT, pl.Utf8).alias("output"))
         return batch
 
     graded = [e for e in evaluators if e.is_async]
@@ -72,11 +80,12 @@ def _dry_run(
     run_stack(graded, stream.batches(), ledger, total=stream.total, batch_size=config.run.batch_size,
               prepare=plan if candidate is not None else None)  # fmt: skip
     if candidate is not None:
-        lines.append(_line("candidate", candidate, planned["calls"], planned["estimated_input_tokens"]))
+        lines.append(_line("candidate", candidate, planned["calls"], planned["estimated_input_tokens"], planned))
         warnings += [f"candidate request cannot be built for {e}" for e in planned["errors"][:5]]
     for evaluator in graded:
         lines += evaluator_lines(evaluator, ledger.frame("results", evaluator.name).collect())
-    info = {"dry_run": True, "plan": plan_table(lines), "warnings": warnings, "exit_code": 0, "problems": []}
+    info = {"dry_run": True, "plan": plan_table(lines), "warnings": warnings, "exit_code": 0, "problems": [],
+            "images_sent": sent_record(context)}  # fmt: skip
     samples = ledger.samples().collect() if stream.total else samples_frame(stream.head())
     empty = {name: conform(pl.DataFrame(), schema) for name, schema in (("d", DIMENSION_SCHEMA), ("f", FIELD_SCHEMA))}
     return EvalResult(ledger.frame("results").collect(), empty["d"], empty["f"], samples, run_info=info)
@@ -222,6 +231,7 @@ def _run(
         }
         info["spending"] = {"spent_usd": round(scheduler.budget.spent, 6), "budget_usd": config.run.max_cost_usd}
         info["scheduler"] = scheduler.stats.as_dict()
+        info["images_sent"] = sent_record(context)
         if health is not None and health.damaged:
             info["set_aside"] = [f"{d.path}: {d.problem}" for d in health.damaged]
         result = build_result(ledger, evaluators, stack, scheduler, config.run.max_error_rate, info, output_dir,

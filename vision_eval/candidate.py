@@ -16,7 +16,9 @@ from vision_eval.config import DEFAULT_CANDIDATE_PROMPT, CandidateConfig
 from vision_eval.evaluator import EvalContext
 from vision_eval.images.media import ImageError
 from vision_eval.images.prepared import prepared_images_of
+from vision_eval.images.provider_rules import rule_for
 from vision_eval.images.roots import roots_of
+from vision_eval.images.sent import sent_images_of
 from vision_eval.llm.budget import NotAttempted
 from vision_eval.llm.requests import PreparedCall, build_call, row_images, row_variables
 from vision_eval.llm.scheduler import get_scheduler
@@ -51,15 +53,20 @@ def check_candidate(candidate: CandidateConfig) -> None:
 
 
 def _request(row: dict[str, Any], candidate: CandidateConfig, context: EvalContext) -> PreparedCall:
-    """The candidate's request for one row (``ImageError`` / ``TemplateError`` when it cannot be built)."""
+    """The candidate's request for one row (``ImageError`` / ``TemplateError`` when it cannot be built). Its images
+    go as the dataset holds them, at the largest size the model's provider uses (:mod:`~vision_eval.images.
+    provider_rules`), unless ``candidate.image`` caps them."""
     variables = row_variables(row)
     present = [c for c in candidate.images if c in row]
-    store = prepared_images_of(context)
-    images = row_images(row, present, roots_of(context), candidate.image, variables=variables, store=store)
+    store, rule = prepared_images_of(context), rule_for(candidate)
+    images = row_images(row, present, roots_of(context), candidate.image, variables=variables, store=store, rule=rule)
+    sent = sent_images_of(context)
+    if sent is not None:
+        sent.add(CANDIDATE, candidate.name or str(candidate.model), images)
     for name in ("input", "expected_output"):
         variables[name] = variables[name] or ""
     return build_call(
-        request_prompt(candidate), variables, images, candidate.model, candidate.image.detail, candidate.system
+        request_prompt(candidate), variables, images, candidate.model, candidate.image.detail, candidate.system, rule
     )
 
 
@@ -124,8 +131,10 @@ class Generator:
 
 
 def plan_outputs(frame: pl.DataFrame, candidate: CandidateConfig, context: EvalContext) -> dict[str, Any]:
-    """What generating ``output`` would send: calls, estimated prompt tokens, rows whose request fails."""
-    calls = tokens = 0
+    """What generating ``output`` would send: calls, estimated prompt tokens (the images' share, and what they would
+    cost sized otherwise), rows whose request fails."""
+    calls = tokens = image_tokens = other = 0
+    sized_otherwise = ""
     errors: list[str] = []
     for row in frame.to_dicts():
         if row.get("_row_error"):
@@ -137,7 +146,11 @@ def plan_outputs(frame: pl.DataFrame, candidate: CandidateConfig, context: EvalC
             continue
         calls += 1
         tokens += call.estimated_tokens
-    return {"model": str(candidate.model), "calls": calls, "estimated_input_tokens": tokens, "errors": errors}
+        image_tokens, other = image_tokens + call.image_tokens, other + call.other_image_tokens
+        sized_otherwise = call.other_sizing or sized_otherwise
+    return {"model": str(candidate.model), "calls": calls, "estimated_input_tokens": tokens, "errors": errors,
+            "image_tokens": image_tokens, "image_tokens_sized_otherwise": other,
+            "sized_otherwise": sized_otherwise}  # fmt: skip
 
 
 def generate_outputs(

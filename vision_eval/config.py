@@ -21,18 +21,28 @@ class StrictModel(BaseModel):
 
 
 class ImagePolicy(StrictModel):
-    """How images are prepared before they are sent to a model."""
+    """How images are prepared before they are sent to a model. By default an image goes as the dataset holds it
+    (its source bytes) at the largest size the model's provider uses, never less: a server of your own (vLLM, Ollama)
+    gets the source and its processor decides; a hosted provider gets the size its model works at (OpenAI's sizing
+    rule for the model, Anthropic's long-edge and patch limit; Gemini and Nova, which publish none, the source),
+    re-encoded only when that size or a limit of the provider's requires it (``vision_eval.images.provider_rules``
+    cites each rule)."""
 
-    max_side: int | None = Field(1024, ge=1)
-    """Longest side in pixels after downscaling; ``None`` keeps the size."""
+    max_side: int | None = Field(None, ge=1)
+    """A cost cap: longest side in pixels. ``None`` (the default): no cap of ours, the image goes at the largest size
+    the model's provider uses. A cap smaller than that size shows the model less than the provider would (the dry run
+    prices both: ``run.dry_run=true``)."""
     max_pixels: int | None = Field(None, ge=1)
-    """Alternative cap on width x height; applied together with ``max_side``."""
-    format: Literal["jpeg", "png", "keep"] = "jpeg"
-    """Encoding of the sent image; ``keep`` sends the source bytes when no resize is needed."""
+    """A cost cap on width x height; applied together with ``max_side``. ``None``: none."""
+    format: Literal["jpeg", "png", "keep"] = "keep"
+    """Encoding of the sent image: ``keep`` (the default) sends the source bytes unless the image must change (a
+    resize, an EXIF rotation, a GIF's first frame, a format or size the provider refuses), then PNG for PNG and GIF
+    sources and JPEG at ``quality`` for the others; ``jpeg`` and ``png`` always re-encode."""
     quality: int = Field(85, ge=1, le=95)
-    """JPEG quality (1-95)."""
-    detail: Literal["auto", "low", "high"] | None = None
-    """OpenAI ``detail`` hint for image parts."""
+    """JPEG quality (1-95) of a re-encoded image."""
+    detail: Literal["auto", "low", "high", "original"] | None = None
+    """OpenAI ``detail`` hint for image parts (``original``: GPT-5.4 and later); it also picks the size an OpenAI
+    model uses (``low``: 512x512). ``None``: not sent (the model's ``auto``)."""
     max_images_per_call: int = Field(16, ge=1)
     """A call carrying more images is a row error before anything is sent."""
     max_bytes_per_call: int = Field(20_000_000, ge=1)
@@ -119,8 +129,22 @@ DEFAULT_CANDIDATE_PROMPT = "{{ input }}"
 """The request when neither the candidate nor the dataset sets a prompt."""
 
 
+class CandidateImagePolicy(ImagePolicy):
+    """A candidate's image policy: the judges', except that an image it must re-encode is written at JPEG q95 (a
+    model under test should see the dataset's image as nearly as it can)."""
+
+    quality: int = Field(95, ge=1, le=95)
+    """JPEG quality (1-95) of a re-encoded image."""
+
+
 class CandidateConfig(JudgeConfig):
     """The model under test: call settings as for a judge, plus its prompt."""
+
+    image: CandidateImagePolicy = CandidateImagePolicy()
+    """How its images are prepared: by default the image as the dataset holds it, at the largest size the model's
+    provider uses (the source bytes for a server of your own, e.g. vLLM), as lmms-eval hands the model the dataset's
+    image; a re-encoded image (a resize for a hosted provider, an EXIF rotation) is JPEG q95 or PNG. Set
+    ``max_side`` only to cap the cost: a model under test then sees less than it would in the reference harness."""
 
     prompt: str | None = None
     """Jinja2 template of the request (same variables as judge prompts; images not placed by

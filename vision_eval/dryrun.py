@@ -4,7 +4,9 @@ Nothing is sent and nothing is written. Per evaluator (and the candidate) and mo
 prompt tokens (text at 4 characters a token, images by the provider's own formula), output tokens at most
 ``max_tokens`` per call, and dollars from litellm's price map: the prompt's cost, and the most the run could
 cost with every reply at ``max_tokens``, each at the live price and at the provider's batch price
-(``judge.batch: true``; the map's batch price, else half the live price). Unknown prices are said so.
+(``judge.batch: true``; the map's batch price, else half the live price). Unknown prices are said so. The images'
+share of the prompt tokens is compared with what they would cost sized the other way: with a cost cap
+(``image.max_side=1024``) when none is set, at the size the provider uses when one is.
 """
 
 from __future__ import annotations
@@ -38,13 +40,25 @@ class PlanLine:
     """The prompts at the batch price."""
     batch_max_usd: float | None = None
     """Prompts and every reply at ``max_tokens``, at the batch price."""
+    image_tokens: int = 0
+    """The images' share of ``input_tokens``, as they would be sent."""
+    sized_otherwise: str = ""
+    """The other sizing the images are priced at: ``max_side=1024`` (a cost cap) or ``the provider's size``."""
+    image_tokens_sized_otherwise: int = 0
+    """The images' tokens sized as ``sized_otherwise`` says."""
 
 
-def _line(evaluator: str, config: Any, calls: int, tokens: int) -> PlanLine:
+def _line(evaluator: str, config: Any, calls: int, tokens: int, images: dict[str, Any] | None = None) -> PlanLine:
+    """One plan line; ``images``: the image tokens as sent and sized otherwise (``image_tokens``,
+    ``image_tokens_sized_otherwise``, ``sized_otherwise``)."""
     output = calls * int(config.max_tokens or DEFAULT_OUTPUT_TOKENS)
     from vision_eval.llm.batches import batched
 
     line = PlanLine(evaluator, str(config.model), calls, tokens, output, None, None, batched(config))
+    if images:
+        line.image_tokens = int(images.get("image_tokens") or 0)
+        line.image_tokens_sized_otherwise = int(images.get("image_tokens_sized_otherwise") or 0)
+        line.sized_otherwise = str(images.get("sized_otherwise") or "")
     prices, batch = token_prices(str(config.model)), batch_prices(str(config.model))
     if prices is not None:
         line.input_usd, line.max_usd = tokens * prices[0], tokens * prices[0] + output * prices[1]
@@ -56,13 +70,18 @@ def _line(evaluator: str, config: Any, calls: int, tokens: int) -> PlanLine:
 def evaluator_lines(evaluator: Any, results: pl.DataFrame) -> list[PlanLine]:
     """An evaluator's planned calls per model, from its plan rows' ``details.by_model``."""
     configs = {str(m.model): m for m in evaluator.models()}
-    planned: dict[str, list[int]] = {}
+    planned: dict[str, dict[str, Any]] = {}
     for text in results.filter(pl.col("status") == "skipped")["details"].drop_nulls().to_list():
         for model, numbers in (json.loads(text).get("by_model") or {}).items():
-            sums = planned.setdefault(model, [0, 0])
-            sums[0] += int(numbers.get("calls") or 0)
-            sums[1] += int(numbers.get("estimated_input_tokens") or 0)
-    return [_line(evaluator.name, configs[m], c, t) for m, (c, t) in planned.items() if m in configs]
+            sums = planned.setdefault(model, {})
+            for key in ("calls", "estimated_input_tokens", "image_tokens", "image_tokens_sized_otherwise"):
+                sums[key] = sums.get(key, 0) + int(numbers.get(key) or 0)
+            sums["sized_otherwise"] = numbers.get("sized_otherwise") or sums.get("sized_otherwise")
+    return [
+        _line(evaluator.name, configs[m], s["calls"], s["estimated_input_tokens"], s)
+        for m, s in planned.items()
+        if m in configs
+    ]
 
 
 def plan_table(lines: list[PlanLine]) -> dict[str, Any]:
@@ -118,6 +137,18 @@ def print_plan(plan: dict[str, Any], warnings: list[str]) -> None:
                   "the live price.")  # fmt: skip
     if plan.get("planned_max_usd") is not None and any(line["batch"] for line in plan["lines"]):
         console.print(f"this run batches where marked (batch): at most {usd(plan['planned_max_usd'])}.")
+    images = [line for line in plan["lines"] if line["image_tokens"] or line["image_tokens_sized_otherwise"]]
+    if images:
+        sized = Table(title="image tokens: as sent, and sized otherwise")
+        for header in ("evaluator", "model", "as sent", "sized otherwise", "tokens then", "difference"):
+            sized.add_column(header, justify="left" if header in ("evaluator", "model", "sized otherwise") else "right")
+        for line in images:
+            other, sent = line["image_tokens_sized_otherwise"], line["image_tokens"]
+            sized.add_row(line["evaluator"], line["model"], f"{sent:,}", line["sized_otherwise"], f"{other:,}",
+                          f"{other - sent:+,}")  # fmt: skip
+        console.print(sized)
+        console.print("images go at the size the model's provider uses unless image.max_side / max_pixels caps "
+                      "them (a cost cap); 'sized otherwise' prices the other choice.")  # fmt: skip
     for model in plan["unknown_prices"]:
         console.print(f"[yellow]price unknown for {model}: its dollars are not estimated[/yellow]")
     for warning in warnings:

@@ -36,7 +36,9 @@ from vision_eval.grading.settings import GradedSettings
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
 from vision_eval.images.prepared import prepared_images_of
+from vision_eval.images.provider_rules import rule_for
 from vision_eval.images.roots import roots_of
+from vision_eval.images.sent import sent_images_of
 from vision_eval.llm.budget import BUDGET
 from vision_eval.llm.models import check_vision, resolve_judge
 from vision_eval.llm.requests import build_call, row_images, row_variables
@@ -184,7 +186,10 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
         }
 
     # --- running --------------------------------------------------------------------------------------
-    def _variables(self, row: dict[str, Any], judge_policy: Any) -> tuple[dict[str, Any], list[PreparedImage]]:
+    def _variables(
+        self, row: dict[str, Any], judge: JudgeConfig, label: str | None = None
+    ) -> tuple[dict[str, Any], list[PreparedImage]]:
+        """The row's template variables and its images prepared for ``judge`` (counted as sent to ``label``)."""
         s = self.settings
         variables = row_variables(row)
         columns = s.images if self.images_required else [c for c in s.images if c in row]
@@ -192,11 +197,15 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
             row,
             columns,
             roots_of(self.context),
-            judge_policy,
+            judge.image,
             chat_input=s.chat_input_images,
             variables=variables,
             store=prepared_images_of(self.context),
+            rule=rule_for(judge),
         )
+        sent = sent_images_of(self.context)
+        if sent is not None and label is not None:
+            sent.add(self.name, label, images)
         for name in TEXT_VARIABLES:
             if variables[name] is None:
                 variables[name] = ""
@@ -208,9 +217,9 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
     async def aevaluate(self, batch: pl.DataFrame) -> EvalOutput:
         rows = batch.to_dicts()
         if not self.judges or self.context.dry_run:
-            policy = self.judges[0][1].image if self.judges else (self.context.judge or JudgeConfig()).image
+            judge = self.judges[0][1] if self.judges else (self.context.judge or JudgeConfig())
             return EvalOutput(
-                rows_frame(await asyncio.gather(*(asyncio.to_thread(self._plan_row, r, policy) for r in rows)))
+                rows_frame(await asyncio.gather(*(asyncio.to_thread(self._plan_row, r, judge) for r in rows)))
             )
         scheduler = get_scheduler(self.context)
         gate = asyncio.Semaphore(scheduler.rows_in_flight(self.models()))  # bounds prepared images held in memory
@@ -220,13 +229,16 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
         dimensions = pl.DataFrame(dims, schema=DIMENSION_ROW_SCHEMA) if dims else empty(DIMENSION_ROW_SCHEMA)
         return EvalOutput(rows_frame([r for r, _ in graded]), dimensions=dimensions)
 
-    def _plan_row(self, row: dict[str, Any], policy: Any) -> dict[str, Any]:
+    def _plan_row(self, row: dict[str, Any], judge: JudgeConfig) -> dict[str, Any]:
         s = self.settings
         model = self.judges[0][0] if self.judges else None
+        rule = rule_for(judge)
         try:
-            variables, images = self._variables(row, policy)
+            variables, images = self._variables(row, judge, model)
             calls = [
-                build_call(t, {**variables, **extra}, images if with_images else [], model, policy.detail, s.system)
+                build_call(
+                    t, {**variables, **extra}, images if with_images else [], model, judge.image.detail, s.system, rule
+                )
                 for t, extra, with_images in self.plan(variables)
             ]
         except (ImageError, TemplateError, ValueError) as exc:
@@ -239,7 +251,13 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
             "calls": len(calls) * s.samples * max(1, len(s.panel or [])),
             "estimated_input_tokens": tokens * s.samples * max(1, len(s.panel or [])),
             "by_model": {
-                label: {"calls": len(calls) * s.samples, "estimated_input_tokens": tokens * s.samples}
+                label: {
+                    "calls": len(calls) * s.samples,
+                    "estimated_input_tokens": tokens * s.samples,
+                    "image_tokens": sum(c.image_tokens for c in calls) * s.samples,
+                    "image_tokens_sized_otherwise": sum(c.other_image_tokens for c in calls) * s.samples,
+                    "sized_otherwise": calls[0].other_sizing,
+                }
                 for label, _ in self.judges
             },
         }
@@ -251,10 +269,11 @@ class GradedEvaluator(Evaluator[GradedSettingsT]):
         chat = row.get("input")  # a chat-format input may carry images too: prepared off the event loop as well
         maybe_chat = isinstance(chat, list | dict) or (isinstance(chat, str) and chat.lstrip()[:1] in ("[", "{"))
         has_images = any(row.get(c) for c in s.images) or (s.chat_input_images and maybe_chat)
+        label = next((name for name, j in self.judges if j is judge), str(judge.model))
         variables, images = (
-            await asyncio.to_thread(self._variables, row, judge.image)
+            await asyncio.to_thread(self._variables, row, judge, label)
             if has_images
-            else self._variables(row, judge.image)
+            else self._variables(row, judge, label)
         )
         outcomes = await _all([self._one(judge, variables, images, k, usage) for k in range(s.samples)])
         grades = [o for o in outcomes if isinstance(o, Grade)]

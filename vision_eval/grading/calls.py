@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from vision_eval.config import JudgeConfig
 from vision_eval.evaluator import EvalContext
 from vision_eval.images.policy import PreparedImage
+from vision_eval.images.provider_rules import rule_for
 from vision_eval.llm.requests import build_call
 from vision_eval.llm.scheduler import get_scheduler
 from vision_eval.llm.templates import render_text
@@ -105,6 +106,7 @@ class Asker:
             self.judge.model,
             self.judge.image.detail,
             evaluator.settings.system,
+            rule_for(self.judge),
         )
         salt = self.sample if sample is None else sample
         result = await get_scheduler(evaluator.context).complete(

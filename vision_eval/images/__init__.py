@@ -1,10 +1,11 @@
 """Images: references in the dataset frame (``refs``), media detection and safe decoding (``media``),
-the preprocessing policy (``policy``), images inside chat messages (``chat``) and provider formats
-(``providers``)."""
+the preprocessing policy (``policy``), what each provider does with images (``provider_rules``), images
+inside chat messages (``chat``) and provider formats (``providers``)."""
 
 from vision_eval.images.chat import extract_chat, looks_like_chat
 from vision_eval.images.media import ImageError, decode, detect_media_type, resolve_media_type
-from vision_eval.images.policy import PreparedImage, check_call_caps, estimate_image_tokens, prepare_image
+from vision_eval.images.policy import PreparedImage, check_call_caps, prepare_image
+from vision_eval.images.provider_rules import ProviderRule, estimate_image_tokens, provider_rule
 from vision_eval.images.providers import format_message, openai_message
 from vision_eval.images.refs import (
     IMAGE_REF,
@@ -21,6 +22,7 @@ __all__ = [
     "IMAGE_REF",
     "ImageError",
     "PreparedImage",
+    "ProviderRule",
     "check_call_caps",
     "decode",
     "detect_media_type",
@@ -35,5 +37,6 @@ __all__ = [
     "looks_like_chat",
     "openai_message",
     "prepare_image",
+    "provider_rule",
     "resolve_media_type",
 ]

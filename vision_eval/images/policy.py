@@ -1,7 +1,10 @@
-"""The preprocessing policy: downscale and re-encode images before they are sent to a model.
+"""The preprocessing policy: what an image becomes before it is sent to a model.
 
-A 12-megapixel photo sent as-is costs tens of thousands of prompt tokens at some providers;
-under the default policy (longest side 1024, JPEG q85) it costs about a thousand.
+By default an image goes as the dataset holds it (its source bytes) at the largest size the model's provider uses
+(:mod:`vision_eval.images.provider_rules`): a server of your own gets the source, a hosted provider the size its
+model works at, re-encoded only when that size or a limit of the provider's (formats, bytes per image) requires it.
+A user's ``max_side`` / ``max_pixels`` is a cost cap on top; an EXIF rotation is always applied, and a GIF sends its
+first frame as PNG.
 """
 
 from __future__ import annotations
@@ -13,12 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vision_eval.images.media import ImageError, decode, turn_upright
+from vision_eval.images.provider_rules import SERVER, ProviderRule
 from vision_eval.images.resample import lanczos
 
 try:  # the config model lives in config.py; keep a light fallback for standalone use
     from vision_eval.config import ImagePolicy
 except ImportError:  # pragma: no cover
     ImagePolicy = Any  # type: ignore[misc,assignment]
+
+PLAIN_MODES = ("RGB", "L", "1", "P")
+"""Pixel formats sent as they are; others (16-bit, CMYK, alpha) are converted as a viewer shows them on white."""
+SHRINK_STEPS = 6
+"""Re-encodings tried, each smaller, to bring an image within a provider's bytes-per-image limit."""
 
 
 @dataclass
@@ -35,6 +44,8 @@ class PreparedImage:
     source_width: int
     source_height: int
     label: str = ""
+    column: str = ""
+    """The dataset column the image came from (``input`` for an image inside a chat-format input)."""
     meta: dict[str, Any] = field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
@@ -47,6 +58,7 @@ class PreparedImage:
             "size": [self.width, self.height],
             "bytes": len(self.data),
             "media_type": self.media_type,
+            **({"column": self.column} if self.column else {}),
             **self.meta,
         }
 
@@ -75,9 +87,10 @@ def policy_record(policy: ImagePolicy) -> dict[str, Any]:
     }
 
 
-def policy_key(policy: ImagePolicy) -> str:
-    """The policy fields that decide one image's preparation (its bytes, record or refusal), as a string."""
-    return repr(sorted({**policy_record(policy), "max_source_pixels": policy.max_source_pixels}.items()))
+def policy_key(policy: ImagePolicy, rule: ProviderRule = SERVER) -> str:
+    """The policy fields and provider rule that decide one image's preparation (its bytes, record or refusal)."""
+    fields = {**policy_record(policy), "max_source_pixels": policy.max_source_pixels, "rule": rule.key()}
+    return repr(sorted(fields.items()))
 
 
 def prepare_image(
@@ -87,22 +100,22 @@ def prepare_image(
     label: str = "",
     *,
     source_sha256: str | None = None,
+    rule: ProviderRule = SERVER,
 ) -> PreparedImage:
-    """Decode ``data`` safely and apply ``policy``. Raises ``ImageError`` for unusable images.
+    """Decode ``data`` safely and prepare it for a model whose provider follows ``rule`` (default: a server of your
+    own, which gets the source), under ``policy``'s caps. Raises ``ImageError`` for unusable images.
     ``source_sha256``: the sha256 of ``data`` when the caller has it already."""
 
     def sent_size(width: int, height: int) -> tuple[int, int]:
-        return target_size(width, height, policy.max_side, policy.max_pixels)
+        return target_size(*rule.fit(width, height), policy.max_side, policy.max_pixels)
 
     reduce_to = sent_size if getattr(policy, "fast_decode", False) else None
     decoded = decode(data, max_pixels=policy.max_source_pixels, declared=declared, reduce_to=reduce_to)
     image = decoded.image
     width, height = sent_size(decoded.width, decoded.height)
     resized = (width, height) != (decoded.width, decoded.height)
-    fmt = policy.format
-    # The source bytes go as they are only when nothing would change them (an EXIF rotation must be applied,
-    # since providers differ on whether they honour the tag).
-    if fmt == "keep" and not resized and decoded.media_type != "image/gif" and decoded.orientation == 1:
+    why = _why_encode(policy, rule, decoded, resized, len(data))
+    if why is None:  # the source bytes go as they are
         out, media_type = data, decoded.media_type
     else:
         try:
@@ -113,7 +126,13 @@ def prepare_image(
                 from PIL import Image
 
                 image = image.resize((width, height), Image.Resampling.LANCZOS)
-            out, media_type = _encode(_eight_bit(image), fmt, decoded.media_type, policy)
+            image = _eight_bit(image)
+            out, media_type = _encode(image, policy.format, decoded.media_type, policy)
+            if rule.max_image_bytes is not None and len(out) > rule.max_image_bytes:
+                out, media_type, (width, height) = _within_bytes(image, out, media_type, policy, rule)
+                why += f", then made smaller for the provider's {rule.max_image_bytes:,}-byte limit per image"
+        except ImageError:
+            raise
         except (OSError, ValueError) as exc:  # a pixel format Pillow cannot convert or encode
             raise ImageError(f"cannot re-encode the image ({decoded.media_type}, mode {image.mode})") from exc
     if not out:
@@ -130,10 +149,57 @@ def prepare_image(
         label=label,
         meta={
             "policy": policy_record(policy),
+            "sizing": rule.name,
+            "encoding": "source bytes" if why is None else f"re-encoded: {why}",
             **({"exif_orientation": decoded.orientation} if decoded.orientation != 1 else {}),
             **({"decode_scale": decoded.scale} if decoded.scale > 1 else {}),
         },
     )
+
+
+def _why_encode(policy: ImagePolicy, rule: ProviderRule, decoded: Any, resized: bool, size: int) -> str | None:
+    """Why the source bytes cannot go as they are (``None``: they can)."""
+    media_type, image = decoded.media_type, decoded.image
+    if policy.format != "keep":
+        return f"format: {policy.format}"
+    if resized:
+        capped = policy.max_side is not None or policy.max_pixels is not None
+        return "downscaled to the cap set (max_side / max_pixels)" if capped else "downscaled to the provider's size"
+    if decoded.orientation != 1:  # applied, since providers differ on whether they honour the tag
+        return "EXIF orientation applied"
+    if media_type == "image/gif":
+        return "a GIF sends its first frame"
+    if image.mode not in PLAIN_MODES or "transparency" in image.info:  # a model's processor may clip or drop them
+        return f"pixels converted to 8-bit without transparency (mode {image.mode})"
+    if rule.media_types is not None and media_type not in rule.media_types:
+        return f"the provider does not accept {media_type}"
+    if rule.max_image_bytes is not None and size > rule.max_image_bytes:
+        return f"over the provider's {rule.max_image_bytes:,}-byte limit per image"
+    return None
+
+
+def _within_bytes(
+    image: Any, out: bytes, media_type: str, policy: ImagePolicy, rule: ProviderRule
+) -> tuple[bytes, str, tuple[int, int]]:
+    """``image`` encoded within ``rule.max_image_bytes``: as JPEG first (when it was PNG), then smaller."""
+    from PIL import Image
+
+    limit = rule.max_image_bytes
+    assert limit is not None
+    current = image
+    for _ in range(SHRINK_STEPS):
+        if len(out) <= limit:
+            return out, media_type, current.size
+        if media_type == "image/png":
+            out, media_type = _encode(current, "jpeg", media_type, policy)
+            continue
+        factor = min(0.9, math.sqrt(limit / len(out)) * 0.95)
+        size = (max(1, int(current.width * factor)), max(1, int(current.height * factor)))
+        current = image.resize(size, Image.Resampling.LANCZOS)
+        out, media_type = _encode(current, "jpeg", media_type, policy)
+    if len(out) <= limit:
+        return out, media_type, current.size
+    raise ImageError(f"cannot bring the image within the provider's {limit:,}-byte limit ({rule.name})")
 
 
 def _encode(image: Any, fmt: str, source_type: str, policy: ImagePolicy) -> tuple[bytes, str]:
@@ -145,8 +211,8 @@ def _encode(image: Any, fmt: str, source_type: str, policy: ImagePolicy) -> tupl
             image = _flatten(image)
         image.save(buffer, format="JPEG", quality=policy.quality, optimize=False)
         return buffer.getvalue(), "image/jpeg"
-    if image.mode not in ("RGB", "RGBA", "L", "LA", "P"):
-        image = image.convert("RGBA")
+    if image.mode not in PLAIN_MODES or "transparency" in image.info:
+        image = _flatten(image)
     image.save(buffer, format="PNG", compress_level=6)
     return buffer.getvalue(), "image/png"
 
@@ -175,56 +241,16 @@ def _flatten(image: Any) -> Any:
     return background
 
 
-def check_call_caps(images: list[PreparedImage], policy: ImagePolicy) -> None:
-    """Refuse a call carrying too many images or too many bytes, before it is sent."""
+def check_call_caps(images: list[PreparedImage], policy: ImagePolicy, rule: ProviderRule = SERVER) -> None:
+    """Refuse a call carrying too many images or too many bytes (the policy's caps, the provider's request limit),
+    before it is sent."""
     if len(images) > policy.max_images_per_call:
         raise ImageError(f"{len(images)} images in one call exceeds max_images_per_call={policy.max_images_per_call}")
     total = sum(len(i.data) for i in images)
     if total > policy.max_bytes_per_call:
         raise ImageError(f"{total} image bytes in one call exceeds max_bytes_per_call={policy.max_bytes_per_call}")
-
-
-def openai_image_tokens(width: int, height: int, detail: str | None = "auto") -> int:
-    """OpenAI's published image token formula (GPT-4o family): 85 base + 170 per 512-px tile."""
-    if detail == "low":
-        return 85
-    scale = min(1.0, 2048 / max(width, height))
-    w, h = width * scale, height * scale
-    scale = min(1.0, 768 / min(w, h))
-    w, h = w * scale, h * scale
-    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
-
-
-def anthropic_image_tokens(width: int, height: int) -> int:
-    """Anthropic's published estimate: width x height / 750 (after its own 1568-px downscale)."""
-    scale = min(1.0, 1568 / max(width, height), math.sqrt(1_150_000 / (width * height)))
-    return math.ceil(width * scale * height * scale / 750)
-
-
-def gemini_image_tokens(width: int, height: int) -> int:
-    """Gemini: 258 tokens for images up to 384 px, else 258 per 768-px tile."""
-    if width <= 384 and height <= 384:
-        return 258
-    return 258 * math.ceil(width / 768) * math.ceil(height / 768)
-
-
-def estimate_image_tokens(width: int, height: int, model: str | None = None, detail: str | None = None) -> int:
-    """Prompt tokens an image of this size costs at the model's provider family (OpenAI formula by default)."""
-    family = provider_family(model)
-    if family == "anthropic":
-        return anthropic_image_tokens(width, height)
-    if family == "gemini":
-        return gemini_image_tokens(width, height)
-    return openai_image_tokens(width, height, detail or "auto")
-
-
-def provider_family(model: str | None) -> str:
-    """``openai``, ``anthropic``, ``gemini`` or ``nova`` from a litellm model id."""
-    name = (model or "").lower()
-    if "claude" in name or name.startswith("anthropic/"):
-        return "anthropic"
-    if name.startswith(("gemini/", "vertex_ai/")) or "gemini" in name:
-        return "gemini"
-    if "nova" in name or name.startswith("bedrock/"):
-        return "nova"
-    return "openai"
+    if rule.max_request_bytes is not None and total > rule.max_request_bytes:
+        raise ImageError(
+            f"{total} image bytes in one call exceed the provider's limit of {rule.max_request_bytes:,} per request "
+            f"({rule.name}); set a smaller image.max_side"
+        )

@@ -1,10 +1,10 @@
 """Each distinct image prepared once per policy in a run: a bounded, thread-safe store of prepared images.
 
-The same photo in many rows, or several evaluators and judges with the same image policy, decode and encode it
-once: the key is the sha256 of the source bytes, the declared media type and the policy fields that decide the
-preparation (:func:`vision_eval.images.policy.policy_key`). An unusable image is remembered too (its reason).
-Two threads asking for the same image at once prepare it once: the second waits for the first. The store keeps
-at most ``max_bytes`` of prepared bytes, dropping the least recently used images first.
+The same photo in many rows, or several evaluators and judges with the same image policy and provider rule, decode
+and encode it once: the key is the sha256 of the source bytes, the declared media type and the policy fields and
+provider rule that decide the preparation (:func:`vision_eval.images.policy.policy_key`). An unusable image is
+remembered too (its reason). Two threads asking for the same image at once prepare it once: the second waits for
+the first. The store keeps at most ``max_bytes`` of prepared bytes, dropping the least recently used images first.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage, policy_key, prepare_image
+from vision_eval.images.provider_rules import SERVER, ProviderRule
 
 SERVICE = "images.prepared"
 """The name of the run's store in ``EvalContext.services``."""
@@ -49,10 +50,13 @@ class PreparedImages:
         self._pending: dict[tuple[str, str, str], Future[_Entry]] = {}
         self._lock = threading.Lock()
 
-    def prepare(self, data: bytes, policy: Any, declared: str | None = None, label: str = "") -> PreparedImage:
-        """``prepare_image(data, policy, declared, label)``, prepared once per distinct image and policy."""
+    def prepare(
+        self, data: bytes, policy: Any, declared: str | None = None, label: str = "", *, rule: ProviderRule = SERVER
+    ) -> PreparedImage:
+        """``prepare_image(data, policy, declared, label, rule=rule)``, prepared once per distinct image, policy and
+        provider rule."""
         source_sha256 = hashlib.sha256(data).hexdigest()
-        key = (source_sha256, declared or "", policy_key(policy))
+        key = (source_sha256, declared or "", policy_key(policy, rule))
         with self._lock:
             entry = self._done.get(key)
             if entry is not None:
@@ -65,15 +69,17 @@ class PreparedImages:
                 else:
                     self.reused += 1
         if entry is None:
-            entry = waiting.result() if waiting is not None else self._prepare(key, data, policy, declared)
+            entry = waiting.result() if waiting is not None else self._prepare(key, data, policy, declared, rule)
         if isinstance(entry, str):
             raise ImageError(entry)
         return replace(entry, label=label)
 
-    def _prepare(self, key: tuple[str, str, str], data: bytes, policy: Any, declared: str | None) -> _Entry:
+    def _prepare(
+        self, key: tuple[str, str, str], data: bytes, policy: Any, declared: str | None, rule: ProviderRule
+    ) -> _Entry:
         entry: _Entry
         try:
-            entry = prepare_image(data, policy, declared, source_sha256=key[0])
+            entry = prepare_image(data, policy, declared, source_sha256=key[0], rule=rule)
         except ImageError as exc:
             entry = str(exc)
         except BaseException as exc:  # not a verdict on the image: the waiting threads see the same failure

@@ -305,7 +305,8 @@ class FakeProviders:
 
     def stop(self) -> None:
         if self._loop is not None and self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(5)
+            # cleanup waits for the replies in flight, each held back up to `latency`
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10 + self.latency)
             self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(5)
@@ -419,7 +420,7 @@ class FakeProviders:
 
 
 def _image_tokens(image: SeenImage) -> int:
-    from vision_eval.images.policy import openai_image_tokens
+    from vision_eval.images.provider_rules import openai_image_tokens
 
     return openai_image_tokens(image.width, image.height)
 

@@ -32,7 +32,9 @@ from vision_eval.example import GRADED_NOTE, PHOTOS, Example
 from vision_eval.images.media import ImageError
 from vision_eval.images.policy import PreparedImage
 from vision_eval.images.prepared import prepared_images_of
+from vision_eval.images.provider_rules import rule_for
 from vision_eval.images.roots import roots_of
+from vision_eval.images.sent import sent_images_of
 from vision_eval.llm.budget import NotAttempted
 from vision_eval.llm.models import check_vision, resolve_judge
 from vision_eval.llm.requests import PreparedCall, build_call, row_images
@@ -139,25 +141,30 @@ class JudgeAgents(Evaluator[JudgeAgentsSettings]):
             panel["iteration"] = row["iteration"]
         return {"panel": panel}
 
-    def _images(self, row: dict[str, Any], policy: Any) -> list[PreparedImage]:
+    def _images(self, row: dict[str, Any], judge: JudgeConfig, counted: bool = True) -> list[PreparedImage]:
+        """The row's images prepared for ``judge`` (counted in run.json's ``images_sent`` when ``counted``)."""
         store = prepared_images_of(self.context)
-        images = row_images(row, self.settings.images, roots_of(self.context), policy, chat_input=False, store=store)
+        images = row_images(row, self.settings.images, roots_of(self.context), judge.image, chat_input=False,
+                            store=store, rule=rule_for(judge))  # fmt: skip
         if not images:
             raise ImageError("row has no images: the agents judge the image itself")
+        sent = sent_images_of(self.context)
+        if sent is not None and counted:
+            sent.add(self.name, str(judge.model), images)
         return images
 
     def _call(self, request: AgentRequest, images: list[PreparedImage], judge: JudgeConfig | None) -> PreparedCall:
-        model = judge.model if judge else None
-        detail = (judge.image if judge else (self.context.judge or JudgeConfig()).image).detail
-        return build_call(TEMPLATE, {"agent_prompt": request.text}, images, model, detail, system=request.system)
+        config = judge or self.context.judge or JudgeConfig()
+        return build_call(TEMPLATE, {"agent_prompt": request.text}, images, config.model, config.image.detail,
+                          system=request.system, rule=rule_for(config))  # fmt: skip
 
     # evaluation ------------------------------------------------------------
     async def aevaluate(self, batch: pl.DataFrame) -> EvalOutput:
         panel = await self._panel()
         rows = batch.to_dicts()
         if self.planning or self.context.dry_run:
-            policy = (self.context.judge or JudgeConfig()).image
-            planned = await asyncio.gather(*(self._plan_row(panel, row, policy) for row in rows))
+            judge = self.context.judge or JudgeConfig()
+            planned = await asyncio.gather(*(self._plan_row(panel, row, judge) for row in rows))
             return EvalOutput(rows_frame(planned))
         scheduler = get_scheduler(self.context)
         gate = asyncio.Semaphore(scheduler.rows_in_flight(self.models()))  # bounds prepared images held in memory
@@ -173,16 +180,15 @@ class JudgeAgents(Evaluator[JudgeAgentsSettings]):
         extra = self._row_panel(row)
         async with gate:
             items = await panel.requests(row)
-            prepared: dict[str, list[PreparedImage]] = {}  # one preparation per image policy
+            prepared: dict[str, list[PreparedImage]] = {}  # one preparation per image policy and provider rule
             try:
                 for item in items:
                     if isinstance(item, AgentRequest):
                         judge = self.judges[item.agent.name]
                         assert judge is not None  # outside planning every agent has a judge
-                        policy = judge.image
-                        key = policy.model_dump_json()
+                        key = _images_key(judge)
                         if key not in prepared:
-                            prepared[key] = await asyncio.to_thread(self._images, row, policy)
+                            prepared[key] = await asyncio.to_thread(self._images, row, judge)
             except ImageError as exc:
                 failed = [i.failed(str(exc)) if isinstance(i, AgentRequest) else i for i in items]
                 return failed, extra
@@ -197,7 +203,7 @@ class JudgeAgents(Evaluator[JudgeAgentsSettings]):
         judge = self.judges[request.agent.name]
         assert judge is not None
         try:
-            call = self._call(request, prepared[judge.image.model_dump_json()], judge)
+            call = self._call(request, prepared[_images_key(judge)], judge)
         except TemplateError as exc:
             return request.failed(f"the agent's prompt could not be rendered: {exc}")
         try:
@@ -227,24 +233,24 @@ class JudgeAgents(Evaluator[JudgeAgentsSettings]):
             meta["retried_failures"] = result.failures
         return request.outcome(result.text, meta)
 
-    async def _plan_row(self, panel: AgentPanel, row: dict[str, Any], policy: Any) -> dict[str, Any]:
+    async def _plan_row(self, panel: AgentPanel, row: dict[str, Any], judge: JudgeConfig) -> dict[str, Any]:
         sample = str(row["id"])
         items = await panel.requests(row)
         try:
-            images = await asyncio.to_thread(self._images, row, policy)
+            images = await asyncio.to_thread(self._images, row, judge, not self.planning)
         except ImageError as exc:
             return {"sample_id": sample, "status": ERROR, "error": str(exc), "details": self._row_panel(row)}
         agents: dict[str, Any] = {}
-        by_model: dict[str, dict[str, int]] = {}
+        by_model: dict[str, dict[str, Any]] = {}
         failures = []
         for item in items:
             if isinstance(item, AgentOutcome):
                 agents[item.agent] = {"error": item.error}
                 failures.append(f"{item.agent}: {item.error}")
                 continue
-            judge = self.judges.get(item.agent.name)
+            agent_judge = self.judges.get(item.agent.name)
             try:
-                call = self._call(item, images, judge)
+                call = self._call(item, images, agent_judge)
             except TemplateError as exc:
                 agents[item.agent.name] = {"error": str(exc)}
                 failures.append(f"{item.agent.name}: {exc}")
@@ -253,12 +259,17 @@ class JudgeAgents(Evaluator[JudgeAgentsSettings]):
                 "system": item.system,
                 "temperature": item.temperature,
                 "chunks": [c.record() for c in item.chunks],
-                "request": call.plan(judge.model if judge else None),
+                "request": call.plan(agent_judge.model if agent_judge else None),
             }
-            if judge is not None:
-                planned = by_model.setdefault(str(judge.model), {"calls": 0, "estimated_input_tokens": 0})
-                planned["calls"] += 1
-                planned["estimated_input_tokens"] += call.estimated_tokens
+            if agent_judge is not None:
+                planned = by_model.setdefault(str(agent_judge.model), {})
+                planned["calls"] = planned.get("calls", 0) + 1
+                planned["estimated_input_tokens"] = planned.get("estimated_input_tokens", 0) + call.estimated_tokens
+                planned["image_tokens"] = planned.get("image_tokens", 0) + call.image_tokens
+                planned["image_tokens_sized_otherwise"] = (
+                    planned.get("image_tokens_sized_otherwise", 0) + call.other_image_tokens
+                )
+                planned["sized_otherwise"] = call.other_sizing
         reason = DRY_RUN_REASON if not self.planning else NO_JUDGE_REASON
         details = {
             "reason": reason,
@@ -301,6 +312,11 @@ class JudgeAgents(Evaluator[JudgeAgentsSettings]):
 
 async def _done(outcome: AgentOutcome) -> AgentOutcome:
     return outcome
+
+
+def _images_key(judge: JudgeConfig) -> str:
+    """What decides how a judge's images are prepared: its image policy and its provider's rule."""
+    return judge.image.model_dump_json() + rule_for(judge).key()
 
 
 def _label(group: Any) -> str:

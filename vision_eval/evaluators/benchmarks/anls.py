@@ -3,8 +3,9 @@
 ``official`` and ``lmms_eval`` (lmms-eval's ``anls`` is the RRC script's computation): both texts are stripped,
 lowercased and whitespace-collapsed for the edit distance, but the distance is divided by the longer of the *raw*
 texts (their ``upper()`` lengths), so ``"i  a"`` against ``"a"`` scores 1 - 2/4 = 0.5; the row's value is
-1 - the smallest normalized distance over the answers, 0 below the threshold. ``lenient`` divides by the
-normalized lengths, on columns.
+1 - the smallest normalized distance over the answers, 0 below the threshold. ``lmms_eval`` gets the reply
+stripped (as lmms-eval hands every reply to its metric), so its raw length is the stripped reply's. ``lenient``
+divides by the normalized lengths, on columns.
 """
 
 from __future__ import annotations
@@ -115,13 +116,17 @@ class AnlsSettings(ReferenceSettings):
 class Anls(ReferenceMetric[AnlsSettings]):
     """Average Normalized Levenshtein Similarity (DocVQA): 1 - the smallest normalized edit distance over the
     reference answers, 0 below ``cutoff``. Both texts are stripped, lowercased and whitespace-collapsed; the
-    distance is divided by the longer *raw* text (``official`` / ``lmms_eval``, as the RRC script does) or by the
-    longer normalized text (``lenient``)."""
+    distance is divided by the longer *raw* text (``official`` / ``lmms_eval``, as the RRC script does; ``lmms_eval``
+    strips the reply first) or by the longer normalized text (``lenient``)."""
 
     type_name: ClassVar[str] = "anls"
     protocols: ClassVar[dict[str, str]] = {
-        "official": "DocVQA / RRC evaluation script (rrc.cvc.uab.es, Task 1): ANLS with raw lengths, threshold 0.5",
-        "lmms_eval": "lmms-eval api/metrics.py anls (the RRC script's computation)",
+        "official": "the RRC DocVQA / InfographicVQA evaluation script (docvqa.org), in the public copy lmms-eval "
+        "cites, QwenLM/Qwen-VL eval_mm/infographicsvqa_eval.py @aa00ed0: ANLS with raw lengths, threshold 0.5, on "
+        "the reply as given",
+        "lmms_eval": "EvolvingLMMs-Lab/lmms-eval v0.7.2 @cb45ac4 "
+        "lmms_eval/api/metrics.py anls (the RRC script's computation) "
+        "on the reply stripped by lmms_eval/api/task.py ConfigurableTask.process_results",
         "lenient": LENIENT,
     }
     example: ClassVar[Example] = Example(

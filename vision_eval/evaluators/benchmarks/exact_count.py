@@ -215,8 +215,10 @@ class ExactCount(ExtractedMetric[ExactCountSettings]):
 
     type_name: ClassVar[str] = "exact_count"
     protocols: ClassVar[dict[str, str]] = {
-        "lmms_eval": "lmms-eval tasks/countbench/utils.py: the whole reply, stripped and lowercased, number words "
-        "none..twenty as digits, must equal the count",
+        "lmms_eval": "EvolvingLMMs-Lab/lmms-eval v0.7.2 @cb45ac4 "
+        "lmms_eval/tasks/countbench/utils.py countbench_process_results "
+        "on the reply stripped by lmms_eval/api/task.py ConfigurableTask.process_results: the whole "
+        "reply, stripped and lowercased, number words none..twenty as digits, must equal the count",
         "lenient": LENIENT,
     }
     missing_protocols: ClassVar[dict[str, str]] = {

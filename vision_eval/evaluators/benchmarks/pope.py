@@ -270,9 +270,12 @@ class Pope(ExtractedMetric[PopeSettings]):
 
     type_name: ClassVar[str] = "pope"
     protocols: ClassVar[dict[str, str]] = {
-        "official": "POPE evaluate.py (AoiDragon/POPE, the RUCAIBox POPE release): first sentence, 'No'/'not'/'no' "
+        "official": "AoiDragon/POPE evaluate.py @08d957b (the POPE authors' script): first sentence, 'No'/'not'/'no' "
         "words -> no, anything else -> yes",
-        "lmms_eval": "lmms-eval tasks/pope/utils.py: the whole reply, lowercased and stripped, must equal the answer",
+        "lmms_eval": "EvolvingLMMs-Lab/lmms-eval v0.7.2 @cb45ac4 "
+        "lmms_eval/tasks/pope/utils.py pope_process_results and pope_aggregate_* "
+        "on the reply stripped by lmms_eval/api/task.py ConfigurableTask.process_results: the "
+        "whole reply, lowercased and stripped, must equal the answer",
         "lenient": LENIENT,
     }
     example: ClassVar[Example] = Example(

@@ -15,6 +15,7 @@ import polars as pl
 from typing_extensions import TypeVar
 
 from vision_eval.evaluator import EvaluatorSettings
+from vision_eval.evaluators.benchmarks.text import PY_WHITE_SPACE
 from vision_eval.results import ERROR, PROCESSED
 from vision_eval.rowwise import RowRule
 
@@ -112,8 +113,9 @@ ReferenceSettingsT = TypeVar("ReferenceSettingsT", bound=ReferenceSettings, defa
 
 class ReferenceMetric(ProtocolMetric[ReferenceSettingsT]):
     """Base of the metrics scored against one or more reference answers (``relaxed_accuracy``, ``anls``,
-    ``vqa_accuracy``). Their row functions get ``(output, answers)``: the answers as text (one answer or a JSON
-    list; a list column is handed as a JSON list), read by ``text.reference_answers``."""
+    ``vqa_accuracy``). Their row functions get ``(output, answers)``: the reply as the protocol's reference hands it
+    to its metric (:meth:`reply`) and the answers as text (one answer or a JSON list; a list column is handed as a
+    JSON list), read by ``text.reference_answers``."""
 
     def columns_needed(self) -> tuple[str, ...]:
         column = self.settings.answers_column
@@ -124,8 +126,15 @@ class ReferenceMetric(ProtocolMetric[ReferenceSettingsT]):
         """The column the reference answers are read from."""
         return self.settings.answers_column or "expected_output"
 
+    def reply(self) -> pl.Expr:
+        """Column ``output`` as the protocol's reference scores it: lmms-eval strips every ``generate_until`` reply
+        (Python's ``str.strip()``) in ``ConfigurableTask.process_results`` before the task's metric sees it; the
+        authors' scripts take the reply as given."""
+        output = pl.col("output").cast(pl.Utf8)
+        return output.str.strip_chars(PY_WHITE_SPACE) if self.protocol == "lmms_eval" else output
+
     def row_inputs(self, batch: pl.DataFrame) -> pl.DataFrame:
-        return batch.select(pl.col("output").cast(pl.Utf8), answers_text(batch, self.reference_column))
+        return batch.select(self.reply(), answers_text(batch, self.reference_column))
 
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
         processed = results.filter(pl.col("status") == PROCESSED)

@@ -1,7 +1,8 @@
 """``relaxed_accuracy`` (ChartQA): the reply against each reference answer, the best over them.
 
 ``official`` and ``lmms_eval`` score a (reply, label) pair the same way (lmms-eval's ``relaxed_correctness`` is
-pix2struct's): each side is read as a number by Python's ``float`` (a trailing ``%`` divides by 100); when both are
+pix2struct's), ``official`` on the reply as given and ``lmms_eval`` on the reply stripped (as lmms-eval hands every
+reply to its task): each side is read as a number by Python's ``float`` (a trailing ``%`` divides by 100); when both are
 numbers and the label's is not zero, the pair is correct within ``tolerance`` relative difference, otherwise the
 lowercased texts must be equal. A label of 0 therefore needs the text ``0`` itself (``0.0`` is wrong), ``1,000``
 and ``$12`` are text, and ``nan`` never equals ``nan``. ``lenient`` is this project's forgiving reading, on columns.
@@ -129,17 +130,21 @@ class RelaxedAccuracySettings(ReferenceSettings):
 class RelaxedAccuracy(ReferenceMetric[RelaxedAccuracySettings]):
     """ChartQA relaxed accuracy, the best over the reference answers.
 
-    ``official`` / ``lmms_eval``: both sides read by Python's ``float`` (a trailing ``%`` divides by 100); numbers
-    within ``tolerance`` relative difference of a non-zero gold are correct, anything else needs the same lowercased
-    text. ``lenient``: also ``12%`` = ``12`` = ``0.12``, ``1,000``, currency signs, a gold of 0 needs a reply of 0,
-    text compared trimmed and whitespace-collapsed.
+    ``official`` / ``lmms_eval`` (the reply stripped first): both sides read by Python's ``float`` (a trailing ``%``
+    divides by 100); numbers within ``tolerance`` relative difference of a non-zero gold are correct, anything else
+    needs the same lowercased text. ``lenient``: also ``12%`` = ``12`` = ``0.12``, ``1,000``, currency signs, a gold
+    of 0 needs a reply of 0, text compared trimmed and whitespace-collapsed.
     """
 
     type_name: ClassVar[str] = "relaxed_accuracy"
     protocols: ClassVar[dict[str, str]] = {
-        "official": "relaxed accuracy as defined in the ChartQA paper (Masry et al. 2022, sec. 5.1), implemented as "
-        "relaxed_correctness in google-research/pix2struct metrics.py (max over the labels)",
-        "lmms_eval": "lmms-eval tasks/chartqa/utils.py relaxed_correctness (copied from Qwen-VL, itself pix2struct's)",
+        "official": "google-research/pix2struct pix2struct/metrics.py @945f27e: relaxed_correctness, the best over "
+        "the labels (aggregate_metrics), on the reply as given; the ChartQA paper's relaxed accuracy (Masry et al. "
+        "2022, sec. 5.1)",
+        "lmms_eval": "EvolvingLMMs-Lab/lmms-eval v0.7.2 @cb45ac4 "
+        "lmms_eval/tasks/chartqa/utils.py chartqa_process_results (relaxed_correctness, "
+        "pix2struct's via Qwen-VL) "
+        "on the reply stripped by lmms_eval/api/task.py ConfigurableTask.process_results",
         "lenient": LENIENT,
     }
     example: ClassVar[Example] = Example(

@@ -1,14 +1,17 @@
 """``vqa_accuracy`` (TextVQA / VQAv2): the processed reply against the annotators' answers.
 
-- ``official``: GT-Vision-Lab's ``vqaEval.py``. The reply is stripped, then ``processPunctuation`` (each mark of
-  :data:`PUNCT` is deleted when it touches a space or the text has a digit,digit comma, else it becomes a space;
+- ``official``: GT-Vision-Lab's ``vqaEval.py`` as of a013f00 (2021, "Fixed processing answers bug"; the authors
+  confirmed the behaviour in their issue #14). The reply and every answer have newlines and tabs made spaces and are
+  stripped; when the answers then disagree, the reply and every answer go through ``processPunctuation`` (each mark
+  of :data:`PUNCT` is deleted when it touches a space or the text has a digit,digit comma, else it becomes a space;
   then periods not followed by a digit are removed, at most 32 of them: the script passes ``re.UNICODE`` as
   ``re.sub``'s count) and ``processDigitArticle`` (lowercase, split, number words zero..ten as digits, articles
-  dropped, the contraction table). Reference answers are compared raw, or after ``processPunctuation`` alone when
-  the annotators disagree.
-- ``lmms_eval``: lmms-eval's ``EvalAIAnswerProcessor`` (mmf's; TextVQA's EvalAI evaluation) on the reply and on
-  every reference answer: lowercase, ``,`` and ``?`` removed, ``'s`` split off as `` 's``, then the same
-  punctuation and digit/article steps.
+  dropped, the contraction table); when they all agree, nothing more is done to either side. The script runs on
+  Python 2.7 only, whose readings this protocol reproduces: ``\\d`` is an ASCII digit, ``lower()`` maps ``İ`` to
+  ``i`` and has no final sigma.
+- ``lmms_eval``: lmms-eval's ``EvalAIAnswerProcessor`` (mmf's; TextVQA's EvalAI evaluation) on the reply (stripped
+  first, as lmms-eval strips every reply) and on every reference answer: lowercase, ``,`` and ``?`` removed, ``'s``
+  split off as `` 's``, then the same punctuation and digit/article steps (Python 3: ``\\d`` is any decimal digit).
 - ``lenient``: this project's reading (both sides fully normalized, typographic apostrophes, ``im``/``ive``, and
   with one reference answer an exact match), on columns.
 
@@ -82,13 +85,14 @@ CACHED_TEXTS = 1 << 16
 
 # --- official / lmms_eval -------------------------------------------------------------------------------------
 
-_DIGIT_COMMA = re.compile(r"\d,\d")
-_DIGIT_COMMAS = re.compile(r"\d,+\d")
+_DIGIT_COMMAS = re.compile(r"\d,+\d")  # EvalAI's comma rule (Python 3: any decimal digit)
 _PERIOD_NOT_BEFORE_DIGIT = re.compile(r"\.(?!\d)")
+_ASCII_DIGIT_COMMA = re.compile(r"[0-9],[0-9]")  # vqaEval.py's, on Python 2: ASCII digits
+_PERIOD_NOT_BEFORE_ASCII_DIGIT = re.compile(r"\.(?![0-9])")
 _ANY_MARK = re.compile("[" + re.escape("".join(PUNCT)) + "]")
 
 
-def process_punctuation(text: str, digit_comma: re.Pattern[str] = _DIGIT_COMMA) -> str:
+def process_punctuation(text: str, digit_comma: re.Pattern[str], period: re.Pattern[str]) -> str:
     """``processPunctuation``: each mark deleted or made a space (decided on ``text``), then periods stripped."""
     out = text
     if _ANY_MARK.search(text):
@@ -96,26 +100,41 @@ def process_punctuation(text: str, digit_comma: re.Pattern[str] = _DIGIT_COMMA) 
         for mark in PUNCT:
             if mark in out:
                 out = out.replace(mark, "" if drop_all or mark + " " in text or " " + mark in text else " ")
-    return _PERIOD_NOT_BEFORE_DIGIT.sub("", out, count=MAX_PERIODS) if "." in out else out
+    return period.sub("", out, count=MAX_PERIODS) if "." in out else out
 
 
 def process_digit_article(text: str, word_map: dict[str, str] = WORD_MAP) -> str:
-    """``processDigitArticle``: lowercase, split, number words as digits, articles dropped, contractions."""
-    words = [NUMBER_WORDS.get(word, word) for word in text.lower().split()]
+    """``processDigitArticle`` of a lowercased text: split, number words as digits, articles dropped, contractions."""
+    words = [NUMBER_WORDS.get(word, word) for word in text.split()]
     return " ".join(word_map.get(word, word) for word in words if word not in ARTICLES)
 
 
-@lru_cache(maxsize=CACHED_TEXTS)
-def official_answer(reply: str) -> str:
-    """The official VQA script's processing of a reply."""
-    text = reply.replace("\n", " ").replace("\t", " ").strip()
-    return process_digit_article(process_punctuation(text))
+def python2_lower(text: str) -> str:
+    """``unicode.lower()`` as Python 2.7 does it: simple case mapping, so ``İ`` is ``i`` (not ``i̇``) and a final
+    ``Σ`` is ``σ`` (not ``ς``); the other mappings agree for the characters Unicode 5.2 has."""
+    if "İ" in text or "Σ" in text:
+        text = text.replace("İ", "i").replace("Σ", "σ")
+    return text.lower()
+
+
+def official_text(text: str) -> str:
+    """What ``vqaEval.py`` does to the reply and to every answer first: newlines and tabs as spaces, stripped."""
+    return text.replace("\n", " ").replace("\t", " ").strip()
 
 
 @lru_cache(maxsize=CACHED_TEXTS)
-def official_gold(answer: str) -> str:
-    """The official script's processing of a reference answer when the annotators disagree."""
-    return process_punctuation(answer)
+def official_processed(text: str) -> str:
+    """``processPunctuation`` then ``processDigitArticle`` as ``vqaEval.py`` applies them on Python 2."""
+    punctuated = process_punctuation(text, _ASCII_DIGIT_COMMA, _PERIOD_NOT_BEFORE_ASCII_DIGIT)
+    return process_digit_article(python2_lower(punctuated))
+
+
+def official_compared(reply: str, answers: list[str]) -> tuple[str, list[str]]:
+    """The reply and the answers as ``vqaEval.py`` compares them: processed only when the answers disagree."""
+    prediction, golds = official_text(reply), [official_text(answer) for answer in answers]
+    if len(set(golds)) > 1:
+        return official_processed(prediction), [official_processed(gold) for gold in golds]
+    return prediction, golds
 
 
 @lru_cache(maxsize=CACHED_TEXTS)
@@ -123,7 +142,7 @@ def evalai_answer(text: str) -> str:
     """lmms-eval's (EvalAI's) processing of a reply or of a reference answer."""
     text = text.lower().replace(",", "").replace("?", "").replace("'s", " 's").strip()
     text = text.replace("\n", " ").replace("\t", " ").strip()
-    return process_digit_article(process_punctuation(text, _DIGIT_COMMAS))
+    return process_digit_article(process_punctuation(text, _DIGIT_COMMAS, _PERIOD_NOT_BEFORE_DIGIT).lower())
 
 
 def leave_one_out(matches: int, answers: int) -> float:
@@ -137,8 +156,7 @@ def score_row(protocol: str, column: str, output: str, answers: str) -> RowResul
     if golds is None:
         return failed(str(error))
     if protocol == "official":
-        prediction = official_answer(output)
-        compared = [official_gold(g) for g in golds] if len(set(golds)) > 1 else golds
+        prediction, compared = official_compared(output, golds)
     else:
         prediction = evalai_answer(output)
         compared = [evalai_answer(g) for g in golds]
@@ -236,17 +254,21 @@ class VqaAccuracy(ReferenceMetric[VqaSettings]):
     """VQA accuracy: with N reference answers of which M equal the processed reply, the mean over the N
     leave-one-out subsets of min(1, matches / 3) (so one reference answer scores 0).
 
-    ``official``: the VQA script's processing of the reply; references compared raw, or after its punctuation step
-    when the annotators disagree. ``lmms_eval``: lmms-eval's (EvalAI's) processing of the reply and of every
-    reference. ``lenient``: both fully normalized, typographic apostrophes, ``im``/``ive``, and with one reference
-    answer an exact match. Default threshold 0.9: a prediction passes when at least 3 annotators gave it.
+    ``official``: the VQA script (a013f00): reply and answers compared as given (newlines and tabs as spaces,
+    stripped) when the annotators agree, else all of them processed. ``lmms_eval``: lmms-eval's (EvalAI's)
+    processing of the stripped reply and of every reference. ``lenient``: both fully normalized, typographic
+    apostrophes, ``im``/``ive``, and with one reference answer an exact match. Default threshold 0.9: a prediction
+    passes when at least 3 annotators gave it.
     """
 
     type_name: ClassVar[str] = "vqa_accuracy"
     protocols: ClassVar[dict[str, str]] = {
-        "official": "GT-Vision-Lab/VQA PythonEvaluationTools/vqaEvaluation/vqaEval.py (VQA accuracy)",
-        "lmms_eval": "lmms-eval tasks/textvqa/utils.py with _task_utils/vqa_eval_metric.py EvalAIAnswerProcessor "
-        "(also TextVQA's EvalAI / mmf evaluation)",
+        "official": "GT-Vision-Lab/VQA PythonEvaluationTools/vqaEvaluation/vqaEval.py @a013f00 (VQA accuracy, on "
+        "Python 2.7: the reply and answers processed only when the annotators disagree)",
+        "lmms_eval": "EvolvingLMMs-Lab/lmms-eval v0.7.2 @cb45ac4 "
+        "lmms_eval/tasks/textvqa/utils.py textvqa_process_results with "
+        "_task_utils/vqa_eval_metric.py EvalAIAnswerProcessor (also TextVQA's EvalAI / mmf evaluation) "
+        "on the reply stripped by lmms_eval/api/task.py ConfigurableTask.process_results",
         "lenient": LENIENT,
     }
     example: ClassVar[Example] = Example(
