@@ -58,6 +58,7 @@ def test_the_most_severe_exit_code_wins(codes: list[int], expected: int) -> None
 def test_error_rate_at_the_limit_holds_and_one_row_more_fails_with_exit_3() -> None:
     (at,) = evaluator_gates("e", settings(max_error_rate=0.2), stats(10, errors=2), 0.1)
     assert (at.gate, at.value, at.limit, at.passed, at.exit_code) == ("max_error_rate", 0.2, 0.2, True, EXIT_INCOMPLETE)
+    assert at.message == "e: error rate 20.0% \u2264 20.0% (2 of 10 rows)"
     (past,) = evaluator_gates("e", settings(max_error_rate=0.2), stats(10, errors=3), 0.1)
     assert (past.value, past.passed, past.exit_code) == (0.3, False, EXIT_INCOMPLETE)
     assert past.message == "e: error rate 30.0% > 20.0% (3 of 10 rows)"
@@ -92,9 +93,11 @@ def test_quality_gates_are_inclusive_and_fail_with_exit_1(gate: str, key: str) -
     at, below, missing = checked(0.75), checked(0.7499), checked(None)
     assert (at.value, at.limit, at.passed) == (0.75, 0.75, True)
     assert (below.passed, below.exit_code) == (False, EXIT_GATE)
-    assert below.message == f"e: {key.replace('_', ' ')} 0.750 < 0.75"  # the value shown to 3 decimals
+    name = key.replace("_", " ")
+    assert at.message == f"e: {name} 0.750 \u2265 0.75"  # the value shown to 3 decimals, the limit as written
+    assert below.message == f"e: {name} 0.7499 < 0.75"  # more decimals where 3 would round onto the limit
     assert (missing.value, missing.passed, missing.exit_code) == (None, False, EXIT_GATE)
-    assert missing.message == f"e: {key.replace('_', ' ')} none (no processed rows) < 0.75"
+    assert missing.message == f"e: {name} none (no processed rows) < 0.75"
 
 
 def test_an_unset_quality_gate_is_not_checked() -> None:
