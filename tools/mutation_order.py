@@ -29,6 +29,11 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
     "vision_eval.finish": ("test_run_result", "test_error_rate_gate", "test_gates_exit_codes", "test_candidate"),
     "vision_eval.prechecks": ("test_where_and_held_rows", "test_engine"),
     "vision_eval.secrets": ("test_secret_values", "test_config", "test_candidate"),
+    "vision_eval.exits": ("test_exits",),
+    "vision_eval.pairing": ("test_compare", "test_report_compare"),
+    "vision_eval.stats": ("test_compare", "test_report_compare"),
+    "vision_eval.ranking": ("test_leaderboard_table", "test_leaderboard", "test_compare", "test_report_compare"),
+    "vision_eval.compare": ("test_compare", "test_report_compare"),
     "vision_eval.leaderboard": (
         "test_leaderboard_table",
         "test_leaderboard",
@@ -42,6 +47,7 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
         "test_benchmark_protocols",
         "test_benchmark_protocols_rows",
         "test_benchmark_protocols_leaderboard",
+        "test_benchmark_presets",
     ),
     "vision_eval.evaluators.fields": (
         "test_field_rules",
