@@ -4,6 +4,10 @@ reading limits."""
 
 from __future__ import annotations
 
+import math
+import random
+from fractions import Fraction
+
 import pytest
 
 from vision_eval.evaluators.fields.matching import (
@@ -19,7 +23,15 @@ from vision_eval.evaluators.fields.matching import (
     rule,
     similarity,
 )
-from vision_eval.evaluators.fields.values import nesting_depth, to_json, too_deep
+from vision_eval.evaluators.fields.values import (
+    SLACK,
+    as_float,
+    fmt,
+    nesting_depth,
+    to_json,
+    tolerance_compare,
+    too_deep,
+)
 
 NUMERIC = FieldSpec(path="x", match="numeric_tolerance")
 
@@ -260,3 +272,91 @@ def test_a_format_with_month_names_reads_them_itself() -> None:
     assert read_by_format("05-mar-2024", "DD-MMM-YYYY") == datetime(2024, 3, 5)
     assert read_by_format("March 05 2024 13:45", "MMMM DD YYYY HH:mm") == datetime(2024, 3, 5, 13, 45)
     assert read_by_format("2024-03-05", "DD-MMM-YYYY") is None
+
+
+# ---------------------------------------------------------------- numbers: reasons' text and the tolerance bound
+
+
+@pytest.mark.parametrize(
+    ("x", "text"),
+    [(1.0, "1.0"), (-1.0, "-1.0"), (1.5, "1.5"), (0.1234567, "0.123457"), (-0.1234565, "-0.123456"),
+     (5e-6, "0.000005"), (-5e-6, "-0.000005"), (1.25e-5, "0.000013"), (123456.7890123, "123456.789012"),
+     (1e15, "1000000000000000.0"), (1e16, "1e+16"), (3e21, "3e+21"), (-2.5e300, "-2.5e+300"),
+     (0.000999999, "0.001"), (0.0001234, "0.000123"), (1 / 3, "0.333333"), (2 / 3, "0.666667"),
+     (math.nan, "NaN"), (math.inf, "inf"), (-math.inf, "-inf")],
+)  # fmt: skip
+def test_fmt_prints_numbers_rounded_to_6_decimals_in_plain_notation_below_1e15(x: float, text: str) -> None:
+    assert fmt(x) == text
+
+
+def test_fmt_zero_tiny_and_beyond_the_float_range() -> None:
+    assert fmt(0) == fmt(0.0) == fmt(-0.0) == fmt(4e-7) == fmt(-4e-7) == "0.0"
+    assert fmt(Fraction(1, 3)) == "0.333333"
+    assert fmt(Fraction(10**400)) == "1.000000e+400"
+    assert fmt(Fraction(-(10**400) * 3, 2)) == "-1.500000e+400"
+
+
+def exact_hit(got: int | float, want: int | float, tolerance: float, relative: bool) -> bool:
+    g, w, t = Fraction(got), Fraction(want), Fraction(tolerance)
+    tol = t * abs(w) if relative and w != 0 else t
+    return abs(g - w) <= tol + Fraction(SLACK) * max(Fraction(1), tol)
+
+
+@pytest.mark.parametrize(
+    ("got", "want", "tolerance", "relative", "hit"),
+    [
+        (1.1, 1.0, 0.1, False, True),  # float rounding at the bound is forgiven
+        (1.1 + 2e-9, 1.0, 0.1, False, False),  # past the slack: a miss
+        (1.1 + 0.5e-9, 1.0, 0.1, False, True),
+        (2000.0 + 5e-7, 1000.0, 1000.0, False, True),  # the slack scales with a tolerance above 1
+        (2000.0 + 2e-6, 1000.0, 1000.0, False, False),
+        (1.0 + 0.5e-9, 1.0, 0.0, False, True),  # a zero tolerance keeps the absolute slack
+        (1.0 + 2e-9, 1.0, 0.0, False, False),
+        (202, 200, 0.01, True, True),  # relative: 1% of 200
+        (202.01, 200, 0.01, True, False),
+        (-202, -200, 0.01, True, True),  # of |want|
+        (0.01, 0, 0.01, True, True),  # relative to 0: the tolerance itself
+        (0.0101, 0, 0.01, True, False),
+        (2**60 + 1, 2**60, 0.0, False, False),  # integers beyond 2**53 compared exactly
+        (2**60 + 1, 2**60, 1.0, False, True),
+        (2**60 + 2, 2**60, 1.0, False, False),
+        (-(2**60) - 2, -(2**60), 1.0, False, False),
+        (2**53 + 1, 2**53, 0.0, False, False),
+        (2**53 + 1, float(2**53), 0.0, False, False),
+        (10**400, 10**400 + 1, 0.0, False, False),
+        (10**400, 10**400, 0.0, False, True),
+    ],
+)
+def test_tolerance_compare_at_and_just_past_the_bound(
+    got: int | float, want: int | float, tolerance: float, relative: bool, hit: bool
+) -> None:
+    assert exact_hit(got, want, tolerance, relative) is hit
+    found, diff, tol = tolerance_compare(got, want, tolerance, relative)
+    assert found is hit
+    assert float(diff) == float(abs(Fraction(got) - Fraction(want)))
+    expected_tol = tolerance * abs(want) if relative and want != 0 else tolerance
+    assert float(tol) == pytest.approx(float(expected_tol), rel=1e-12)
+
+
+def test_tolerance_compare_agrees_with_exact_arithmetic_and_stays_in_floats_away_from_the_bound() -> None:
+    rng = random.Random(7)
+    for _ in range(2000):
+        want = rng.choice([rng.uniform(-1e6, 1e6), rng.randint(-(2**62), 2**62), rng.randint(-1000, 1000), 0])
+        tolerance = rng.choice([0.0, 0.5, 1.0, 2.5, 1e-3, 1e3])
+        relative = rng.random() < 0.5
+        tol = tolerance * abs(want) if relative and want != 0 else tolerance
+        got = want + rng.choice([-1, 1]) * tol * rng.choice([0.5, 1.0, 1.0 + 1e-10, 1.0 + 1e-8, 2.0])
+        if isinstance(want, int) and rng.random() < 0.5:
+            got = int(want + rng.choice([-1, 0, 1]) * int(tol))
+        found, diff, _ = tolerance_compare(got, want, tolerance, relative)
+        assert found is exact_hit(got, want, tolerance, relative), (got, want, tolerance, relative)
+    found, diff, tol = tolerance_compare(3.0, 1.0, 0.5, False)
+    assert (found, diff, tol) == (False, 2.0, 0.5) and isinstance(diff, float)
+
+
+def test_tolerance_compare_infinite_and_nan_compare_as_floats() -> None:
+    assert tolerance_compare(math.inf, math.inf, 1.0, False)[0] is False  # inf - inf is NaN
+    assert tolerance_compare(math.inf, 1.0, 1e300, False)[0] is False
+    assert tolerance_compare(math.nan, 1.0, 1.0, False)[0] is False
+    assert tolerance_compare(-math.inf, -math.inf, 0.0, False)[0] is False
+    assert as_float(10**400) == math.inf and as_float(-(10**400)) == -math.inf and as_float(3) == 3.0
