@@ -48,6 +48,7 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
         "test_benchmark_protocols_rows",
         "test_benchmark_protocols_leaderboard",
         "test_benchmark_presets",
+        "test_benchmark_parity",
     ),
     "vision_eval.evaluators.fields": (
         "test_field_rules",
