@@ -9,8 +9,8 @@ import pytest
 from hydra.errors import HydraException, OverrideParseException
 from omegaconf.errors import ConfigKeyError
 
-from vision_eval.exits import LOG_NAME, _report_to, _secrets, hydra_problem, internal_error
-from vision_eval.gates import EXIT_INTERNAL
+from vision_eval.exits import LOG_NAME, _report_to, _secrets, hydra_problem, internal_error, interrupted
+from vision_eval.gates import EXIT_INTERNAL, EXIT_INTERRUPTED
 
 KEY = "sk-live-0123456789abcdef"
 
@@ -137,3 +137,34 @@ def test_other_hydra_and_omegaconf_complaints_are_their_first_line_and_anything_
     assert hydra_problem(HydraException("  "), []) == "HydraException"
     assert hydra_problem(ConfigKeyError("Key 'x' is not in struct"), []) is not None
     assert hydra_problem(ValueError("x"), []) is None
+
+
+class Exited(Exception):
+    pass
+
+
+def test_ctrl_c_prints_the_hint_once_ignores_further_interrupts_and_exits_130(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import signal
+
+    codes: list[int] = []
+
+    def fake_exit(code: int) -> None:
+        codes.append(code)
+        raise Exited
+
+    handlers: list[object] = []
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    monkeypatch.setattr(signal, "signal", lambda sig, handler: handlers.append((sig, handler)))
+    exc = KeyboardInterrupt()
+    exc.hint = "interrupted: 3 of 10 rows kept; resume with: vision-eval run.resume=x"  # type: ignore[attr-defined]
+    with pytest.raises(Exited):
+        interrupted(exc)
+    assert codes == [EXIT_INTERRUPTED] and EXIT_INTERRUPTED == 130
+    assert handlers == [(signal.SIGINT, signal.SIG_IGN)]
+    assert capsys.readouterr().err == "interrupted: 3 of 10 rows kept; resume with: vision-eval run.resume=x\n"
+    with pytest.raises(Exited):
+        interrupted(KeyboardInterrupt())
+    assert capsys.readouterr().err == "interrupted: nothing was evaluated\n"
