@@ -136,3 +136,46 @@ def test_lenient_anls_similarity_in_double_precision_and_unreadable_answers() ->
     result = ve.evaluate(data, evaluators={"m": {"type": "anls", "protocol": "lenient"}}, run={"progress": False})
     assert result.results["status"].to_list() == ["error"]
     assert result.results["error"][0].startswith("reference answers look like a JSON list but do not parse")
+
+
+# ---------------------------------------------------------------- what the details column says for letter presets
+
+
+@pytest.mark.parametrize(
+    ("output", "expected", "score", "details"),
+    [
+        ("The answer is B.", "b", 1.0, {"prediction": "B", "expected": "B"}),  # the gold letter in upper case
+        ("nothing", "C", 0.0, {"prediction": None, "expected": "C", "unparseable": True}),
+        ("2 Cars.", "2 cars", 1.0, {"prediction": "2 cars", "expected": "2 cars"}),  # text: lower case, no period
+        ("3 cars", "2 cars", 0.0, {"prediction": "3 cars", "expected": "2 cars"}),
+    ],
+)
+def test_realworldqa_details_name_the_prediction_and_the_gold(
+    output: str, expected: str, score: float, details: dict[str, Any]
+) -> None:
+    from vision_eval.evaluators.benchmarks.realworldqa import realworldqa_row
+
+    row = realworldqa_row("lmms_eval", output, expected)
+    assert (row.status, row.score) == ("processed", score)
+    assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
+
+
+@pytest.mark.parametrize(
+    ("output", "expected", "status", "score", "details"),
+    [
+        ("a", "0", "processed", 1.0, {"prediction": "a", "expected": "A"}),  # the reply as given
+        ("B. y", "0", "processed", 0.0, {"prediction": "B", "expected": "A"}),
+        ("", "0", "processed", 0.0, {"prediction": None, "expected": "A", "unparseable": True}),
+        ("x", "5", "error", None, {}),  # no option 5: an error row that still names its protocol
+    ],
+)
+def test_scienceqa_details_name_the_prediction_the_gold_and_the_protocol(
+    output: str, expected: str, status: str, score: float | None, details: dict[str, Any]
+) -> None:
+    from vision_eval.evaluators.benchmarks.scienceqa import scienceqa_row
+
+    row = scienceqa_row("lmms_eval", output, expected, ["x", "y"])
+    assert (row.status, row.score) == (status, score)
+    assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
+    if status == "error":
+        assert row.error == "expected_output is not the index of an option"
