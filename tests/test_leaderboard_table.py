@@ -163,3 +163,20 @@ def test_unranked_evaluators_in_board_order_and_a_board_without_protocols() -> N
     )
     assert list(unranked(board)) == names
     assert unranked(pl.DataFrame({"evaluator": ["em"], "mean_score": [1.0]})) == {}
+
+
+def test_tied_ranks_tie_within_the_tolerance_or_on_the_same_scores_and_rank_by_competition() -> None:
+    from vision_eval.ranking import SCORES_HASH, TIE, tied_ranks
+
+    board = pl.DataFrame(
+        {
+            "evaluator": ["e", "e", "e", "e", "e", "f"],
+            "mean_score": [0.9, 0.9 - TIE / 2, 0.8, 0.7, 0.6, None],
+            SCORES_HASH: [1, 2, 3, 3, 4, 5],  # 0.8 and 0.7 come from the same scores (e.g. rounding apart)
+        },
+        schema_overrides={SCORES_HASH: pl.UInt64},
+    )
+    ranks = tied_ranks(board, pl.Series([True, True, True, True, True, True]))
+    assert ranks.to_list() == [1, 1, 3, 3, 5, None]
+    unranked = tied_ranks(board, pl.Series([True, False, True, True, True, True]))
+    assert unranked.to_list() == [1, None, 2, 2, 4, None]
