@@ -179,3 +179,23 @@ def test_scienceqa_details_name_the_prediction_the_gold_and_the_protocol(
     assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
     if status == "error":
         assert row.error == "expected_output is not the index of an option"
+
+
+@pytest.mark.parametrize(
+    ("output", "expected", "status", "score", "details"),
+    [
+        ("B. the sun", "1", "processed", 1.0, {"prediction": "b", "expected": "B"}),  # the leading letter
+        ("b", "1", "processed", 1.0, {"prediction": "b", "expected": "B"}),
+        ("C", "1", "processed", 0.0, {"prediction": "c", "expected": "B"}),
+        ("sun", "1", "processed", 0.0, {"prediction": "sun", "expected": "B", "unparseable": True}),  # no letter
+        ("x", "7", "error", None, {}),
+    ],
+)
+def test_ai2d_details_name_the_prediction_the_gold_and_the_protocol(
+    output: str, expected: str, status: str, score: float | None, details: dict[str, Any]
+) -> None:
+    from vision_eval.evaluators.benchmarks.ai2d import ai2d_row
+
+    row = ai2d_row("lmms_eval", output, expected, ["moon", "sun", "star"])
+    assert (row.status, row.score) == (status, score)
+    assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
