@@ -124,13 +124,20 @@ def image_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.fixture
-def subprocess_env() -> dict[str, str]:
-    """Environment for child processes that import this checkout's package."""
+def child_env(**extra: str) -> dict[str, str]:
+    """Environment for child processes that import this checkout's package (``extra`` variables set too)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("HYDRA_FULL_ERROR", None)
-    return env
+    if env.get("MUTANT_UNDER_TEST") == "stats":  # mutmut's call-recording pass (docs/testing.md) works in-process only
+        env["MUTANT_UNDER_TEST"] = ""
+    return {**env, **extra}
+
+
+@pytest.fixture
+def subprocess_env() -> dict[str, str]:
+    """Environment for child processes that import this checkout's package."""
+    return child_env()
 
 
 @pytest.fixture

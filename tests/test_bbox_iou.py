@@ -4,7 +4,6 @@ example script."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import child_env
 
 import vision_eval
 from vision_eval.evaluators.boxes import geometry as bx
@@ -147,7 +147,7 @@ def test_ap_by_threshold() -> None:
 
 def _judge(row: dict[str, Any]) -> dict[str, Any]:
     script = ROOT / "evaluators/code-validators/fuzzy_fields_judge.py"
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = child_env()
     proc = subprocess.run(
         [sys.executable, str(script)], input=json.dumps(row), env=env, capture_output=True, text=True, timeout=60
     )
@@ -504,6 +504,15 @@ def _box(label: str, box: list[float], score: float | None = None) -> dict[str, 
     return {"label": label, "box": box} if score is None else {"label": label, "box": box, "score": score}
 
 
+def _tied(k: int) -> dict[str, Any]:
+    """Detection ``k`` of the tied-scores case: a false positive every third, else its ground truth shifted 0-2 px."""
+    score = 0.9 if k in (0, 2, 3, 5, 8, 9, 11, 12, 14, 15, 18, 21) else 0.5
+    if k % 3 == 0:
+        return _box("t", [500 + 20 * k, 0, 510 + 20 * k, 10], score)
+    x = 20 * (k // 2) + k % 3
+    return _box("t", [x, 0, x + 10, 10], score)
+
+
 COCO_CASES = {
     # FP first, then two TPs: precision rises again (the running maximum matters).
     "precision_rises": [
@@ -559,6 +568,13 @@ COCO_CASES = {
             "expected_output": [_box("x", [0, 20, 9, 29]), _box("x", [80, 80, 90, 90])],
         },
         {"output": [_box("x", [0, 0, 5, 5], 0.55)], "expected_output": [_box("x", [0, 0, 5, 6])]},
+    ],
+    # Two score levels over 24 detections: the order of equal scores (input order, as COCO keeps it) decides AP.
+    "tied_scores": [
+        {
+            "output": [_tied(k) for k in range(24)],
+            "expected_output": [_box("t", [20 * i, 0, 20 * i + 10, 10]) for i in range(12)],
+        }
     ],
 }
 

@@ -343,3 +343,16 @@ def test_content_is_the_values_not_how_a_file_stored_them() -> None:
         input=["q", None], expected_output=["7", "8"], images=pl.Series([renamed, []], dtype=pl.List(ref))
     )
     assert elsewhere == other
+
+
+def test_the_pairing_sentence_counts_in_words_singular_and_plural() -> None:
+    from vision_eval.pairing import Pairing
+
+    assert Pairing(paired=1).sentence() == "1 sample paired"
+    assert Pairing(paired=0).sentence() == "0 samples paired"
+    assert Pairing(paired=30, differ=1, only_baseline=2, differing_ids=["s3"]).sentence() == (
+        "30 samples paired; 1 shares its id but differs in content (s3): not compared; 2 in the baseline only"
+    )
+    assert Pairing(paired=2, differ=3, only_candidate=1, differing_ids=["a", "b"]).sentence() == (
+        "2 samples paired; 3 share their ids but differ in content (a, b, ...): not compared; 1 in the candidate only"
+    )

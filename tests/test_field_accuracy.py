@@ -342,3 +342,23 @@ def test_rules_prepared_once_per_field_follow_each_fields_settings() -> None:
         assert one("05/01/2025", "2025-01-05", match="date", formats=formats)["hit"] is hit
     for threshold, hit in ((0.95, False), (0.5, True), (0.95, False)):
         assert one("Acme Crop", "Acme Corp", match="fuzzy", threshold=threshold)["hit"] is hit
+
+
+# ---------------------------------------------------------------- defaults
+
+
+def test_defaults_weighted_average_and_a_pass_at_0_8_inclusive() -> None:
+    fields = [{"path": k} for k in "abcde"]
+    want = {k: 1 for k in "abcde"}
+    rows = [
+        {"id": "four_of_five", "output": {**want, "e": 2}, "expected_output": want},
+        {"id": "three_of_five", "output": {**want, "d": 2, "e": 2}, "expected_output": want},
+    ]
+    res = {r["sample_id"]: r for r in run(rows, fields).results.to_dicts()}
+    assert (res["four_of_five"]["score"], res["four_of_five"]["passed"]) == (pytest.approx(0.8), True)
+    assert (res["three_of_five"]["score"], res["three_of_five"]["passed"]) == (pytest.approx(0.6), False)
+
+
+def test_no_fields_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="fields"):
+        run([{"output": {"v": 1}, "expected_output": {"v": 1}}], [])

@@ -155,3 +155,49 @@ def test_spellings_dateutil_reads_one_way_are_read_without_it() -> None:
         assert dates._dateutil_shape(text) == stdlib_date(text, ()) == dt.datetime(year, month, day), text
     for text in ["13/05/2025", "31 Feb 2025", "5 Janu 2025", "05.13.2025", "5 Jan 0999", "Jan 5 2025 10:20"]:
         assert dates._dateutil_shape(text) is None, text  # left to dateutil
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("5 Jan 1000", dt.datetime(1000, 1, 5)),  # the smallest four-digit year
+        ("31 Dec 9999", dt.datetime(9999, 12, 31)),
+        ("5-Sept-2025", dt.datetime(2025, 9, 5)),
+        ("September 30, 2025", dt.datetime(2025, 9, 30)),
+        ("Dec 1 2025", dt.datetime(2025, 12, 1)),
+        ("2025/12/31", dt.datetime(2025, 12, 31)),
+        ("12/01/2025", dt.datetime(2025, 12, 1)),  # month first
+        ("01.12.2025", dt.datetime(2025, 12, 1)),  # dotted: day first
+        ("0999/01/05", None),  # a year below 1000: dateutil decides
+        ("2025/13/01", None),  # no month 13
+        ("2025/0/01", None),
+        ("13/01/2025", None),
+        ("30 Feb 2025", None),  # no such day
+        ("5 Foo 2025", None),  # not a month name
+        ("5 Jan 25", None),  # not one of the shapes
+    ],
+)
+def test_the_fast_shapes_read_what_dateutil_reads_and_leave_the_rest_to_it(
+    text: str, expected: dt.datetime | None
+) -> None:
+    from dateutil import parser
+
+    from vision_eval.evaluators.fields.dates import _dateutil_shape
+
+    assert _dateutil_shape(text) == expected
+    if expected is not None:
+        dayfirst = "." in text
+        assert parser.parse(text, dayfirst=dayfirst, default=dt.datetime(2000, 1, 1)) == expected
+
+
+def test_dates_longer_than_the_limit_are_not_read() -> None:
+    from vision_eval.evaluators.fields.dates import MAX_DATE_LENGTH, parse_date
+
+    at_limit = "2025-01-05".rjust(MAX_DATE_LENGTH)
+    assert parse_date(at_limit) == dt.datetime(2025, 1, 5)  # surrounding spaces are stripped before the limit
+    assert parse_date("2025-01-05" + " " * MAX_DATE_LENGTH) == dt.datetime(2025, 1, 5)
+    assert parse_date("x" * (MAX_DATE_LENGTH + 1)) is None
+    assert parse_date("   ") is None
+    assert parse_date("05.01.2025") == dt.datetime(2025, 1, 5)  # dotted, day first
+    assert parse_date("05.01.25") == dt.datetime(2025, 1, 5)  # dotted, two-digit year: dateutil, day first
+    assert parse_date("01/05/25") == dt.datetime(2025, 1, 5)  # slashes: dateutil, month first

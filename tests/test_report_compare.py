@@ -42,9 +42,7 @@ def changed_ids() -> set[str]:
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`vision-eval -m` over three thresholds x two shards, then `vision-eval-report` on the sweep folder."""
-    import os
-
-    from conftest import REPO
+    from conftest import child_env
 
     root = tmp_path_factory.mktemp("sweep")
     (root / "conf" / "dataset").mkdir(parents=True)
@@ -54,7 +52,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "conf" / "evaluators" / "words.yaml").write_text(
         f"words:\n  type: contains\n  value: {json.dumps(WORDS)}\nexact:\n  type: exact_match\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = child_env()
     thresholds = ",".join(str(t) for t in THRESHOLDS)
     command = [sys.executable, "-m", "vision_eval.cli", "--config-dir", str(root / "conf"), "-m", "dataset=mine",
                "evaluators=words", f"evaluators.words.threshold={thresholds}", "run.shard=0/2,1/2",

@@ -1,0 +1,201 @@
+"""Rules of the benchmark metrics not pinned by a reference fixture: exact_count's English number words and what an
+unreadable row keeps in its details."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import vision_eval as ve
+from vision_eval.evaluators.benchmarks import exact_count
+from vision_eval.evaluators.benchmarks.exact_count import NO_COUNT, SEVERAL_COUNTS, numbers_in, score_lmms_eval
+from vision_eval.evaluators.benchmarks.protocols import RAW_CHARS
+
+
+def test_number_words_up_to_a_hundred() -> None:
+    words = exact_count._number_words()  # the table NUMBER_WORDS is built from, once, at import
+    units = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
+    assert [words[w] for w in units] == list(range(13))
+    teens = ["thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+    assert [words[w] for w in teens] == list(range(13, 20))
+    tens = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+    assert [words[w] for w in tens] == list(range(20, 100, 10))
+    for t, tens_word in enumerate(tens):
+        for u, unit in enumerate(units[1:10], start=1):
+            assert words[f"{tens_word}-{unit}"] == words[f"{tens_word} {unit}"] == 20 + 10 * t + u
+    extras = {"none": 0, "a dozen": 12, "dozen": 12, "hundred": 100, "a hundred": 100, "one hundred": 100}
+    assert {w: words[w] for w in extras} == extras
+    assert len(words) == 13 + 7 + 8 + 8 * 9 * 2 + len(extras)
+    assert "twenty-zero" not in words and "twenty-ten" not in words
+
+
+def test_numbers_in_reads_words_and_digits_in_order() -> None:
+    text = "Twenty-one cats, twenty  two dogs, a dozen eggs, one hundred and 1,234.5 ants, ninety-nine"
+    assert numbers_in(text) == [21.0, 22.0, 12.0, 100.0, 1234.5, 99.0]
+
+
+@pytest.mark.parametrize("output", ["many", "x" * (RAW_CHARS + 50)])
+def test_a_reference_without_a_count_keeps_the_reply_and_reference_cut_to_raw_chars(output: str) -> None:
+    expected = "several" + "y" * RAW_CHARS
+    row = score_lmms_eval(output, expected)
+    assert (row.status, row.score, row.error) == ("error", None, "expected_output holds no count")
+    assert json.loads(row.details or "") == {
+        "protocol": "lmms_eval",
+        "raw": output[:RAW_CHARS],
+        "expected": expected[:RAW_CHARS],
+    }
+
+
+def lenient(metric: str, pairs: list[tuple[str, str]], **settings: Any) -> list[tuple[float, dict[str, Any]]]:
+    """(score, details) of each (reply, reference) under ``metric``'s lenient protocol."""
+    rows = [{"id": str(i), "output": o, "expected_output": e} for i, (o, e) in enumerate(pairs)]
+    spec = {"type": metric, "protocol": "lenient", **settings}
+    result = ve.evaluate(rows, evaluators={"m": spec}, run={"progress": False})
+    assert result.results["status"].to_list() == ["processed"] * len(pairs)
+    return [(s, json.loads(d)) for s, d in zip(result.results["score"], result.results["details"])]
+
+
+def test_lenient_relaxed_accuracy_reads_currency_percent_and_thousands() -> None:
+    pairs = [
+        ("$12.", "12"),  # a currency sign and a final period
+        ("€12", "12"),
+        ("12%", "0.12"),  # a percent reply against a fraction (exactly: the tolerance is 0)
+        ("0.12", "12%"),
+        ("12%.", "0.12"),
+        ("1,000,000", "1000000"),  # thousands commas in overlapping groups
+        ("ABC", "abc"),  # text: compared lowercased
+        ("X12", "12"),  # anything else around a number makes it text
+        ("12X", "12"),
+        ("12X%", "12"),
+        ("13", "12"),
+    ]
+    scored = lenient("relaxed_accuracy", pairs, tolerance=0.0)
+    assert [s for s, _ in scored] == [1.0] * 7 + [0.0] * 4
+    assert scored[2][1] == {
+        "protocol": "lenient",
+        "prediction": "12%",
+        "prediction_number": 12.0,
+        "answer": "0.12",
+        "answer_number": 0.12,
+        "numeric": True,
+        "matched": "0.12",
+    }
+    assert scored[10][1]["matched"] is None and scored[7][1]["numeric"] is False
+
+
+def test_lenient_relaxed_accuracy_tolerance_is_inclusive() -> None:
+    scored = lenient("relaxed_accuracy", [("105", "100"), ("95", "100"), ("105.1", "100")])
+    assert [s for s, _ in scored] == [1.0, 1.0, 0.0]
+
+
+def test_lenient_vqa_normalization_of_whitespace_and_punctuation() -> None:
+    pairs = [
+        ("red\ncar", "red car"),
+        ("red\rcar", "red car"),
+        ("e-mail -x", "email x"),  # a mark touching a space anywhere: every such mark is deleted
+        ("e-mail- x", "email x"),
+        ("x-ray", "x ray"),  # else it becomes a space
+    ]
+    assert [s for s, _ in lenient("vqa_accuracy", pairs)] == [1.0] * 5
+
+
+def test_lenient_vqa_caps_each_subset_at_three_matches() -> None:
+    answers = json.dumps(["2"] * 4 + ["3"] * 6)
+    ((score, details),) = lenient("vqa_accuracy", [("two", answers)])
+    assert score == 1.0 and (details["matches"], details["answers"]) == (4, 10)
+    ((two, _),) = lenient("vqa_accuracy", [("two", json.dumps(["2"] * 2 + ["3"] * 8))])
+    assert two == pytest.approx((2 * (1 / 3) + 8 * (2 / 3)) / 10)
+
+
+def test_lenient_pope_reads_a_yes_or_no_anywhere_when_it_is_the_only_one() -> None:
+    pairs = [("I would say yes", "yes"), ("I would say no", "no"), ("Yes, no doubt", "yes")]
+    assert [s for s, _ in lenient("pope", pairs)] == [1.0, 1.0, 1.0]
+
+
+def test_lenient_exact_count_rows_and_summary() -> None:
+    rows = [("no numbers here", "3"), ("3 or 4", "3"), ("3", "3"), ("5", "3")]
+    spec = {"type": "exact_count", "protocol": "lenient", "pick": "only"}
+    data = [{"id": str(i), "output": o, "expected_output": e} for i, (o, e) in enumerate(rows)]
+    result = ve.evaluate(data, evaluators={"m": spec}, run={"progress": False})
+    assert result.results.select("status", "score", "details", "error").rows() == [
+        ("error", None, '{"protocol":"lenient","raw":"no numbers here","expected":"3","found":[]}', NO_COUNT),
+        ("error", None, '{"protocol":"lenient","raw":"3 or 4","expected":"3","found":[3.0,4.0]}', SEVERAL_COUNTS),
+        ("processed", 1.0, '{"protocol":"lenient","predicted":3.0,"expected":3.0,"found":[3.0]}', None),
+        ("processed", 0.0, '{"protocol":"lenient","predicted":5.0,"expected":3.0,"found":[5.0]}', None),
+    ]
+    metrics = result.run_info["metrics"]["m"]
+    assert metrics == {"protocol": "lenient", "n": 2, "unparseable": 1, "accuracy": 0.5, "mae": 1.0}
+
+
+def test_lenient_anls_similarity_in_double_precision_and_unreadable_answers() -> None:
+    ((score, details),) = lenient("anls", [("abc", "abd")])
+    assert score == details["similarity"] == 1 - 1 / 3 and details["closest"] == "abd"
+    data = [{"id": "a", "output": "x", "expected_output": '["unclosed'}]  # no usable answer in the whole batch
+    result = ve.evaluate(data, evaluators={"m": {"type": "anls", "protocol": "lenient"}}, run={"progress": False})
+    assert result.results["status"].to_list() == ["error"]
+    assert result.results["error"][0].startswith("reference answers look like a JSON list but do not parse")
+
+
+# ---------------------------------------------------------------- what the details column says for letter presets
+
+
+@pytest.mark.parametrize(
+    ("output", "expected", "score", "details"),
+    [
+        ("The answer is B.", "b", 1.0, {"prediction": "B", "expected": "B"}),  # the gold letter in upper case
+        ("nothing", "C", 0.0, {"prediction": None, "expected": "C", "unparseable": True}),
+        ("2 Cars.", "2 cars", 1.0, {"prediction": "2 cars", "expected": "2 cars"}),  # text: lower case, no period
+        ("3 cars", "2 cars", 0.0, {"prediction": "3 cars", "expected": "2 cars"}),
+    ],
+)
+def test_realworldqa_details_name_the_prediction_and_the_gold(
+    output: str, expected: str, score: float, details: dict[str, Any]
+) -> None:
+    from vision_eval.evaluators.benchmarks.realworldqa import realworldqa_row
+
+    row = realworldqa_row("lmms_eval", output, expected)
+    assert (row.status, row.score) == ("processed", score)
+    assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
+
+
+@pytest.mark.parametrize(
+    ("output", "expected", "status", "score", "details"),
+    [
+        ("a", "0", "processed", 1.0, {"prediction": "a", "expected": "A"}),  # the reply as given
+        ("B. y", "0", "processed", 0.0, {"prediction": "B", "expected": "A"}),
+        ("", "0", "processed", 0.0, {"prediction": None, "expected": "A", "unparseable": True}),
+        ("x", "5", "error", None, {}),  # no option 5: an error row that still names its protocol
+    ],
+)
+def test_scienceqa_details_name_the_prediction_the_gold_and_the_protocol(
+    output: str, expected: str, status: str, score: float | None, details: dict[str, Any]
+) -> None:
+    from vision_eval.evaluators.benchmarks.scienceqa import scienceqa_row
+
+    row = scienceqa_row("lmms_eval", output, expected, ["x", "y"])
+    assert (row.status, row.score) == (status, score)
+    assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
+    if status == "error":
+        assert row.error == "expected_output is not the index of an option"
+
+
+@pytest.mark.parametrize(
+    ("output", "expected", "status", "score", "details"),
+    [
+        ("B. the sun", "1", "processed", 1.0, {"prediction": "b", "expected": "B"}),  # the leading letter
+        ("b", "1", "processed", 1.0, {"prediction": "b", "expected": "B"}),
+        ("C", "1", "processed", 0.0, {"prediction": "c", "expected": "B"}),
+        ("sun", "1", "processed", 0.0, {"prediction": "sun", "expected": "B", "unparseable": True}),  # no letter
+        ("x", "7", "error", None, {}),
+    ],
+)
+def test_ai2d_details_name_the_prediction_the_gold_and_the_protocol(
+    output: str, expected: str, status: str, score: float | None, details: dict[str, Any]
+) -> None:
+    from vision_eval.evaluators.benchmarks.ai2d import ai2d_row
+
+    row = ai2d_row("lmms_eval", output, expected, ["moon", "sun", "star"])
+    assert (row.status, row.score) == (status, score)
+    assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
