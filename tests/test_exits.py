@@ -9,8 +9,9 @@ import pytest
 from hydra.errors import HydraException, OverrideParseException
 from omegaconf.errors import ConfigKeyError
 
-from vision_eval.exits import LOG_NAME, _report_to, _secrets, hydra_problem, internal_error, interrupted
-from vision_eval.gates import EXIT_INTERNAL, EXIT_INTERRUPTED
+from vision_eval.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED
+from vision_eval.exits import LOG_NAME, _report_to, hydra_problem, internal_error, interrupted
+from vision_eval.secrets import given_secrets
 
 KEY = "sk-live-0123456789abcdef"
 
@@ -74,7 +75,7 @@ def test_the_secrets_a_traceback_hides_come_from_the_command_line_and_key_variab
     monkeypatch.setenv("A_TOKEN", "token-value-123456")
     monkeypatch.setenv("b_secret", "secret-value-654321")
     monkeypatch.setenv("PLAIN_SETTING", "plain-value-000000")
-    secrets = _secrets(["judge.api_key=first-key-111111", "other=visible-value-333333"])
+    secrets = given_secrets(["judge.api_key=first-key-111111", "other=visible-value-333333"])
     text = secrets.scrub("first-key-111111 token-value-123456 secret-value-654321")
     assert all(value not in text for value in ("first-key-111111", "token-value-123456"))
     assert "secret-value-654321" not in text

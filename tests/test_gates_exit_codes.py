@@ -9,20 +9,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from vision_eval.gates import (
-    EXIT_CONFIG,
-    EXIT_GATE,
-    EXIT_INCOMPLETE,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    Gate,
-    Outcome,
-    candidate_gate,
-    evaluator_gates,
-    judge_outcome,
-    top_errors,
-    worst,
-)
+from vision_eval.exit_codes import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, worst
+from vision_eval.gates import Gate, Outcome, candidate_gate, evaluator_gates, judge_outcome, top_errors
 
 
 def settings(**values: Any) -> SimpleNamespace:

@@ -195,4 +195,10 @@ def test_run_json_head_and_dataset() -> None:
     assert list(info)[:7] == ["run_id", "exit_code", "problems", "config", "overrides", "moved_from", "versions"]
     assert info["overrides"] == [] and info["moved_from"] is None and "polars" in info["versions"]
     assert info["config"]["evaluators"] == {"em": {"type": "exact_match"}}
-    assert info["dataset"] == {"rows": 3, "images": 0, "columns": ["id", "output", "expected_output"], "root": None}
+    assert info["dataset"] == {
+        "rows": 3,
+        "selected": 3,
+        "images": 0,
+        "columns": ["id", "output", "expected_output"],
+        "root": None,
+    }

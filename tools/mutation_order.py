@@ -26,6 +26,7 @@ _spent: dict[str, float] = {}
 
 MODULE_TESTS: dict[str, tuple[str, ...]] = {
     "vision_eval.gates": ("test_gates_exit_codes", "test_error_rate_gate", "test_run_result", "test_candidate"),
+    "vision_eval.exit_codes": ("test_gates_exit_codes", "test_run_result"),
     "vision_eval.finish": ("test_run_result", "test_error_rate_gate", "test_gates_exit_codes", "test_candidate"),
     "vision_eval.prechecks": ("test_where_and_held_rows", "test_engine"),
     "vision_eval.secrets": ("test_secret_values", "test_config", "test_candidate"),
