@@ -10,28 +10,17 @@ reference's.
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections import defaultdict
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
+from test_benchmark_parity import MIN_AGREEMENT, fixture  # the fixtures' one loader
 
 import vision_eval as ve
 from vision_eval.evaluators.benchmarks.mmbench import present_options, read_option
 from vision_eval.testing.fake_providers import FakeProviders, FakeRequest
-
-PARITY = Path(__file__).resolve().parent / "fixtures" / "benchmarks" / "parity"
-MIN_AGREEMENT = 0.995
-
-
-@cache
-def fixture(name: str) -> dict[str, Any]:
-    with gzip.open(PARITY / f"{name}.json.gz", "rt", encoding="utf-8") as handle:
-        loaded: dict[str, Any] = json.load(handle)
-    return loaded
 
 
 def scripted_judge(scripts: dict[str, list[str]], seen: dict[str, list[float]] | None = None) -> Any:
