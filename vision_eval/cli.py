@@ -292,6 +292,14 @@ def expand_shards(argv: list[str]) -> list[str]:
     return out
 
 
+def _quiet_second_ctrl_c(unraisable: Any) -> None:
+    """A second Ctrl-C that lands in a finalizer while the first one unwinds (a weakref callback during asyncio's
+    shutdown) is already being handled: say nothing of it. Anything else goes to Python's own hook."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def main() -> None:
     """Console-script entry point: a subcommand (``list``, ``describe``, ``init``), else a Hydra run. However it
     ends, the console gets one line (:mod:`vision_eval.exits`): Hydra's refusals are exit 2, a disk that refuses
@@ -300,6 +308,7 @@ def main() -> None:
     from vision_eval.exits import hydra_problem, internal_error, interrupted
 
     given = list(sys.argv[1:])
+    sys.unraisablehook = _quiet_second_ctrl_c
     with guarded_console(given):  # secrets masked; `vision-eval list | head`: printing stops, the command does not
         try:
             _main()
