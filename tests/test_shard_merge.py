@@ -22,7 +22,7 @@ ROWS = 30
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _sweep(tmp: Path, env: dict[str, str], rows: list[dict[str, str]]) -> Path:
+def _sweep(tmp: Path, env: dict[str, str], rows: list[dict[str, str]], code: int = 0) -> Path:
     data = tmp / "rows.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     proc = subprocess.run(
@@ -30,14 +30,14 @@ def _sweep(tmp: Path, env: dict[str, str], rows: list[dict[str, str]]) -> Path:
          "evaluators.exact.where=null", "run.write_report=false", "hydra.sweep.dir=sweep"],
         cwd=tmp, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == code, proc.stderr
     return tmp / "sweep"
 
 
 def _rows(repeat: bool = False) -> list[dict[str, str]]:
     rows = [{"id": f"r{i}", "output": "a", "expected_output": "a" if i % 5 else "b"} for i in range(ROWS)]
-    if repeat:  # rows 3 and 4 go to shards 0 and 1: each shard alone has unique ids
-        rows[4]["id"] = "r3"
+    if repeat:  # rows 3 and 15 go to shards 0 and 1: each shard alone has unique ids
+        rows[15]["id"] = "r3"
     return rows
 
 
@@ -157,10 +157,22 @@ def test_allow_partial_marks_the_leaderboard_and_the_page(sweep: Path, capsys: p
     assert "PARTIAL" in (sweep / "report.html").read_text(encoding="utf-8")
 
 
-def test_an_id_repeated_across_shards_is_refused(
-    tmp_path: Path, subprocess_env: dict[str, str], capsys: pytest.CaptureFixture[str]
+def test_an_id_repeated_across_shards_is_refused_by_every_shard_before_it_runs(
+    tmp_path: Path, subprocess_env: dict[str, str]
 ) -> None:
-    sweep = _sweep(tmp_path, subprocess_env, _rows(repeat=True))
+    """A shard reads every shard's ids (the id column alone) before it runs: it refuses what a single run refuses."""
+    sweep = _sweep(tmp_path, subprocess_env, _rows(repeat=True), code=2)
+    assert not list(sweep.glob("*/results.parquet"))
+
+
+def test_an_id_in_two_shards_is_refused_at_the_merge(sweep: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Where the shards could not see each other's ids (a streamed source, a dataset changed between two shards),
+    the merge refuses an id in two shards."""
+    for name in ("samples", "results"):
+        path, column = sweep / "1" / f"{name}.parquet", "id" if name == "samples" else "sample_id"
+        frame = pl.read_parquet(path)
+        first = frame[column][0]
+        pl.read_parquet(path).with_columns(pl.col(column).replace(first, "r3")).write_parquet(path)
     code, out = _report(sweep, capsys)
     assert code == 3, out
     assert "ids in more than one shard (r3)" in out

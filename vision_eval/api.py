@@ -238,6 +238,7 @@ def _run(
         info["dataset"] = dataset_counts(stack, stream.head(), context.dataset_root)
         # what a merge of this run's shards must add up to: the rows selected before run.shard takes its share
         info["dataset"]["selected"] = stream.unsharded
+        info["dataset"]["first"] = stream.first  # where its rows go back among them (a shard's are consecutive)
         info["timings"] = {
             "load_s": round(loaded - started, 4),
             "evaluate_s": round(finished - loaded, 4),

@@ -215,7 +215,7 @@ class DatasetConfig(StrictModel):
     seed: int = 0
     """Seed for ``sample``."""
     shard: str | None = None
-    """``i/n``: keep the i-th of n deterministic shards (0-based)."""
+    """``i/n``: keep the i-th of n shards (0-based): the i-th of n consecutive parts of the selected rows."""
     description: str = ""
     """Free text (hub id and split of a preset, licence...)."""
     prompt: str | None = None
@@ -330,6 +330,12 @@ def parse_shard(text: str) -> tuple[int, int]:
     if count < 1 or not 0 <= index < count:
         raise ValueError(f"shard {text!r}: need 0 <= i < n")
     return index, count
+
+
+def shard_range(rows: int, index: int, every: int) -> tuple[int, int]:
+    """The positions ``[start, stop)`` of shard ``index/every`` of ``rows`` rows: consecutive rows, the shards in
+    order, their sizes differing by at most one (so a shard reads only its part of a source)."""
+    return index * rows // every, (index + 1) * rows // every
 
 
 @dataclass

@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.config import parse_shard
+from vision_eval.config import parse_shard, shard_range
 from vision_eval.launch import holder
 from vision_eval.runs import group_key, read_json
 
@@ -44,7 +44,8 @@ class _Unfinished:
 
 
 def _kept(count: int, index: int, every: int) -> int:
-    return max(0, (count - index + every - 1) // every)
+    start, stop = shard_range(count, index, every)
+    return stop - start
 
 
 def _unfinished(roots: Iterable[Path]) -> list[_Unfinished]:

@@ -6,8 +6,9 @@ objects become JSON text), ``images`` (list of image references) and any metadat
 
 Which rows are kept depends only on their positions (:class:`Selection`), so a chunk is canonicalized
 without seeing the others and the result is the same whatever the chunk size: ``sample`` (a seeded random
-subset, kept in dataset order), then ``limit``, then ``dataset.shard`` and ``run.shard`` (``i/n``: every n-th
-row of what is left, from the i-th). A generated id is the row's position among the kept rows.
+subset, kept in dataset order), then ``limit``, then ``dataset.shard`` and ``run.shard`` (``i/n``: the i-th of n
+consecutive parts of what is left). A generated id is the row's rank among the rows selected before any shard, so
+the shards of a run together have the ids the whole run has.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.config import DatasetConfig, parse_shard
+from vision_eval.config import DatasetConfig, parse_shard, shard_range
 from vision_eval.data.rows import ROW_ERROR
 from vision_eval.errors import ConfigError
 from vision_eval.images.refs import IMAGES_DTYPE, images_series
@@ -81,63 +82,63 @@ def gather_images(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
     return frame.with_columns(gathered).drop([c for c in columns if c in frame.columns])
 
 
-def _kept_by_shard(count: int, index: int, every: int) -> int:
-    """How many of ``count`` consecutive positions from 0 a shard ``index/every`` keeps."""
-    return max(0, (count - index + every - 1) // every)
-
-
 class Selection:
-    """Which source rows are kept, decided from their positions alone (``sample``, ``limit``, shards)."""
+    """Which source rows are kept, decided from their positions alone (``sample``, ``limit``, shards).
 
-    def __init__(self, cfg: DatasetConfig, rows: int | None, limit: int | None, shard: str | None) -> None:
-        self.sample: pl.Series | None = None
-        if cfg.sample is not None:
-            if rows is None:
-                raise ValueError("dataset.sample needs the row count")
-            if cfg.sample < rows:  # a seeded random subset of the positions, kept in dataset order
-                positions = pl.int_range(0, rows, dtype=pl.Int64, eager=True)
-                self.sample = positions.sample(n=cfg.sample, seed=cfg.seed).sort()
+    ``sample`` and ``limit`` choose the selected rows; each shard (``dataset.shard``, then ``run.shard``) keeps a
+    consecutive part of them (:func:`~vision_eval.config.shard_range`), so reading can start at the shard's first
+    row (:attr:`start`) and stop after its last."""
+
+    def __init__(self, cfg: DatasetConfig, rows: int, limit: int | None, shard: str | None) -> None:
+        sample: pl.Series | None = None
+        if cfg.sample is not None and cfg.sample < rows:  # a seeded random subset of the positions, in order
+            sample = pl.int_range(0, rows, dtype=pl.Int64, eager=True).sample(n=cfg.sample, seed=cfg.seed).sort()
         limits = [x for x in (cfg.limit, limit) if x is not None]
-        self.limit = min(limits) if limits else None
-        self.shards = [parse_shard(text) for text in (cfg.shard, shard) if text is not None]
-        self._position = 0
-        self._seen = 0
-        self._shard_seen = [0] * len(self.shards)
+        selected = sample.len() if sample is not None else rows
+        self.selected = min([selected, *limits])
+        """Rows the selection keeps before any shard takes its part."""
+        first, stop = 0, self.selected
+        for text in (cfg.shard, shard):
+            if text is not None:
+                begin, end = shard_range(stop - first, *parse_shard(text))
+                first, stop = first + begin, first + end
+        self.first = first
+        """The rank, among the :attr:`selected` rows, of the first row kept (a generated id is a row's rank)."""
+        self.total = stop - first
+        """Rows kept."""
+        self.positions = sample.slice(first, self.total) if sample is not None else None
+        """The source positions of the rows kept, when a sample chose them (else they are consecutive)."""
+        if self.positions is None:
+            self.start, self.stop = first, stop
+        elif self.total:
+            self.start, self.stop = int(self.positions[0]), int(self.positions[-1]) + 1
+        else:
+            self.start = self.stop = 0
+        self._position = self.start
         self.kept = 0
-        """Rows kept so far (the next generated id)."""
+        """Rows kept so far."""
 
-    def expected(self, rows: int) -> int:
-        """How many rows the selection keeps from a source of ``rows`` rows."""
-        count = self.sample.len() if self.sample is not None else rows
-        if self.limit is not None:
-            count = min(count, self.limit)
-        for index, every in self.shards:
-            count = _kept_by_shard(count, index, every)
-        return count
+    @property
+    def rank(self) -> int:
+        """The rank (among the selected rows) of the next row kept: the next generated id."""
+        return self.first + self.kept
 
     @property
     def done(self) -> bool:
         """True when no later row can be kept (reading can stop)."""
-        if self.limit is not None and self._seen >= self.limit:
-            return True
-        return self.sample is not None and (self.sample.is_empty() or self._position > self.sample[-1])
+        return self._position >= self.stop
 
     def take(self, height: int) -> pl.Series:
-        """The positions, within the next ``height`` source rows, of the rows kept (advancing past them)."""
+        """The positions, within the next ``height`` source rows, of the rows kept (advancing past them); the
+        first call is for the rows from :attr:`start` on."""
         start, self._position = self._position, self._position + height
-        if self.sample is not None:
-            lo = self.sample.search_sorted(start, side="left")
-            hi = self.sample.search_sorted(start + height, side="left")
-            keep = self.sample.slice(lo, hi - lo) - start
+        if self.positions is not None:
+            lo = self.positions.search_sorted(start, side="left")
+            hi = self.positions.search_sorted(start + height, side="left")
+            keep = self.positions.slice(lo, hi - lo) - start
         else:
-            keep = pl.int_range(0, height, dtype=pl.Int64, eager=True)
-        if self.limit is not None:
-            keep = keep.head(max(0, self.limit - self._seen))
-        self._seen += keep.len()
-        for n, (index, every) in enumerate(self.shards):
-            ranks = pl.int_range(self._shard_seen[n], self._shard_seen[n] + keep.len(), dtype=pl.Int64, eager=True)
-            self._shard_seen[n] += keep.len()
-            keep = keep.filter(ranks % every == index)
+            lo, hi = max(start, self.start) - start, min(start + height, self.stop) - start
+            keep = pl.int_range(lo, max(lo, hi), dtype=pl.Int64, eager=True)
         self.kept += keep.len()
         return keep
 

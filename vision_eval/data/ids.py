@@ -22,11 +22,11 @@ IN_PLACE_ROWS = 1_000_000
 def _selected_ids(source: Source, column: str, size: int, selection: Callable[[], Selection]) -> Iterator[pl.Series]:
     """The canonical ids of the kept rows, chunk by chunk (reading stops once no later row can be kept)."""
     chosen = selection()
-    for values in source.column_chunks(column, size):
+    for values in source.column_chunks(column, size, chosen.start):
         keep = chosen.take(values.len())
         if keep.len():
             kept = values if keep.len() == values.len() else values.gather(keep)
-            yield canonical_ids(kept, chosen.kept - keep.len())
+            yield canonical_ids(kept, chosen.rank - keep.len())
         if chosen.done:
             break
 
@@ -35,7 +35,7 @@ def _repeated_hashes(source: Source, column: str, size: int, selection: Callable
     """The hashes that more than one kept id has (one 64-bit hash per id, sorted). From ``IN_PLACE_ROWS`` ids on,
     the hashes go into one numpy array sized from the row count and sorted in place (8 bytes per row, never a second
     copy, returned to the system once freed); below, Polars sorts them (numpy is not imported for a small run)."""
-    expected = selection().expected(source.count())
+    expected = selection().total
     if expected < IN_PLACE_ROWS:
         parts = [ids.hash() for ids in _selected_ids(source, column, size, selection)]
         if not parts:

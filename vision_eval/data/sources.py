@@ -1,9 +1,10 @@
 """Dataset sources read in chunks, so a dataset never has to fit in memory.
 
 Every source offers the same four things: how many rows it has (``count``), its column names when they are
-known without reading every row (``columns``), its rows as consecutive raw frames of at most ``size`` rows
-(``chunks``), and one column's values in the same chunks (``column_chunks``, for the duplicate-id check, which
-reads nothing else when the format allows it). Rows keep the source's own column names and types;
+known without reading every row (``columns``), its rows from a position on as consecutive raw frames of at most
+``size`` rows (``chunks``: a shard reads from its first row, skipping the rows before as cheaply as the format
+allows), and one column's values in the same chunks (``column_chunks``, for the duplicate-id check, which reads
+nothing else when the format allows it: ``reads_one_column``). Rows keep the source's own column names and types;
 :mod:`vision_eval.data.canonical` turns each chunk into canonical rows.
 
 * :class:`RawDataset` — rows already in memory (a Polars or pandas frame, a list of dicts, a JSON list file):
@@ -49,11 +50,13 @@ class Source(Protocol):
     """False for hub datasets: absolute image paths need ``dataset.image_roots``."""
     confined: bool
     """False for rows built in Python: their absolute image paths are read as given unless ``image_roots`` is set."""
+    reads_one_column: bool
+    """True when ``column_chunks`` reads that column alone (a shard then checks every shard's ids before it runs)."""
 
     def count(self) -> int: ...
     def columns(self) -> list[str] | None: ...
-    def chunks(self, size: int) -> Iterator[pl.DataFrame]: ...
-    def column_chunks(self, column: str, size: int) -> Iterator[pl.Series]: ...
+    def chunks(self, size: int, start: int = 0) -> Iterator[pl.DataFrame]: ...
+    def column_chunks(self, column: str, size: int, start: int = 0) -> Iterator[pl.Series]: ...
 
 
 def exact_chunks(frames: Iterator[pl.DataFrame], size: int) -> Iterator[pl.DataFrame]:
@@ -96,6 +99,7 @@ class RawDataset:
     confined: bool = True
     """False for rows built in Python: their absolute image paths are read as given unless
     ``dataset.image_roots`` is set (see :mod:`vision_eval.images.roots`)."""
+    reads_one_column: bool = True
 
     def count(self) -> int:
         return self.frame.height
@@ -103,12 +107,12 @@ class RawDataset:
     def columns(self) -> list[str] | None:
         return self.frame.columns
 
-    def chunks(self, size: int) -> Iterator[pl.DataFrame]:
-        for start in range(0, self.frame.height, size):
-            yield self.frame.slice(start, size)
+    def chunks(self, size: int, start: int = 0) -> Iterator[pl.DataFrame]:
+        for first in range(start, self.frame.height, size):
+            yield self.frame.slice(first, size)
 
-    def column_chunks(self, column: str, size: int) -> Iterator[pl.Series]:
-        for chunk in self.chunks(size):
+    def column_chunks(self, column: str, size: int, start: int = 0) -> Iterator[pl.Series]:
+        for chunk in self.chunks(size, start):
             yield _column_of(chunk, column)
 
 
@@ -123,6 +127,7 @@ class LazySource:
     confined: bool = True
     lossy: str | None = None
     """For a CSV read with U+FFFD in place of bytes that are not UTF-8: its file name, which the row errors name."""
+    reads_one_column: bool = True
     _count: int | None = field(default=None, repr=False)
 
     def count(self) -> int:
@@ -133,20 +138,23 @@ class LazySource:
     def columns(self) -> list[str] | None:
         return self.lazy.collect_schema().names()
 
-    def chunks(self, size: int) -> Iterator[pl.DataFrame]:
-        start = 0
-        for chunk in exact_chunks(iter(self.lazy.collect_batches(chunk_size=size)), size):
+    def _from(self, start: int) -> pl.LazyFrame:
+        """The scan from row ``start`` on (a Parquet reader skips the row groups before it)."""
+        return self.lazy.slice(start) if start else self.lazy
+
+    def chunks(self, size: int, start: int = 0) -> Iterator[pl.DataFrame]:
+        for chunk in exact_chunks(iter(self._from(start).collect_batches(chunk_size=size)), size):
             if self.lossy is not None:
                 chunk = mark_replaced(chunk, _row_of(start, self.lossy), ROW_ERROR)
             start += chunk.height
             yield chunk
 
-    def column_chunks(self, column: str, size: int) -> Iterator[pl.Series]:
+    def column_chunks(self, column: str, size: int, start: int = 0) -> Iterator[pl.Series]:
         if column not in self.lazy.collect_schema().names():
-            for chunk in self.chunks(size):
+            for chunk in self.chunks(size, start):
                 yield _column_of(chunk, column)
             return
-        for chunk in exact_chunks(iter(self.lazy.select(column).collect_batches(chunk_size=size)), size):
+        for chunk in exact_chunks(iter(self._from(start).select(column).collect_batches(chunk_size=size)), size):
             yield chunk[column]
 
 
@@ -188,6 +196,7 @@ class JsonlSource:
     kind: str = "jsonl"
     local: bool = True
     confined: bool = True
+    reads_one_column: bool = True
     _count: int | None = field(default=None, repr=False)
 
     def count(self) -> int:
@@ -205,8 +214,8 @@ class JsonlSource:
                 if line.strip():
                     yield number, line
 
-    def chunks(self, size: int) -> Iterator[pl.DataFrame]:
-        lines = self._lines()
+    def chunks(self, size: int, start: int = 0) -> Iterator[pl.DataFrame]:
+        lines = itertools.islice(self._lines(), start, None)  # the lines before are counted, not parsed
         while batch := list(itertools.islice(lines, size)):
             yield self._parse(batch)
 
@@ -225,7 +234,7 @@ class JsonlSource:
         numbers = [number for number, _ in batch]
         return from_dicts(rows, lambda i: f"line {numbers[i]} of {name}")
 
-    def column_chunks(self, column: str, size: int) -> Iterator[pl.Series]:
+    def column_chunks(self, column: str, size: int, start: int = 0) -> Iterator[pl.Series]:
         """The column's values, read by a Polars scan of that one field (as text); when Polars cannot read the
         file (a line that is not JSON...) or counts its rows differently, by the Python reader."""
         try:
@@ -234,10 +243,10 @@ class JsonlSource:
         except Exception:  # any error of Polars' reader: the Python reader decides, as for the rows themselves
             values = None
         if values is not None and values.len() == self.count():
-            for start in range(0, values.len(), size):
-                yield values.slice(start, size)
+            for first in range(start, values.len(), size):
+                yield values.slice(first, size)
             return
-        for chunk in self.chunks(size):
+        for chunk in self.chunks(size, start):
             yield _column_of(chunk, column)
 
 
@@ -250,6 +259,7 @@ class HfSource:
     kind: str = "hf"
     local: bool = False
     confined: bool = True
+    reads_one_column: bool = True
 
     def count(self) -> int:
         return len(self.dataset)
@@ -257,19 +267,19 @@ class HfSource:
     def columns(self) -> list[str] | None:
         return list(self.dataset.column_names)
 
-    def _slices(self, dataset: Any, size: int) -> Iterator[pl.DataFrame]:
+    def _slices(self, dataset: Any, size: int, start: int) -> Iterator[pl.DataFrame]:
         arrow = dataset.with_format("arrow")
-        for start in range(0, len(dataset), size):
-            yield pl.from_arrow(arrow[start : start + size])  # type: ignore[misc]
+        for first in range(start, len(dataset), size):
+            yield pl.from_arrow(arrow[first : first + size])  # type: ignore[misc]
 
-    def chunks(self, size: int) -> Iterator[pl.DataFrame]:
-        yield from self._slices(self.dataset, size)
+    def chunks(self, size: int, start: int = 0) -> Iterator[pl.DataFrame]:
+        yield from self._slices(self.dataset, size, start)
 
-    def column_chunks(self, column: str, size: int) -> Iterator[pl.Series]:
+    def column_chunks(self, column: str, size: int, start: int = 0) -> Iterator[pl.Series]:
         if column not in self.dataset.column_names:
-            yield from (_column_of(c, column) for c in self._slices(self.dataset, size))
+            yield from (_column_of(c, column) for c in self._slices(self.dataset, size, start))
             return
-        for chunk in self._slices(self.dataset.select_columns([column]), size):
+        for chunk in self._slices(self.dataset.select_columns([column]), size, start):
             yield chunk[column]
 
 
@@ -283,6 +293,8 @@ class HfStreamSource:
     kind: str = "hf"
     local: bool = False
     confined: bool = True
+    reads_one_column: bool = False
+    """A stream reads whole rows (its shards check their own ids before they run, and the merge checks them all)."""
     _count: int | None = field(default=None, repr=False)
 
     def count(self) -> int:
@@ -304,15 +316,16 @@ class HfStreamSource:
         names = getattr(self.dataset, "column_names", None)
         return list(names) if names else None
 
-    def _batches(self, dataset: Any, size: int) -> Iterator[pl.DataFrame]:
+    def _batches(self, dataset: Any, size: int, start: int) -> Iterator[pl.DataFrame]:
+        dataset = dataset.skip(start) if start else dataset
         tables = (pl.from_arrow(t) for t in dataset.with_format("arrow").iter(batch_size=size))
         return exact_chunks(tables, size)  # type: ignore[arg-type]
 
-    def chunks(self, size: int) -> Iterator[pl.DataFrame]:
-        yield from self._batches(self.dataset, size)
+    def chunks(self, size: int, start: int = 0) -> Iterator[pl.DataFrame]:
+        yield from self._batches(self.dataset, size, start)
 
-    def column_chunks(self, column: str, size: int) -> Iterator[pl.Series]:
+    def column_chunks(self, column: str, size: int, start: int = 0) -> Iterator[pl.Series]:
         names = self.columns()
         stream = self.dataset.select_columns([column]) if names is not None and column in names else self.dataset
-        for chunk in self._batches(stream, size):
+        for chunk in self._batches(stream, size, start):
             yield _column_of(chunk, column)

@@ -39,9 +39,12 @@ class DatasetStream:
         self.roots = image_roots(source, cfg)
         self.rows = source.count()
         """Rows in the source (before the selection)."""
-        self.total = self.selection().expected(self.rows)
+        selection = self.selection()
+        self.total = selection.total
         """Rows the run evaluates."""
-        self.unsharded = Selection(cfg, self.rows, limit, None).expected(self.rows)
+        self.first = selection.first
+        """The rank of its first row among the rows selected before any shard (where a shard's rows go back)."""
+        self.unsharded = Selection(cfg, self.rows, limit, None).total
         """Rows the whole run (every ``run.shard`` together) evaluates: what a merge of its shards must hold."""
         known = source.columns()
         if known is not None:
@@ -56,20 +59,23 @@ class DatasetStream:
         return Selection(self.cfg, self.rows, self.limit, self.shard)
 
     def check_ids(self, size: int) -> None:
-        """Refuse repeated ids (``DatasetError``), reading only the id column."""
-        check_unique_ids(self.source, id_source(self.cfg), max(size, 1), self.selection)
+        """Refuse repeated ids (``DatasetError``), reading only the id column: those of every shard of the run when
+        the source reads one column cheaply (a shard refuses what the whole run would), else this shard's."""
+        whole = self.source.reads_one_column and self.shard is not None
+        selection = (lambda: Selection(self.cfg, self.rows, self.limit, None)) if whole else self.selection
+        check_unique_ids(self.source, id_source(self.cfg), max(size, 1), selection)
 
     def _canonical(self, size: int) -> Iterator[pl.DataFrame]:
         selection = self.selection()
         canonical = Canonicalizer(self.cfg, self.roots, self.image_columns, self._columns)
         checked = bool(self._columns)
-        for raw in self.source.chunks(size):
+        for raw in self.source.chunks(size, selection.start):
             if not checked:  # columns known only from the rows: the first chunk's are checked
                 check_mapping(raw.columns, self.cfg.columns)
                 checked = True
             keep = selection.take(raw.height)
             if keep.len():
-                yield canonical(raw, keep, selection.kept - keep.len())
+                yield canonical(raw, keep, selection.rank - keep.len())
             if selection.done:
                 return
         if selection.kept == 0:  # nothing kept: an empty frame carries the columns

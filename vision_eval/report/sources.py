@@ -16,7 +16,6 @@ from typing import Any
 
 import polars as pl
 
-from vision_eval.config import parse_shard
 from vision_eval.results import DIMENSION_SCHEMA, FIELD_SCHEMA, RESULT_SCHEMA
 from vision_eval.runs import RESULTS_FILE, read_json, run_labels
 
@@ -98,18 +97,11 @@ def from_result(result: Any, label: str = "", directory: str | None = None) -> R
 
 
 def _shard_position(frame: pl.LazyFrame, info: dict[str, Any]) -> pl.LazyFrame:
-    """``frame`` (a shard's samples) with where its rows were in the selection they were taken from: ``dataset.shard``
-    then ``run.shard`` each keep the rows at positions ``i, i + n, i + 2n...`` (see ``data.canonical.Selection``)."""
-    config = info.get("config") or {}
-    position = pl.col(POSITION).cast(pl.Int64)
-    for text in ((config.get("run") or {}).get("shard"), (config.get("dataset") or {}).get("shard")):
-        if text:
-            try:
-                index, count = parse_shard(str(text))
-            except ValueError:
-                continue
-            position = position * count + index
-    return frame.with_row_index(POSITION).with_columns(position.alias(POSITION))
+    """``frame`` (a run's samples) with where its rows were among the rows selected before any shard: a shard's
+    rows are consecutive from run.json's ``dataset.first`` (see ``data.canonical.Selection``)."""
+    first = (info.get("dataset") or {}).get("first")
+    offset = first if isinstance(first, int) and not isinstance(first, bool) else 0
+    return frame.with_row_index(POSITION).with_columns(pl.col(POSITION).cast(pl.Int64) + offset)
 
 
 def _read_frame(path: Path, schema: dict[str, pl.DataType] | None) -> pl.LazyFrame:
