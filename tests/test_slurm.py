@@ -23,7 +23,8 @@ from conftest import JUDGED, user_project
 from polars.testing import assert_frame_equal
 from slurm_cluster import KILL_WAIT_S, slurm_cluster, why_not
 
-from vision_eval.testing.fake_providers import FakeProviders
+from vision_eval.config import shard_range
+from vision_eval.testing.fake_providers import Action, FakeProviders
 
 pytest.importorskip("submitit", reason='needs pip install "vision-eval[slurm]"')
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -74,7 +75,7 @@ def _gone(pid: int) -> bool:
     return False
 
 
-def _start_now(task: str, env: dict[str, str], timeout_s: float = 180) -> None:
+def _start_now(task: str, env: dict[str, str], logs: Path, timeout_s: float = 180) -> None:
     """SLURM holds a requeued job back for two minutes once it is pending again (or holds it, on a busy
     controller): let it start at once."""
     deadline, state = time.monotonic() + timeout_s, ""
@@ -88,7 +89,12 @@ def _start_now(task: str, env: dict[str, str], timeout_s: float = 180) -> None:
         if state in ("REQUEUE_HOLD", "SPECIAL_EXIT"):
             subprocess.run(["scontrol", "release", task], env=env, capture_output=True)
         time.sleep(0.5)
-    raise AssertionError(f"the requeued task {task} did not start again in {timeout_s} s (last state {state!r})")
+    job = subprocess.run(["scontrol", "show", "job", task], env=env, capture_output=True, text=True).stdout
+    tails = "".join(
+        f"\n--- {p.name}:\n" + "\n".join(p.read_text().splitlines()[-8:]) for p in sorted(logs.glob("*_log.*"))
+    )
+    raise AssertionError(f"the requeued task {task} did not start again in {timeout_s} s (last state {state!r})\n"
+                         f"{job}{tails}")  # fmt: skip
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -111,6 +117,11 @@ def test_a_sweep_on_slurm_survives_a_killed_a_cancelled_and_a_requeued_task(
                   "run.concurrency=1", "run.write_report=false"]  # fmt: skip
         command = [sys.executable, "-m", "vision_eval.cli", *common, "hydra/launcher=slurm", f"run.shards={SHARDS}",
                    "hydra.sweep.dir=sweep"]  # fmt: skip
+        # shard 3 answers slowly: it is requeued mid-run, never as it finishes (a requeue of a finished job runs it
+        # again), however busy the machine
+        first, stop = shard_range(ROWS, 3, SHARDS)
+        for i in range(first, stop):
+            fake.push_for(f"(row {i})", Action(delay=1.5))
         started = time.monotonic()
         sweep = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True)  # fmt: skip
@@ -129,7 +140,7 @@ def test_a_sweep_on_slurm_survives_a_killed_a_cancelled_and_a_requeued_task(
             requeued = _wait_for_a_saved_batch(jobs / "3", sweep)
             task = requeued["job"].removeprefix("slurm:")
             subprocess.run(["scontrol", "requeue", task], env=env, check=True)
-            _start_now(task, env)
+            _start_now(task, env, jobs / ".submitit" / task)
             _, err = sweep.communicate(timeout=600)
         finally:
             if sweep.poll() is None:
