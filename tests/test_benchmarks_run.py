@@ -40,6 +40,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
     "bench_out_of_core.py": ["--rows", "3000", "--batch-size", "1000"],
     "bench_photos.py": ["--photos", "4", "--concurrency", "2", "--rounds", "1", "--psnr-photos", "2"],
     "bench_report.py": ["2000", "--images", "5"],
+    "bench_shards.py": ["--rows", "4000", "--jsonl-rows", "800"],
     "bench_skipped.py": ["--rows", "4000"],
     "bench_startup.py": ["--runs", "1"],
 }
