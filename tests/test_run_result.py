@@ -198,6 +198,7 @@ def test_run_json_head_and_dataset() -> None:
     assert info["dataset"] == {
         "rows": 3,
         "selected": 3,
+        "first": 0,
         "images": 0,
         "columns": ["id", "output", "expected_output"],
         "root": None,
