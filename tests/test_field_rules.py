@@ -28,6 +28,7 @@ from vision_eval.evaluators.fields.values import (
     as_float,
     fmt,
     nesting_depth,
+    read_json,
     to_json,
     tolerance_compare,
     too_deep,
@@ -380,3 +381,8 @@ def test_mismatched_kinds_and_unreadable_expected_values_are_misses_that_say_why
     assert compare_values(NUMERIC, {"a": 1, "b": None}, {"a": 1, "b": {"c": 1}}) == Outcome(
         0.5, False, 'b: type mismatch: got null null, expected object {"c":1}'
     )
+
+
+def test_a_fenced_array_in_prose_is_read_from_its_fence() -> None:
+    text = "Here they are:\n```json\n[1, 2]\n```\nDone {x}."  # no whole document; the first "{" opens no object
+    assert read_json(text) == (True, [1, 2], None)
