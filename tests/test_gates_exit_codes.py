@@ -15,6 +15,7 @@ from vision_eval.gates import (
     Gate,
     Outcome,
     candidate_gate,
+    compared,
     evaluator_gates,
     judge_outcome,
     nothing_scored_gate,
@@ -233,3 +234,9 @@ def test_nothing_scored_says_how_many_rows_were_skipped_and_why() -> None:
     )
     errors = summary.with_columns(pl.lit(2).alias("errors"), pl.lit(1).alias("skipped"))
     assert nothing_scored_gate(errors, results, allowed=False) is None
+
+
+def test_a_value_next_to_its_limit_gets_the_decimals_that_tell_them_apart_up_to_12() -> None:
+    assert compared(0.1 + 1e-9, 0.1, upper=True, percent=True) == "10.0000001% > 10.0%"
+    assert compared(0.1 + 1e-15, 0.1, upper=True, percent=True) == "10.000000000000% > 10.0%"  # at most 12
+    assert compared(0.9 - 1e-15, 0.9, upper=False, percent=False) == "0.900000000000 < 0.9"

@@ -3,6 +3,7 @@ occurrence in text and in a frame's text columns is masked, a longer key whole."
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 
 import polars as pl
@@ -75,7 +76,7 @@ def test_a_console_message_hides_keys_by_name_by_shape_and_by_variable(monkeypat
     """clean_message: a ``…api_key=value`` is masked by its key name, the values given on the command line (two
     comma-separated keys in one argument, a token shaped like a provider key typed anywhere) and those of the
     ``*_API_KEY`` / ``*_TOKEN`` / ``*_SECRET`` variables wherever they appear; anything else is left as it is."""
-    for name in [n for n in __import__("os").environ if n.upper().endswith(("API_KEY", "_TOKEN", "_SECRET"))]:
+    for name in [n for n in os.environ if n.upper().endswith(("API_KEY", "_TOKEN", "_SECRET"))]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("MY_API_KEY", "env-key-12345678")
     monkeypatch.setenv("hf_token", "hf-token-87654321")
@@ -111,3 +112,14 @@ def test_redact_masks_secret_keys_in_nested_configs_and_keeps_empty_ones() -> No
         "headers": [MASK, "shown"],
         "n": 3,
     }
+
+
+def test_a_sweep_over_keys_is_read_wherever_it_is_in_the_argument(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each value of a swept key is a secret, also after other text in one (quoted) argument; the sweep ends at
+    the next ``key=value`` (not a secret unless its key names one)."""
+    for name in [n for n in os.environ if n.upper().endswith(("API_KEY", "_TOKEN", "_SECRET"))]:
+        monkeypatch.delenv(name)
+    quoted = given_secrets(["note=run two judge.api_key=first-key-1111,second-key-2222"])
+    assert sorted(quoted.values) == ["first-key-1111", "second-key-2222"]
+    joined = given_secrets(["judge.api_key=first-key-1111,judge.model=openai/gpt-4o,candidate.api_key=third-key-3333"])
+    assert sorted(joined.values) == ["first-key-1111", "third-key-3333"]
