@@ -15,6 +15,7 @@ from conftest import child_env
 
 import vision_eval
 from vision_eval.evaluators.boxes import geometry as bx
+from vision_eval.evaluators.boxes.bbox_iou import RowOptions, score_row
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -588,3 +589,39 @@ def test_ap_matches_pycocotools(case: str) -> None:
     assert 0 < ap50_95 < 1 and ap50_95 <= ap50  # cases where the detections are neither all right nor all wrong
     assert metrics["ap50"] == pytest.approx(ap50, abs=1e-6)  # run_info rounds to 6 decimals
     assert metrics["ap50_95"] == pytest.approx(ap50_95, abs=1e-6)
+
+
+def test_row_errors_name_the_side_the_box_and_the_image_size() -> None:
+    """A row error says which column's box is malformed and shows it; a detection's ``confidence`` is its score
+    like ``score``; an image size that is not two numbers, and boxes nested deeper than Python reads, are errors
+    of their own (each called the way the row function is, with parsed values)."""
+    res = run(
+        [
+            {"output": "[]", "expected_output": "[[0, 0, 5]]"},
+            {"output": '[{"label": "a"}]', "expected_output": "[]"},
+            {
+                "output": [{"box": [0, 0, 10, 10], "confidence": 0.25}, {"box": [20, 20, 30, 30], "score": 0.75}],
+                "expected_output": [[0, 0, 10, 10]],
+            },
+        ]
+    )
+    assert res.results["error"].to_list()[:2] == [
+        "malformed box at expected_output[0]: expected 4 numbers, got [0, 0, 5]",
+        "malformed box at output[0]: no 'box' or 'bbox' key in {\"label\": \"a\"}",
+    ]
+    details = json.loads(res.results["details"][2])
+    assert [d["s"] for d in details["ap_dets"]] == [0.25, 0.75]  # the hit at 0.25, the miss at 0.75
+    assert res.run_info["metrics"]["b"]["ap50"] == pytest.approx(0.5)  # ranked behind the miss: precision 1/2
+
+    opts = RowOptions("xyxy", "xyxy", "output", ("w", "h"), 0.5, True, "f1")
+    sized = score_row(opts, [[0, 0, 0.5, 0.5]], [[0, 0, 50, 100]], [100, 100], [200, 200], False)
+    assert (sized.status, sized.error) == ("error", "image size must be two numbers (w, h), got [100, 100], [200, 200]")
+    deep: list[Any] = []
+    for _ in range(100_000):
+        deep = [deep]
+    nested = score_row(RowOptions("xyxy", "xyxy", None, ("w", "h"), 0.5, True, "f1"), deep, "[]")
+    assert (nested.status, nested.error, json.loads(nested.details or "{}")) == (
+        "error",
+        "boxes nested too deeply",
+        {"raw": None},
+    )

@@ -3,6 +3,7 @@ an internal error prints, the log it writes (secrets masked), where it says to r
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,7 @@ def test_an_internal_error_without_a_message_or_a_run_directory_logs_to_a_tempor
     assert "internal error (RuntimeError: ): this is a bug" in err
     (log,) = tmp_path.glob("vision-eval-error-*.log")
     assert log.name.endswith(".log") and f"the traceback is in {log};" in err
+    assert re.fullmatch(r"vision-eval-error-\d{8}-\d{6}-\w+\.log", log.name), log.name  # when it happened
     assert "RuntimeError" in log.read_text(encoding="utf-8")
 
 
@@ -97,6 +99,9 @@ def test_bugs_are_reported_to_the_declared_tracker_or_the_maintainers(monkeypatc
     urls = ["Homepage, https://example.org", " Bug Tracker , https://example.org/issues "]
     monkeypatch.setattr(metadata, "metadata", lambda name: Meta(urls))
     assert _report_to() == "https://example.org/issues"
+    for label in ("Issues", "tracker", "BUGS"):
+        monkeypatch.setattr(metadata, "metadata", lambda name, label=label: Meta([f"{label}, https://example.org/b"]))
+        assert _report_to() == "https://example.org/b"
     monkeypatch.setattr(metadata, "metadata", lambda name: Meta(["Homepage, https://example.org"]))
     assert _report_to() == "the vision-eval maintainers"
     monkeypatch.setattr(metadata, "metadata", lambda name: Meta(None))
@@ -125,6 +130,12 @@ def test_an_override_hydra_cannot_read_names_it_with_a_quoting_hint() -> None:
     bare = OverrideParseException(override="~", message="no key")
     assert hydra_problem(bare, ["~"]) == (
         "cannot read the override '~': no key; see https://hydra.cc/docs/advanced/override_grammar/basic/"
+    )
+    spaced = OverrideParseException(override="judge.prompt=a = b", message="bad")  # not as typed: Hydra's text
+    assert hydra_problem(spaced, ["other=1"]) == (
+        "cannot read the override 'judge.prompt=a = b': bad; "
+        'quote the value: judge.prompt="a = b" (and the whole argument for the shell); '
+        "see https://hydra.cc/docs/advanced/override_grammar/basic/"
     )
     secret = OverrideParseException(override="judge.api_key=a b", message="bad")
     problem = hydra_problem(secret, ["judge.api_key=a b"])

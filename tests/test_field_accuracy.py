@@ -362,3 +362,30 @@ def test_defaults_weighted_average_and_a_pass_at_0_8_inclusive() -> None:
 def test_no_fields_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="fields"):
         run([{"output": {"v": 1}, "expected_output": {"v": 1}}], [])
+
+
+def test_every_field_a_hit_scores_exactly_1_under_all_or_nothing_and_under_zero_weights() -> None:
+    """A row scores 1 when every counted field is a hit (all_or_nothing, or weights summing to 0), else 0."""
+    fields = [m.FieldSpec(path="a"), m.FieldSpec(path="b")]
+    weightless = [m.FieldSpec(path="a", weight=0), m.FieldSpec(path="b", weight=0)]
+    want = '{"a": 1, "b": 2}'
+    assert evaluate_row(fields, '{"a": 1, "b": 2}', want, "all_or_nothing").score == 1.0
+    assert evaluate_row(fields, '{"a": 1, "b": 3}', want, "all_or_nothing").score == 0.0
+    assert evaluate_row(weightless, '{"a": 1, "b": 2}', want, "weighted_average").score == 1.0
+    assert evaluate_row(weightless, '{"a": 1, "b": 3}', want, "weighted_average").score == 0.0
+
+
+def test_warm_up_compiles_each_date_format_ahead_of_the_rows() -> None:
+    """In the run's process (the engine calls it on a thread and ignores its failures: a broken warm-up would only
+    make the first batch slow), warm_up compiles a field's date format, and does it once."""
+    from vision_eval.evaluators.fields import dates
+    from vision_eval.evaluators.fields.field_accuracy import FieldAccuracy, FieldAccuracySettings
+
+    fields = [{"path": "a.b"}, {"path": "d", "match": "date", "formats": ["YYYY/DD/MM (warm-up test)"]},
+              {"path": "v", "match": "fuzzy"}]  # fmt: skip
+    before = dates._format_plan.cache_info()
+    FieldAccuracy("f", FieldAccuracySettings(fields=fields)).warm_up()
+    after = dates._format_plan.cache_info()
+    assert after.misses == before.misses + 1
+    FieldAccuracy("f", FieldAccuracySettings(fields=fields)).warm_up()
+    assert dates._format_plan.cache_info().misses == after.misses

@@ -28,6 +28,7 @@ from vision_eval.evaluators.fields.values import (
     as_float,
     fmt,
     nesting_depth,
+    read_json,
     to_json,
     tolerance_compare,
     too_deep,
@@ -360,3 +361,28 @@ def test_tolerance_compare_infinite_and_nan_compare_as_floats() -> None:
     assert tolerance_compare(math.nan, 1.0, 1.0, False)[0] is False
     assert tolerance_compare(-math.inf, -math.inf, 0.0, False)[0] is False
     assert as_float(10**400) == math.inf and as_float(-(10**400)) == -math.inf and as_float(3) == 3.0
+
+
+def test_mismatched_kinds_and_unreadable_expected_values_are_misses_that_say_why() -> None:
+    """A null against an object (or an exact field's mismatch) shows both values; other kinds name the kinds; a
+    string against an expected null is a miss, not "both null"; an expected date that is not a date string, or
+    cannot be read, is a miss saying so; a mismatched key counts 0 toward its object's similarity."""
+    date = FieldSpec(path="x", match="date")
+    fuzzy = FieldSpec(path="x", match="fuzzy")
+    assert compare_values(date, "2024-03-05", 5) == Outcome(0.0, False, "expected value is not a date string: 5")
+    assert compare_values(date, "2024-03-05", "not a date") == Outcome(
+        0.0, False, 'could not parse expected date "not a date"'
+    )
+    assert compare_values(fuzzy, None, {"a": 1}) == Outcome(
+        0.0, False, 'type mismatch: got null null, expected object {"a":1}'
+    )
+    assert compare_values(fuzzy, "abc", [1]) == Outcome(0.0, False, "type mismatch: got string, expected array")
+    assert compare_values(NUMERIC, "x", None) == Outcome(0.0, False, 'got "x", expected null')
+    assert compare_values(NUMERIC, {"a": 1, "b": None}, {"a": 1, "b": {"c": 1}}) == Outcome(
+        0.5, False, 'b: type mismatch: got null null, expected object {"c":1}'
+    )
+
+
+def test_a_fenced_array_in_prose_is_read_from_its_fence() -> None:
+    text = "Here they are:\n```json\n[1, 2]\n```\nDone {x}."  # no whole document; the first "{" opens no object
+    assert read_json(text) == (True, [1, 2], None)

@@ -3,6 +3,7 @@ with, the most severe code winning, and what a failed gate says (evaluator, coun
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
@@ -10,7 +11,17 @@ import polars as pl
 import pytest
 
 from vision_eval.exit_codes import EXIT_CONFIG, EXIT_GATE, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, worst
-from vision_eval.gates import Gate, Outcome, candidate_gate, evaluator_gates, judge_outcome, top_errors
+from vision_eval.gates import (
+    Gate,
+    Outcome,
+    candidate_gate,
+    compared,
+    evaluator_gates,
+    judge_outcome,
+    nothing_scored_gate,
+    top_errors,
+)
+from vision_eval.results import NOT_SELECTED
 
 
 def settings(**values: Any) -> SimpleNamespace:
@@ -173,6 +184,10 @@ def test_candidate_gate_is_inclusive_and_names_the_most_common_failure() -> None
 def test_candidate_failing_every_row_fails_even_at_a_limit_of_1() -> None:
     gate = candidate_gate(samples(["x", "x"]), 1.0)
     assert gate is not None and (gate.value, gate.passed) == (1.0, False)
+    assert (
+        gate.message
+        == "candidate: 2 of 2 generations failed (100.0% \u2264 100.0%, every generation failed): most often 'x'"
+    )
 
 
 def test_candidate_gate_absent_without_a_candidate_or_rows() -> None:
@@ -181,3 +196,47 @@ def test_candidate_gate_absent_without_a_candidate_or_rows() -> None:
     clean = candidate_gate(samples([None, None]).cast({"candidate_error": pl.Utf8}).lazy(), 0.0)
     assert clean is not None and (clean.value, clean.passed) == (0.0, True)
     assert clean.message.startswith("candidate: 0 of 2 generations failed (") and clean.message.endswith(")")
+
+
+def _skipped(reasons: list[str | None]) -> pl.DataFrame:
+    """Result rows, all skipped, with these reasons in their details (``None``: no details)."""
+    details = [None if r is None else json.dumps({"reason": r}) for r in reasons]
+    return pl.DataFrame(
+        {"status": ["skipped"] * len(reasons), "details": details}, schema={"status": pl.Utf8, "details": pl.Utf8}
+    )
+
+
+def test_nothing_scored_says_how_many_rows_were_skipped_and_why() -> None:
+    """Every row skipped: the run-level gate fails (exit 3) saying how many result rows, the most common reason
+    other than a ``where`` filter, and how many rows the filters left out; allowed, it passes and says so. Rows
+    that are errors are not "nothing scored" (their evaluators' error-rate gates say why)."""
+    summary = pl.DataFrame({"evaluator": ["a", "b"], "rows": [3, 3], "processed": [0, 0], "errors": [0, 0],
+                            "skipped": [3, 3]})  # fmt: skip
+    results = _skipped([
+        f"{NOT_SELECTED}: output = 'x'", f"{NOT_SELECTED}: output = 'x'",
+        "candidate generation failed: timeout", "candidate generation failed: timeout",
+        "candidate generation failed: 429", None,
+    ])  # fmt: skip
+    what = (
+        "run: nothing was scored: every one of the 6 result rows was skipped; most often skipped: 'candidate "
+        "generation failed: timeout' (2 rows); 2 rows not selected by their evaluator's where"
+    )
+    refused = nothing_scored_gate(summary, results, allowed=False)
+    assert refused is not None and (refused.evaluator, refused.gate, refused.passed) == ("run", "nothing_scored", False)
+    assert refused.exit_code == EXIT_INCOMPLETE
+    assert refused.message == what + "; set run.allow_nothing_scored=true if the config means it"
+    allowed = nothing_scored_gate(summary, results.lazy(), allowed=True)
+    assert allowed is not None and allowed.passed and allowed.message == what + " (allowed: run.allow_nothing_scored)"
+    unnamed = nothing_scored_gate(summary.with_columns(pl.lit(1).alias("rows")), _skipped([None]), allowed=False)
+    assert unnamed is not None and unnamed.message.startswith(
+        "run: nothing was scored: every one of the 2 result rows was skipped; most often skipped: 'no reason given' "
+        "(1 rows); set"
+    )
+    errors = summary.with_columns(pl.lit(2).alias("errors"), pl.lit(1).alias("skipped"))
+    assert nothing_scored_gate(errors, results, allowed=False) is None
+
+
+def test_a_value_next_to_its_limit_gets_the_decimals_that_tell_them_apart_up_to_12() -> None:
+    assert compared(0.1 + 1e-9, 0.1, upper=True, percent=True) == "10.0000001% > 10.0%"
+    assert compared(0.1 + 1e-15, 0.1, upper=True, percent=True) == "10.000000000000% > 10.0%"  # at most 12
+    assert compared(0.9 - 1e-15, 0.9, upper=False, percent=False) == "0.900000000000 < 0.9"

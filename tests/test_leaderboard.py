@@ -14,7 +14,14 @@ import pytest
 from scipy import stats
 
 import vision_eval as ve
-from vision_eval.leaderboard import BOOTSTRAP_RESAMPLES, bootstrap_interval, leaderboard, markdown, write_leaderboard
+from vision_eval.leaderboard import (
+    BOOTSTRAP_RESAMPLES,
+    bootstrap_interval,
+    leaderboard,
+    markdown,
+    run_columns,
+    write_leaderboard,
+)
 from vision_eval.runs import find_run_dirs
 
 
@@ -211,3 +218,64 @@ def test_variants_not_significantly_different_from_the_best_are_marked(tmp_path:
     }
     assert [alone[k]["vs_best_test"] for k in ("best", "near", "worse")] == [None, "intervals", "intervals"]
     assert [alone[k]["tied_with_best"] for k in ("best", "near", "worse")] == [True, True, False]
+
+
+def test_each_evaluator_s_judge_is_the_models_it_calls() -> None:
+    """From run.json: a model-graded evaluator's models (the run's judge when it names none), a judge-agent panel's
+    distinct models in order (an agent without a model adds none), no judge for a rule."""
+    info = {
+        "config": {"judge": {"model": "openai/gpt-4o-mini"}},
+        "evaluators": {
+            "graded": {"type": "llm_rubric", "models": ["a/m1", "b/m2"]},
+            "configured": {"type": "llm_rubric", "models": []},
+            "panel": {
+                "type": "judge_agents",
+                "agents": [{"model": "x/1"}, {"name": "no model"}, {"model": "x/1"}, {"model": "y/2"}],
+            },
+            "rule": {"type": "exact_match"},
+        },
+    }
+    labels, evaluators = run_columns(info, "v")
+    assert labels == {"candidate": "dataset output", "judge": "openai/gpt-4o-mini", "variant": "v"}
+    assert {name: d["judge"] for name, d in evaluators.items()} == {
+        "graded": "a/m1, b/m2",
+        "configured": "openai/gpt-4o-mini",
+        "panel": "x/1, y/2",
+        "rule": None,
+    }
+
+
+def test_dataset_numbers_carry_their_protocol_and_a_partial_board_says_so(tmp_path: Path) -> None:
+    """leaderboard_metrics.parquet: one row per number (nested ones by path) with the protocol it was computed
+    under and the run's judge for an evaluator that calls none, typed as documented even when no number has a
+    protocol; ``partial`` marks every leaderboard row."""
+    rows = [{"id": "0", "output": "The sign says STOP.", "expected_output": '["stop"]', "dataset": "IIIT5K",
+             "question_type": "Regular Text Recognition"}]  # fmt: skip
+    ve.evaluate(rows, evaluators={"o": {"type": "ocrbench"}, "em": {"type": "exact_match"}}, output_dir=tmp_path / "r",
+                run={"progress": False, "write_report": False})  # fmt: skip
+    board, folder = write_leaderboard([tmp_path / "r"], tmp_path / "board", partial=True)
+    assert board["partial"].to_list() == [True, True]
+    numbers = pl.read_parquet(folder / "leaderboard_metrics.parquet")
+    assert numbers.select("judge", "evaluator", "protocol", "comparable", "metric", "value").rows() == [
+        ("none", "o", "lmms_eval", True, "n", 1.0),
+        ("none", "o", "lmms_eval", True, "errors", 0.0),
+        ("none", "o", "lmms_eval", True, "unparseable", 0.0),
+        ("none", "o", "lmms_eval", True, "Final Score", 1.0),
+        ("none", "o", "lmms_eval", True, "Text Recognition", 1.0),
+        ("none", "o", "lmms_eval", True, "categories / Regular Text Recognition / points", 1.0),
+        ("none", "o", "lmms_eval", True, "categories / Regular Text Recognition / n", 1.0),
+    ]
+    boxes = [{"id": "a", "output": "[[0, 0, 10, 10]]", "expected_output": "[[0, 0, 10, 10]]"}]
+    ve.evaluate(boxes, evaluators={"b": {"type": "bbox_iou"}}, output_dir=tmp_path / "boxes",
+                run={"progress": False, "write_report": False})  # fmt: skip
+    _, folder = write_leaderboard([tmp_path / "boxes"], tmp_path / "box-board")
+    numbers = pl.read_parquet(folder / "leaderboard_metrics.parquet")
+    assert numbers.schema == pl.Schema(
+        {"candidate": pl.Utf8, "judge": pl.Utf8, "variant": pl.Utf8, "evaluator": pl.Utf8, "protocol": pl.Utf8,
+         "comparable": pl.Boolean, "metric": pl.Utf8, "value": pl.Float64, "run_dir": pl.Utf8}
+    )  # fmt: skip
+    assert numbers.filter(pl.col("metric") == "ap50").select("protocol", "comparable", "value").row(0) == (
+        None,
+        None,
+        1.0,
+    )

@@ -208,6 +208,86 @@ def test_error_versus_processed_is_a_change_and_responses_show_per_variant(tmp_p
     assert len(payload["pivot"]["cells"]) == 4 and payload["pivot"]["changed"] == {"exact": 1, "words": 1}
 
 
+PIVOT_COLUMNS = ["variant", "evaluator", "rows", "skipped", "errors", "mean_score", "ci_low", "ci_high", "pass_rate",
+                 "error_rate", "rank", "tied_with_best", "p_vs_best", "vs_best_test", "protocol"]  # fmt: skip
+"""What a pivot cell tells, in this order: the leaderboard's columns the page shows."""
+
+
+def _assert_cells(found: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
+    """The pivot's cells are the expected leaderboard rows (in any order: tied rows come either way), each with
+    the same keys in order, floats within 1e-9."""
+    assert [list(cell) for cell in found] == [PIVOT_COLUMNS] * len(expected)
+    by_key = {(row["variant"], row["evaluator"]): row for row in expected}
+    assert sorted(by_key) == sorted((cell["variant"], cell["evaluator"]) for cell in found)
+    for cell in found:
+        row = by_key[(cell["variant"], cell["evaluator"])]
+        assert cell == {k: pytest.approx(v, abs=1e-9) if isinstance(v, float) else v for k, v in row.items()}
+
+
+def test_the_pivot_shows_the_leaderboard_that_comes_with_the_runs(tmp_path: Path) -> None:
+    """A leaderboard given with the runs (vision-eval-report writes one and hands it on) is the pivot's, cell for
+    cell, without its other variants; one that lacks a variant of the runs, or has no variant column, is not: the
+    pivot computes the leaderboard from the runs' results instead."""
+    labels = ["candidate.model=a", "candidate.model=b"]
+    dirs = _variant_runs(tmp_path, [["red circle", "red circle big", "big"], ["red", None, "big"]], labels)
+    computed, _ = write_leaderboard(dirs, tmp_path / "board")
+    assert set(computed["variant"]) == set(labels) and computed.height == 4
+    # Another leaderboard of these runs, off by a little in every number, with a third variant the report lacks.
+    off = computed.with_columns(
+        pl.col("mean_score", "ci_low", "ci_high", "pass_rate", "error_rate", "p_vs_best") + 0.001,
+        pl.col("rows", "skipped", "errors") + 1,
+        ~pl.col("tied_with_best"),
+        pl.col("vs_best_test").fill_null("none"),
+        pl.lit("given").alias("protocol"),
+    )
+    other = off.filter(pl.col("variant") == labels[0]).with_columns(pl.lit("candidate.model=c").alias("variant"))
+    given = pl.concat([off, other])
+
+    payload = payload_of(build_html(load_runs(dirs, given)))
+    assert payload["pivot"]["variants"] == labels and payload["pivot"]["evaluators"] == ["words", "exact"]
+    _assert_cells(payload["pivot"]["cells"], off.select(PIVOT_COLUMNS).to_dicts())
+    exactly = payload_of(build_html(load_runs(dirs, off)))  # the report's variants and no other
+    _assert_cells(exactly["pivot"]["cells"], off.select(PIVOT_COLUMNS).to_dicts())
+
+    recomputed = computed.select(PIVOT_COLUMNS).to_dicts()
+    lacking = given.filter(pl.col("variant") != labels[1])
+    _assert_cells(payload_of(build_html(load_runs(dirs, lacking)))["pivot"]["cells"], recomputed)
+    unlabelled = given.drop("variant")
+    _assert_cells(payload_of(build_html(load_runs(dirs, unlabelled)))["pivot"]["cells"], recomputed)
+    _assert_cells(payload_of(build_html(load_runs(dirs)))["pivot"]["cells"], recomputed)
+
+
+def test_the_pivot_computed_from_the_runs_names_each_benchmark_score_s_protocol(tmp_path: Path) -> None:
+    """Without a leaderboard, the pivot's leaderboard reads each evaluator's protocol from its run's run.json: a
+    benchmark metric scored under two protocols is shown with each, and not ranked (the scores are not comparable);
+    an evaluator that is not a benchmark metric has none and is ranked."""
+    rows = [
+        {"id": "a", "output": "i  a", "expected_output": "a"},  # ANLS 0.5 under the reference, 0 under lenient
+        {"id": "b", "output": "ITC Limited", "expected_output": "itc limited"},  # 1 under both
+    ]
+    dirs = []
+    for protocol in ("official", "lenient"):
+        ve.evaluate(
+            rows,
+            evaluators={"anls": {"type": "anls", "protocol": protocol}, "em": {"type": "exact_match"}},
+            dataset={"description": protocol},
+            run={"progress": False, "write_report": False},
+            output_dir=tmp_path / protocol,
+        )
+        dirs.append(tmp_path / protocol)
+    data = load_runs(dirs)
+    payload = payload_of(build_html(data))
+    cells = {(c["variant"], c["evaluator"]): c for c in payload["pivot"]["cells"]}
+    anls = [cells[(label, "anls")] for label in data.labels]
+    em = [cells[(label, "em")] for label in data.labels]
+    assert [c["protocol"] for c in anls] == ["official", "lenient"]
+    assert [c["mean_score"] for c in anls] == [0.75, 0.5]
+    assert [c["rank"] for c in anls] == [None, None]
+    assert [(c["protocol"], c["rank"], c["mean_score"]) for c in em] == [(None, 1, 0.5), (None, 1, 0.5)]
+    board, _ = write_leaderboard(dirs, tmp_path / "board")
+    _assert_cells(payload["pivot"]["cells"], board.select(PIVOT_COLUMNS).to_dicts())
+
+
 def test_eight_variants_fit_a_1400px_window(tmp_path: Path, browser: Browser) -> None:
     from conftest import shape_png
 

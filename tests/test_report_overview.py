@@ -4,9 +4,14 @@ and dimension means."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import polars as pl
 
-from vision_eval.report.aggregates import overview, table
+import vision_eval as ve
+from vision_eval.report import load_runs
+from vision_eval.report.aggregates import overview, run_entry, table
 
 RESULTS = pl.DataFrame(
     {
@@ -71,3 +76,43 @@ def test_overview_of_one_unlabelled_run() -> None:
 def test_table_leaves_out_object_columns() -> None:
     frame = pl.DataFrame({"a": [1, 2], "b": [0.5, None], "o": pl.Series([object(), object()], dtype=pl.Object)})
     assert table(frame) == {"columns": ["a", "b"], "rows": [[1, 0.5], [2, None]]}
+
+
+def test_run_entry_lists_a_run_s_numbers_without_nested_metrics_or_dataset_paths(tmp_path: Path) -> None:
+    """What the page lists about a run directory: its label, folder, id, counts, timings, totals and versions as
+    run.json has them; the dataset without its columns and root; each evaluator's flat metrics (a nested
+    breakdown is left to the run's files; an evaluator without metrics is left out)."""
+    rows = [
+        {"id": "0", "output": "The sign says STOP.", "expected_output": '["stop"]', "dataset": "IIIT5K",
+         "question_type": "Regular Text Recognition"},
+        {"id": "1", "output": "x ^ 2", "expected_output": '["x^{2}"]', "dataset": "HME100k",
+         "question_type": "Handwritten Mathematical Expression Recognition"},
+    ]  # fmt: skip
+    out = tmp_path / "run"
+    ve.evaluate(rows, evaluators={"o": {"type": "ocrbench"}, "em": {"type": "exact_match"}},
+                run={"progress": False, "write_report": False}, output_dir=out)  # fmt: skip
+    info = json.loads((out / "run.json").read_text())
+    entry = run_entry(load_runs([out]).runs[0])
+    assert entry == {
+        "label": "",
+        "directory": str(out.resolve()),
+        "run_id": info["run_id"],
+        "counts": {"samples": 2, "result_rows": 4, "status": {"processed": 4}},
+        "timings": info["timings"],
+        "totals": {"input_tokens": 0, "output_tokens": 0, "cost_usd": None, "cache_hits": 0},
+        "versions": info["versions"],
+        "dataset": {"rows": 2, "images": 0, "selected": 2, "first": 0},
+        "metrics": {
+            "o": {
+                "protocol": "lmms_eval",
+                "n": 2,
+                "errors": 0,
+                "unparseable": 0,
+                "Final Score": 1,
+                "Text Recognition": 1,
+                "Handwritten Mathematical Expression Recognition": 0,
+            },
+        },
+    }
+    assert "columns" in info["dataset"] and "root" in info["dataset"] and "categories" in info["metrics"]["o"]
+    assert set(entry["timings"]) >= {"load_s", "evaluate_s", "total_s"} and "polars" in entry["versions"]

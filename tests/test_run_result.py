@@ -3,13 +3,20 @@ run's own rows; a failing metric never loses the results."""
 
 from __future__ import annotations
 
+import contextlib
+import resource
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import polars as pl
+import pytest
 from conftest import RED, shape_png
+from interrupting import interrupter
 
 import vision_eval as ve
+from vision_eval.errors import Interrupted, OutputsNotWritten
 from vision_eval.evaluators.text.text_match import ExactMatch
 from vision_eval.registry import register
 
@@ -202,4 +209,101 @@ def test_run_json_head_and_dataset() -> None:
         "images": 0,
         "columns": ["id", "output", "expected_output"],
         "root": None,
+        "first": 0,  # an unsharded run's rows start at the first selected row
     }
+
+
+# ---------- what a run that stops says: the one line of a refused write, of Ctrl-C ----------
+
+
+@contextlib.contextmanager
+def file_size_limit(limit: int) -> Iterator[None]:
+    """Files this process writes stop at ``limit`` bytes (``RLIMIT_FSIZE``): a longer write fails with "File too
+    large", as on a full disk (the signal the kernel sends then is ignored, so the write fails instead)."""
+    before = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, before[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, before)
+        signal.signal(signal.SIGXFSZ, handler)
+
+
+MANY = [{"id": f"r{i:03d}", "output": "x", "expected_output": "x" if i % 3 else "y"} for i in range(200)]
+EM = {"em": {"type": "exact_match"}}
+
+
+def test_an_output_file_the_disk_refuses_names_it_what_was_written_and_how_to_go_on(tmp_path: Path) -> None:
+    """report.html (the largest file) is refused: the run's problem names it, the files written before it, and
+    either the checkpoint a resume finishes from or that nothing is kept; the run exits 3."""
+    clean = tmp_path / "clean"
+    ve.evaluate(MANY, evaluators=EM, run={"progress": False}, output_dir=clean)
+    limit = (clean / "report.html").stat().st_size // 2
+    assert max(p.stat().st_size for p in clean.iterdir() if p.name != "report.html") < limit
+    written = "results.parquet, dimensions.parquet, fields.parquet, samples.parquet"
+    for checkpoint in (True, False):
+        out = tmp_path / str(checkpoint)
+        with file_size_limit(limit):
+            info = ve.evaluate(MANY, evaluators=EM, run={"progress": False, "checkpoint": checkpoint}, output_dir=out)
+        refused = f"the outputs could not be written: {out / 'report.html'}: File too large; written: {written}; "
+        kept = (
+            f"finished work is kept in {out / 'checkpoint'}: free some space and resume with run.resume={out}"
+            if checkpoint
+            else "nothing is kept to resume from: free some space and run again"
+        )
+        assert info.run_info["problems"] == [refused + kept]
+        assert info.run_info["exit_code"] == 3
+
+
+def test_a_checkpoint_the_disk_refuses_stops_the_run_saying_what_is_kept(tmp_path: Path) -> None:
+    """A write refused while the run evaluates stops it (exit 3) with one line: no output file was written, and
+    either the checkpoint (how many finished batches it holds) a resume starts from, or that nothing is kept
+    because the checkpoint itself could not be started."""
+    out = tmp_path / "tiny"
+    with file_size_limit(100), pytest.raises(OutputsNotWritten) as tiny:  # not even the checkpoint's manifest
+        ve.evaluate(MANY, evaluators=EM, run={"progress": False}, output_dir=out)
+    assert str(tiny.value) == (
+        f"the outputs could not be written: {out / 'checkpoint' / 'manifest.json'}: File too large; no output file "
+        "was written; nothing is kept to resume from: free some space and run again"
+    )
+    out = tmp_path / "small"
+    with file_size_limit(2000), pytest.raises(OutputsNotWritten) as small:  # the manifest, and no batch
+        ve.evaluate(MANY, evaluators=EM, run={"progress": False}, output_dir=out)
+    line = str(small.value)
+    assert line.startswith(f"the outputs could not be written: {out / 'checkpoint'}/"), line
+    assert line.endswith(
+        f"; no output file was written; finished work is kept in {out / 'checkpoint'} (0 finished batches): free "
+        f"some space and resume with run.resume={out}"
+    ), line
+    assert (out / "checkpoint" / "manifest.json").is_file() and not (out / "results.parquet").exists()
+
+
+def test_ctrl_c_says_what_is_kept_and_how_to_resume(tmp_path: Path) -> None:
+    """Ctrl-C (a real SIGINT) in a run: with a checkpoint, how many finished batches it keeps (one, none) and the
+    resume command; without one, why nothing is kept."""
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    now = {"_target_": "interrupting.InterruptAfter", "watch": str(watched), "after": 0}  # at its first batch
+
+    def hint(evaluators: dict[str, Any], out: Path | None, **run: Any) -> str:
+        with pytest.raises(Interrupted) as stopped:
+            ve.evaluate(MANY, evaluators=evaluators, run={"progress": False, **run}, output_dir=out)
+        return stopped.value.hint
+
+    out = tmp_path / "one"
+    one = {**EM, "stop": interrupter(out, "em", 1, tmp_path / "flag-one")}
+    assert (
+        hint(one, out, batch_size=200)
+        == f"interrupted: finished work is kept (1 finished batch); resume with run.resume={out}"
+    )
+    out = tmp_path / "none"
+    assert hint({"stop": {**now, "flag": str(tmp_path / "flag-none")}}, out) == (
+        f"interrupted: finished work is kept (0 finished batches); resume with run.resume={out}"
+    )
+    assert hint({"stop": {**now, "flag": str(tmp_path / "flag-off")}}, tmp_path / "off", checkpoint=False) == (
+        "interrupted: nothing is kept to resume from (run.checkpoint is off)"
+    )
+    assert hint({"stop": {**now, "flag": str(tmp_path / "flag-nowhere")}}, None) == (
+        "interrupted: nothing is kept to resume from (the run has no output directory)"
+    )

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from vision_eval.config import DatasetConfig
+from vision_eval.config import ConfigSources, DatasetConfig
 from vision_eval.errors import ConfigError
 from vision_eval.evaluator import EvalContext, Evaluator
 from vision_eval.images.refs import IMAGES_DTYPE
@@ -130,3 +130,14 @@ def test_images_read_from_several_columns_are_named_together_when_missing() -> N
     _, positions, rest = split(judge, rows)
     assert positions.to_list() == [0]
     assert held(rest) == {"r1": ("error", "row has no front, back (read as images)", None)}
+
+
+def test_a_mapped_column_the_dataset_lacks_names_the_key_and_its_file() -> None:
+    sources = ConfigSources(files={"evaluators": "/conf/evaluators/mine.yaml"}, overrides=["evaluators=mine"])
+    with pytest.raises(ConfigError) as raised:
+        check_stack(batch(answr=["a"]), [evaluator(columns={"output": "answer"})], DatasetConfig(), sources)
+    assert (raised.value.key, raised.value.file) == ("evaluators.em.columns.output", "/conf/evaluators/mine.yaml")
+    assert raised.value.message == (
+        "dataset column 'answer' is not in the dataset; did you mean 'answr'? (columns: id, output, expected_output, "
+        "answr)"
+    )

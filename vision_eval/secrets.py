@@ -25,6 +25,8 @@ TEXT_COLUMNS = ("error", "details")
 SECRET_KEYS = ("api_key", "apikey", "secret", "token", "password", "authorization")
 SECRET_ASSIGNMENT = re.compile(r"([\w.+~]*(?:api[_-]?key|secret|password|authorization)(?!_env)\w*)=([^,\s'\"]+)", re.I)
 """A ``key=value`` whose key names a secret (in an override, a log line, a message)."""
+_UNQUOTED = re.compile(r"[^\s'\"]*")
+"""The rest of an argument's value: a sweep's further values follow the first, comma-separated."""
 KEY_SHAPE = re.compile(
     r"(?<![\w-])(?:sk-[\w-]{16,}|AIza[\w-]{30,}|hf_[A-Za-z0-9]{30,}|gsk_[A-Za-z0-9]{30,}|xai-[A-Za-z0-9]{30,}"
     r"|AKIA[0-9A-Z]{16})"
@@ -109,10 +111,23 @@ def given_secrets(argv: Iterable[str]) -> Secrets:
     the arguments' tokens shaped like an API key (:data:`KEY_SHAPE`), and the values of the ``*_API_KEY`` /
     ``*_TOKEN`` / ``*_SECRET`` environment variables."""
     argv = list(argv)
-    given = [v for arg in argv for _, found in SECRET_ASSIGNMENT.findall(arg) for v in found.split(",")]
+    given = [value for arg in argv for value in _assigned(arg)]
     given += [token for arg in argv for token in KEY_SHAPE.findall(arg)]
     env = [value for name, value in os.environ.items() if name.upper().endswith(SECRET_VARIABLES)]
     return Secrets([*given, *env])
+
+
+def _assigned(arg: str) -> list[str]:
+    """The values of the secret-named keys in one argument: ``judge.api_key=k1,k2`` (a sweep over two keys) gives
+    both; an item holding ``=`` is the next override (``judge.api_key=k1,judge.model=m``), not a key."""
+    values = []
+    for match in SECRET_ASSIGNMENT.finditer(arg):
+        values.append(match[2])
+        for item in _UNQUOTED.match(arg, match.end())[0].split(",")[1:]:  # type: ignore[index]
+            if "=" in item:
+                break
+            values.append(item)
+    return values
 
 
 def clean_message(text: str, argv: Iterable[str]) -> str:
