@@ -209,7 +209,6 @@ def test_run_json_head_and_dataset() -> None:
         "images": 0,
         "columns": ["id", "output", "expected_output"],
         "root": None,
-        "first": 0,  # an unsharded run's rows start at the first selected row
     }
 
 
