@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from scipy import stats
 
 import vision_eval as ve
 from vision_eval.commands.compare import main
-from vision_eval.compare import compare, judged, load_side
+from vision_eval.compare import NotARun, compare, judged, load_side
 from vision_eval.stats import bootstrap_interval, mcnemar_exact, paired_test, wilcoxon_signed_rank
 
 
@@ -316,6 +317,25 @@ def test_a_side_holding_several_variants_is_refused(tmp_path: Path, capsys: Any)
     assert "holds 2 different runs" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("variants", [5, 6])
+def test_a_refused_side_names_at_most_five_of_its_runs(tmp_path: Path, variants: int) -> None:
+    """The refusal lists the runs it found by folder, the first five, and says when there are more."""
+    run, _ = runs_of_scores(tmp_path / "one", [1.0], [1.0])
+    sweep = tmp_path / "sweep"
+    for i in range(variants):
+        shutil.copytree(run, sweep / f"t{i}")
+        info = json.loads((sweep / f"t{i}" / "run.json").read_text())
+        info["config"]["evaluators"]["score"]["threshold"] = i / 10
+        (sweep / f"t{i}" / "run.json").write_text(json.dumps(info))
+    with pytest.raises(NotARun) as refused:
+        load_side(sweep)
+    shown = {5: "t0; t1; t2; t3; t4", 6: "t0; t1; t2; t3; t4; ..."}[variants]
+    assert str(refused.value) == (
+        f"{sweep} holds {variants} different runs ({shown}): a side is one run, or the shards of one run; "
+        "name one run's folder"
+    )
+
+
 def test_content_is_the_values_not_how_a_file_stored_them() -> None:
     """No value is one value (a null, an empty image list, a column the file lacks); text read as categories is
     text; another image hash, another input or an expected output moved into the input is another sample."""
@@ -356,3 +376,34 @@ def test_the_pairing_sentence_counts_in_words_singular_and_plural() -> None:
     assert Pairing(paired=2, differ=3, only_candidate=1, differing_ids=["a", "b"]).sentence() == (
         "2 samples paired; 3 share their ids but differ in content (a, b, ...): not compared; 1 in the candidate only"
     )
+
+
+def test_the_files_go_where_output_says(tmp_path: Path) -> None:
+    """`-o` naming a .parquet file puts the flips and the page beside it under its name (in folders made for it);
+    `-o` naming a folder, or none, writes the three standard names; each table row names both sides."""
+    from vision_eval.compare import write_comparison
+
+    run_base, run_cand = runs_of_scores(tmp_path, [1.0, 0.0, 1.0], [0.0, 0.0, 0.0])
+    result = compare(load_side(run_base), load_side(run_cand))
+    table = judged(result.table)
+    named = tmp_path / "new" / "deeper" / "gate.parquet"
+    assert write_comparison(result, table, named, max_flipped=1) == [named, named.with_name("gate_flips.parquet"),
+                                                      named.with_name("gate.html")]  # fmt: skip
+    assert write_comparison(result, table, tmp_path / "out", html=False) == [
+        tmp_path / "out" / "comparison.parquet",
+        tmp_path / "out" / "comparison_flips.parquet",
+    ]
+    standard = ["comparison.parquet", "comparison_flips.parquet", "comparison.html"]
+    assert write_comparison(result, table) == [run_cand / name for name in standard]
+    for path in (named, run_cand / "comparison.parquet"):
+        row = pl.read_parquet(path).row(0, named=True)
+        assert (row["evaluator"], row["to_fail"], row["baseline"], row["candidate"]) == (
+            "score",
+            2,
+            str(run_base),
+            str(run_cand),
+        )
+    flips = pl.read_parquet(named.with_name("gate_flips.parquet"))
+    assert flips.select("sample_id", "change").rows() == [("r000", "to_fail"), ("r002", "to_fail")]
+    assert named.with_name("gate.html").read_text().count("<article") == 1  # max_flipped=1
+    assert (run_cand / "comparison.html").read_text().count("<article") == 2
