@@ -407,3 +407,32 @@ def test_the_files_go_where_output_says(tmp_path: Path) -> None:
     assert flips.select("sample_id", "change").rows() == [("r000", "to_fail"), ("r002", "to_fail")]
     assert named.with_name("gate.html").read_text().count("<article") == 1  # max_flipped=1
     assert (run_cand / "comparison.html").read_text().count("<article") == 2
+
+
+def test_the_verdict_at_its_bounds() -> None:
+    """worse: p < alpha and a drop of at least min_delta, or an error rate up by at least min_delta with the
+    error flips' p < alpha (before anything else); not compared: nothing scored on both sides; better: p < alpha
+    and a rise of at least min_delta; else no significant difference. The bounds are exact."""
+    cases = [  # n_paired, delta, p_value, baseline_error_rate, candidate_error_rate, error_p_value, verdict
+        (10, -0.125, 0.0499, 0.0, 0.0, 1.0, "worse"),
+        (10, -0.0625, 0.001, 0.0, 0.0, 1.0, "no significant difference"),  # dropped by less than min_delta
+        (10, -0.5, 0.05, 0.0, 0.0, 1.0, "no significant difference"),  # p not under alpha
+        (10, 0.125, 0.0499, 0.0, 0.0, 1.0, "better"),
+        (10, 0.0625, 0.001, 0.0, 0.0, 1.0, "no significant difference"),
+        (10, 0.5, 0.05, 0.0, 0.0, 1.0, "no significant difference"),
+        (10, 0.0, 1.0, 0.125, 0.25, 0.0499, "worse"),  # errors up by min_delta
+        (10, 0.5, 0.001, 0.125, 0.25, 0.0499, "worse"),  # a better score does not excuse more errors
+        (10, 0.0, 1.0, 0.125, 0.1875, 0.001, "no significant difference"),  # errors up by less
+        (10, 0.0, 1.0, 0.125, 0.25, 0.05, "no significant difference"),
+        (10, 0.0, 1.0, 0.25, 0.0, 0.001, "no significant difference"),  # errors down
+        (0, None, None, 0.0, 0.5, 0.001, "worse"),  # nothing scored on both sides, but the candidate errs
+        (0, None, None, 0.0, 0.0, 1.0, "not compared"),
+        (None, None, None, None, None, None, "not compared"),
+    ]
+    names = ["n_paired", "delta", "p_value", "baseline_error_rate", "candidate_error_rate", "error_p_value"]
+    table = pl.DataFrame([case[:-1] for case in cases], schema=names, orient="row")
+    judged_table = judged(table, alpha=0.05, min_delta=0.125)
+    assert judged_table["verdict"].to_list() == [case[-1] for case in cases]
+    assert set(judged_table["alpha"]) == {0.05} and set(judged_table["min_delta"]) == {0.125}
+    by_default = judged(table.head(1).with_columns(delta=pl.lit(-0.001)))  # alpha 0.05, any drop counts
+    assert by_default.select("verdict", "alpha", "min_delta").row(0) == ("worse", 0.05, 0.0)
