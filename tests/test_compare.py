@@ -464,3 +464,50 @@ def test_many_rows_drawn_by_bins_give_the_bootstrap_interval_of_the_mean() -> No
     width = 2 * half
     assert low == pytest.approx(values.mean() - half, abs=0.02 * width)
     assert high == pytest.approx(values.mean() + half, abs=0.02 * width)
+
+
+def test_content_columns_are_the_mapped_inputs_of_every_run() -> None:
+    """Beside input, expected output and images, a column an evaluator reads in their place is content (a column
+    name or a list of them, and an answers column), the output is not; a malformed entry is passed over."""
+    from vision_eval.pairing import content_columns
+
+    infos = [
+        {"config": {"evaluators": {
+            "a": {"columns": {"input": "question", "output": "prediction", "images": ["img1", "img2"]}},
+            "b": {"answers_column": "choices", "columns": ["not", "a", "mapping"]},
+            "c": "not a mapping",
+        }}},
+        {"config": {"evaluators": {"a": {"columns": {"expected_output": "question"}}}}},
+        {"config": {"evaluators": ["not", "a", "mapping"]}},
+        {},
+    ]  # fmt: skip
+    assert content_columns(infos) == ["input", "expected_output", "images", "question", "img1", "img2", "choices"]
+
+
+def test_the_comparison_table_has_its_columns_and_types_whatever_was_compared(tmp_path: Path) -> None:
+    """comparison.parquet's columns in order, with their types even when no evaluator could be compared; the
+    evaluators' types are read from the results when run.json does not describe them."""
+    run_base, run_cand = runs_of_scores(tmp_path, [1.0, 0.0], [1.0, 1.0])
+    for run in (run_base, run_cand):
+        info = json.loads((run / "run.json").read_text())
+        info.pop("evaluators", None)
+        (run / "run.json").write_text(json.dumps(info))
+    compared = compare(load_side(run_base), load_side(run_cand)).table
+    assert compared.select("evaluator", "type", "n_paired", "to_pass").row(0) == ("score", "python", 2, 1)
+    other = tmp_path / "other"
+    ve.evaluate([{"id": "x", "input": "q", "output": "1.0", "expected_output": "x"}], evaluators={"em": {
+        "type": "exact_match"}}, output_dir=other, run={"write_report": False, "progress": False})  # fmt: skip
+    nothing = compare(load_side(run_base), load_side(other)).table
+    assert nothing.select("evaluator", "n_paired", "note").rows() == [
+        ("score", 0, "in the baseline only"), ("em", 0, "in the candidate only"),
+    ]  # fmt: skip
+    floats, ints = pl.Float64, pl.Int64
+    wanted = {
+        "evaluator": pl.Utf8, "type": pl.Utf8, "n_paired": ints, "baseline_mean": floats, "candidate_mean": floats,
+        "delta": floats, "ci_low": floats, "ci_high": floats, "p_value": floats, "test": pl.Utf8, "to_pass": ints,
+        "to_fail": ints, "to_error": ints, "from_error": ints, "to_skip": ints, "from_skip": ints, "n_samples": ints,
+        "baseline_pass_rate": floats, "candidate_pass_rate": floats, "baseline_error_rate": floats,
+        "candidate_error_rate": floats, "error_p_value": floats, "note": pl.Utf8,
+    }  # fmt: skip
+    assert list(compared.schema.items()) == list(wanted.items())
+    assert list(nothing.schema.items()) == list(wanted.items())

@@ -213,3 +213,18 @@ def test_a_variant_is_compared_with_the_best_on_its_own_evaluators_pairable_samp
     unrecorded = leaderboard(frame, pairable=Pairable(frozenset({"r1"}), pl.Series("sample_id", [], pl.Utf8)))
     m2 = unrecorded.filter((pl.col("candidate") == "m2") & (pl.col("evaluator") == "em")).row(0, named=True)
     assert (m2["vs_best_test"], m2["p_vs_best"]) == ("intervals", None)  # r2 recorded no content
+
+
+def test_a_board_with_nothing_ranked_keeps_the_ranking_columns_types() -> None:
+    """An evaluator scored under two protocols is not ranked: its rank and comparison with the best are nulls of
+    the columns' own types (the leaderboard file's schema does not depend on what could be ranked)."""
+    rows = [
+        ("m1", "vqa", "processed", 1.0, True, 0, None, "r1", "official"),
+        ("m2", "vqa", "processed", 0.0, False, 0, None, "r2", "lenient"),
+    ]
+    board = leaderboard(results(rows))
+    ranking = board.select("rank", "tied_with_best", "p_vs_best", "vs_best_test")
+    assert ranking.rows() == [(None, None, None, None)] * 2
+    assert dict(ranking.schema) == {
+        "rank": pl.Int64, "tied_with_best": pl.Boolean, "p_vs_best": pl.Float64, "vs_best_test": pl.Utf8,
+    }  # fmt: skip
