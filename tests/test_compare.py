@@ -511,3 +511,31 @@ def test_the_comparison_table_has_its_columns_and_types_whatever_was_compared(tm
     }  # fmt: skip
     assert list(compared.schema.items()) == list(wanted.items())
     assert list(nothing.schema.items()) == list(wanted.items())
+
+
+def test_an_unreadable_image_is_its_path() -> None:
+    """An image whose bytes could not be read (no hash) is known by its path: the same path on both sides is the
+    same image, another path another one; references that record no path are all alike."""
+    from vision_eval.pairing import content_hashes
+
+    def hashed(images: list[list[dict[str, Any]]], fields: dict[str, Any]) -> list[int]:
+        column = pl.Series(images, dtype=pl.List(pl.Struct(fields)))
+        frame = pl.LazyFrame({"id": [str(i) for i in range(len(images))], "input": "q", "images": column})
+        return content_hashes(frame).collect()["_content"].to_list()
+
+    ref = {"path": pl.Utf8, "sha256": pl.Utf8}
+    a, b = {"path": "/d/a.png", "sha256": None}, {"path": "/d/b.png", "sha256": None}
+    read = {"path": "/d/a.png", "sha256": "h1"}
+    first, second, same_a, hashed_a = hashed([[a], [b], [a], [read]], ref)
+    assert first == same_a and first != second and first != hashed_a
+    no_path = hashed([[{"sha256": None}], [{"sha256": None}], [{"sha256": "h1"}]], {"sha256": pl.Utf8})
+    assert no_path[0] == no_path[1] != no_path[2]
+
+
+def test_no_scores_give_no_interval_and_no_test() -> None:
+    assert all(np.isnan(bootstrap_interval(np.array([]))))
+    assert bootstrap_interval(np.array([0.25])) == (0.25, 0.25)
+    empty = paired_test(np.array([]), np.array([]))
+    assert (empty.n, empty.test) == (0, "")
+    numbers = (empty.baseline_mean, empty.candidate_mean, empty.delta, empty.ci_low, empty.ci_high, empty.p_value)
+    assert all(isinstance(x, float) and np.isnan(x) for x in numbers)
