@@ -539,3 +539,34 @@ def test_no_scores_give_no_interval_and_no_test() -> None:
     assert (empty.n, empty.test) == (0, "")
     numbers = (empty.baseline_mean, empty.candidate_mean, empty.delta, empty.ci_low, empty.ci_high, empty.p_value)
     assert all(isinstance(x, float) and np.isnan(x) for x in numbers)
+
+
+def test_paired_rows_are_the_same_found_by_position_or_by_join(tmp_path: Path) -> None:
+    """The candidate lists the samples in another order, with one the baseline lacks: each paired sample's rows,
+    in the baseline's order with its position there, are found by position in the files as runs write them and
+    by a join on (id, evaluator) in a results file in another order; the two agree."""
+    from vision_eval.compare.paired_rows import paired_rows, side_samples
+    from vision_eval.pairing import pair
+
+    def run(folder: Path, scores: dict[str, float]) -> Path:
+        rows = [{"id": i, "input": f"q{i}", "output": str(s), "expected_output": "x"} for i, s in scores.items()]
+        stack = {"score": {"type": "python", "function": "tests.fixtures.py_judges:score_from_output"},
+                 "em": {"type": "exact_match"}}  # fmt: skip
+        ve.evaluate(rows, evaluators=stack, output_dir=folder, run={"write_report": False, "progress": False})
+        return folder
+
+    base = load_side(run(tmp_path / "base", {"a": 0.25, "b": 0.5, "c": 0.75, "d": 1.0}))
+    cand_dir = run(tmp_path / "cand", {"c": 0.0, "a": 1.0, "z": 0.5, "b": 0.5})
+    shuffled = tmp_path / "shuffled"
+    shutil.copytree(cand_dir, shuffled)
+    results = pl.read_parquet(cand_dir / "results.parquet")
+    results.sample(fraction=1.0, shuffle=True, seed=3).write_parquet(shuffled / "results.parquet")
+    wanted = [("a", 0, 0.25, 1.0), ("b", 1, 0.5, 0.5), ("c", 2, 0.75, 0.0)]
+    for cand in (load_side(cand_dir), load_side(shuffled)):
+        samples = side_samples(base, ["input"]), side_samples(cand, ["input"])
+        paired, _ = pair(samples[0].hashes, samples[1].hashes)
+        frames = dict(paired_rows(base, cand, paired, samples, ["em", "score", "absent"]))
+        assert list(frames) == ["em", "score"]
+        score = frames["score"]
+        assert score.columns == ["sample_id", "_pos_b", "status", "score", "passed", "status_c", "score_c", "passed_c"]
+        assert score.select("sample_id", "_pos_b", "score", "score_c").rows() == wanted
