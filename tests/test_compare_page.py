@@ -167,6 +167,9 @@ def test_the_table_row_the_note_and_the_flip_count(four_flips: tuple[Comparison,
         "1 failed \u2192 passed, 1 error \u2192)."
     )
     assert [text.strip() for text in body.loose_text()] == [""] * len(body.loose_text())
+    table = body.one("table")
+    assert [text for part in (table, *table.all("thead"), *table.all("tbody"), *table.all("tr")) for text in
+            part.loose_text()] == []  # fmt: skip
 
 
 def test_a_card_per_flipped_sample_worst_first(four_flips: tuple[Comparison, Path]) -> None:
