@@ -570,3 +570,18 @@ def test_paired_rows_are_the_same_found_by_position_or_by_join(tmp_path: Path) -
         score = frames["score"]
         assert score.columns == ["sample_id", "_pos_b", "status", "score", "passed", "status_c", "score_c", "passed_c"]
         assert score.select("sample_id", "_pos_b", "score", "score_c").rows() == wanted
+
+
+@pytest.mark.parametrize("samples", [5, 6])
+def test_a_side_repeating_sample_ids_names_the_first_five(tmp_path: Path, samples: int) -> None:
+    """The same run twice in one folder is not shards of one run: the ids it repeats are named, five at most."""
+    run, _ = runs_of_scores(tmp_path / "one", [1.0] * samples, [1.0])
+    for copy in ("a", "b"):
+        shutil.copytree(run, tmp_path / "twice" / copy)
+    with pytest.raises(NotARun) as refused:
+        compare(load_side(run), load_side(tmp_path / "twice"))
+    shown = "r000, r001, r002, r003, r004" + (", ..." if samples > 5 else "")
+    assert str(refused.value) == (
+        f"{tmp_path / 'twice'} holds {samples} sample id(s) more than once ({shown}): several runs of the same "
+        "samples? name one of them"
+    )
