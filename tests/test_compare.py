@@ -585,3 +585,20 @@ def test_a_side_repeating_sample_ids_names_the_first_five(tmp_path: Path, sample
         f"{tmp_path / 'twice'} holds {samples} sample id(s) more than once ({shown}): several runs of the same "
         "samples? name one of them"
     )
+
+
+def test_a_bootstrap_is_its_seeds_and_counts_few_values_each_repeated() -> None:
+    """The same seed (0 unless given) gives the same interval, by every way of drawing; values are drawn as counts
+    when there are at most 1,000 distinct ones, each 8 times on average or more."""
+    from vision_eval.stats import few_distinct
+
+    binned = np.random.default_rng(5).normal(size=30_000)  # 30,000 x 2,000 resamples: drawn by bins
+    rows = np.random.default_rng(6).normal(size=50)
+    counted = np.repeat(np.arange(10.0), 8)
+    for values, resamples in ((binned, 2000), (rows, 1000), (counted, 1000)):
+        once = bootstrap_interval(values, seed=3, resamples=resamples)
+        assert bootstrap_interval(values, seed=3, resamples=resamples) == once
+        assert bootstrap_interval(values, seed=4, resamples=resamples) != once
+        assert bootstrap_interval(values, resamples=resamples) == bootstrap_interval(values, 0, resamples)
+    assert [few_distinct(np.arange(10.0), n) for n in (79, 80)] == [False, True]
+    assert [few_distinct(np.arange(float(k)), 8 * k) for k in (1000, 1001)] == [True, False]

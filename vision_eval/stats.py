@@ -36,7 +36,8 @@ def chunk_sizes(total: int, per_chunk: int) -> list[int]:
 
 
 def few_distinct(distinct: np.ndarray, n: int) -> bool:
-    """True when resamples are drawn as counts of each distinct value (few values, each repeated)."""
+    """True when resamples are drawn as counts of each distinct value: at most :data:`_COUNTS_DRAW_MAX` distinct
+    values among ``n``, each repeated 8 times on average or more."""
     return len(distinct) <= _COUNTS_DRAW_MAX and len(distinct) * 8 <= n
 
 
