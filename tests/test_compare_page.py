@@ -265,3 +265,12 @@ def test_a_sample_skipped_on_one_side_flips_and_one_skipped_on_both_is_not_compa
         ("worse", "score: passed \u2192 skipped (1.00 \u2192 -)"),
         ("better", "score: skipped \u2192 passed (- \u2192 1.00)"),
     ]
+
+
+def test_quotes_in_a_sample_id_stay_in_its_attribute_and_a_missing_text_says_none(tmp_path: Path) -> None:
+    sample = "say \"hi\" & 'bye'"
+    rows = [{"id": sample, "input": "q", "output": "1.0"}]
+    comparison = two_runs(tmp_path, rows, [{**rows[0], "output": "0.0"}])
+    (card,) = parsed(render(comparison, judged(comparison.table))).all("article")
+    assert (card.attrs["data-sample-id"], card.one("h3").text) == (sample, sample)
+    assert [pre.text for pre in card.all("pre")] == ["q", "(none)", "1.0", "0.0"]  # no expected output
