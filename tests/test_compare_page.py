@@ -12,6 +12,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 import vision_eval as ve
@@ -274,3 +275,16 @@ def test_quotes_in_a_sample_id_stay_in_its_attribute_and_a_missing_text_says_non
     (card,) = parsed(render(comparison, judged(comparison.table))).all("article")
     assert (card.attrs["data-sample-id"], card.one("h3").text) == (sample, sample)
     assert [pre.text for pre in card.all("pre")] == ["q", "(none)", "1.0", "0.0"]  # no expected output
+
+
+def test_long_texts_are_cut_at_4000_characters_and_small_p_values_are_a_bound(tmp_path: Path) -> None:
+    rows = [{"id": "a", "input": "a" * 4000, "output": "1.0"}, {"id": "b", "input": "b" * 4001, "output": "1.0"}]
+    comparison = two_runs(tmp_path, rows, [{**row, "output": "0.0"} for row in rows])
+    table = judged(comparison.table)
+    cards = parsed(render(comparison, table)).all("article")
+    assert [card.all("pre")[0].text for card in cards] == ["a" * 4000, "b" * 4000 + "\u2026 (4,001 characters)"]
+    cells = []
+    for p_value in (0.00009999, 0.0001, 0.00015, 0.99996):
+        body = parsed(render(comparison, table.with_columns(p_value=pl.lit(p_value))))
+        cells.append(table_rows(body)[0][1][5])
+    assert cells == ["< 0.0001", "0.0001", "0.0001", "1.0000"]
