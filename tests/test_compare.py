@@ -602,3 +602,30 @@ def test_a_bootstrap_is_its_seeds_and_counts_few_values_each_repeated() -> None:
         assert bootstrap_interval(values, resamples=resamples) == bootstrap_interval(values, 0, resamples)
     assert [few_distinct(np.arange(10.0), n) for n in (79, 80)] == [False, True]
     assert [few_distinct(np.arange(float(k)), 8 * k) for k in (1000, 1001)] == [True, False]
+
+
+def test_a_nested_content_column_is_its_values() -> None:
+    """A mapped column holding lists or records (the choices an evaluator reads) is content: other values, another
+    sample."""
+    from vision_eval.pairing import content_hashes
+
+    frame = pl.LazyFrame({
+        "id": ["x", "y", "z"], "input": ["q", "q", "q"],
+        "choices": [["a", "b"], ["a", "c"], ["a", "b"]],
+        "meta": [{"k": 1}, {"k": 1}, {"k": 2}],
+    })  # fmt: skip
+    choices = content_hashes(frame, ["input", "choices"]).collect()["_content"].to_list()
+    assert choices[0] != choices[1] and choices[0] == choices[2]
+    meta = content_hashes(frame, ["input", "meta"]).collect()["_content"].to_list()
+    assert meta[0] == meta[1] != meta[2]
+
+
+def test_many_rows_below_the_binning_size_are_drawn_row_by_row_as_scipy_draws_them() -> None:
+    """6,000 distinct values x 10,000 resamples (a comparison's default) are past the numbers drawn one by one, but
+    too few rows to bin (25,600): drawn row by row, in chunks, the interval is scipy's percentile bootstrap's."""
+    values = np.random.default_rng(8).normal(size=6000)
+    rng = np.random.default_rng(2)
+    kw = {"rng": rng} if "rng" in inspect.signature(stats.bootstrap).parameters else {"random_state": rng}
+    res = stats.bootstrap((values,), np.mean, n_resamples=10_000, method="percentile", batch=1000, **kw)
+    wanted = (res.confidence_interval.low, res.confidence_interval.high)
+    assert bootstrap_interval(values, seed=2, resamples=10_000) == pytest.approx(wanted, abs=1e-12)

@@ -228,3 +228,16 @@ def test_a_board_with_nothing_ranked_keeps_the_ranking_columns_types() -> None:
     assert dict(ranking.schema) == {
         "rank": pl.Int64, "tied_with_best": pl.Boolean, "p_vs_best": pl.Float64, "vs_best_test": pl.Utf8,
     }  # fmt: skip
+
+
+def test_pairable_samples_leave_out_ids_whose_content_differs_or_was_not_recorded() -> None:
+    from vision_eval.ranking import Pairable
+
+    contents = pl.LazyFrame({
+        "run_dir": ["r1", "r1", "r1", "r1", "r2", "r2", "r2", "r3"],
+        "sample_id": ["same", "two", "none", "three", "same", "two", "none", "three"],
+        "_content": [1, 2, 3, 4, 1, 5, None, 6],
+    }, schema_overrides={"_content": pl.UInt64})  # fmt: skip
+    pairable = Pairable.of(contents)
+    assert pairable.run_dirs == frozenset({"r1", "r2", "r3"})
+    assert sorted(pairable.excluded.to_list()) == ["none", "three", "two"]
