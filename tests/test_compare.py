@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from scipy import stats
 
 import vision_eval as ve
 from vision_eval.commands.compare import main
-from vision_eval.compare import compare, judged, load_side
+from vision_eval.compare import NotARun, compare, judged, load_side
 from vision_eval.stats import bootstrap_interval, mcnemar_exact, paired_test, wilcoxon_signed_rank
 
 
@@ -316,6 +317,25 @@ def test_a_side_holding_several_variants_is_refused(tmp_path: Path, capsys: Any)
     assert "holds 2 different runs" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("variants", [5, 6])
+def test_a_refused_side_names_at_most_five_of_its_runs(tmp_path: Path, variants: int) -> None:
+    """The refusal lists the runs it found by folder, the first five, and says when there are more."""
+    run, _ = runs_of_scores(tmp_path / "one", [1.0], [1.0])
+    sweep = tmp_path / "sweep"
+    for i in range(variants):
+        shutil.copytree(run, sweep / f"t{i}")
+        info = json.loads((sweep / f"t{i}" / "run.json").read_text())
+        info["config"]["evaluators"]["score"]["threshold"] = i / 10
+        (sweep / f"t{i}" / "run.json").write_text(json.dumps(info))
+    with pytest.raises(NotARun) as refused:
+        load_side(sweep)
+    shown = {5: "t0; t1; t2; t3; t4", 6: "t0; t1; t2; t3; t4; ..."}[variants]
+    assert str(refused.value) == (
+        f"{sweep} holds {variants} different runs ({shown}): a side is one run, or the shards of one run; "
+        "name one run's folder"
+    )
+
+
 def test_content_is_the_values_not_how_a_file_stored_them() -> None:
     """No value is one value (a null, an empty image list, a column the file lacks); text read as categories is
     text; another image hash, another input or an expected output moved into the input is another sample."""
@@ -356,3 +376,256 @@ def test_the_pairing_sentence_counts_in_words_singular_and_plural() -> None:
     assert Pairing(paired=2, differ=3, only_candidate=1, differing_ids=["a", "b"]).sentence() == (
         "2 samples paired; 3 share their ids but differ in content (a, b, ...): not compared; 1 in the candidate only"
     )
+
+
+def test_the_files_go_where_output_says(tmp_path: Path) -> None:
+    """`-o` naming a .parquet file puts the flips and the page beside it under its name (in folders made for it);
+    `-o` naming a folder, or none, writes the three standard names; each table row names both sides."""
+    from vision_eval.compare import write_comparison
+
+    run_base, run_cand = runs_of_scores(tmp_path, [1.0, 0.0, 1.0], [0.0, 0.0, 0.0])
+    result = compare(load_side(run_base), load_side(run_cand))
+    table = judged(result.table)
+    named = tmp_path / "new" / "deeper" / "gate.parquet"
+    assert write_comparison(result, table, named, max_flipped=1) == [named, named.with_name("gate_flips.parquet"),
+                                                      named.with_name("gate.html")]  # fmt: skip
+    assert write_comparison(result, table, tmp_path / "out", html=False) == [
+        tmp_path / "out" / "comparison.parquet",
+        tmp_path / "out" / "comparison_flips.parquet",
+    ]
+    standard = ["comparison.parquet", "comparison_flips.parquet", "comparison.html"]
+    assert write_comparison(result, table) == [run_cand / name for name in standard]
+    for path in (named, run_cand / "comparison.parquet"):
+        row = pl.read_parquet(path).row(0, named=True)
+        assert (row["evaluator"], row["to_fail"], row["baseline"], row["candidate"]) == (
+            "score",
+            2,
+            str(run_base),
+            str(run_cand),
+        )
+    flips = pl.read_parquet(named.with_name("gate_flips.parquet"))
+    assert flips.select("sample_id", "change").rows() == [("r000", "to_fail"), ("r002", "to_fail")]
+    assert named.with_name("gate.html").read_text().count("<article") == 1  # max_flipped=1
+    assert (run_cand / "comparison.html").read_text().count("<article") == 2
+
+
+def test_the_verdict_at_its_bounds() -> None:
+    """worse: p < alpha and a drop of at least min_delta, or an error rate up by at least min_delta with the
+    error flips' p < alpha (before anything else); not compared: nothing scored on both sides; better: p < alpha
+    and a rise of at least min_delta; else no significant difference. The bounds are exact."""
+    cases = [  # n_paired, delta, p_value, baseline_error_rate, candidate_error_rate, error_p_value, verdict
+        (10, -0.125, 0.0499, 0.0, 0.0, 1.0, "worse"),
+        (10, -0.0625, 0.001, 0.0, 0.0, 1.0, "no significant difference"),  # dropped by less than min_delta
+        (10, -0.5, 0.05, 0.0, 0.0, 1.0, "no significant difference"),  # p not under alpha
+        (10, 0.125, 0.0499, 0.0, 0.0, 1.0, "better"),
+        (10, 0.0625, 0.001, 0.0, 0.0, 1.0, "no significant difference"),
+        (10, 0.5, 0.05, 0.0, 0.0, 1.0, "no significant difference"),
+        (10, 0.0, 1.0, 0.125, 0.25, 0.0499, "worse"),  # errors up by min_delta
+        (10, 0.5, 0.001, 0.125, 0.25, 0.0499, "worse"),  # a better score does not excuse more errors
+        (10, 0.0, 1.0, 0.125, 0.1875, 0.001, "no significant difference"),  # errors up by less
+        (10, 0.0, 1.0, 0.125, 0.25, 0.05, "no significant difference"),
+        (10, 0.0, 1.0, 0.25, 0.0, 0.001, "no significant difference"),  # errors down
+        (0, None, None, 0.0, 0.5, 0.001, "worse"),  # nothing scored on both sides, but the candidate errs
+        (0, None, None, 0.0, 0.0, 1.0, "not compared"),
+        (None, None, None, None, None, None, "not compared"),
+    ]
+    names = ["n_paired", "delta", "p_value", "baseline_error_rate", "candidate_error_rate", "error_p_value"]
+    table = pl.DataFrame([case[:-1] for case in cases], schema=names, orient="row")
+    judged_table = judged(table, alpha=0.05, min_delta=0.125)
+    assert judged_table["verdict"].to_list() == [case[-1] for case in cases]
+    assert set(judged_table["alpha"]) == {0.05} and set(judged_table["min_delta"]) == {0.125}
+    by_default = judged(table.head(1).with_columns(delta=pl.lit(-0.001)))  # alpha 0.05, any drop counts
+    assert by_default.select("verdict", "alpha", "min_delta").row(0) == ("worse", 0.05, 0.0)
+
+
+def test_resamples_drawn_in_chunks_are_the_resamples_asked_for() -> None:
+    """Resamples are drawn a chunk at a time (memory), and the chunks add up to the count asked for: a bootstrap
+    of 1,000 distinct values drawn as counts in two chunks (5,000 and 1,000) is the one drawn at once."""
+    from vision_eval.stats import chunk_sizes, counted_interval
+
+    assert [chunk_sizes(10, 4), chunk_sizes(8, 4), chunk_sizes(5, 9), chunk_sizes(3, 1), chunk_sizes(3, 0)] == [
+        [4, 4, 2], [4, 4], [5], [1, 1, 1], [1, 1, 1],
+    ]  # fmt: skip
+    distinct = np.linspace(-1.0, 1.0, 1000)
+    counts = np.random.default_rng(2).integers(1, 20, size=1000)
+    n = int(counts.sum())
+    means = np.random.default_rng(4).multinomial(n, counts / n, size=6000) @ distinct / n
+    wanted = np.percentile(means, [2.5, 97.5])
+    assert counted_interval(distinct, counts, seed=4, resamples=6000) == pytest.approx(tuple(wanted), abs=1e-12)
+
+
+def test_many_rows_drawn_by_bins_give_the_bootstrap_interval_of_the_mean() -> None:
+    """60,000 distinct values x 10,000 resamples are drawn by bins; the bootstrap distribution of the mean of n
+    draws has the values' standard deviation over sqrt(n) and, at this n, is normal: the 2.5% and 97.5% points
+    are the mean -/+ 1.96 of those, to well under 2% of the interval's width (the Monte Carlo error is ~0.7%)."""
+    values = np.random.default_rng(5).beta(2, 5, size=60_000) - 0.25
+    low, high = bootstrap_interval(values, seed=1, resamples=10_000)
+    half = stats.norm.ppf(0.975) * values.std() / np.sqrt(values.size)
+    width = 2 * half
+    assert low == pytest.approx(values.mean() - half, abs=0.02 * width)
+    assert high == pytest.approx(values.mean() + half, abs=0.02 * width)
+
+
+def test_content_columns_are_the_mapped_inputs_of_every_run() -> None:
+    """Beside input, expected output and images, a column an evaluator reads in their place is content (a column
+    name or a list of them, and an answers column), the output is not; a malformed entry is passed over."""
+    from vision_eval.pairing import content_columns
+
+    infos = [
+        {"config": {"evaluators": {
+            "a": {"columns": {"input": "question", "output": "prediction", "images": ["img1", "img2"]}},
+            "b": {"answers_column": "choices", "columns": ["not", "a", "mapping"]},
+            "c": "not a mapping",
+        }}},
+        {"config": {"evaluators": {"a": {"columns": {"expected_output": "question"}}}}},
+        {"config": {"evaluators": ["not", "a", "mapping"]}},
+        {},
+    ]  # fmt: skip
+    assert content_columns(infos) == ["input", "expected_output", "images", "question", "img1", "img2", "choices"]
+
+
+def test_the_comparison_table_has_its_columns_and_types_whatever_was_compared(tmp_path: Path) -> None:
+    """comparison.parquet's columns in order, with their types even when no evaluator could be compared; the
+    evaluators' types are read from the results when run.json does not describe them."""
+    run_base, run_cand = runs_of_scores(tmp_path, [1.0, 0.0], [1.0, 1.0])
+    for run in (run_base, run_cand):
+        info = json.loads((run / "run.json").read_text())
+        info.pop("evaluators", None)
+        (run / "run.json").write_text(json.dumps(info))
+    compared = compare(load_side(run_base), load_side(run_cand)).table
+    assert compared.select("evaluator", "type", "n_paired", "to_pass").row(0) == ("score", "python", 2, 1)
+    other = tmp_path / "other"
+    ve.evaluate([{"id": "x", "input": "q", "output": "1.0", "expected_output": "x"}], evaluators={"em": {
+        "type": "exact_match"}}, output_dir=other, run={"write_report": False, "progress": False})  # fmt: skip
+    nothing = compare(load_side(run_base), load_side(other)).table
+    assert nothing.select("evaluator", "n_paired", "note").rows() == [
+        ("score", 0, "in the baseline only"), ("em", 0, "in the candidate only"),
+    ]  # fmt: skip
+    floats, ints = pl.Float64, pl.Int64
+    wanted = {
+        "evaluator": pl.Utf8, "type": pl.Utf8, "n_paired": ints, "baseline_mean": floats, "candidate_mean": floats,
+        "delta": floats, "ci_low": floats, "ci_high": floats, "p_value": floats, "test": pl.Utf8, "to_pass": ints,
+        "to_fail": ints, "to_error": ints, "from_error": ints, "to_skip": ints, "from_skip": ints, "n_samples": ints,
+        "baseline_pass_rate": floats, "candidate_pass_rate": floats, "baseline_error_rate": floats,
+        "candidate_error_rate": floats, "error_p_value": floats, "note": pl.Utf8,
+    }  # fmt: skip
+    assert list(compared.schema.items()) == list(wanted.items())
+    assert list(nothing.schema.items()) == list(wanted.items())
+
+
+def test_an_unreadable_image_is_its_path() -> None:
+    """An image whose bytes could not be read (no hash) is known by its path: the same path on both sides is the
+    same image, another path another one; references that record no path are all alike."""
+    from vision_eval.pairing import content_hashes
+
+    def hashed(images: list[list[dict[str, Any]]], fields: dict[str, Any]) -> list[int]:
+        column = pl.Series(images, dtype=pl.List(pl.Struct(fields)))
+        frame = pl.LazyFrame({"id": [str(i) for i in range(len(images))], "input": "q", "images": column})
+        return content_hashes(frame).collect()["_content"].to_list()
+
+    ref = {"path": pl.Utf8, "sha256": pl.Utf8}
+    a, b = {"path": "/d/a.png", "sha256": None}, {"path": "/d/b.png", "sha256": None}
+    read = {"path": "/d/a.png", "sha256": "h1"}
+    first, second, same_a, hashed_a = hashed([[a], [b], [a], [read]], ref)
+    assert first == same_a and first != second and first != hashed_a
+    no_path = hashed([[{"sha256": None}], [{"sha256": None}], [{"sha256": "h1"}]], {"sha256": pl.Utf8})
+    assert no_path[0] == no_path[1] != no_path[2]
+
+
+def test_no_scores_give_no_interval_and_no_test() -> None:
+    assert all(np.isnan(bootstrap_interval(np.array([]))))
+    assert bootstrap_interval(np.array([0.25])) == (0.25, 0.25)
+    empty = paired_test(np.array([]), np.array([]))
+    assert (empty.n, empty.test) == (0, "")
+    numbers = (empty.baseline_mean, empty.candidate_mean, empty.delta, empty.ci_low, empty.ci_high, empty.p_value)
+    assert all(isinstance(x, float) and np.isnan(x) for x in numbers)
+
+
+def test_paired_rows_are_the_same_found_by_position_or_by_join(tmp_path: Path) -> None:
+    """The candidate lists the samples in another order, with one the baseline lacks: each paired sample's rows,
+    in the baseline's order with its position there, are found by position in the files as runs write them and
+    by a join on (id, evaluator) in a results file in another order; the two agree."""
+    from vision_eval.compare.paired_rows import paired_rows, side_samples
+    from vision_eval.pairing import pair
+
+    def run(folder: Path, scores: dict[str, float]) -> Path:
+        rows = [{"id": i, "input": f"q{i}", "output": str(s), "expected_output": "x"} for i, s in scores.items()]
+        stack = {"score": {"type": "python", "function": "tests.fixtures.py_judges:score_from_output"},
+                 "em": {"type": "exact_match"}}  # fmt: skip
+        ve.evaluate(rows, evaluators=stack, output_dir=folder, run={"write_report": False, "progress": False})
+        return folder
+
+    base = load_side(run(tmp_path / "base", {"a": 0.25, "b": 0.5, "c": 0.75, "d": 1.0}))
+    cand_dir = run(tmp_path / "cand", {"c": 0.0, "a": 1.0, "z": 0.5, "b": 0.5})
+    shuffled = tmp_path / "shuffled"
+    shutil.copytree(cand_dir, shuffled)
+    results = pl.read_parquet(cand_dir / "results.parquet")
+    results.sample(fraction=1.0, shuffle=True, seed=3).write_parquet(shuffled / "results.parquet")
+    wanted = [("a", 0, 0.25, 1.0), ("b", 1, 0.5, 0.5), ("c", 2, 0.75, 0.0)]
+    for cand in (load_side(cand_dir), load_side(shuffled)):
+        samples = side_samples(base, ["input"]), side_samples(cand, ["input"])
+        paired, _ = pair(samples[0].hashes, samples[1].hashes)
+        frames = dict(paired_rows(base, cand, paired, samples, ["em", "score", "absent"]))
+        assert list(frames) == ["em", "score"]
+        score = frames["score"]
+        assert score.columns == ["sample_id", "_pos_b", "status", "score", "passed", "status_c", "score_c", "passed_c"]
+        assert score.select("sample_id", "_pos_b", "score", "score_c").rows() == wanted
+
+
+@pytest.mark.parametrize("samples", [5, 6])
+def test_a_side_repeating_sample_ids_names_the_first_five(tmp_path: Path, samples: int) -> None:
+    """The same run twice in one folder is not shards of one run: the ids it repeats are named, five at most."""
+    run, _ = runs_of_scores(tmp_path / "one", [1.0] * samples, [1.0])
+    for copy in ("a", "b"):
+        shutil.copytree(run, tmp_path / "twice" / copy)
+    with pytest.raises(NotARun) as refused:
+        compare(load_side(run), load_side(tmp_path / "twice"))
+    shown = "r000, r001, r002, r003, r004" + (", ..." if samples > 5 else "")
+    assert str(refused.value) == (
+        f"{tmp_path / 'twice'} holds {samples} sample id(s) more than once ({shown}): several runs of the same "
+        "samples? name one of them"
+    )
+
+
+def test_a_bootstrap_is_its_seeds_and_counts_few_values_each_repeated() -> None:
+    """The same seed (0 unless given) gives the same interval, by every way of drawing; values are drawn as counts
+    when there are at most 1,000 distinct ones, each 8 times on average or more."""
+    from vision_eval.stats import few_distinct
+
+    binned = np.random.default_rng(5).normal(size=30_000)  # 30,000 x 2,000 resamples: drawn by bins
+    rows = np.random.default_rng(6).normal(size=50)
+    counted = np.repeat(np.arange(10.0), 8)
+    for values, resamples in ((binned, 2000), (rows, 1000), (counted, 1000)):
+        once = bootstrap_interval(values, seed=3, resamples=resamples)
+        assert bootstrap_interval(values, seed=3, resamples=resamples) == once
+        assert bootstrap_interval(values, seed=4, resamples=resamples) != once
+        assert bootstrap_interval(values, resamples=resamples) == bootstrap_interval(values, 0, resamples)
+    assert [few_distinct(np.arange(10.0), n) for n in (79, 80)] == [False, True]
+    assert [few_distinct(np.arange(float(k)), 8 * k) for k in (1000, 1001)] == [True, False]
+
+
+def test_a_nested_content_column_is_its_values() -> None:
+    """A mapped column holding lists or records (the choices an evaluator reads) is content: other values, another
+    sample."""
+    from vision_eval.pairing import content_hashes
+
+    frame = pl.LazyFrame({
+        "id": ["x", "y", "z"], "input": ["q", "q", "q"],
+        "choices": [["a", "b"], ["a", "c"], ["a", "b"]],
+        "meta": [{"k": 1}, {"k": 1}, {"k": 2}],
+    })  # fmt: skip
+    choices = content_hashes(frame, ["input", "choices"]).collect()["_content"].to_list()
+    assert choices[0] != choices[1] and choices[0] == choices[2]
+    meta = content_hashes(frame, ["input", "meta"]).collect()["_content"].to_list()
+    assert meta[0] == meta[1] != meta[2]
+
+
+def test_many_rows_below_the_binning_size_are_drawn_row_by_row_as_scipy_draws_them() -> None:
+    """6,000 distinct values x 10,000 resamples (a comparison's default) are past the numbers drawn one by one, but
+    too few rows to bin (25,600): drawn row by row, in chunks, the interval is scipy's percentile bootstrap's."""
+    values = np.random.default_rng(8).normal(size=6000)
+    rng = np.random.default_rng(2)
+    kw = {"rng": rng} if "rng" in inspect.signature(stats.bootstrap).parameters else {"random_state": rng}
+    res = stats.bootstrap((values,), np.mean, n_resamples=10_000, method="percentile", batch=1000, **kw)
+    wanted = (res.confidence_interval.low, res.confidence_interval.high)
+    assert bootstrap_interval(values, seed=2, resamples=10_000) == pytest.approx(wanted, abs=1e-12)

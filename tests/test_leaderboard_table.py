@@ -180,3 +180,64 @@ def test_tied_ranks_tie_within_the_tolerance_or_on_the_same_scores_and_rank_by_c
     assert ranks.to_list() == [1, 1, 3, 3, 5, None]
     unranked = tied_ranks(board, pl.Series([True, False, True, True, True, True]))
     assert unranked.to_list() == [1, None, 2, 2, 4, None]
+
+
+def test_a_variant_is_compared_with_the_best_on_its_own_evaluators_pairable_samples() -> None:
+    """The paired test reads one evaluator's processed rows of the two variants, on the samples that pair: an id
+    whose content differs between the runs is left out. Runs m1 (r1) and m2 (r2) are the only runs recorded."""
+    from vision_eval.ranking import Pairable
+
+    em = {"m1": [1.0] * 9 + [0.0], "m2": [0.0] * 6 + [1.0] * 4}  # s0-s5 passed -> failed; s9 failed -> passed
+    other = {"m1": [0.0] * 10, "m2": [1.0] * 10}
+    rows, ids = [], []
+    for evaluator, scores in (("em", em), ("other", other)):
+        for candidate, run in (("m1", "r1"), ("m2", "r2")):
+            for i, score in enumerate(scores[candidate]):
+                rows.append((candidate, evaluator, "processed", score, score == 1.0, 0, None, run, None))
+                ids.append(f"s{i}")
+    rows.append(("m2", "em", "error", None, None, 0, None, "r2", None))  # no score: never paired
+    ids.append("s0")
+    frame = results(rows).with_columns(pl.Series("sample_id", ids))
+    s9_differs = Pairable(frozenset({"r1", "r2"}), pl.Series("sample_id", ["s9"]))
+    board = leaderboard(frame, pairable=s9_differs)
+    by = {(r["candidate"], r["evaluator"]): r for r in board.iter_rows(named=True)}
+    assert (by[("m1", "em")]["rank"], by[("m2", "other")]["rank"]) == (1, 1)
+    m2 = by[("m2", "em")]
+    assert (m2["vs_best_test"], m2["tied_with_best"]) == ("mcnemar_exact", False)
+    assert m2["p_vs_best"] == pytest.approx(stats.binomtest(0, 6).pvalue)  # s9 left out: 6 to 0
+    m1 = by[("m1", "other")]
+    assert (m1["vs_best_test"], m1["p_vs_best"]) == ("mcnemar_exact", pytest.approx(stats.binomtest(0, 9).pvalue))
+    all_pair = leaderboard(frame, pairable=Pairable(frozenset({"r1", "r2"}), pl.Series("sample_id", [], pl.Utf8)))
+    m2 = all_pair.filter((pl.col("candidate") == "m2") & (pl.col("evaluator") == "em")).row(0, named=True)
+    assert (m2["p_vs_best"], m2["tied_with_best"]) == (pytest.approx(stats.binomtest(1, 7).pvalue), True)
+    unrecorded = leaderboard(frame, pairable=Pairable(frozenset({"r1"}), pl.Series("sample_id", [], pl.Utf8)))
+    m2 = unrecorded.filter((pl.col("candidate") == "m2") & (pl.col("evaluator") == "em")).row(0, named=True)
+    assert (m2["vs_best_test"], m2["p_vs_best"]) == ("intervals", None)  # r2 recorded no content
+
+
+def test_a_board_with_nothing_ranked_keeps_the_ranking_columns_types() -> None:
+    """An evaluator scored under two protocols is not ranked: its rank and comparison with the best are nulls of
+    the columns' own types (the leaderboard file's schema does not depend on what could be ranked)."""
+    rows = [
+        ("m1", "vqa", "processed", 1.0, True, 0, None, "r1", "official"),
+        ("m2", "vqa", "processed", 0.0, False, 0, None, "r2", "lenient"),
+    ]
+    board = leaderboard(results(rows))
+    ranking = board.select("rank", "tied_with_best", "p_vs_best", "vs_best_test")
+    assert ranking.rows() == [(None, None, None, None)] * 2
+    assert dict(ranking.schema) == {
+        "rank": pl.Int64, "tied_with_best": pl.Boolean, "p_vs_best": pl.Float64, "vs_best_test": pl.Utf8,
+    }  # fmt: skip
+
+
+def test_pairable_samples_leave_out_ids_whose_content_differs_or_was_not_recorded() -> None:
+    from vision_eval.ranking import Pairable
+
+    contents = pl.LazyFrame({
+        "run_dir": ["r1", "r1", "r1", "r1", "r2", "r2", "r2", "r3"],
+        "sample_id": ["same", "two", "none", "three", "same", "two", "none", "three"],
+        "_content": [1, 2, 3, 4, 1, 5, None, 6],
+    }, schema_overrides={"_content": pl.UInt64})  # fmt: skip
+    pairable = Pairable.of(contents)
+    assert pairable.run_dirs == frozenset({"r1", "r2", "r3"})
+    assert sorted(pairable.excluded.to_list()) == ["none", "three", "two"]

@@ -34,7 +34,7 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
     "vision_eval.pairing": ("test_compare", "test_report_compare"),
     "vision_eval.stats": ("test_compare", "test_report_compare"),
     "vision_eval.ranking": ("test_leaderboard_table", "test_leaderboard", "test_compare", "test_report_compare"),
-    "vision_eval.compare": ("test_compare", "test_report_compare"),
+    "vision_eval.compare": ("test_compare", "test_compare_page", "test_report_compare"),
     "vision_eval.leaderboard": (
         "test_leaderboard_table",
         "test_leaderboard",

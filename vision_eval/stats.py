@@ -28,8 +28,16 @@ _CHUNK = 5_000_000
 """Most numbers held at once while drawing (resamples x rows, or x distinct values)."""
 
 
+def chunk_sizes(total: int, per_chunk: int) -> list[int]:
+    """``total`` resamples drawn ``per_chunk`` at a time (at least one): the size of each draw, the last one what
+    is left."""
+    step = max(1, per_chunk)
+    return [min(step, total - start) for start in range(0, total, step)]
+
+
 def few_distinct(distinct: np.ndarray, n: int) -> bool:
-    """True when resamples are drawn as counts of each distinct value (few values, each repeated)."""
+    """True when resamples are drawn as counts of each distinct value: at most :data:`_COUNTS_DRAW_MAX` distinct
+    values among ``n``, each repeated 8 times on average or more."""
     return len(distinct) <= _COUNTS_DRAW_MAX and len(distinct) * 8 <= n
 
 
@@ -38,11 +46,10 @@ def counted_interval(distinct: np.ndarray, counts: np.ndarray, seed: int, resamp
     multinomial counts."""
     n = int(counts.sum())
     rng = np.random.default_rng(seed)
-    chunk = max(1, min(resamples, _CHUNK // len(distinct)))
-    means = []
-    for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
-        means.append(rng.multinomial(n, counts / n, size=size) @ distinct / n)
+    means = [
+        rng.multinomial(n, counts / n, size=size) @ distinct / n
+        for size in chunk_sizes(resamples, _CHUNK // len(distinct))
+    ]
     low, high = np.percentile(np.concatenate(means), [2.5, 97.5])
     return float(low), float(high)
 
@@ -61,10 +68,8 @@ def _binned_interval(values: np.ndarray, seed: int, resamples: int) -> tuple[flo
     means = np.add.reduceat(ordered, starts) / sizes
     spreads = np.add.reduceat((ordered - np.repeat(means, sizes)) ** 2, starts) / sizes
     rng = np.random.default_rng(seed)
-    chunk = max(1, min(resamples, _CHUNK // _BINS))
     drawn = []
-    for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
+    for size in chunk_sizes(resamples, _CHUNK // _BINS):
         picks = rng.multinomial(n, sizes / n, size=size)
         sums = picks @ means + rng.standard_normal(size) * np.sqrt(picks @ spreads)
         drawn.append(sums / n)
@@ -91,11 +96,7 @@ def bootstrap_interval(values: np.ndarray, seed: int = 0, resamples: int = BOOTS
     if n * resamples > _DRAWN_MAX and n >= _BINS * 100:
         return _binned_interval(values, seed, resamples)
     rng = np.random.default_rng(seed)
-    chunk = max(1, min(resamples, _CHUNK // n))
-    means = []
-    for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
-        means.append(values[rng.integers(0, n, size=(size, n))].mean(axis=1))
+    means = [values[rng.integers(0, n, size=(size, n))].mean(axis=1) for size in chunk_sizes(resamples, _CHUNK // n)]
     low, high = np.percentile(np.concatenate(means), [2.5, 97.5])
     return float(low), float(high)
 
