@@ -146,6 +146,7 @@ def test_lenient_anls_similarity_in_double_precision_and_unreadable_answers() ->
     [
         ("The answer is B.", "b", 1.0, {"prediction": "B", "expected": "B"}),  # the gold letter in upper case
         ("nothing", "C", 0.0, {"prediction": None, "expected": "C", "unparseable": True}),
+        ("  \n ", "C", 0.0, {"prediction": None, "expected": "C", "unparseable": True}),  # blank
         ("2 Cars.", "2 cars", 1.0, {"prediction": "2 cars", "expected": "2 cars"}),  # text: lower case, no period
         ("3 cars", "2 cars", 0.0, {"prediction": "3 cars", "expected": "2 cars"}),
     ],
@@ -198,4 +199,69 @@ def test_ai2d_details_name_the_prediction_the_gold_and_the_protocol(
 
     row = ai2d_row("lmms_eval", output, expected, ["moon", "sun", "star"])
     assert (row.status, row.score) == (status, score)
+    assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
+    if status == "error":
+        assert row.error == "expected_output is not the index of an option"
+
+
+# ---------------------------------------------------------------- lmms-eval's shared letter reader (mcq_extract.py)
+
+
+@pytest.mark.parametrize(
+    ("reply", "letter"),
+    [
+        ("   ", ""),  # nothing to read
+        ("so A or DX", "A"),  # only the marks , . ! ? ; : ' " are stripped from the ends, not letters
+        ("The (A) is wrong, so D.", "D"),  # the final period stripped: D alone at the end beats a bracketed letter
+        ("Pick (B), not C either", "B"),  # a bracketed letter beats one before a space
+        ("x (A) (B) (A) y", "A"),  # two of one shape: the one whose last place is last
+        ("x (A) (B) y", "B"),
+        ("(B) is wrong: the answer is C here", "C"),  # after an answer phrase beats a bracketed letter
+        ("answer is B then C, answer is B ok", "C"),  # after the first place of the phrase; each letter's first place
+        ("so B or C; answer is C then B ok", "B"),  # ... counted from the phrase, not from the start
+        ("answer is C then B then C ok", "B"),
+        ("(B) is right, not A; the answer is clear", "B"),  # a phrase with no letter after it reads nothing
+        ("so (C) or B; answer is hard", "C"),  # letters before the phrase are not after it
+        ("A, not (B)", "A"),  # alone at the start beats every shape
+        ("(B) or maybe A", "A"),  # alone at the end beats every shape but the start
+    ],
+)
+def test_letter_reader_ranks_shapes_as_lmms_eval_extract_mcq_answer(reply: str, letter: str) -> None:
+    """Each expected letter is what lmms-eval's ``extract_mcq_answer`` @75571cf returns for the reply (checked by
+    running it); the cases set one shape against another."""
+    from vision_eval.evaluators.benchmarks.choices import mcq_letter
+
+    assert mcq_letter(reply, ["A", "B", "C", "D"]) == letter
+
+
+# ---------------------------------------------------------------- MMMU and MMMU-Pro rows not in the parity fixtures
+
+
+@pytest.mark.parametrize(("output", "score"), [("...", 0.0), (" . ", 0.0), ("x", 1.0), ("no idea.", 1.0)])
+def test_mmmu_lmms_eval_open_answer_right_only_for_an_empty_gold_and_a_reply_that_reads(
+    output: str, score: float
+) -> None:
+    """lmms-eval's mmmu_process_results keeps the first open prediction as text and eval_open iterates its
+    characters: an empty gold ("" is in every character) is matched by any reply that is not empty once stripped of
+    white space and periods ("..." parses to "", which has no character)."""
+    from vision_eval.evaluators.benchmarks.mmmu import score_row
+
+    assert score_row("lmms_eval", output, "", None, "open").score == score
+    assert score_row("lmms_eval", output, "x", None, "open").score == 0.0
+
+
+@pytest.mark.parametrize(
+    ("output", "score", "details"),
+    [
+        (" B \n", 1.0, {"prediction": "B", "expected": "B"}),  # the stripped reply is the prediction
+        ("Z", 0.0, {"prediction": "Z", "expected": "B"}),  # any capital letter is a read choice
+        ("[", 0.0, {"prediction": "[", "expected": "B", "unparseable": True}),  # the character after Z is not
+        ("(B)", 0.0, {"prediction": "(B)", "expected": "B", "unparseable": True}),  # only the letter itself is right
+    ],
+)
+def test_mmmu_pro_vision_row_keeps_the_whole_reply(output: str, score: float, details: dict[str, Any]) -> None:
+    from vision_eval.evaluators.benchmarks.mmmu_pro import vision_row
+
+    row = vision_row("lmms_eval", output, "B")
+    assert (row.status, row.score) == ("processed", score)
     assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
