@@ -168,6 +168,10 @@ def test_realworldqa_details_name_the_prediction_and_the_gold(
         ("B. y", "0", "processed", 0.0, {"prediction": "B", "expected": "A"}),
         ("", "0", "processed", 0.0, {"prediction": None, "expected": "A", "unparseable": True}),
         ("x", "5", "error", None, {}),  # no option 5: an error row that still names its protocol
+        ("B.", "1", "processed", 1.0, {"prediction": "B", "expected": "B"}),  # "X." is X, however short
+        ("B", "0", "processed", 0.0, {"prediction": "B", "expected": "A"}),  # another option's letter: read, wrong
+        ("b", "0", "processed", 0.0, {"prediction": "b", "expected": "A"}),
+        ("wood", "0", "processed", 0.0, {"prediction": "w", "expected": "A", "unparseable": True}),  # no letter
     ],
 )
 def test_scienceqa_details_name_the_prediction_the_gold_and_the_protocol(
@@ -265,3 +269,63 @@ def test_mmmu_pro_vision_row_keeps_the_whole_reply(output: str, score: float, de
     row = vision_row("lmms_eval", output, "B")
     assert (row.status, row.score) == ("processed", score)
     assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
+
+
+def test_mmmu_pro_standard_row_names_its_protocol() -> None:
+    from vision_eval.evaluators.benchmarks.mmmu_pro import standard_row
+
+    row = standard_row("lmms_eval", " (C) \n", "C", "['a', 'b', 'c']")
+    assert (row.status, row.score) == ("processed", 1.0)
+    assert json.loads(row.details) == {"protocol": "lmms_eval", "prediction": "C", "expected": "C"}
+
+
+def test_mmmu_pro_vision_setting_needs_no_options_column_and_standard_does() -> None:
+    rows = [{"id": "a", "output": "B", "expected_output": "B", "subject": "Art"}]
+    result = ve.evaluate(rows, evaluators={"m": {"type": "mmmu_pro", "setting": "vision"}}, run={"progress": False})
+    assert result.results["score"].to_list() == [1.0]
+    assert result.run_info["evaluators"]["m"]["setting"] == "vision"
+    with pytest.raises(ve.ConfigError, match="needs dataset column 'options'"):
+        ve.evaluate(rows, evaluators={"m": {"type": "mmmu_pro"}}, run={"progress": False})
+
+
+@pytest.mark.parametrize(("output", "expected", "score"), [("y = 3", "y", 0.0), ("y = 3", "3", 1.0)])
+def test_mmmu_official_open_answer_after_an_equals_sign_in_the_last_line(
+    output: str, expected: str, score: float
+) -> None:
+    """MMMU's get_key_subresponses: in the last line, the text after "=" is a key part (shorter than the whole), so
+    "y = 3" predicts 3 (and not the text "y = 3", in which "y " would be found)."""
+    from vision_eval.evaluators.benchmarks.mmmu import score_row
+
+    assert score_row("official", output, expected, None, "open").score == score
+
+
+def test_grouped_summary_from_the_results_alone() -> None:
+    """A grouped metric summarised from its result rows only (no group inputs, e.g. a run whose batches handed none
+    back): the accuracy over the processed rows, and no group."""
+    import polars as pl
+
+    from vision_eval.evaluator import EvalContext
+    from vision_eval.stack import build_evaluator
+
+    metric = build_evaluator("s", {"type": "scienceqa"}, EvalContext())
+    results = pl.DataFrame(
+        {
+            "sample_id": ["a", "b", "c", "d"],
+            "status": ["processed", "processed", "processed", "error"],
+            "score": [1.0, 0.0, 0.0, None],
+            "details": [
+                '{"protocol":"lmms_eval","prediction":"A","expected":"A"}',
+                '{"protocol":"lmms_eval","prediction":"B","expected":"A"}',
+                '{"protocol":"lmms_eval","prediction":null,"expected":"A","unparseable":true}',
+                '{"protocol":"lmms_eval"}',
+            ],
+        }
+    )
+    assert metric.summarize(results) == {
+        "protocol": "lmms_eval",
+        "n": 3,
+        "errors": 1,
+        "unparseable": 1,
+        "accuracy": 1 / 3,
+        "subject": {},
+    }
