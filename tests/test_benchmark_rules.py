@@ -329,3 +329,41 @@ def test_grouped_summary_from_the_results_alone() -> None:
         "accuracy": 1 / 3,
         "subject": {},
     }
+
+
+@pytest.mark.parametrize(
+    ("protocol", "reply", "letter"),
+    [
+        ("official", "(A) or (B)", "B"),  # two bracketed letters: the one that comes last
+        ("official", "A or B or A", "A"),  # two letters between spaces: the one whose last place is last
+        ("lmms_eval", "(A) or (B)", "B"),
+    ],
+)
+def test_mmmu_reads_the_last_of_several_letters(protocol: str, reply: str, letter: str) -> None:
+    """MMMU's parse_multi_choice_response (and lmms-eval's copy): several candidates of one shape, the one with the
+    greatest ``rfind``."""
+    from vision_eval.evaluators.benchmarks.mmmu import read_choice
+
+    assert read_choice(reply, ["x", "y"], protocol) == letter
+
+
+def test_mmmu_rows_details_unread_open_and_bad_options() -> None:
+    from vision_eval.evaluators.benchmarks.mmmu import score_row
+
+    unread = score_row("official", "no idea", "A", "['x', 'y']", "multiple-choice")
+    assert (unread.status, unread.score) == ("processed", 0.0)
+    assert json.loads(unread.details) == {
+        "protocol": "official",
+        "question_type": "multiple-choice",
+        "prediction": None,
+        "expected": "A",
+        "unparseable": True,
+        "choices": ["A", "B"],
+        "raw": "no idea",
+    }
+    open_row = score_row("lmms_eval", "3", "3", None, "open")
+    assert (open_row.status, open_row.score) == ("processed", 0.0)  # every open question scores 0 under lmms_eval
+    assert json.loads(open_row.details) == {"protocol": "lmms_eval", "question_type": "open", "expected": "3"}
+    bad = score_row("official", "A", "A", "x, y", "multiple-choice")
+    assert (bad.status, bad.score, bad.error) == ("error", None, "options are not a list of texts")
+    assert json.loads(bad.details) == {"protocol": "official", "options": "x, y"}
