@@ -367,3 +367,54 @@ def test_mmmu_rows_details_unread_open_and_bad_options() -> None:
     bad = score_row("official", "A", "A", "x, y", "multiple-choice")
     assert (bad.status, bad.score, bad.error) == ("error", None, "options are not a list of texts")
     assert json.loads(bad.details) == {"protocol": "official", "options": "x, y"}
+
+
+# ---------------------------------------------------------------- MATH-Vision's reading of a reply (lmms-eval @75571cf)
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer"),
+    [
+        ("So the answer is \\boxed{\\frac12\\sqrt3}.", "\\frac{1}{2}\\sqrt{3}"),  # with a root, \frac12 is braced
+        ("x = \\frac1{2}\\sqrt3", "\\frac{1}{2}\\sqrt{3}"),  # one brace missing
+        ("\\sqrt3\\frac1", "\\sqrt{3}\\frac1"),  # a \frac with one character after: the text left as it is
+        ("\\sqrt23", "\\sqrt{2}3"),  # one character under the root
+        ("The area is .25", "0.25"),  # a leading period gets its zero
+        ("Area \\approx 12.566 \\approx 12.57", "12.57"),  # the value after the last \approx
+        ("x = 3.1 \\app rox 3", "3"),  # spaces go first, then the one \approx left splits
+        ("1/2", "\\frac{1}{2}"),
+        ("the answer is 0.5", "\\frac{1}{2}"),
+        ("The answer is $\\frac{3}{4}$ m^3.", "\\frac{3}{4}"),  # dollars and the unit dropped
+        ("The answer is (b).", "b"),
+        ("", ""),
+    ],
+)
+def test_mathvision_reads_the_answer_as_lmms_eval_does(reply: str, answer: str) -> None:
+    """Each expected answer is what lmms-eval's mathvision_process_results (with eval_utils.find_math_answer) reads
+    from the reply before comparing (checked by running the reference's functions)."""
+    from vision_eval.evaluators.benchmarks.mathvision import read_answer
+
+    assert read_answer(reply) == answer
+
+
+@pytest.mark.parametrize(
+    ("output", "expected", "options", "status", "score", "details"),
+    [
+        ("the answer is 2", "2", None, "processed", 1.0, {"prediction": "2", "expected": "2"}),  # no options: free
+        ("The answer is 4.", "B", ["3", "4", "5"], "processed", 1.0, {"prediction": "4", "expected": "B"}),  # B's text
+        ("The answer is 4.", "C", ["3", "4", "5"], "processed", 0.0, {"prediction": "4", "expected": "C"}),
+        ("", "2", [], "processed", 0.0, {"prediction": "", "expected": "2", "unparseable": True}),
+        ("4", "AB", ["3", "4", "5"], "error", None, {}),  # not one letter
+        ("4", "D", ["3", "4", "5"], "error", None, {}),  # no fourth option
+    ],
+)
+def test_mathvision_row_details_and_option_letters(
+    output: str, expected: str, options: list[str] | None, status: str, score: float | None, details: dict[str, Any]
+) -> None:
+    from vision_eval.evaluators.benchmarks.mathvision import score_row
+
+    row = score_row("lmms_eval", output, expected, options)
+    assert (row.status, row.score) == (status, score)
+    assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
+    if status == "error":
+        assert row.error == "expected_output is not the letter of one of the options"
