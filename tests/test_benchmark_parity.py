@@ -328,18 +328,44 @@ def test_mathvision_reads_and_compares_answers_as_lmms_eval_does() -> None:
     assert total >= 3000 and agreeing == total, wrong[:5]
 
 
+LATEX_DISAGREEMENTS = {
+    99: "SymPy simplifies exp(log_2 x) as if the base were e",
+    1423: "SymPy simplifies exp(log_2 x) as if the base were e",
+    1524: "SymPy simplifies exp(log_2 x) as if the base were e",
+    1918: "SymPy simplifies exp(log_2 x) as if the base were e",
+    2666: "SymPy simplifies exp(log_2 x) as if the base were e",
+    124: "SymPy's binomial of symbols (e, pi, fractions) or past the size bound",
+    487: "SymPy's binomial of symbols (e, pi, fractions) or past the size bound",
+    1260: "SymPy's binomial of symbols (e, pi, fractions) or past the size bound",
+    1967: "SymPy's binomial of symbols (e, pi, fractions) or past the size bound",
+    2128: "SymPy's binomial of symbols (e, pi, fractions) or past the size bound",
+    2468: "latex2sympy's grammar corner ($ inside a binomial)",
+    1966: "latex2sympy's grammar corner (an expression it refuses)",
+    2431: "latex2sympy's grammar corner (an expression it refuses)",
+    186: "a big integer SymPy keeps exact (1,000!)",
+    1226: "a big integer SymPy keeps exact (10^1,000)",
+    1557: "SymPy simplifies e^{ln x}, then a power of a power",
+    1741: "latex2sympy's grammar corner (exp of a tower)",
+    2536: "latex2sympy's grammar corner (a prime after a function)",
+    3160: "latex2sympy's grammar corner (~ between factors)",
+}
+"""Expressions of the MATH-Vision fixture whose value latex_value does not reproduce (case number: why)."""
+
+
 def test_mathvision_numbers_are_the_values_the_reference_compares() -> None:
     """Random LaTeX built from the pieces the reference's number reader meets (hostile: letters, stray marks,
     subscripts, relations, lists): latex_value rounds to the reference's round(eval(str(latex2sympy(t))), 2).
-    What is left (19 of 3,164) are SymPy's own simplifications (exp(log x)), big integers it keeps exact and its
-    grammar's corners."""
+    What is left (19 of 3,164, listed in LATEX_DISAGREEMENTS) are SymPy's own simplifications (exp(log x)), big
+    integers it keeps exact and its grammar's corners; every other expression agrees."""
     from vision_eval.evaluators.benchmarks.latex_value import latex_value
 
     cases = fixture("mathvision")["expressions"]
     ours = [latex_value(case["text"]) for case in cases]
-    agree = sum((v is None and c["value"] is None) or (v is not None and round(v, 2) == c["value"]) for v, c in
-                zip(ours, cases, strict=True))  # fmt: skip
-    assert len(cases) >= 3000 and agree / len(cases) >= 0.99
+    wrong = [i for i, (v, c) in enumerate(zip(ours, cases, strict=True))
+             if not ((v is None and c["value"] is None) or (v is not None and round(v, 2) == c["value"]))]  # fmt: skip
+    assert len(cases) >= 3000
+    assert {i: (cases[i]["text"], cases[i]["value"], ours[i]) for i in wrong if i not in LATEX_DISAGREEMENTS} == {}
+    assert sorted(wrong) == sorted(LATEX_DISAGREEMENTS), "a listed disagreement is gone: update LATEX_DISAGREEMENTS"
     assert sum(c["value"] is not None for c in cases) >= 1000  # numbers, not only failures
 
 
