@@ -283,7 +283,11 @@ def test_mmmu_pro_vision_setting_needs_no_options_column_and_standard_does() -> 
     rows = [{"id": "a", "output": "B", "expected_output": "B", "subject": "Art"}]
     result = ve.evaluate(rows, evaluators={"m": {"type": "mmmu_pro", "setting": "vision"}}, run={"progress": False})
     assert result.results["score"].to_list() == [1.0]
-    assert result.run_info["evaluators"]["m"]["setting"] == "vision"
+    described = result.run_info["evaluators"]["m"]
+    assert described["setting"] == "vision"
+    assert described["unparseable_counted_as"] == (
+        "a random choice (Python random seeded 0, simple_evaluate's default random_seed, replies in dataset order)"
+    )
     with pytest.raises(ve.ConfigError, match="needs dataset column 'options'"):
         ve.evaluate(rows, evaluators={"m": {"type": "mmmu_pro"}}, run={"progress": False})
 
@@ -308,6 +312,7 @@ def test_grouped_summary_from_the_results_alone() -> None:
     from vision_eval.stack import build_evaluator
 
     metric = build_evaluator("s", {"type": "scienceqa"}, EvalContext())
+    assert metric.describe()["unparseable_counted_as"] == "wrong"  # lmms-eval's scienceqa draws nothing
     results = pl.DataFrame(
         {
             "sample_id": ["a", "b", "c", "d"],
