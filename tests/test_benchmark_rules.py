@@ -423,3 +423,52 @@ def test_mathvision_row_details_and_option_letters(
     assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
     if status == "error":
         assert row.error == "expected_output is not the letter of one of the options"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("\\floor{3.7}", 3),
+        ("\\lfloor 3.7 \\rfloor", 3),
+        ("\\binom{5}{0}", 1),
+        ("\\binom{5}{-1}", 0),
+        ("\\binom{2.5}{2}", 1.88),  # a falling factorial over k!
+        ("\\binom{3000}{2}", 4498500),
+        ("3>3", 0),
+        ("4>3", 1),
+        ("3<4", 1),
+        ("\\tfrac{1}{2}", 0.5),
+        ("\\dfrac{3}{4}", 0.75),
+        ("\\sqrt[3]{8}", 2.0),
+        ("\\log_{2}{8}", 3.0),
+        ("2^3^2", 64),
+        ("10\\%", 0.1),
+        ("5_{2}+1", 5),  # a subscript on a number ends the parse
+        ("\\ceil{2.5}", None),
+        ("|2|", None),
+        ("1/0", None),
+        ("1,5", None),
+    ],
+)
+def test_latex_value_is_the_number_mathvision_compares(text: str, value: float | None) -> None:
+    """Each value is the reference's ``round(eval(str(latex2sympy(text))), 2)`` (latex2sympy2 1.9.1 in eval_utils'
+    namespace, as tests/fixtures/benchmarks/parity/make_parity_mathvision.py runs it)."""
+    from vision_eval.evaluators.benchmarks.latex_value import latex_value
+
+    got = latex_value(text)
+    assert (None if got is None else round(got, 2)) == value
+
+
+def test_per_group_lists_groups_in_the_given_order_then_by_first_appearance() -> None:
+    import polars as pl
+
+    from vision_eval.evaluators.benchmarks.grouped import per_group
+
+    names = [f"g{(7 * i) % 101}" for i in range(101)]  # 101 groups, first seen in this order
+    frame = pl.DataFrame({"group": names * 2 + [None], "score": [1.0] * 101 + [0.0] * 101 + [1.0]})
+    table = per_group(frame, "group")
+    assert list(table) == names
+    assert table["g7"] == {"accuracy": 0.5, "n": 2}  # the null group is left out
+    ordered = per_group(frame, "group", how="sum", name="right", order=["g3", "nothing", "g0"])
+    assert list(ordered) == ["g3", "g0", *(n for n in names if n not in ("g3", "g0"))]
+    assert ordered["g3"] == {"right": 1.0, "n": 2}
