@@ -472,3 +472,26 @@ def test_per_group_lists_groups_in_the_given_order_then_by_first_appearance() ->
     ordered = per_group(frame, "group", how="sum", name="right", order=["g3", "nothing", "g0"])
     assert list(ordered) == ["g3", "g0", *(n for n in names if n not in ("g3", "g0"))]
     assert ordered["g3"] == {"right": 1.0, "n": 2}
+
+
+@pytest.mark.parametrize(
+    ("output", "expected", "source", "status", "score", "details"),
+    [
+        (" The sign says \uff33\uff34\uff2f\uff30.\n", '["stop", "halt"]', "IIIT5K", "processed", 1.0,
+         {"prediction": "the sign says stop.", "matched": "stop"}),  # fullwidth folded, lowercased, stripped
+        ("go on", '["stop"]', "IIIT5K", "processed", 0.0, {"prediction": "go on", "matched": None}),
+        ("x ^ 2", "x^2", "HME100k", "processed", 1.0, {"prediction": "x^2", "matched": "x^2"}),  # spaces dropped
+        ("X^2", "x^2", "HME100k", "processed", 0.0, {"prediction": "X^2", "matched": None}),  # case kept
+        ("stop", "[]", "IIIT5K", "error", None, {}),
+    ],
+)  # fmt: skip
+def test_ocrbench_row_details_name_the_prediction_and_the_answer_found(
+    output: str, expected: str, source: str, status: str, score: float | None, details: dict[str, Any]
+) -> None:
+    from vision_eval.evaluators.benchmarks.ocrbench import score_row
+
+    row = score_row("lmms_eval", output, expected, source)
+    assert (row.status, row.score) == (status, score)
+    assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
+    if status == "error":
+        assert row.error == "no reference answers in expected_output"
