@@ -495,3 +495,39 @@ def test_ocrbench_row_details_name_the_prediction_and_the_answer_found(
     assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
     if status == "error":
         assert row.error == "no reference answers in expected_output"
+
+
+@pytest.mark.parametrize(
+    ("output", "expected", "score", "details"),
+    [
+        ("The answer is (B).", " b ", 1.0, {"prediction": "B", "expected": "B"}),  # the gold stripped, upper case
+        ("C", "B", 0.0, {"prediction": "C", "expected": "B"}),
+        ("no idea", "B", 0.0, {"prediction": None, "expected": "B", "unparseable": True}),
+    ],
+)
+def test_mmstar_details_name_the_letter_read_and_the_gold(
+    output: str, expected: str, score: float, details: dict[str, Any]
+) -> None:
+    from vision_eval.evaluators.benchmarks.mmstar import score_row
+
+    row = score_row("lmms_eval", output, expected)
+    assert (row.status, row.score) == ("processed", score)
+    assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
+
+
+@pytest.mark.parametrize(
+    ("output", "expected", "score", "details"),
+    [
+        (" b) the dog", "B", 1.0, {"prediction": "b", "expected": "B"}),  # the first character, any case
+        ("D", "B", 0.0, {"prediction": "D", "expected": "B"}),
+        ("The dog", "B", 0.0, {"prediction": "T", "expected": "B", "unparseable": True}),
+    ],
+)
+def test_seedbench_details_name_the_first_character_and_the_gold(
+    output: str, expected: str, score: float, details: dict[str, Any]
+) -> None:
+    from vision_eval.evaluators.benchmarks.seedbench import seedbench_row
+
+    row = seedbench_row("lmms_eval", output, expected)
+    assert (row.status, row.score) == ("processed", score)
+    assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
