@@ -257,6 +257,8 @@ def test_mmstar_preset_averages_sub_capabilities() -> None:
     # sub-capabilities = (0.5 + 1 + 0) / 3 = 0.5 (a mean over questions would be 2/4 here too: see the next line).
     assert (metrics["math"], metrics["coarse perception"], metrics["average"]) == (0.75, 0.0, 0.5)
     assert metrics["sub_capabilities"]["geometry"] == {"accuracy": 0.5, "n": 2} and metrics["unparseable"] == 1
+    # The capabilities in the paper's order (coarse perception first), not the dataset's (math first).
+    assert [k for k in metrics if k in ("math", "coarse perception")] == ["coarse perception", "math"]
     post = "\nAnswer with the option's letter from the given choices directly"
     assert "What is the mean?\nOptions: A: 2, B: 3, C: 4, D: 5" + post in sent_texts(requests)
 
