@@ -520,6 +520,7 @@ def test_mmstar_details_name_the_letter_read_and_the_gold(
     [
         (" b) the dog", "B", 1.0, {"prediction": "b", "expected": "B"}),  # the first character, any case
         ("D", "B", 0.0, {"prediction": "D", "expected": "B"}),
+        ("c. a cat", "B", 0.0, {"prediction": "c", "expected": "B"}),  # C is a choice, read in any case
         ("The dog", "B", 0.0, {"prediction": "T", "expected": "B", "unparseable": True}),
     ],
 )
@@ -531,3 +532,23 @@ def test_seedbench_details_name_the_first_character_and_the_gold(
     row = seedbench_row("lmms_eval", output, expected)
     assert (row.status, row.score) == ("processed", score)
     assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
+
+
+@pytest.mark.parametrize(
+    ("output", "expected", "status", "score", "details"),
+    [
+        ("Yes, it is.", "Yes", "processed", 1.0, {"prediction": "yes", "expected": "yes"}),  # "yes" in the first 4
+        ("N", "no.", "processed", 1.0, {"prediction": "no", "expected": "no"}),  # one letter: y or n
+        ("maybe", "no", "processed", 0.0, {"prediction": "other", "expected": "no", "unparseable": True}),
+        ("yes", "perhaps", "error", None, {"expected": "perhaps"}),  # the gold kept for the reader
+    ],
+)
+def test_mme_row_details(output: str, expected: str, status: str, score: float | None, details: dict[str, Any]) -> None:
+    """lmms-eval's mme parse_pred_ans (Otter's): lowercased, periods dropped; yes/no, y/n, or yes/no in the first
+    four characters, else "other"."""
+    from vision_eval.evaluators.benchmarks.mme import score_row
+
+    row = score_row("lmms_eval", output, expected)
+    assert (row.status, row.score) == (status, score)
+    assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
+    assert row.error == (None if status == "processed" else "expected_output is not yes or no")
