@@ -97,8 +97,10 @@ def test_lenient_vqa_normalization_of_whitespace_and_punctuation() -> None:
         ("e-mail -x", "email x"),  # a mark touching a space anywhere: every such mark is deleted
         ("e-mail- x", "email x"),
         ("x-ray", "x ray"),  # else it becomes a space
+        ("e-mail\t-x", "email x"),  # a tab or a new line is a space first: the mark touches a space
+        ("e-mail\n-x", "email x"),
     ]
-    assert [s for s, _ in lenient("vqa_accuracy", pairs)] == [1.0] * 5
+    assert [s for s, _ in lenient("vqa_accuracy", pairs)] == [1.0] * 7
 
 
 def test_lenient_vqa_caps_each_subset_at_three_matches() -> None:
