@@ -271,6 +271,10 @@ def test_seedbench_preset_image_video_all() -> None:
     metrics = result.run_info["metrics"]["seedbench"]
     assert (metrics["Image"], metrics["Video"], metrics["All"]) == (pytest.approx(2 / 3), 1.0, 0.75)
     assert metrics["unparseable"] == 1
+    assert metrics["data_types"] == {
+        "image": {"accuracy": pytest.approx(2 / 3), "n": 3},
+        "video": {"accuracy": 1.0, "n": 1},
+    }
     asked = "What is in the scene?\nA. cat\nB. dog\nC. bird\nD. fish\nAnswer with the option's letter from the given "
     assert asked + "choices directly." in sent_texts(requests)
     assert sorted(len(r.images) for r in requests) == [1, 1, 1, 2]  # the video row's two frames

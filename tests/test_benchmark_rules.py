@@ -554,3 +554,23 @@ def test_mme_row_details(output: str, expected: str, status: str, score: float |
     assert (row.status, row.score) == (status, score)
     assert json.loads(row.details) == {"protocol": "lmms_eval", **details}
     assert row.error == (None if status == "processed" else "expected_output is not yes or no")
+
+
+def test_relaxed_accuracy_row_names_what_was_compared() -> None:
+    """ChartQA's relaxed accuracy: a number within 5% of a non-zero label, else the same lowercased text."""
+    from vision_eval.evaluators.benchmarks.relaxed_accuracy import score_row
+
+    row = score_row("official", "answers", 0.05, "105", '["Yes", "100"]')
+    assert (row.status, row.score) == ("processed", 1.0)
+    assert json.loads(row.details) == {
+        "protocol": "official",
+        "prediction": "105",
+        "prediction_number": 105.0,
+        "answer": "100",
+        "answer_number": 100.0,
+        "numeric": True,
+        "matched": "100",
+    }
+    wrong = score_row("official", "answers", 0.05, "No", '["yes"]')
+    assert (wrong.status, wrong.score) == ("processed", 0.0)
+    assert json.loads(wrong.details)["matched"] is None
