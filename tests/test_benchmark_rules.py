@@ -574,3 +574,30 @@ def test_relaxed_accuracy_row_names_what_was_compared() -> None:
     wrong = score_row("official", "answers", 0.05, "No", '["yes"]')
     assert (wrong.status, wrong.score) == ("processed", 0.0)
     assert json.loads(wrong.details)["matched"] is None
+
+
+def run_one(metric: dict[str, Any], output: str, expected: str) -> ve.EvalResult:
+    rows = [{"id": "0", "output": output, "expected_output": expected}]
+    return ve.evaluate(rows, evaluators={"m": metric}, run={"progress": False})
+
+
+def test_a_one_row_summary_counts_its_row() -> None:
+    pope = run_one({"type": "pope", "protocol": "official"}, "Yes, there is.", "yes").run_info["metrics"]["m"]
+    assert (pope["n"], pope["tp"], pope["accuracy"], pope["unparseable"]) == (1, 1, 1.0, 0)
+    count = run_one({"type": "exact_count", "protocol": "lmms_eval"}, "many", "3").run_info["metrics"]["m"]
+    assert count["unparseable"] == 1  # lmms-eval reads no number in "many"
+
+
+@pytest.mark.parametrize(("protocol", "comparable"), [("official", True), ("lmms_eval", True), ("lenient", False)])
+def test_only_a_reference_protocol_is_comparable(protocol: str, comparable: bool) -> None:
+    described = run_one({"type": "anls", "protocol": protocol}, "x", "x").run_info["evaluators"]["m"]
+    assert (described["protocol"], described["comparable"]) == (protocol, comparable)
+
+
+def test_anls_rows_name_their_answers_column() -> None:
+    from vision_eval.evaluators.benchmarks.anls import score_row
+
+    row = score_row("official", "answers", 0.5, "Paris", '["paris"]')
+    assert (row.status, row.score) == ("processed", 1.0)
+    result = run_one({"type": "anls", "protocol": "official"}, "x", "[]")
+    assert result.results["error"].to_list() == ["no reference answers in expected_output"]
