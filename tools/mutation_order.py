@@ -50,8 +50,6 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
         "test_benchmark_protocols_leaderboard",
         "test_benchmark_presets",
         "test_benchmark_parity",
-        "test_judged_presets",
-        "test_judged_parity",
     ),
     "vision_eval.evaluators.fields": (
         "test_field_rules",
