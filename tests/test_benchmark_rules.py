@@ -601,3 +601,40 @@ def test_anls_rows_name_their_answers_column() -> None:
     assert (row.status, row.score) == ("processed", 1.0)
     result = run_one({"type": "anls", "protocol": "official"}, "x", "[]")
     assert result.results["error"].to_list() == ["no reference answers in expected_output"]
+
+
+# ---------------------------------------------------------------- judged benchmarks: comparable with the reference
+
+
+@pytest.mark.parametrize(
+    ("judge", "other"),
+    [
+        ({"judge": {"model": "openai/gpt-4o-2024-11-20"}}, None),  # the provider prefix aside, the reference's judge
+        ({"judge": {"model": "gpt-4o-2024-11-20"}}, None),
+        ({"judge": {"model": "openai/gpt-4o-mini"}}, "openai/gpt-4o-mini"),
+        ({"judge": {"model": "openai/x-gpt-4o-2024-11-20"}}, "openai/x-gpt-4o-2024-11-20"),
+        ({"panel": ["openai/gpt-4o-2024-11-20", "azure/gpt-4o-2024-11-20"]},
+         "openai/gpt-4o-2024-11-20, azure/gpt-4o-2024-11-20"),  # two judges, even both the reference's
+    ],
+)  # fmt: skip
+def test_a_judged_benchmark_is_comparable_only_with_the_reference_judge_alone(
+    judge: dict[str, Any], other: str | None
+) -> None:
+    from vision_eval.evaluator import EvalContext
+    from vision_eval.stack import build_evaluator
+
+    reasons = [f"judge {other} is not the reference's gpt-4o-2024-11-20"] if other else []
+    metric = build_evaluator("m", {"type": "mmvet", "protocol": "lmms_eval", **judge}, EvalContext())
+    described = metric.describe()
+    assert (described["protocol"], described["reference_judge"]) == ("lmms_eval", "gpt-4o-2024-11-20")
+    assert described["protocol_source"] == metric.protocols["lmms_eval"]
+    assert described["comparable"] is (not reasons)
+    assert described.get("not_comparable_because") == (reasons or None)
+
+
+def test_a_judged_benchmark_without_a_judge_is_not_comparable() -> None:
+    from vision_eval.evaluator import EvalContext
+    from vision_eval.stack import build_evaluator
+
+    metric = build_evaluator("m", {"type": "mmvet", "protocol": "lmms_eval"}, EvalContext())
+    assert metric.comparable_reasons() == ["no judge model"]
