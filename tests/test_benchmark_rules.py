@@ -611,6 +611,7 @@ def test_anls_rows_name_their_answers_column() -> None:
     [
         ({"judge": {"model": "openai/gpt-4o-2024-11-20"}}, None),  # the provider prefix aside, the reference's judge
         ({"judge": {"model": "gpt-4o-2024-11-20"}}, None),
+        ({"judge": {"model": "openrouter/openai/gpt-4o-2024-11-20"}}, None),  # the model is the id's last part
         ({"judge": {"model": "openai/gpt-4o-mini"}}, "openai/gpt-4o-mini"),
         ({"judge": {"model": "openai/x-gpt-4o-2024-11-20"}}, "openai/x-gpt-4o-2024-11-20"),
         ({"panel": ["openai/gpt-4o-2024-11-20", "azure/gpt-4o-2024-11-20"]},
