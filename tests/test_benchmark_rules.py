@@ -639,3 +639,45 @@ def test_a_judged_benchmark_without_a_judge_is_not_comparable() -> None:
 
     metric = build_evaluator("m", {"type": "mmvet", "protocol": "lmms_eval"}, EvalContext())
     assert metric.comparable_reasons() == ["no judge model"]
+
+
+def test_mmvet_summary_per_capability_and_integration() -> None:
+    """MM-Vet's numbers (lmms-eval tasks/mmvet/utils.py): the mean score, per capability a question's ``capability``
+    text contains, and per integration of exactly those capabilities; error rows left out."""
+    import polars as pl
+
+    from vision_eval.evaluator import EvalContext
+    from vision_eval.evaluators.benchmarks.grouped import GROUPS
+    from vision_eval.stack import build_evaluator
+
+    metric = build_evaluator("m", {"type": "mmvet", "protocol": "lmms_eval"}, EvalContext())
+    results = pl.DataFrame(
+        {
+            "sample_id": ["a", "b", "c", "d"],
+            "status": ["processed", "processed", "processed", "error"],
+            "score": [1.0, 0.5, 0.0, None],
+            "cached": [False] * 4,
+            "details": ["{}"] * 4,
+        }
+    )
+    groups = pl.DataFrame({"sample_id": ["a", "b", "c", "d"], "capability": ["rec,ocr", "ocr", "rec,know,gen", "ocr"]})
+    summary = metric.summarize_from(results, {GROUPS: groups.lazy()})
+    assert {k: summary[k] for k in ("protocol", "n", "errors", "Total")} == {
+        "protocol": "lmms_eval",
+        "n": 3,
+        "errors": 1,
+        "Total": 0.5,
+    }
+    assert summary["capabilities"] == {
+        "rec": {"score": 0.5, "n": 2},
+        "ocr": {"score": 0.75, "n": 2},
+        "know": {"score": 0.0, "n": 1},
+        "gen": {"score": 0.0, "n": 1},
+    }
+    assert summary["capability_integrations"] == {
+        "rec_gen_know": {"score": 0.0, "n": 1},
+        "ocr": {"score": 0.5, "n": 1},
+        "rec_ocr": {"score": 1.0, "n": 1},
+    }
+    without = metric.summarize_from(results, {})  # no group inputs: no capability known
+    assert (without["Total"], without["capabilities"], without["capability_integrations"]) == (0.5, {}, {})
