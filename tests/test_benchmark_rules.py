@@ -681,3 +681,28 @@ def test_mmvet_summary_per_capability_and_integration() -> None:
     }
     without = metric.summarize_from(results, {})  # no group inputs: no capability known
     assert (without["Total"], without["capabilities"], without["capability_integrations"]) == (0.5, {}, {})
+
+
+def test_mathvista_rules_read_every_fixture_reply_as_lmms_eval_does() -> None:
+    """The rules of MathVista's reading, case for case against the parity fixture (lmms-eval's own outputs,
+    tests/fixtures/benchmarks/parity/make_judged_parity.py): the quick extraction (or ``None`` where the reference
+    asked its judge), the normalisation of the extraction and the comparison with the answer."""
+    import gzip
+    from pathlib import Path
+
+    from vision_eval.evaluators.benchmarks.mathvista import normalize, quick_extraction, same_answer
+
+    path = Path(__file__).parent / "fixtures" / "benchmarks" / "parity" / "mathvista.json.gz"
+    cases = json.loads(gzip.decompress(path.read_bytes()))["cases"]
+    wrong = []
+    for case in cases:
+        choices = [str(c) for c in case["choices"] or []]
+        kinds = (case["question_type"], case["answer_type"])
+        quick = quick_extraction(case["reply"].strip(), *kinds, choices)
+        prediction = normalize(case["extraction"], choices, *kinds, case["precision"])
+        right = same_answer(case["prediction"], case["answer"])
+        expected = (None if case["asked_judge"] else case["extraction"], case["prediction"], case["true_false"])
+        if (quick, prediction, right) != expected:
+            wrong.append((case["pid"], (quick, prediction, right), expected))
+    assert len(cases) >= 3000 and sum(case["asked_judge"] for case in cases) > 1000
+    assert wrong == []
