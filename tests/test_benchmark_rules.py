@@ -706,3 +706,13 @@ def test_mathvista_rules_read_every_fixture_reply_as_lmms_eval_does() -> None:
             wrong.append((case["pid"], (quick, prediction, right), expected))
     assert len(cases) >= 3000 and sum(case["asked_judge"] for case in cases) > 1000
     assert wrong == []
+
+
+def test_mmbench_rules_agree_with_lmms_eval() -> None:
+    """MMBench's rule reading of each parity fixture reply (a named letter, else one option's text) is lmms-eval's
+    (tests/test_judged_parity.py's ``mmbench_agreement``: the fixture's ``read``, made by lmms-eval's own code)."""
+    from test_judged_parity import mmbench_agreement
+
+    total, agreeing, wrong = mmbench_agreement()
+    assert total >= 3000
+    assert agreeing == total, wrong[:5]

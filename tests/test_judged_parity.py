@@ -53,10 +53,7 @@ def mmbench_agreement() -> tuple[int, int, list[dict[str, Any]]]:
     return len(cases), len(cases) - len(wrong), wrong
 
 
-def test_mmbench_rules_agree_with_lmms_eval() -> None:
-    total, agreeing, wrong = mmbench_agreement()
-    assert total >= 3000
-    assert agreeing == total, wrong[:5]
+# test_benchmark_rules.py checks mmbench_agreement (in-process, where the mutation run sees it).
 
 
 @cache
