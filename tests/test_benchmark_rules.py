@@ -716,3 +716,10 @@ def test_mmbench_rules_agree_with_lmms_eval() -> None:
     total, agreeing, wrong = mmbench_agreement()
     assert total >= 3000
     assert agreeing == total, wrong[:5]
+
+
+def test_mmbench_options_present_are_the_non_null_ones_as_text() -> None:
+    from vision_eval.evaluators.benchmarks.mmbench import present_options
+
+    row = {"A": 1.5, "B": float("nan"), "C": None, "D": 2}  # a numeric option column holds floats (NaN: none)
+    assert present_options(row) == {"A": "1.5", "D": "2"}
