@@ -2,9 +2,9 @@
 
 The fixtures in ``tests/fixtures/benchmarks/parity/`` were made by running the references' own code (lmms-eval,
 the benchmark authors' scripts) on seeded fuzzed replies (``make_parity.py`` there says how). Each test scores the
-same inputs with vision_eval and requires at least 99.5% of the cases to agree, and the dataset-level numbers of the
-fixture's one "dataset" run to equal the reference's. ``python tests/test_benchmark_parity.py`` prints the agreement
-table of docs/benchmarks.md.
+same inputs with vision_eval and requires every case to agree (a rule that reads one reply in a thousand wrongly is a
+wrong rule), and the dataset-level numbers of the fixture's one "dataset" run to equal the reference's.
+``python tests/test_benchmark_parity.py`` prints the agreement table of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import pytest
 import vision_eval as ve
 
 PARITY = Path(__file__).resolve().parent / "fixtures" / "benchmarks" / "parity"
-MIN_AGREEMENT = 0.995
 
 
 @cache
@@ -86,7 +85,7 @@ def agreement(name: str, protocol: str) -> tuple[int, int, list[dict[str, Any]]]
 def test_mmmu_reads_every_reply_as_its_reference_does(protocol: str) -> None:
     total, agreeing, wrong = agreement("mmmu", protocol)
     assert total >= 3000
-    assert agreeing / total >= MIN_AGREEMENT, wrong[:5]
+    assert agreeing == total, wrong[:5]
 
 
 @pytest.mark.parametrize("protocol", ["official", "lmms_eval"])
@@ -152,7 +151,7 @@ def mmmu_pro_rows(protocol: str) -> pl.DataFrame:
 @pytest.mark.parametrize("setting", ["standard", "vision"])
 def test_mmmu_pro_reads_and_draws_as_lmms_eval_does(setting: str) -> None:
     total, agreeing, wrong = agreement("mmmu_pro", "lmms_eval")
-    assert total >= 3000 and agreeing / total >= MIN_AGREEMENT, wrong[:5]
+    assert total >= 3000 and agreeing == total, wrong[:5]
     expected = fixture("mmmu_pro")["dataset"]["lmms_eval"][setting]
     metrics = mmmu_pro_result(setting).run_info["metrics"]["m"]
     assert metrics["Overall"] == pytest.approx(expected["Overall"], abs=1e-12)
@@ -179,7 +178,7 @@ def close_score_agrees(case: dict[str, Any], row: dict[str, Any], protocol: str)
 
 def test_vqav2_preset_protocol_agrees_with_lmms_eval_vqav2() -> None:
     total, agreeing, wrong = agreement("vqav2", "lmms_eval")
-    assert total >= 3000 and agreeing / total >= MIN_AGREEMENT, wrong[:5]
+    assert total >= 3000 and agreeing == total, wrong[:5]
 
 
 def test_infovqa_preset_protocol_agrees_with_lmms_eval_anls() -> None:
@@ -215,7 +214,7 @@ def mme_agrees(case: dict[str, Any], row: dict[str, Any], protocol: str) -> bool
 
 def test_mme_reads_every_reply_as_lmms_eval_does() -> None:
     total, agreeing, wrong = agreement("mme", "lmms_eval")
-    assert total >= 3000 and agreeing / total >= MIN_AGREEMENT, wrong[:5]
+    assert total >= 3000 and agreeing == total, wrong[:5]
 
 
 def test_mme_totals_equal_lmms_eval_aggregation() -> None:
@@ -249,7 +248,7 @@ def ocrbench_agrees(case: dict[str, Any], row: dict[str, Any], protocol: str) ->
 
 def test_ocrbench_reads_every_reply_as_lmms_eval_does() -> None:
     total, agreeing, wrong = agreement("ocrbench", "lmms_eval")
-    assert total >= 3000 and agreeing / total >= MIN_AGREEMENT, wrong[:5]
+    assert total >= 3000 and agreeing == total, wrong[:5]
 
 
 def test_ocrbench_points_equal_lmms_eval_aggregation() -> None:
@@ -288,7 +287,7 @@ def score_agrees(case: dict[str, Any], row: dict[str, Any], protocol: str) -> bo
 @pytest.mark.parametrize("name", LETTER_TASKS)
 def test_multiple_choice_replies_are_read_as_lmms_eval_reads_them(name: str) -> None:
     total, agreeing, wrong = agreement(name, "lmms_eval")
-    assert total >= 3000 and agreeing / total >= MIN_AGREEMENT, wrong[:5]
+    assert total >= 3000 and agreeing == total, wrong[:5]
 
 
 def test_mmstar_capabilities_and_average_equal_lmms_eval_aggregation() -> None:
@@ -324,21 +323,47 @@ def correct_agrees(case: dict[str, Any], row: dict[str, Any], protocol: str) -> 
 
 def test_mathvision_reads_and_compares_answers_as_lmms_eval_does() -> None:
     total, agreeing, wrong = agreement("mathvision", "lmms_eval")
-    assert total >= 3000 and agreeing / total >= MIN_AGREEMENT, wrong[:5]
+    assert total >= 3000 and agreeing == total, wrong[:5]
+
+
+LATEX_DISAGREEMENTS = {
+    99: "SymPy simplifies exp(log_2 x) as if the base were e",
+    1423: "SymPy simplifies exp(log_2 x) as if the base were e",
+    1524: "SymPy simplifies exp(log_2 x) as if the base were e",
+    1918: "SymPy simplifies exp(log_2 x) as if the base were e",
+    2666: "SymPy simplifies exp(log_2 x) as if the base were e",
+    124: "SymPy's binomial of symbols (e, pi, fractions) or past the size bound",
+    487: "SymPy's binomial of symbols (e, pi, fractions) or past the size bound",
+    1260: "SymPy's binomial of symbols (e, pi, fractions) or past the size bound",
+    1967: "SymPy's binomial of symbols (e, pi, fractions) or past the size bound",
+    2128: "SymPy's binomial of symbols (e, pi, fractions) or past the size bound",
+    2468: "latex2sympy's grammar corner ($ inside a binomial)",
+    1966: "latex2sympy's grammar corner (an expression it refuses)",
+    2431: "latex2sympy's grammar corner (an expression it refuses)",
+    186: "a big integer SymPy keeps exact (1,000!)",
+    1226: "a big integer SymPy keeps exact (10^1,000)",
+    1557: "SymPy simplifies e^{ln x}, then a power of a power",
+    1741: "latex2sympy's grammar corner (exp of a tower)",
+    2536: "latex2sympy's grammar corner (a prime after a function)",
+    3160: "latex2sympy's grammar corner (~ between factors)",
+}
+"""Expressions of the MATH-Vision fixture whose value latex_value does not reproduce (case number: why)."""
 
 
 def test_mathvision_numbers_are_the_values_the_reference_compares() -> None:
     """Random LaTeX built from the pieces the reference's number reader meets (hostile: letters, stray marks,
     subscripts, relations, lists): latex_value rounds to the reference's round(eval(str(latex2sympy(t))), 2).
-    What is left (19 of 3,164) are SymPy's own simplifications (exp(log x)), big integers it keeps exact and its
-    grammar's corners."""
+    What is left (19 of 3,164, listed in LATEX_DISAGREEMENTS) are SymPy's own simplifications (exp(log x)), big
+    integers it keeps exact and its grammar's corners; every other expression agrees."""
     from vision_eval.evaluators.benchmarks.latex_value import latex_value
 
     cases = fixture("mathvision")["expressions"]
     ours = [latex_value(case["text"]) for case in cases]
-    agree = sum((v is None and c["value"] is None) or (v is not None and round(v, 2) == c["value"]) for v, c in
-                zip(ours, cases, strict=True))  # fmt: skip
-    assert len(cases) >= 3000 and agree / len(cases) >= 0.99
+    wrong = [i for i, (v, c) in enumerate(zip(ours, cases, strict=True))
+             if not ((v is None and c["value"] is None) or (v is not None and round(v, 2) == c["value"]))]  # fmt: skip
+    assert len(cases) >= 3000
+    assert {i: (cases[i]["text"], cases[i]["value"], ours[i]) for i in wrong if i not in LATEX_DISAGREEMENTS} == {}
+    assert sorted(wrong) == sorted(LATEX_DISAGREEMENTS), "a listed disagreement is gone: update LATEX_DISAGREEMENTS"
     assert sum(c["value"] is not None for c in cases) >= 1000  # numbers, not only failures
 
 

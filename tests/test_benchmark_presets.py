@@ -257,6 +257,8 @@ def test_mmstar_preset_averages_sub_capabilities() -> None:
     # sub-capabilities = (0.5 + 1 + 0) / 3 = 0.5 (a mean over questions would be 2/4 here too: see the next line).
     assert (metrics["math"], metrics["coarse perception"], metrics["average"]) == (0.75, 0.0, 0.5)
     assert metrics["sub_capabilities"]["geometry"] == {"accuracy": 0.5, "n": 2} and metrics["unparseable"] == 1
+    # The capabilities in the paper's order (coarse perception first), not the dataset's (math first).
+    assert [k for k in metrics if k in ("math", "coarse perception")] == ["coarse perception", "math"]
     post = "\nAnswer with the option's letter from the given choices directly"
     assert "What is the mean?\nOptions: A: 2, B: 3, C: 4, D: 5" + post in sent_texts(requests)
 
@@ -269,6 +271,10 @@ def test_seedbench_preset_image_video_all() -> None:
     metrics = result.run_info["metrics"]["seedbench"]
     assert (metrics["Image"], metrics["Video"], metrics["All"]) == (pytest.approx(2 / 3), 1.0, 0.75)
     assert metrics["unparseable"] == 1
+    assert metrics["data_types"] == {
+        "image": {"accuracy": pytest.approx(2 / 3), "n": 3},
+        "video": {"accuracy": 1.0, "n": 1},
+    }
     asked = "What is in the scene?\nA. cat\nB. dog\nC. bird\nD. fish\nAnswer with the option's letter from the given "
     assert asked + "choices directly." in sent_texts(requests)
     assert sorted(len(r.images) for r in requests) == [1, 1, 1, 2]  # the video row's two frames

@@ -19,7 +19,13 @@ from vision_eval.evaluators.benchmarks.exact_count import ExactCount
 from vision_eval.evaluators.benchmarks.pope import Pope, lenient_reading
 from vision_eval.evaluators.benchmarks.protocols import answers_text
 from vision_eval.evaluators.benchmarks.relaxed_accuracy import RelaxedAccuracy
-from vision_eval.evaluators.benchmarks.text import WHITE_SPACE, details_json, json_number, reference_answers
+from vision_eval.evaluators.benchmarks.text import (
+    WHITE_SPACE,
+    details_json,
+    json_number,
+    json_text,
+    reference_answers,
+)
 from vision_eval.evaluators.benchmarks.vqa_accuracy import VqaAccuracy
 from vision_eval.pool import process_pool
 from vision_eval.rowwise import score_rows
@@ -64,19 +70,27 @@ def test_details_escape_every_character_as_polars_does() -> None:
 # --- reference answers ---------------------------------------------------------------------------------------------
 
 
+def test_json_text_of_a_string_or_none() -> None:
+    assert (json_text(None), json_text('a"b'), json_text("é")) == ("null", '"a\\"b"', '"é"')
+
+
 def test_reference_answers_one_answer_or_a_json_list() -> None:
     column = "expected_output"
     assert reference_answers(" walk ", column) == ([" walk "], None)  # one answer, kept as given
     assert reference_answers('\u3000 ["walk", null, 2, 1.0]\n', column) == (["walk", "2", "1.0"], None)
     # \x1c is not white space to Unicode: the text is one answer, not a list.
     assert reference_answers('\x1c["walk"]', column) == (['\x1c["walk"]'], None)
+    assert reference_answers(' \x1c["walk"]', column) == ([' \x1c["walk"]'], None)  # after white space too
     assert reference_answers("[]", "answers") == (None, "no reference answers in answers")
     assert reference_answers("[null]", column) == (None, "no reference answers in expected_output")
     for bad in ('["walk", "go"', "[1, [2]]", '[{"a": 1}]', '["a"] x', '["\\ud800"]', "[" * 100_000):
         answers, error = reference_answers(bad, column)
         assert answers is None and error is not None
         assert error.startswith("reference answers look like a JSON list but do not parse (")
-    assert reference_answers("[" * 300, column)[1].endswith("[" * 200)  # type: ignore[union-attr]
+    assert reference_answers("[" * 300, column)[1].endswith("): " + "[" * 200)  # type: ignore[union-attr]
+    assert reference_answers('[["a"], "b"]', column)[1] == (
+        'reference answers look like a JSON list but do not parse (not a flat JSON list): [["a"], "b"]'
+    )
     for bad in ('["walk", "go"', "  [1]  x", "[1]\t\tx", '["a"]]', "[tru]"):
         try:
             json.loads(bad.strip())
