@@ -446,6 +446,14 @@ def test_mathvision_row_details_and_option_letters(
         ("2^3^2", 64),
         ("10\\%", 0.1),
         ("5_{2}+1", 5),  # a subscript on a number ends the parse
+        ("2^{3}_{2}+1", 9),  # after a power, a subscript is passed over and the parse goes on
+        ("2^3_2", 8),
+        ("2^{3}_{a}*2", 16),
+        ("2^{3}_{2}^{2}", 64),
+        ("(2)^{3}_{2}+1", 9),
+        ("0^2_x", 0),
+        ("2^3_e", None),  # e is no atom of the grammar
+        ("0^2_x_[2]", None),
         ("\\ceil{2.5}", None),
         ("|2|", None),
         ("1/0", None),

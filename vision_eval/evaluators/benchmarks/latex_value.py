@@ -14,7 +14,8 @@ same LaTeX with a small parser of its own and computes what that evaluation comp
   (base 10, or ``\\log_{b}``), ``\\exp``, ``\\binom`` and ``\\lfloor``/``\\floor`` have their ``math`` values,
   except where SymPy evaluates first (``\\exp(0)`` is the integer 1, ``\\exp(1)`` is ``E``, ``\\binom{5}{2}`` is 10);
 - the parser stops, as the reference's does, at a token that cannot continue the expression (``3.)`` is 3; a
-  subscript ends it: ``5_{2}`` is 5), and fails at a character the grammar has no token for (``3?``);
+  subscript on a number ends it: ``5_{2}`` is 5, one after a power is passed over: ``2^{3}_{2}+1`` is 9), and fails
+  at a character the grammar has no token for (``3?``);
 - what that evaluation cannot turn into a number is ``None``: a letter (a SymPy symbol: ``x``, ``e`` alone, ``cm``),
   ``\\infty``, ``\\ln`` (printed ``log(x, E)``), ``|x|``, ``\\lceil``, ``\\sec``, a list (``1,5``), a complex or
   failing result (``\\sqrt{-1}``, ``1/0``), and any text the grammar does not parse.
@@ -213,7 +214,7 @@ class _Parser:
 
     def power(self) -> Number | type[_E]:
         value = self.component()
-        raised = False
+        raised = of_e = False
         while self.peek() == "^":
             self.take()
             exponent = _number(self.exponent())
@@ -221,14 +222,32 @@ class _Parser:
             if value is _E:
                 if exponent == 1 and isinstance(exponent, int):  # SymPy's E**1 is E, which math does not name
                     raise _Unreadable("E")
-                value = _apply(math.exp, exponent)
+                value, of_e = _apply(math.exp, exponent), True
             else:
                 value = _power(_number(value), exponent)
-        if self.peek() == "_":
-            if raised:
-                raise _Unreadable("a subscript after a power")
+            if self.peek() == "_":
+                if of_e:
+                    raise _Unreadable("a subscript after a power of e")
+                self.skip_subscript()  # after a power the reference reads past it: 2^{3}_{2}+1 is 9
+        if self.peek() == "_" and not raised:
             self.at = len(self.tokens)  # the reference's parse ends at a subscript on a number
         return value
+
+    def skip_subscript(self) -> None:
+        """Pass over a subscript as the grammar reads one: ``_{...}`` (its contents are not read), ``_2`` or a letter
+        (itself subscripted or not: ``_x_{1}``); anything else (``_e``, ``_\\log``, ``_[``) fails."""
+        self.take("_")
+        token = self.take()
+        if token == "{":
+            depth = 1
+            while depth:
+                token = self.take()
+                depth += (token == "{") - (token == "}")
+        elif len(token) == 1 and token.isalpha() and token != "e":
+            if self.peek() == "_":
+                self.skip_subscript()
+        elif not (token[0].isdigit() or token[0] == "."):
+            raise _Unreadable("a subscript the grammar does not read")
 
     def exponent(self) -> Number | type[_E]:
         """What ``^`` raises to: a braced expression or one atom (``2^10`` is 1024: the whole number)."""
