@@ -150,13 +150,20 @@ def test_ray_retries_a_dead_job_into_its_own_checkpoint_and_names_one_that_died_
     settings = [f"+hydra.launcher.init.{key}={value}" for key, value in init.items()]
     ray = ["hydra/launcher=ray", "hydra.launcher.max_retries=1", *settings]
     sweep = _sweep(project, env, ray)
+    manifest = project / "sweep" / "1" / "checkpoint" / "manifest.json"
     first = _holder_once_saved(project / "sweep" / "1", sweep)
+    run_id = json.loads(manifest.read_text())["run_id"]
     os.kill(first, signal.SIGKILL)  # Ray runs the job again: the retry continues the checkpoint
-    os.kill(_holder_once_saved(project / "sweep" / "1", sweep, not_pid=first), signal.SIGKILL)  # and dies for good
+    retry = _holder_once_saved(project / "sweep" / "1", sweep, not_pid=first)
+    continued = json.loads(manifest.read_text())["run_id"]
+    os.kill(retry, signal.SIGKILL)  # and dies for good
     _, err = sweep.communicate(timeout=600)
 
     assert sweep.returncode == 3, err
-    assert "vision-eval: continuing the interrupted run in " in err and "it was an earlier attempt" not in err
+    # the retry holds the first attempt's run (its checkpoint, its run id). Its "continuing the interrupted run" line
+    # is not asserted here: Ray forwards a worker's output to the driver when it gets to it, and can drop the last
+    # lines of a worker killed soon after (the clean-clone CI saw that once); test_slurm checks the line in its logs.
+    assert continued == run_id and "it was an earlier attempt" not in err, err
     assert sorted(p.name for p in (project / "sweep").iterdir()) == ["0", "1", "2", "3", "multirun.yaml"]
     last = err.strip().splitlines()[-3:]
     assert last[0].startswith("vision-eval: sweep: job 1 (run.shard=1/4) did not finish: ")
