@@ -141,3 +141,33 @@ def test_a_mapped_column_the_dataset_lacks_names_the_key_and_its_file() -> None:
         "dataset column 'answer' is not in the dataset; did you mean 'answr'? (columns: id, output, expected_output, "
         "answr)"
     )
+
+
+def test_a_filter_that_fails_on_the_values_is_a_config_error_quoting_no_value() -> None:
+    """A cast the first batch's values cannot take fails before any work (a config error, not an internal one),
+    and its message stops before the values Polars would quote."""
+    rows = batch(output=["a secret reply", "another secret"])
+    with pytest.raises(ConfigError) as raised:
+        check_stack(rows, [evaluator(where="CAST(output AS INT) > 3")], DatasetConfig())
+    message = str(raised.value)
+    assert message.startswith("evaluators.em.where: invalid filter: ") and "'output'" in message
+    assert "secret" not in message
+    check_stack(batch(output=["7", "2"]), [evaluator(where="CAST(output AS INT) > 3")], DatasetConfig())
+
+
+def test_a_filter_that_fails_on_a_later_batch_stops_the_run_with_a_config_error(tmp_path: Any) -> None:
+    """The first batch's values cast; a later batch's do not: the run stops with the filter's key, not a bug report,
+    and without quoting the row."""
+    from vision_eval import evaluate
+
+    data = [{"id": f"r{i}", "output": str(i), "expected_output": str(i)} for i in range(4)]
+    data.append({"id": "r4", "output": "a private note", "expected_output": "x"})
+    evaluators = {"em": {"type": "exact_match", "where": "CAST(output AS INT) >= 0"}}
+    with pytest.raises(ConfigError) as raised:
+        evaluate(data, evaluators, run={"batch_size": 2, "progress": False, "output_dir": str(tmp_path / "out")})
+    assert str(raised.value).startswith("evaluators.em.where: invalid filter: ")
+    assert raised.value.evaluated == "the run stopped there, after 2 finished batches; fix it and run again"
+    assert "private" not in str(raised.value)
+    assert not any((tmp_path / "out").rglob("*.parquet"))  # no checkpoint left: a resume would stop there again
+    kept = evaluate(data[:4], evaluators, run={"batch_size": 2, "progress": False})
+    assert kept.results["score"].to_list() == [1.0] * 4

@@ -199,7 +199,7 @@ def _run(
     output_dir = rundir.path if rundir is not None else None
     store = _store(config, output_dir, stream.total * len(evaluators))
     ledger = Ledger(evaluators, store, run_id)
-    with _stopped(store, ledger, output_dir, scheduler):
+    with _stopped(store, ledger, output_dir, scheduler, sources):
         if store.enabled:
             assert store.journal_dir is not None
             store.start(run_id, config_fingerprint(config), config.run.shard)
@@ -277,16 +277,25 @@ def _run(
 
 
 @contextmanager
-def _stopped(store: Checkpoints, ledger: Ledger, output_dir: Path | None, scheduler: Any) -> Iterator[None]:
+def _stopped(
+    store: Checkpoints, ledger: Ledger, output_dir: Path | None, scheduler: Any, sources: ConfigSources | None
+) -> Iterator[None]:
     """While a run evaluates: Ctrl-C, or a write the disk refuses, stops it with one line that says what is kept
     and how to go on (:class:`Interrupted`, :class:`OutputsNotWritten`), and how many finished calls a resume
-    would pay for again; parts nothing resumes from are removed."""
+    would pay for again; a config a later batch's values refute (:class:`ConfigError`) says where it stopped.
+    Parts nothing resumes from are removed."""
     try:
         yield
     except KeyboardInterrupt:
         if not store.started:
             store.remove()
         raise Interrupted(interrupted_hint(store, ledger, output_dir)) from None
+    except ConfigError as exc:  # a later batch's value the config cannot read (a ``where`` filter's cast)
+        finished = ledger.saved_parts()
+        store.remove()  # a resume needs the same config, which would stop at the same batch again
+        stopped = f"the run stopped there, after {finished} finished batch{'' if finished == 1 else 'es'}"
+        file = exc.file or (sources.file_for(exc.key) if sources else None)
+        raise ConfigError(exc.key, exc.message, file, f"{stopped}; fix it and run again") from None
     except OutputsNotWritten as exc:
         if not store.started:
             store.remove()

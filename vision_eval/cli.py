@@ -90,9 +90,9 @@ def _redact_multirun_file() -> None:
     os.replace(staging, path)
 
 
-def _fail(message: str, kind: str = "config error") -> None:
+def _fail(message: str, kind: str = "config error", evaluated: str | None = None) -> None:
     print(f"vision-eval: {kind}: {clean_message(message, sys.argv[1:])}", file=sys.stderr)
-    print("nothing was evaluated.", file=sys.stderr)
+    print(f"{evaluated}." if evaluated else "nothing was evaluated.", file=sys.stderr)
     sys.exit(EXIT_CONFIG)
 
 
@@ -145,7 +145,7 @@ def _run_job(cfg: DictConfig, multirun: bool) -> int:
 
     from vision_eval.api import run_config
     from vision_eval.config import validate_config
-    from vision_eval.errors import OutputsNotWritten, PreflightError, VisionEvalError
+    from vision_eval.errors import ConfigError, OutputsNotWritten, PreflightError, VisionEvalError
     from vision_eval.summary import print_summary
 
     _redact_multirun_file()
@@ -163,11 +163,11 @@ def _run_job(cfg: DictConfig, multirun: bool) -> int:
     except (OmegaConfBaseException, VisionEvalError) as exc:
         kind = "preflight failed" if isinstance(exc, PreflightError) else "config error"
         message = str(exc).splitlines()[0] if isinstance(exc, OmegaConfBaseException) else str(exc)
+        evaluated = exc.evaluated if isinstance(exc, ConfigError) else None
         if not multirun:
-            _fail(message, kind)
-        print(
-            f"vision-eval: {kind}: {clean_message(message, sys.argv[1:])} (this job evaluated nothing)", file=sys.stderr
-        )
+            _fail(message, kind, evaluated)
+        said = evaluated or "this job evaluated nothing"
+        print(f"vision-eval: {kind}: {clean_message(message, sys.argv[1:])} ({said})", file=sys.stderr)
         _record_job_failure(EXIT_CONFIG, f"{kind}: {message}", sources)
         return EXIT_CONFIG
     if config.run.dry_run:

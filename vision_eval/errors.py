@@ -16,10 +16,12 @@ class VisionEvalError(Exception):
 class ConfigError(VisionEvalError):
     """A config value is wrong. Names the dotted key and, when known, the file."""
 
-    def __init__(self, key: str, message: str, file: str | None = None) -> None:
+    def __init__(self, key: str, message: str, file: str | None = None, evaluated: str | None = None) -> None:
         self.key = key
         self.message = message
         self.file = file
+        self.evaluated = evaluated
+        """What the run had evaluated when the value stopped it (a later batch's row); ``None``: nothing."""
         where = f" (in {file})" if file else ""
         super().__init__(f"{key}: {message}{where}")
 

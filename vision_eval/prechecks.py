@@ -9,6 +9,7 @@ back in batch order gathers only the columns that hold values.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,17 +28,29 @@ def where_expr(evaluator: Evaluator) -> pl.Expr | None:
     return pl.sql_expr(where) if where else None
 
 
+_DATA_IN_MESSAGE = re.compile(r" for \d+ out of \d+ values|: \[|\n")
+"""Where a Polars error message starts quoting the data's values (a row's text is never shown)."""
+
+
+def filter_failed(evaluator: Evaluator, exc: Exception, sources: Any = None) -> ConfigError:
+    """The config error of a ``where`` filter Polars cannot compute: its message up to the values it would quote."""
+    message = _DATA_IN_MESSAGE.split(str(exc), maxsplit=1)[0].strip()
+    key = f"evaluators.{evaluator.name}.where"
+    return ConfigError(key, f"invalid filter: {message}", sources.file_for(key) if sources else None)
+
+
 def check_stack(frame: pl.DataFrame, evaluators: list[Evaluator], dataset_cfg: Any, sources: Any = None) -> None:
-    """Fail before any work when a column is missing or a ``where`` filter is invalid."""
+    """Fail before any work when a column is missing or a ``where`` filter is invalid: the filter is computed on
+    ``frame`` (the first batch), so a cast or comparison that fails on the values fails here too."""
     check_mapped(frame, evaluators, sources)
     check_columns(frame, {e.name: needed(e) for e in evaluators}, dataset_cfg)
     for evaluator in evaluators:
         if not evaluator.settings.where:
             continue
         try:
-            frame.head(0).filter(pl.sql_expr(evaluator.settings.where))
+            frame.filter(pl.sql_expr(evaluator.settings.where))
         except Exception as exc:  # Polars raises several kinds for a bad predicate
-            raise ConfigError(f"evaluators.{evaluator.name}.where", f"invalid filter: {exc}") from None
+            raise filter_failed(evaluator, exc, sources) from None
 
 
 @dataclass
@@ -116,7 +129,10 @@ def split(evaluator: Evaluator, batch: pl.DataFrame) -> tuple[pl.DataFrame, pl.S
     and the finished rows of the others."""
     where = where_expr(evaluator)
     if where is not None:  # the filter sees the dataset's own columns, not the evaluator's mapping
-        batch = batch.with_columns(where.fill_null(False).alias(WHERE))
+        try:
+            batch = batch.with_columns(where.fill_null(False).alias(WHERE))
+        except pl.exceptions.PolarsError as exc:  # a value of a later batch the filter cannot read
+            raise filter_failed(evaluator, exc) from None
     batch = view(evaluator, batch)
     checks = checks_of(evaluator, batch)
     checked = precheck(batch, checks).with_row_index("_pos")
