@@ -169,28 +169,30 @@ def ocr_columns(inputs: pl.DataFrame, opts: OcrOptions, workers: int = 1) -> pl.
 
     if opts.scorer not in SCORERS:
         raise ValueError(f"unknown scorer {opts.scorer!r}; use one of {', '.join(SCORERS)}")
-    texts = inputs.select(
-        _normalized_column(pl.col("output").cast(pl.String).fill_null(""), opts).alias("got"),
-        _normalized_column(pl.col("expected_output").cast(pl.String).fill_null(""), opts).alias("want"),
+    n = inputs.height
+    keywords = inputs.select(
+        pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"),
         _keywords_column(opts, inputs.schema["keywords"]).alias("keyword"),
+    ).explode("keyword", empty_as_null=True)  # one row per keyword, a null one for a row without
+    # All texts normalized as one column: Polars spreads a long column's string work over the cores.
+    texts = pl.concat([inputs["output"].cast(pl.String).fill_null(""), inputs["expected_output"].cast(pl.String)])
+    texts = pl.concat([texts.fill_null(""), keywords["keyword"]]).to_frame("text")
+    normalized = texts.select(_normalized_column(pl.col("text"), opts)).to_series()
+    got, want = normalized[:n], normalized[n : 2 * n]
+    scores = cpdist(got.to_list(), want.to_list(), scorer=getattr(fuzz, opts.scorer), dtype=np.float64, workers=workers)
+    # Each keyword found or not in its row's text, gathered back per row (null for a row without keywords).
+    hit = pl.select(pl.lit(got.gather(keywords["row"])).str.contains(pl.lit(normalized[2 * n :]), literal=True))
+    rows = (
+        keywords.with_columns(hit.to_series().alias("hit"))
+        .group_by("row", maintain_order=True)
+        .agg(
+            pl.col("keyword").filter("hit").alias("keywords_found"),
+            pl.col("keyword").filter(~pl.col("hit")).alias("keywords_missing"),
+            pl.col("hit").sum().alias("found"),
+            pl.col("keyword").count().alias("listed"),
+        )
     )
-    scores = cpdist(
-        texts["got"].to_list(),
-        texts["want"].to_list(),
-        scorer=getattr(fuzz, opts.scorer),
-        dtype=np.float64,
-        workers=workers,
-    )
-    # One row per keyword (a null one for a row without), each found or not in its row's text, gathered back per row.
-    each = texts.with_row_index("row").explode("keyword", empty_as_null=True)
-    each = each.with_columns(hit=pl.col("got").str.contains(_normalized_column(pl.col("keyword"), opts), literal=True))
-    rows = each.group_by("row", maintain_order=True).agg(
-        pl.col("got", "want").first(),
-        pl.col("keyword").filter("hit").alias("keywords_found"),
-        pl.col("keyword").filter(~pl.col("hit")).alias("keywords_missing"),
-        pl.col("hit").sum().alias("found"),
-        pl.col("keyword").count().alias("listed"),
-    )
+    rows = rows.with_columns(got.alias("got"), want.alias("want"))
     both_empty = (pl.col("got") == "") & (pl.col("want") == "")
     # Divided here: Polars divides a column by a number as a product with its inverse (not always the same float).
     sim = pl.when(both_empty).then(1.0).otherwise(pl.Series(scores / 100.0))
@@ -229,22 +231,24 @@ _COLUMN_TYPES = {
 
 
 def _ascii(text: pl.Expr) -> pl.Expr:
+    """Whether a text is ASCII (null: true)."""
     return (text.str.len_bytes() == text.str.len_chars()).fill_null(True)
 
 
 def column_readable(inputs: pl.DataFrame, opts: OcrOptions) -> pl.Series:
-    """Rows :func:`ocr_columns` reads as :func:`ocr_row` does: all their texts ASCII (Python and Polars lowercase and
-    trim some other characters differently), and the inputs of the types it reads."""
-    if not all(inputs.schema[name] in types for name, types in _COLUMN_TYPES.items()) or not all(
+    """The rows :func:`ocr_columns` reads as :func:`ocr_row` does: all their texts ASCII (Python and Polars lowercase
+    and trim some other characters differently), in columns of the types it reads."""
+    schema = inputs.schema
+    if not all(schema[name] in types for name, types in _COLUMN_TYPES.items()) or not all(
         k.isascii() for k in opts.keywords or ()
     ):
         return pl.repeat(False, inputs.height, eager=True)
-    keywords = pl.col("keywords").cast(pl.String if inputs.schema["keywords"] == pl.String else pl.List(pl.String))
-    if inputs.schema["keywords"] != pl.String:
-        keywords = keywords.list.join("")
-    return inputs.select(
-        _ascii(pl.col("output").cast(pl.String)) & _ascii(pl.col("expected_output").cast(pl.String)) & _ascii(keywords)
-    ).to_series()
+    if schema["keywords"] == pl.String:
+        keywords = _ascii(pl.col("keywords"))
+    else:
+        keywords = pl.col("keywords").cast(pl.List(pl.String)).list.eval(_ascii(pl.element())).list.all()
+    texts = _ascii(pl.col("output").cast(pl.String)) & _ascii(pl.col("expected_output").cast(pl.String))
+    return inputs.select(texts & keywords.fill_null(True)).to_series()
 
 
 class OcrValidatorSettings(EvaluatorSettings):
