@@ -24,7 +24,7 @@ from vision_eval.evaluator import EvalOutput
 from vision_eval.evaluators.code.details import details_text
 from vision_eval.evaluators.code.text import SPACE, strip
 from vision_eval.example import Example
-from vision_eval.rowwise import EvaluatorSettings, RowResult, RowRule, score_rows
+from vision_eval.rowwise import EvaluatorSettings, RowResult, RowRule
 
 PUNCTUATION = r"[!-/:-@\[-`{-~“”‘’«»–—…•·]"
 """ASCII punctuation plus common typographic marks."""
@@ -174,10 +174,10 @@ def ocr_columns(inputs: pl.DataFrame, opts: OcrOptions, workers: int = 1) -> pl.
         pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"),
         _keywords_column(opts, inputs.schema["keywords"]).alias("keyword"),
     ).explode("keyword", empty_as_null=True)  # one row per keyword, a null one for a row without
-    # All texts normalized as one column: Polars spreads a long column's string work over the cores.
-    texts = pl.concat([inputs["output"].cast(pl.String).fill_null(""), inputs["expected_output"].cast(pl.String)])
-    texts = pl.concat([texts.fill_null(""), keywords["keyword"]]).to_frame("text")
-    normalized = texts.select(_normalized_column(pl.col("text"), opts)).to_series()
+    # The responses, the expected texts and the keywords normalized in one pass, as one column.
+    texts = [inputs[name].cast(pl.String).fill_null("") for name in ("output", "expected_output")]
+    stacked = pl.concat([*texts, keywords["keyword"]]).to_frame("text")
+    normalized = stacked.select(_normalized_column(pl.col("text"), opts)).to_series()
     got, want = normalized[:n], normalized[n : 2 * n]
     scores = cpdist(got.to_list(), want.to_list(), scorer=getattr(fuzz, opts.scorer), dtype=np.float64, workers=workers)
     # Each keyword found or not in its row's text, gathered back per row (null for a row without keywords).
@@ -308,17 +308,15 @@ class OcrValidator(RowRule[OcrValidatorSettings]):
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
         """:func:`ocr_columns` on the rows it reads, :func:`ocr_row` (through the engine) on the others."""
-        inputs, opts, ids = self.row_inputs(batch), self.options(), batch["id"]
+        inputs, opts = self.row_inputs(batch), self.options()
         readable = column_readable(inputs, opts)
         if not readable.any():
             return super().evaluate(batch)
-        columns = ocr_columns(inputs.filter(readable), opts, self.workers()).with_columns(
-            ids.filter(readable).alias("sample_id")
-        )
+        columns = ocr_columns(inputs.filter(readable), opts, self.workers())
+        columns = columns.with_columns(batch["id"].filter(readable).alias("sample_id"))
         if readable.all():
             return EvalOutput(columns)
-        others = score_rows(ids.filter(~readable), inputs.filter(~readable), self.row_function(), self.workers())
+        others = super().evaluate(batch.filter(~readable)).results.select(columns.columns)
         row = pl.int_range(batch.height, dtype=pl.UInt32, eager=True)
-        results = pl.concat([columns, others.results.select(columns.columns)])
         order = pl.concat([row.filter(readable), row.filter(~readable)]).arg_sort()
-        return EvalOutput(results[order])
+        return EvalOutput(pl.concat([columns, others])[order])
