@@ -32,7 +32,7 @@ SCORERS = ("ratio", "token_sort_ratio", "token_set_ratio")
 _PUNCTUATION = re.compile(PUNCTUATION)
 _SPACES = re.compile(f"[{SPACE}]+")
 _PUNCTUATION_OR_SPACES = re.compile(f"[{PUNCTUATION[1:-1]}{SPACE}]+")
-_SCORER_FUNCTIONS: dict[str, Callable[[str, str], float]] = {}
+_SCORER_FUNCTIONS: dict[str, Callable[..., float]] = {}
 
 
 @dataclass(frozen=True)
@@ -105,8 +105,8 @@ def row_keywords(opts: OcrOptions, column: list[str | None] | str | None) -> lis
     return [k for k in keywords if k is not None and strip(k)]
 
 
-def similarity(got: str, want: str, scorer: str) -> float:
-    """rapidfuzz's similarity of two normalized texts, 0..1 (two empty texts are identical)."""
+def scorer_function(scorer: str) -> Callable[..., float]:
+    """rapidfuzz's ``fuzz.<scorer>`` (0..100)."""
     function = _SCORER_FUNCTIONS.get(scorer)
     if function is None:
         if scorer not in SCORERS:
@@ -114,7 +114,12 @@ def similarity(got: str, want: str, scorer: str) -> float:
         from rapidfuzz import fuzz
 
         function = _SCORER_FUNCTIONS[scorer] = getattr(fuzz, scorer)
-    return 1.0 if not got and not want else function(got, want) / 100.0
+    return function
+
+
+def similarity(got: str, want: str, scorer: str) -> float:
+    """rapidfuzz's similarity of two normalized texts, 0..1 (two empty texts are identical)."""
+    return 1.0 if not got and not want else scorer_function(scorer)(got, want) / 100.0
 
 
 def ocr_row(
@@ -164,11 +169,8 @@ def _keywords_column(opts: OcrOptions, dtype: pl.DataType) -> pl.Expr:
 def ocr_columns(inputs: pl.DataFrame, opts: OcrOptions, workers: int = 1) -> pl.DataFrame:
     """:func:`ocr_row` of every row of ``inputs`` (``output``, ``expected_output``, ``keywords``), all of whose texts
     must be ASCII, as the columns of :data:`~vision_eval.rowwise.RESULT_COLUMNS`; ``workers`` threads for rapidfuzz."""
-    from rapidfuzz import fuzz
     from rapidfuzz.process import cpdist
 
-    if opts.scorer not in SCORERS:
-        raise ValueError(f"unknown scorer {opts.scorer!r}; use one of {', '.join(SCORERS)}")
     n = inputs.height
     keywords = inputs.select(
         pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"),
@@ -179,47 +181,51 @@ def ocr_columns(inputs: pl.DataFrame, opts: OcrOptions, workers: int = 1) -> pl.
     stacked = pl.concat([*texts, keywords["keyword"]]).to_frame("text")
     normalized = stacked.select(_normalized_column(pl.col("text"), opts)).to_series()
     got, want = normalized[:n], normalized[n : 2 * n]
-    scores = cpdist(got.to_list(), want.to_list(), scorer=getattr(fuzz, opts.scorer), dtype=np.float64, workers=workers)
-    # Each keyword found or not in its row's text, gathered back per row (null for a row without keywords).
-    hit = pl.select(pl.lit(got.gather(keywords["row"])).str.contains(pl.lit(normalized[2 * n :]), literal=True))
-    rows = (
-        keywords.with_columns(hit.to_series().alias("hit"))
-        .group_by("row", maintain_order=True)
-        .agg(
-            pl.col("keyword").filter("hit").alias("keywords_found"),
-            pl.col("keyword").filter(~pl.col("hit")).alias("keywords_missing"),
-            pl.col("hit").sum().alias("found"),
-            pl.col("keyword").count().alias("listed"),
-        )
+    scores = cpdist(
+        got.to_list(), want.to_list(), scorer=scorer_function(opts.scorer), dtype=np.float64, workers=workers
     )
-    rows = rows.with_columns(got.alias("got"), want.alias("want"))
-    both_empty = (pl.col("got") == "") & (pl.col("want") == "")
+    # Each keyword found or not in its row's normalized text, then gathered back per row.
+    keywords = keywords.with_columns(got.gather(keywords["row"]).alias("got"), normalized[2 * n :].alias("normalized"))
+    keywords = keywords.with_columns(pl.col("got").str.contains(pl.col("normalized"), literal=True).alias("hit"))
+    rows = keywords.group_by("row", maintain_order=True).agg(
+        pl.col("keyword").filter("hit").alias("keywords_found"),
+        pl.col("keyword").filter(~pl.col("hit")).alias("keywords_missing"),
+        pl.col("hit").sum().alias("found"),
+        pl.col("keyword").count().alias("listed"),
+    )
     # Divided here: Polars divides a column by a number as a product with its inverse (not always the same float).
-    sim = pl.when(both_empty).then(1.0).otherwise(pl.Series(scores / 100.0))
+    sim = pl.when((got == "") & (want == "")).then(1.0).otherwise(pl.Series(scores / 100.0))
     has_keywords = pl.col("listed") > 0
     accuracy = pl.when(has_keywords).then(pl.col("found") / pl.col("listed"))
     w_sim, w_kw = opts.weights()
     score = pl.when(has_keywords).then(w_sim * pl.col("sim") + w_kw * pl.col("accuracy")).otherwise(pl.col("sim"))
-    # The details: Polars rounds as `rounded` and writes these members as json.dumps does (ASCII text, numbers in 0..1);
-    # the constant weights and scorer are written by details_text.
-    head = pl.struct(
+    # The details: Polars rounds as `rounded` does and writes these members as json.dumps does (ASCII text, numbers
+    # in 0..1); the weights and the scorer, the same on every row, are written by details_text.
+    members = pl.struct(
         pl.col("sim").round(4).alias("similarity"),
         pl.col("accuracy").round(4).alias("keyword_accuracy"),
         "keywords_found",
         "keywords_missing",
     ).struct.json_encode()
     weights = {"similarity": rounded(w_sim), "keywords": rounded(w_kw)}
-    tail = {True: weights, False: {"similarity": 1.0, "keywords": 0.0}}
-    tail_text = {k: "," + details_text({"weights": w, "scorer": opts.scorer})[1:] for k, w in tail.items()}
+    no_weights = {"similarity": 1.0, "keywords": 0.0}
+    rest = (
+        pl.when(has_keywords)
+        .then(pl.lit(_details_rest(weights, opts.scorer)))
+        .otherwise(pl.lit(_details_rest(no_weights, opts.scorer)))
+    )
     return rows.with_columns(sim.alias("sim"), accuracy.alias("accuracy")).select(
         pl.lit("processed").alias("status"),
         score.clip(0.0, 1.0).alias("score"),
-        pl.concat_str(
-            head.str.head(-1), pl.when(has_keywords).then(pl.lit(tail_text[True])).otherwise(pl.lit(tail_text[False]))
-        ).alias("details"),
+        pl.concat_str(members.str.head(-1), rest).alias("details"),  # the members' closing brace left out
         pl.lit(None, pl.String).alias("error"),
         pl.lit(None, pl.Boolean).alias("passed"),
     )
+
+
+def _details_rest(weights: dict[str, float], scorer: str) -> str:
+    """The end of the details JSON, from the ``weights`` member on: ``,"weights":{...},"scorer":"..."}``."""
+    return "," + details_text({"weights": weights, "scorer": scorer})[1:]
 
 
 _COLUMN_TYPES = {
