@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import ClassVar, Literal
 
-import numpy as np
 import polars as pl
 
 from vision_eval.evaluator import EvalOutput
@@ -169,6 +168,7 @@ def _keywords_column(opts: OcrOptions, dtype: pl.DataType) -> pl.Expr:
 def ocr_columns(inputs: pl.DataFrame, opts: OcrOptions, workers: int = 1) -> pl.DataFrame:
     """:func:`ocr_row` of every row of ``inputs`` (``output``, ``expected_output``, ``keywords``), all of whose texts
     must be ASCII, as the columns of :data:`~vision_eval.rowwise.RESULT_COLUMNS`; ``workers`` threads for rapidfuzz."""
+    import numpy as np
     from rapidfuzz.process import cpdist
 
     n = inputs.height
