@@ -5,7 +5,7 @@ the evaluator on the rows whose texts are all ASCII (``benchmarks/bench_code_val
 function's rows/s on the process pool): the normalization as Polars expressions, and the similarity from the
 definition's own function, rapidfuzz's ``fuzz.<scorer>``, which ``rapidfuzz.process.cpdist`` runs over the two columns
 (a vectorized call of the same scorer, not a second implementation). Other rows go to :func:`ocr_row`: Python and Polars
-lowercase and trim some non-ASCII characters differently.
+lowercase some non-ASCII letters differently (their Unicode tables differ in age).
 """
 
 from __future__ import annotations
@@ -242,8 +242,8 @@ def _ascii(text: pl.Expr) -> pl.Expr:
 
 
 def column_readable(inputs: pl.DataFrame, opts: OcrOptions) -> pl.Series:
-    """The rows :func:`ocr_columns` reads as :func:`ocr_row` does: all their texts ASCII (Python and Polars lowercase
-    and trim some other characters differently), in columns of the types it reads."""
+    """The rows :func:`ocr_columns` reads as :func:`ocr_row` does: all their texts (keywords included) ASCII, in
+    columns of the types it reads."""
     schema = inputs.schema
     if not all(schema[name] in types for name, types in _COLUMN_TYPES.items()) or not all(
         k.isascii() for k in opts.keywords or ()
