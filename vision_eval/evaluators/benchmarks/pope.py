@@ -13,10 +13,11 @@ protocol reports.
 The reference answer must read as yes/no: lowercased and stripped (``lenient``: its own reading), else the row is
 an error.
 
-Each reading is defined row by row (:func:`score_row`). ``official`` and ``lmms_eval`` are also written as Polars
-expressions (:func:`column_scores`), which ``evaluate`` uses: exact for any text, no row handed back to Python, and
-several times faster than the row function on replies that do not repeat (``benchmarks/bench_benchmark_metrics.py``;
-``tests/test_benchmark_protocols_rows.py`` checks both give the same rows). ``lenient`` is scored by the row rule.
+Each reading is defined row by row (:func:`score_row`) and also written as Polars expressions
+(:func:`column_scores`), which ``evaluate`` uses: several times faster than the row function on replies that do not
+repeat (``benchmarks/bench_benchmark_metrics.py``). ``official`` and ``lmms_eval`` are exact for any text;
+``lenient`` hands the rows holding a non-ASCII character to the row function (Python's ``lower()`` and ``\\b`` differ
+from Polars' on some). ``tests/test_benchmark_protocols_rows.py`` checks both give the same rows.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from vision_eval.evaluators.benchmarks.protocols import (
 from vision_eval.evaluators.benchmarks.text import PY_WHITE_SPACE, details_json
 from vision_eval.example import Example
 from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform
-from vision_eval.rowwise import RowResult
+from vision_eval.rowwise import RowResult, score_rows
 
 NO_WORDS = frozenset({"No", "not", "no"})
 YES_WORDS = frozenset({"Yes", "yes"})
@@ -128,7 +129,7 @@ def score_row(protocol: str, output: str, expected: str) -> RowResult:
     return RowResult("processed", float(prediction == gold), details)
 
 
-# --- the same readings on columns (official, lmms_eval) -------------------------------------------------------------
+# --- the same readings on columns -------------------------------------------------------------------------------
 
 
 def strict_readings(text: pl.Expr) -> pl.Expr:
@@ -149,29 +150,42 @@ def official_readings(output: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return pl.when(said_no).then(pl.lit("no")).otherwise(pl.lit("yes")), ~said_no & ~said_yes
 
 
+def lenient_readings(text: pl.Expr) -> pl.Expr:
+    """:func:`lenient_reading` of a column of ASCII text (where Polars lowercases and finds ``\\b`` as Python does)."""
+    lower = text.str.to_lowercase()
+    has_yes, has_no = lower.str.contains(_YES.pattern), lower.str.contains(_NO.pattern)
+    single = pl.when(has_yes & ~has_no).then(pl.lit("yes")).when(has_no & ~has_yes).then(pl.lit("no"))
+    return pl.coalesce(lower.str.extract(_LEADING.pattern, 1), single)
+
+
 def _raw(column: str) -> pl.Expr:
     return pl.col(column).str.slice(0, RAW_CHARS)
 
 
-def column_scores(batch: pl.DataFrame, protocol: str) -> EvalOutput:
-    """The ``official`` or ``lmms_eval`` rows of a batch, as :func:`score_row` gives them; each kind of ``details``
-    is only built for the rows that carry it."""
+def column_scores(batch: pl.DataFrame, protocol: str, workers: int = 1) -> EvalOutput:
+    """The rows of a batch, as :func:`score_row` gives them; each kind of ``details`` is only built for the rows
+    that carry it. ``lenient`` hands the rows holding a non-ASCII character to :func:`score_row` (on ``workers``
+    processes when there are many)."""
     output = pl.col("output").cast(pl.Utf8)
+    expected = pl.col("expected_output").cast(pl.Utf8)
+    strict = lenient_readings if protocol == "lenient" else strict_readings
+    # Python's lower() and \b and Polars' differ on some non-ASCII characters ("İ", combining marks, "²").
+    exact = ~(output + expected).str.contains(r"[^\x00-\x7f]") if protocol == "lenient" else pl.lit(True)
     if protocol == "official":
         prediction, unparseable = official_readings(output)
     else:
-        prediction = strict_readings(output)
+        prediction = strict(output)
         unparseable = prediction.is_null()
-    expected = pl.col("expected_output").cast(pl.Utf8)
     # Benchmark answers almost always are a bare yes/no already: their reading is themselves.
     bare = batch["expected_output"].cast(pl.Utf8).is_in(["yes", "no"]).all()
     frame = batch.select(
         pl.col("id").alias("sample_id"),
         output.alias("output"),
         expected,
-        (expected if bare else strict_readings(expected)).alias("_gold"),
+        (expected if bare else strict(expected)).alias("_gold"),
         prediction.alias("_pred"),
         unparseable.alias("_unparseable"),
+        exact.alias("_exact"),
     ).with_row_index("_pos")
     bad, gold, pred = pl.col("_gold").is_null(), pl.col("_gold"), pl.col("_pred")
     score = (pred == gold).fill_null(False).cast(pl.Float64).alias("score")
@@ -188,23 +202,38 @@ def column_scores(batch: pl.DataFrame, protocol: str) -> EvalOutput:
     wrong = pl.struct(
         pl.lit(protocol).alias("protocol"), _raw("output").alias("raw"), _raw("expected_output").alias("expected")
     ).struct.json_encode()
+    read_here = frame.filter("_exact")
     parts = [
-        frame.filter(bad).select(
+        read_here.filter(bad).select(
             "_pos",
             "sample_id",
             pl.lit(ERROR).alias("status"),
             wrong.alias("details"),
             pl.lit(NOT_YES_OR_NO).alias("error"),
         ),
-        frame.filter(~bad & ~pl.col("_unparseable")).select(
+        read_here.filter(~bad & ~pl.col("_unparseable")).select(
             "_pos", "sample_id", pl.lit(PROCESSED).alias("status"), score, read.alias("details")
         ),
-        frame.filter(~bad & pl.col("_unparseable")).select(
-            "_pos", "sample_id", pl.lit(PROCESSED).alias("status"), score, unread.alias("details")
-        ),
     ]
+    unread_rows = read_here.filter(~bad & pl.col("_unparseable"))
+    if protocol == "lenient":  # an unread reply is a row error
+        reason = pl.lit(f"{UNPARSEABLE_REASON} yes or no from the output")
+        parts.append(
+            unread_rows.select(
+                "_pos", "sample_id", pl.lit(ERROR).alias("status"), wrong.alias("details"), reason.alias("error")
+            )
+        )
+    else:
+        parts.append(
+            unread_rows.select("_pos", "sample_id", pl.lit(PROCESSED).alias("status"), score, unread.alias("details"))
+        )
+    by_row = frame.filter(~pl.col("_exact"))
+    if by_row.height:
+        inputs = by_row.select("output", "expected_output")
+        scored = score_rows(by_row["sample_id"], inputs, partial(score_row, protocol), workers)
+        parts.append(scored.results.with_columns(by_row["_pos"]))
     results = pl.concat(parts, how="diagonal_relaxed").sort("_pos")
-    return EvalOutput(conform(results, RESULT_ROW_SCHEMA))
+    return EvalOutput(conform(results.drop("_pos"), RESULT_ROW_SCHEMA))
 
 
 # --- dataset-level metrics ---------------------------------------------------------------------------------------
@@ -290,9 +319,7 @@ class Pope(ExtractedMetric[PopeSettings]):
         return partial(score_row, self.protocol)
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
-        if self.protocol == "lenient":
-            return super().evaluate(batch)
-        return column_scores(batch, self.protocol)
+        return column_scores(batch, self.protocol, self.workers())
 
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
         processed = results.filter(pl.col("status") == PROCESSED)
