@@ -200,6 +200,37 @@ def test_pope_column_path_gives_the_rows_of_its_definition(protocol: str) -> Non
             assert '"unparseable":true' in "".join(columns["details"].drop_nulls())
 
 
+COUNT_PIECES = ["3", "03", "12", "1,000", "1,00", "2.5", ".5", "7.", "1" * 400, "twenty-one", "twenty  one", "a dozen"]
+COUNT_PIECES += ["Seven", "NONE", "zero", "hundred", "one hundred", "two", "Two.", "there are", "cats", "-", "_4"]
+COUNT_PIECES += ["twenty\x1cone", "forty\x1f", "\x1e7", "twenty", "one", "4x", "x4", " ", "\t", "\n", ",", "."]
+COUNT_PIECES += ["e5", "1e5", "inf", "nan", "many", "twelve", "2nd"]
+
+
+def hostile_count_rows(n: int, seed: int) -> pl.DataFrame:
+    rng = random.Random(seed)
+    golds = ["3", "12", "0", " 7\x1c", "Seven", "twenty", "2.5", "", "none", "٣", "１２", "1,000", "x"]
+    expected = [rng.choice(golds) if rng.random() < 0.7 else fuzzed(rng, COUNT_PIECES, 3) for _ in range(n)]
+    outputs = [fuzzed(rng, COUNT_PIECES, 4) for _ in range(n)]
+    batch = pl.DataFrame({"id": [str(i) for i in range(n)], "output": outputs, "expected_output": expected})
+    return with_nulls(batch, rng)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"protocol": "lmms_eval"},
+        {"protocol": "lenient"},
+        {"protocol": "lenient", "pick": "last"},
+        {"protocol": "lenient", "pick": "only"},
+    ],
+)
+def test_exact_count_column_path_gives_the_rows_of_its_definition(settings: dict[str, str]) -> None:
+    rated = evaluator("exact_count", **settings)
+    for seed in (21, 22, 23):
+        columns = assert_rows_of_the_definition(rated, hostile_count_rows(3000, seed))
+        assert set(columns["status"]) == {"processed", "error"} and set(columns["score"].drop_nulls()) == {0.0, 1.0}
+
+
 def test_only_ascii_letters_lowercase_to_yes_or_no_letters() -> None:
     """What makes the column reading of a strict yes/no exact: in Python and in Polars alike, no other character
     lowercases to text made of y, e, s, n, o."""

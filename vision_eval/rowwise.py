@@ -234,6 +234,14 @@ def score_rows(
     return EvalOutput(results, fields=fields.drop("_row", "_code", "_order"))
 
 
+def handed_over(
+    rows: pl.DataFrame, inputs: Sequence[str], function: Callable[..., RowResult], workers: int
+) -> pl.DataFrame:
+    """The result rows of the ``rows`` a column path leaves to its row function (``rows`` has ``_pos``,
+    ``sample_id`` and the ``inputs`` columns, handed to ``function`` in that order), with their ``_pos``."""
+    return score_rows(rows["sample_id"], rows.select(inputs), function, workers).results.with_columns(rows["_pos"])
+
+
 class RowRule(Evaluator[SettingsT]):
     """An evaluator whose rule is one function of each row's values (see the module docstring).
 
@@ -262,4 +270,4 @@ class RowRule(Evaluator[SettingsT]):
         return score_rows(batch["id"], self.row_inputs(batch), self.row_function(), self.workers())
 
 
-__all__ = ["EvaluatorSettings", "FieldRow", "RowResult", "RowRule", "failed", "processed", "score_rows"]
+__all__ = ["EvaluatorSettings", "FieldRow", "RowResult", "RowRule", "failed", "handed_over", "processed", "score_rows"]

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 import polars as pl
 from pydantic import field_validator, model_validator
 
+from vision_eval.evaluator import EvalOutput
 from vision_eval.evaluators.benchmarks.protocols import (
     LENIENT,
     RAW_CHARS,
@@ -28,10 +29,16 @@ from vision_eval.evaluators.benchmarks.protocols import (
     ProtocolSettings,
     check_protocol,
 )
-from vision_eval.evaluators.benchmarks.text import details_json, json_float, json_number, json_text
+from vision_eval.evaluators.benchmarks.text import (
+    PY_WHITE_SPACE,
+    details_json,
+    json_float,
+    json_number,
+    json_text,
+)
 from vision_eval.example import Example
-from vision_eval.results import PROCESSED
-from vision_eval.rowwise import RowResult
+from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform
+from vision_eval.rowwise import RowResult, handed_over
 
 Pick = Literal["first", "last", "only"]
 NO_EXPECTED_COUNT = "expected_output holds no count"
@@ -179,6 +186,125 @@ def score_lenient(pick: Pick, output: str, expected: str) -> RowResult:
     return RowResult("processed", float(read.predicted == read.expected), details)
 
 
+# --- the same readings on columns ----------------------------------------------------------------------------
+
+ASCII = r"^[\x00-\x7f]*$"
+"""Text Polars strips, lowercases and matches as Python does (``lmms_eval``)."""
+ASCII_SEPARATED = r"^[\x00-\x1b\x20-\x7f]*$"
+"""Text whose ``\\d``, ``\\s`` and ``\\b`` mean the same to Polars as to Python (``lenient``): ASCII without
+``\\x1c``-``\\x1f``, which are white space to Python's ``\\s`` only."""
+
+
+def _raw_column(column: str) -> pl.Expr:
+    return pl.col(column).str.slice(0, RAW_CHARS)
+
+
+def lmms_eval_counts(text: pl.Expr) -> pl.Expr:
+    """:func:`lmms_eval_count` of a column of ASCII text."""
+    return text.str.strip_chars(PY_WHITE_SPACE).str.to_lowercase().replace(COUNT_WORDS)
+
+
+def _lmms_eval_parts(frame: pl.DataFrame) -> list[pl.DataFrame]:
+    gold, prediction = lmms_eval_counts(pl.col("expected_output")), lmms_eval_counts(pl.col("output"))
+    frame = frame.with_columns(gold.alias("_gold"), prediction.alias("_pred"))
+    gold, prediction = pl.col("_gold"), pl.col("_pred")
+    bad, counted = ~gold.str.contains("^[0-9]+$"), prediction.str.contains("^[0-9]+$")
+    raw = pl.struct(
+        pl.lit("lmms_eval").alias("protocol"),
+        _raw_column("output").alias("raw"),
+        _raw_column("expected_output").alias("expected"),
+    )
+    read = pl.concat_str(
+        pl.lit('{"protocol":"lmms_eval","predicted":"'), prediction, pl.lit('","expected":"'), gold, pl.lit('"}')
+    )
+    unread = pl.struct(
+        pl.lit("lmms_eval").alias("protocol"),
+        prediction.alias("predicted"),
+        gold.alias("expected"),
+        pl.lit(True).alias("unparseable"),
+        _raw_column("output").alias("raw"),
+    )
+    return [
+        frame.filter(bad).select(
+            "_pos", "sample_id", pl.lit(ERROR).alias("status"), raw.struct.json_encode().alias("details"),
+            pl.lit(NO_EXPECTED_COUNT).alias("error"),
+        ),
+        frame.filter(~bad & counted).select(
+            "_pos", "sample_id", pl.lit(PROCESSED).alias("status"),
+            (prediction == gold).cast(pl.Float64).alias("score"), read.alias("details"),
+        ),
+        frame.filter(~bad & ~counted).select(
+            "_pos", "sample_id", pl.lit(PROCESSED).alias("status"), pl.lit(0.0).alias("score"),
+            unread.struct.json_encode().alias("details"),
+        ),
+    ]  # fmt: skip
+
+
+def _number_values(tokens: pl.Expr) -> pl.Expr:
+    """The values of :data:`NUMBER_PATTERN` matches, as :func:`numbers_in` reads them."""
+    word = tokens.str.replace_all(_SPACES.pattern, " ")
+    as_word = word.replace_strict(NUMBER_WORDS, default=None, return_dtype=pl.Float64)
+    return pl.coalesce(as_word, tokens.str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False))
+
+
+def _lenient_parts(frame: pl.DataFrame, pick: Pick) -> list[pl.DataFrame]:
+    found = pl.col("output").str.to_lowercase().str.extract_all(NUMBER_PATTERN).list.eval(_number_values(pl.element()))
+    gold = _number_values(pl.col("expected_output").str.to_lowercase().str.extract(f"({NUMBER_PATTERN})", 1))
+    if frame["expected_output"].str.contains(r"^[0-9]+(?:\.[0-9]+)?$").all():  # as CountBench's references are
+        gold = pl.col("expected_output").cast(pl.Float64)
+    frame = frame.with_columns(found.alias("found"), gold.alias("_gold"))
+    values = pl.col("found")
+    chosen = {
+        "first": values.list.first(),
+        "last": values.list.last(),
+        "only": pl.when(values.list.n_unique() == 1).then(values.list.first()),
+    }[pick]
+    frame = frame.with_columns(chosen.alias("_pred"))
+    gold, predicted = pl.col("_gold"), pl.col("_pred")
+    error = (
+        pl.when(gold.is_null())
+        .then(pl.lit(NO_EXPECTED_COUNT))
+        .when(values.list.len() == 0)
+        .then(pl.lit(NO_COUNT))
+        .when(predicted.is_null())
+        .then(pl.lit(SEVERAL_COUNTS))
+    )
+    frame = frame.with_columns(error.alias("error"))
+    failed = pl.col("error").is_not_null()
+    protocol = pl.lit("lenient").alias("protocol")
+    raw = pl.struct(
+        protocol, _raw_column("output").alias("raw"), _raw_column("expected_output").alias("expected"), "found"
+    )
+    read = pl.struct(protocol, predicted.alias("predicted"), gold.alias("expected"), "found")
+    return [
+        frame.filter(failed).select(
+            "_pos", "sample_id", pl.lit(ERROR).alias("status"), raw.struct.json_encode().alias("details"), "error"
+        ),
+        frame.filter(~failed).select(
+            "_pos", "sample_id", pl.lit(PROCESSED).alias("status"),
+            (predicted == gold).cast(pl.Float64).alias("score"), read.struct.json_encode().alias("details"),
+        ),
+    ]  # fmt: skip
+
+
+def column_scores(batch: pl.DataFrame, protocol: str, pick: Pick, workers: int = 1) -> EvalOutput:
+    """The rows of a batch, as the row function gives them. The rows Polars cannot read as Python does (outside
+    :data:`ASCII` / :data:`ASCII_SEPARATED`) are handed to it (on ``workers`` processes when there are many)."""
+    readable = ASCII if protocol == "lmms_eval" else ASCII_SEPARATED
+    texts = pl.col("output").cast(pl.Utf8), pl.col("expected_output").cast(pl.Utf8)
+    frame = batch.select(pl.col("id").alias("sample_id"), *texts).with_row_index("_pos")
+    exact = pl.col("output").str.contains(readable) & pl.col("expected_output").str.contains(readable)
+    frame = frame.with_columns(exact.alias("_exact"))
+    here = frame.filter("_exact")
+    parts = _lmms_eval_parts(here) if protocol == "lmms_eval" else _lenient_parts(here, pick)
+    by_row = frame.filter(~pl.col("_exact"))
+    if by_row.height:
+        function = score_lmms_eval if protocol == "lmms_eval" else partial(score_lenient, pick)
+        parts.append(handed_over(by_row, ("output", "expected_output"), function, workers))
+    results = pl.concat(parts, how="diagonal_relaxed").sort("_pos")
+    return EvalOutput(conform(results.drop("_pos"), RESULT_ROW_SCHEMA))
+
+
 # --- the evaluator -------------------------------------------------------------------------------------------------
 
 
@@ -235,6 +361,9 @@ class ExactCount(ExtractedMetric[ExactCountSettings]):
         if self.protocol == "lenient":
             return partial(score_lenient, self.settings.pick)
         return score_lmms_eval
+
+    def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        return column_scores(batch, self.protocol, self.settings.pick, self.workers())
 
     def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
         processed = results.filter(pl.col("status") == PROCESSED)

@@ -43,7 +43,7 @@ from vision_eval.evaluators.benchmarks.protocols import (
 from vision_eval.evaluators.benchmarks.text import PY_WHITE_SPACE, details_json
 from vision_eval.example import Example
 from vision_eval.results import ERROR, PROCESSED, RESULT_ROW_SCHEMA, conform
-from vision_eval.rowwise import RowResult, score_rows
+from vision_eval.rowwise import RowResult, handed_over
 
 NO_WORDS = frozenset({"No", "not", "no"})
 YES_WORDS = frozenset({"Yes", "yes"})
@@ -229,9 +229,7 @@ def column_scores(batch: pl.DataFrame, protocol: str, workers: int = 1) -> EvalO
         )
     by_row = frame.filter(~pl.col("_exact"))
     if by_row.height:
-        inputs = by_row.select("output", "expected_output")
-        scored = score_rows(by_row["sample_id"], inputs, partial(score_row, protocol), workers)
-        parts.append(scored.results.with_columns(by_row["_pos"]))
+        parts.append(handed_over(by_row, ("output", "expected_output"), partial(score_row, protocol), workers))
     results = pl.concat(parts, how="diagonal_relaxed").sort("_pos")
     return EvalOutput(conform(results.drop("_pos"), RESULT_ROW_SCHEMA))
 
