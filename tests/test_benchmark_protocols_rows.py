@@ -14,6 +14,7 @@ import pytest
 from vision_eval import rowwise
 from vision_eval.config import RunConfig
 from vision_eval.evaluator import EvalContext
+from vision_eval.evaluators.benchmarks import lenient
 from vision_eval.evaluators.benchmarks.anls import Anls
 from vision_eval.evaluators.benchmarks.exact_count import ExactCount
 from vision_eval.evaluators.benchmarks.pope import Pope, lenient_reading
@@ -101,6 +102,29 @@ def test_reference_answers_one_answer_or_a_json_list() -> None:
             reference_answers(bad, column)[1] == f"reference answers look like a JSON list but do not parse ({reason}"
         )
     assert WHITE_SPACE.strip() == "" and not any(c in WHITE_SPACE for c in "\x1c\x1d\x1e\x1f")
+
+
+def test_answer_lists_read_each_text_as_reference_answers_does() -> None:
+    """The lenient column paths read plain JSON lists with Polars and the rest with reference_answers: the same
+    answers (in order) and the same errors, text for text."""
+    rng = random.Random(8)
+    items = ['"walk"', '"a b"', '""', '"é"', '"İ"', '"\\u00e9"', '"q\\"x"', '"\x7f"', '"\u2028"', "1", "2.50", "null"]
+    items += ["true", '"[x]"', '"\t"', "[1]", '"\\ud800"', '"ok"', "1e400", '","']
+    plain = [item for item in items if item.startswith('"') and "\\" not in item and item[1:-1].isprintable()]
+    texts = []
+    for _ in range(4000):
+        listed = "[" + rng.choice([",", ", ", " , "]).join(rng.sample(items, rng.randint(0, 4))) + "]"
+        text = rng.choice([listed, listed.replace(" ", ""), rng.choice(items), fuzzed(rng, ["[", "]", '"a"'])])
+        texts.append(rng.choice(["", " ", "\n", "\u3000", "\x1c"]) + text + rng.choice(["", " ", "x", "\t"]))
+        texts.append("[" + ", ".join(rng.choices(plain, k=rng.randint(1, 3))) + "]")  # as json.dumps writes them
+    lists, golds = lenient.answer_lists(pl.Series(texts), "expected_output")
+    answers = golds.group_by("_answers", maintain_order=True).agg("gold")
+    read = lists.join(answers, on="_answers", how="left")
+    expected = [reference_answers(text, "expected_output") for text in read["answers"]]
+    assert read["gold_error"].to_list() == [error for _, error in expected]
+    assert [golds or None for golds in read["gold"].to_list()] == [answers for answers, _ in expected]
+    assert read["gold_error"].null_count() > 1000 and read["gold_error"].drop_nulls().len() > 500
+    assert lists["answers"].str.contains(lenient.PLAIN_LIST).sum() > 400  # read by Polars
 
 
 def test_a_list_column_is_handed_to_the_rows_as_a_json_list() -> None:
