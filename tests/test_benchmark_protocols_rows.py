@@ -255,6 +255,56 @@ def test_exact_count_column_path_gives_the_rows_of_its_definition(settings: dict
         assert set(columns["status"]) == {"processed", "error"} and set(columns["score"].drop_nulls()) == {0.0, 1.0}
 
 
+NUMBER_PIECES = [
+    "12",
+    "12.5",
+    "12.6",
+    "11.9",
+    "20",
+    "21",
+    "19",
+    "0.12",
+    "-3",
+    "+.5",
+    "5.",
+    "1e1",
+    "1E-2",
+    "0",
+    "0.0",
+    "-0",
+    "1e999",
+]
+NUMBER_PIECES += ["12%", "12%%", "%", "nan", "inf", "-Infinity", "1_000", " 12", "12 ", "\x1c12", "1,000", "$12"]
+NUMBER_PIECES += ["Canada", "canada", "CANADA", "Yes", "abc%", "1%2", "1" * 330, "e", "_", ".", "-"]
+
+
+def hostile_relaxed_rows(n: int, seed: int) -> pl.DataFrame:
+    rng = random.Random(seed)
+
+    def text() -> str:  # half of them one piece: most of those are read by Polars
+        return rng.choice(NUMBER_PIECES) if rng.random() < 0.5 else fuzzed(rng, NUMBER_PIECES, 2)
+
+    def answers() -> str:
+        if rng.random() < 0.4:
+            return text()
+        return json.dumps([text() for _ in range(rng.randint(0, 3))], ensure_ascii=rng.random() < 0.5)
+
+    outputs = [text() for _ in range(n)]
+    batch = pl.DataFrame(
+        {"id": [str(i) for i in range(n)], "output": outputs, "expected_output": [answers() for _ in range(n)]}
+    )
+    return with_nulls(batch, rng)
+
+
+@pytest.mark.parametrize("protocol", ["official", "lmms_eval"])
+def test_relaxed_accuracy_column_path_gives_the_rows_of_its_definition(protocol: str) -> None:
+    rated = evaluator("relaxed_accuracy", protocol=protocol)
+    for seed in (31, 32, 33):
+        columns = assert_rows_of_the_definition(rated, hostile_relaxed_rows(3000, seed))
+        assert set(columns["status"]) == {"processed", "error"} and set(columns["score"].drop_nulls()) == {0.0, 1.0}
+        assert '"numeric":true' in "".join(columns["details"].drop_nulls())
+
+
 def test_only_ascii_letters_lowercase_to_yes_or_no_letters() -> None:
     """What makes the column reading of a strict yes/no exact: in Python and in Polars alike, no other character
     lowercases to text made of y, e, s, n, o."""

@@ -99,9 +99,10 @@ def details(**fields: pl.Expr) -> pl.Expr:
     return pl.struct(pl.lit("lenient").alias("protocol"), *[e.alias(n) for n, e in fields.items()]).struct.json_encode()
 
 
-def finish(rows: pl.DataFrame, scored: pl.DataFrame) -> EvalOutput:
-    """Result rows: ``rows`` (``_row, sample_id, gold_error``) joined with ``scored`` (``_row, score, details``)."""
-    out = rows.join(scored, on=ROW, how="left").sort(ROW)
+def finish(rows: pl.DataFrame, scored: pl.DataFrame, handed_over: pl.DataFrame | None = None) -> EvalOutput:
+    """Result rows: ``rows`` (``_row, sample_id, gold_error``) joined with ``scored`` (``_row, score, details``),
+    and the result rows ``handed_over`` to a row function (with their ``_row``; not in ``rows``), in row order."""
+    out = rows.join(scored, on=ROW, how="left")
     failed = pl.col("gold_error").is_not_null()
     results = out.select(
         "sample_id",
@@ -109,5 +110,8 @@ def finish(rows: pl.DataFrame, scored: pl.DataFrame) -> EvalOutput:
         pl.when(~failed).then(pl.col("score")).alias("score"),
         pl.when(~failed).then(pl.col("details")).alias("details"),
         pl.col("gold_error").alias("error"),
+        ROW,
     )
-    return EvalOutput(conform(results, RESULT_ROW_SCHEMA))
+    if handed_over is not None:
+        results = pl.concat([results, handed_over], how="diagonal_relaxed")
+    return EvalOutput(conform(results.sort(ROW).drop(ROW), RESULT_ROW_SCHEMA))

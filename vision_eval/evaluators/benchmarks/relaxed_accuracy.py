@@ -6,6 +6,10 @@ reply to its task): each side is read as a number by Python's ``float`` (a trail
 numbers and the label's is not zero, the pair is correct within ``tolerance`` relative difference, otherwise the
 lowercased texts must be equal. A label of 0 therefore needs the text ``0`` itself (``0.0`` is wrong), ``1,000``
 and ``$12`` are text, and ``nan`` never equals ``nan``. ``lenient`` is this project's forgiving reading, on columns.
+
+``official`` and ``lmms_eval`` are defined row by row (:func:`score_row`); ``evaluate`` runs the same reading as Polars
+expressions (:func:`column_scores`) and hands the rows Polars may read otherwise to :func:`score_row`
+(``tests/test_benchmark_protocols_rows.py`` checks both give the same rows).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from vision_eval.evaluators.benchmarks import lenient
 from vision_eval.evaluators.benchmarks.protocols import LENIENT, ReferenceMetric, ReferenceSettings, check_protocol
 from vision_eval.evaluators.benchmarks.text import json_float, json_text, reference_answers
 from vision_eval.example import Example
-from vision_eval.rowwise import RowResult, failed
+from vision_eval.rowwise import RowResult, failed, handed_over
 
 # --- official / lmms_eval -------------------------------------------------------------------------------------
 
@@ -59,6 +63,54 @@ def score_row(protocol: str, column: str, tolerance: float, output: str, answers
         f'"numeric":{"true" if compared_as_numbers else "false"},"matched":{shown if best else "null"}}}'
     )
     return RowResult("processed", best, details)
+
+
+_PLAIN_NUMBER = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
+_NEVER_IN_A_FLOAT = r"[^0-9+\-._eEiInNfFtTyYaA\t\n\x0b\x0c\r\x1c-\x1f ]"
+"""An ASCII character no text Python's ``float`` reads holds (digits, signs, ``_``, ``inf``/``nan`` and the white
+space it strips)."""
+
+
+def python_floats(text: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """(value, exact): :func:`python_float` of a column where ``exact``: plain ASCII numbers (Polars reads them
+    correctly rounded, as Python does) and ASCII text that cannot be a number. Not exact: non-ASCII text, a number
+    with a trailing ``%`` (Polars divides by 100 as a multiplication by 0.01) and texts only ``float`` may read."""
+    plain = text.str.contains(_PLAIN_NUMBER)
+    never = text.str.strip_chars_end("%").str.contains(_NEVER_IN_A_FLOAT)
+    exact = ~text.str.contains(r"[^\x00-\x7f]") & (plain | never)
+    return pl.when(plain).then(text.cast(pl.Float64, strict=False)), exact
+
+
+def column_scores(batch: pl.DataFrame, protocol: str, column: str, tolerance: float, workers: int) -> EvalOutput:
+    """The rows of a batch (``output``: the reply as the protocol hands it), as :func:`score_row` gives them. The
+    rows where Polars may not read a text as Python does (see :func:`python_floats`) are handed to it."""
+    value, exact = python_floats(pl.col("output"))
+    rows, pairs = lenient.pairs_frame(batch, column, p=value, a=pl.col("output").str.to_lowercase(), exact=exact)
+    gold, gold_exact = python_floats(pl.col("gold"))
+    pairs = pairs.with_columns(gold.alias("g"), (pl.col("exact") & gold_exact).alias("exact"))
+    p, g = pl.col("p"), pl.col("g")
+    numeric = p.is_not_null() & g.is_not_null() & (g != 0)  # a label of 0 is compared as text
+    close, same_text = (p - g).abs() / g.abs() <= tolerance, pl.col("a") == pl.col("gold").str.to_lowercase()
+    correct = pl.when(numeric).then(close).otherwise(same_text)
+    pairs = pairs.with_columns(correct.cast(pl.Float64).alias("score"), numeric.alias("numeric"))
+    handed = pairs.filter(~pl.col("exact")).select(lenient.ROW).unique()
+    best = lenient.best_answer(pairs.join(handed, on=lenient.ROW, how="anti"), "score", "numeric", "a", "p", "g")
+    details = pl.struct(
+        pl.lit(protocol).alias("protocol"),
+        pl.col("a").alias("prediction"),
+        pl.col("p").alias("prediction_number"),
+        pl.col("best").alias("answer"),
+        pl.col("g").alias("answer_number"),
+        pl.col("numeric"),
+        pl.when(pl.col("score") > 0).then("best").alias("matched"),
+    ).struct.json_encode()
+    scored = best.select(lenient.ROW, "score", details.alias("details"))
+    if handed.height == 0:
+        return lenient.finish(rows, scored)
+    by_row = rows.join(handed, on=lenient.ROW, how="semi").rename({lenient.ROW: "_pos"})
+    function = partial(score_row, protocol, column, tolerance)
+    others = handed_over(by_row, ("output", "answers"), function, workers).rename({"_pos": lenient.ROW})
+    return lenient.finish(rows.join(handed, on=lenient.ROW, how="anti"), scored, others)
 
 
 # --- lenient --------------------------------------------------------------------------------------------------
@@ -162,6 +214,7 @@ class RelaxedAccuracy(ReferenceMetric[RelaxedAccuracySettings]):
         return partial(score_row, self.protocol, self.reference_column, self.settings.tolerance)
 
     def evaluate(self, batch: pl.DataFrame) -> EvalOutput:
+        column, tolerance = self.reference_column, self.settings.tolerance
         if self.protocol == "lenient":
-            return lenient_scores(batch, self.reference_column, self.settings.tolerance)
-        return super().evaluate(batch)
+            return lenient_scores(batch, column, tolerance)
+        return column_scores(batch.with_columns(self.reply()), self.protocol, column, tolerance, self.workers())
