@@ -150,12 +150,30 @@ def official_readings(output: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return pl.when(said_no).then(pl.lit("no")).otherwise(pl.lit("yes")), ~said_no & ~said_yes
 
 
-def lenient_readings(text: pl.Expr) -> pl.Expr:
-    """:func:`lenient_reading` of a column of ASCII text (where Polars lowercases and finds ``\\b`` as Python does)."""
-    lower = text.str.to_lowercase()
-    has_yes, has_no = lower.str.contains(_YES.pattern), lower.str.contains(_NO.pattern)
-    single = pl.when(has_yes & ~has_no).then(pl.lit("yes")).when(has_no & ~has_yes).then(pl.lit("no"))
-    return pl.coalesce(lower.str.extract(_LEADING.pattern, 1), single)
+def lenient_readings(texts: pl.Series) -> pl.Series:
+    """:func:`lenient_reading` of ASCII texts (where Polars lowercases and finds ``\\b`` as Python does;
+    ``(?-u:\\b)``, the ASCII word boundary, is the same there and faster)."""
+    lower = pl.col("lower")
+
+    def said(pattern: str) -> pl.Expr:
+        return lower.str.contains(pattern.replace(r"\b", r"(?-u:\b)"))
+
+    # Computed one step at a time: as one expression, Polars lowercases the text once per use (4x slower).
+    words = pl.DataFrame({"lower": texts.str.to_lowercase()}).select(
+        # At most one word can follow the leading non-letters: "yes" and "no" there exclude each other.
+        said(r"^[^a-z0-9]*yes\b").alias("leading_yes"),
+        said(r"^[^a-z0-9]*no\b").alias("leading_no"),
+        said(_YES.pattern).alias("has_yes"),
+        said(_NO.pattern).alias("has_no"),
+    )
+    leading_yes, leading_no, has_yes, has_no = map(pl.col, words.columns)
+    reading = (
+        pl.when(leading_yes | (has_yes & ~has_no & ~leading_no))
+        .then(pl.lit("yes"))
+        .when(leading_no | (has_no & ~has_yes))
+        .then(pl.lit("no"))
+    )
+    return words.select(reading.alias(texts.name)).to_series()
 
 
 def _raw(column: str) -> pl.Expr:
@@ -168,25 +186,38 @@ def column_scores(batch: pl.DataFrame, protocol: str, workers: int = 1) -> EvalO
     processes when there are many)."""
     output = pl.col("output").cast(pl.Utf8)
     expected = pl.col("expected_output").cast(pl.Utf8)
-    strict = lenient_readings if protocol == "lenient" else strict_readings
     # Python's lower() and \b and Polars' differ on some non-ASCII characters ("İ", combining marks, "²").
-    exact = ~(output + expected).str.contains(r"[^\x00-\x7f]") if protocol == "lenient" else pl.lit(True)
+    ascii_only = (output.str.len_bytes() == output.str.len_chars()) & (
+        expected.str.len_bytes() == expected.str.len_chars()
+    )
+    exact = ascii_only if protocol == "lenient" else pl.lit(True)
+    prediction: pl.Expr | pl.Series
+    unparseable = pl.col("_pred").is_null()
     if protocol == "official":
         prediction, unparseable = official_readings(output)
+    elif protocol == "lmms_eval":
+        prediction = strict_readings(output)
     else:
-        prediction = strict(output)
-        unparseable = prediction.is_null()
+        prediction = lenient_readings(batch["output"].cast(pl.Utf8))
     # Benchmark answers almost always are a bare yes/no already: their reading is themselves.
-    bare = batch["expected_output"].cast(pl.Utf8).is_in(["yes", "no"]).all()
-    frame = batch.select(
-        pl.col("id").alias("sample_id"),
-        output.alias("output"),
-        expected,
-        (expected if bare else strict(expected)).alias("_gold"),
-        prediction.alias("_pred"),
-        unparseable.alias("_unparseable"),
-        exact.alias("_exact"),
-    ).with_row_index("_pos")
+    golds = batch["expected_output"].cast(pl.Utf8)
+    gold = expected
+    if not golds.is_in(["yes", "no"]).all():
+        gold = strict_readings(expected) if protocol != "lenient" else pl.lit(lenient_readings(golds))
+    frame = (
+        batch.select(
+            pl.col("id").alias("sample_id"),
+            output.alias("output"),
+            expected,
+            gold.alias("_gold"),
+            prediction.alias("_pred"),
+        )
+        .with_columns(
+            unparseable.alias("_unparseable"),
+            exact.alias("_exact"),
+        )
+        .with_row_index("_pos")
+    )
     bad, gold, pred = pl.col("_gold").is_null(), pl.col("_gold"), pl.col("_pred")
     score = (pred == gold).fill_null(False).cast(pl.Float64).alias("score")
     read = pl.concat_str(
