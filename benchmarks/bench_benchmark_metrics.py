@@ -3,8 +3,9 @@ definition measured in the same run, on data with realistic repetition and on al
 
 The evaluator scores the data in batches of ``--batch-size`` rows (the engine's ``run.batch_size``), each through its
 ``evaluate``: the row rules score each distinct row once and spread a batch with many distinct rows over
-``--workers`` processes (:mod:`vision_eval.rowwise`; ``1 process``: the same with ``workers: 1``); POPE ``official``
-and ``lmms_eval`` run their Polars expressions. The loop calls the metric's row function on every row, one after
+``--workers`` processes (:mod:`vision_eval.rowwise`; ``1 process``: the same with ``workers: 1``); POPE, exact_count
+and relaxed_accuracy run their Polars column paths (``column_scores``), which hand the rows they cannot read exactly
+to the row function. The loop calls the metric's row function on every row, one after
 another, in this process.
 ``lenient`` relaxed accuracy, ANLS and VQA are Polars expressions (no row function): their loop is a plain Python
 approximation of the same reading (it differs on non-ASCII digits and the ``\\x1c``-``\\x1f`` separators).
