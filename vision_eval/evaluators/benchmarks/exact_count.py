@@ -6,6 +6,10 @@
 - ``lenient``: every number in the reply (digits of any script with thousands commas and decimals, or an English
   number word up to a hundred), the one ``pick`` chooses, against the first number of ``expected_output``
   (:func:`lenient_count`); a reply without one is a row error.
+
+Each reading is defined row by row (:func:`score_lmms_eval`, :func:`score_lenient`); ``evaluate`` runs the same
+readings as Polars expressions (:func:`column_scores`) on the rows Polars reads as Python does and hands the others to
+the row function (``tests/test_benchmark_protocols_rows.py`` checks both give the same rows).
 """
 
 from __future__ import annotations
