@@ -2,10 +2,11 @@
 
 A per-row rule (a code validator, field_accuracy, bbox_iou) is one plain function of a row's input values that
 returns a :class:`RowResult`: the rule's definition. A rule may also be written on columns beside it, in its own
-module, where a benchmark shows that pays (``ocr_validator`` on ASCII rows); the rows that path cannot read as the
-definition does come here. :class:`RowRule` turns the function into an evaluator:
-the batch's input columns are reduced to their distinct combinations, each is scored once (in this process, or in
-chunks on :func:`vision_eval.pool.process_pool` when there are many), and the verdicts are gathered back onto the
+module, where a benchmark shows that pays (``ocr_validator`` on ASCII rows, the benchmark metrics'
+``column_scores``); the rows that path cannot read as the definition does come here (:func:`handed_over`).
+:class:`RowRule` turns the function into an evaluator: the batch's input columns are reduced to their distinct
+combinations, each is scored once (in this process, or in chunks on :func:`vision_eval.pool.process_pool` when there
+are many), and the verdicts are gathered back onto the
 rows by Polars.
 
 The function must be picklable (a module-level function, or a ``functools.partial`` of one over plain settings) and
