@@ -6,8 +6,7 @@ module, where a benchmark shows that pays (``ocr_validator`` on ASCII rows, the 
 ``column_scores``); the rows that path cannot read as the definition does come here (:func:`handed_over`).
 :class:`RowRule` turns the function into an evaluator: the batch's input columns are reduced to their distinct
 combinations, each is scored once (in this process, or in chunks on :func:`vision_eval.pool.process_pool` when there
-are many), and the verdicts are gathered back onto the
-rows by Polars.
+are many), and the verdicts are gathered back onto the rows by Polars.
 
 The function must be picklable (a module-level function, or a ``functools.partial`` of one over plain settings) and
 must not touch Polars: it may run in a worker process.
