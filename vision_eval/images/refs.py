@@ -183,7 +183,9 @@ def images_series(
     repeats is resolved and hashed once (a dataset often names the same image in many rows); the file is checked
     again when it is read."""
     roots = as_roots(root)
-    if isinstance(values, pl.Series) and values.dtype in (pl.Utf8, pl.List(pl.Utf8)) and not _holds_lists(values):
+    if isinstance(values, pl.Series) and _holds_lists(values):
+        values = _listed(values)
+    if isinstance(values, pl.Series) and values.dtype in (pl.Utf8, pl.List(pl.Utf8)):
         return _text_images(values, roots, allow_urls)
     cells = values.to_list() if isinstance(values, pl.Series) else list(values)
     seen: dict[str, dict[str, Any] | None] = {}
@@ -204,6 +206,18 @@ def images_series(
 def _holds_lists(values: pl.Series) -> bool:
     """True for a text column with a cell that may be a JSON list (read by :func:`cell_items`)."""
     return values.dtype == pl.Utf8 and bool(values.str.strip_chars_start().str.starts_with("[").any())
+
+
+def _listed(values: pl.Series) -> pl.Series | list[list[Any]]:
+    """Each cell's :func:`cell_items`, each distinct text read once: a column of text lists when every item is text,
+    else the Python lists (an item that is a number or an image struct is read cell by cell)."""
+    distinct = values.drop_nulls().unique()
+    try:
+        lists = pl.Series([cell_items(text) for text in distinct.to_list()], dtype=pl.List(pl.Utf8), strict=True)
+    except TypeError:
+        return [cell_items(cell) for cell in values.to_list()]
+    which = values.replace_strict(distinct, pl.int_range(distinct.len(), eager=True), return_dtype=pl.Int64)
+    return lists.gather(which).alias(values.name)
 
 
 def _text_images(values: pl.Series, roots: ImageRoots, allow_urls: bool) -> pl.Series:
