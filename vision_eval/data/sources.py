@@ -14,7 +14,7 @@ nothing else when the format allows it: ``reads_one_column``). Rows keep the sou
   hold one become row errors (as the whole-file read did).
 * :class:`JsonlSource` — JSON Lines read a chunk of lines at a time through Python's ``json`` (a line that does
   not parse, or whose text is not valid Unicode, is a row error naming the line); the ids alone are read by a
-  Polars scan of that one field when it can.
+  Polars scan of that one field when it can; its rows are counted by a scan of its bytes (:func:`count_lines`).
 * :class:`HfSource` / :class:`HfStreamSource` — a Hugging Face ``Dataset`` (Arrow slices) or ``IterableDataset``
   (``streaming: true``: chunks taken from the stream; counting its rows reads the stream once more, unless its
   split info says how many there are).
