@@ -7,7 +7,8 @@ on the same file (issue #27: shard 1/8 of 20M rows loads in at most a quarter of
 refuse repeated ids (a shard reads every shard's ids, the id column alone, so it refuses what the whole run would),
 then read every canonical batch (``run.batch_size`` rows, 50,000 by default). The whole file is the same run with no
 shard. Parquet is written in row groups of 100,000 rows (a shard skips the groups before its first row); JSON Lines
-is timed too, at a smaller size (a shard counts the lines before its first, parsing none of them).
+is timed too, at a smaller size (a shard counts the lines before its first, parsing none of them), with the
+count of its rows by a byte scan against a Python pass over its lines.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vision_eval.config import DatasetConfig
 from vision_eval.data import open_dataset
+from vision_eval.data.sources import count_lines, nonblank_lines
 
 BATCH = 50_000
 ROW_GROUP = 100_000
@@ -81,6 +83,22 @@ def measure(path: Path, rows: int, shards: int, rounds: int) -> float:
     return ratio
 
 
+def count_ratio(path: Path, rounds: int) -> float:
+    """Counting a JSON Lines file's rows (every shard does): the byte scan against a Python pass over its lines."""
+    passes, scans = [], []
+    for _ in range(max(rounds, 3)):
+        started = time.perf_counter()
+        expected = sum(1 for _ in nonblank_lines(path))
+        passes.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        counted = count_lines(path, small=0)
+        scans.append(time.perf_counter() - started)
+        assert counted == expected, (counted, expected)
+    ratio = min(scans) / min(passes)
+    print(f"jsonl row count: Python pass {min(passes):.3f} s, byte scan {min(scans):.3f} s (ratio {ratio:.2f})")
+    return ratio
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=20_000_000, help="rows of the Parquet file")
@@ -95,6 +113,8 @@ def main() -> None:
                 path = Path(folder) / f"data{suffix}"
                 write_rows(path, rows)
                 measure(path, rows, args.shards, args.rounds)
+                if suffix == ".jsonl":
+                    count_ratio(path, args.rounds)
                 path.unlink()
     print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
 

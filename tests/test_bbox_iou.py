@@ -625,3 +625,32 @@ def test_row_errors_name_the_side_the_box_and_the_image_size() -> None:
         "boxes nested too deeply",
         {"raw": None},
     )
+
+
+@pytest.mark.parametrize("bad", [[100, 100], [100]], ids=["two", "one"])
+def test_an_image_size_that_is_a_list_is_that_rows_error_and_the_others_are_scored(tmp_path: Path, bad: Any) -> None:
+    """When the sides' normalizations differ, a width or height column holding lists (in every row, or beside
+    numbers in others) makes the rows with a list ``error`` rows naming the size; the other rows are scored, as
+    they are in a batch without the bad row (their details too)."""
+    good = {"output": [[0.0, 0.0, 0.5, 0.5]], "expected_output": [[0, 0, 50, 100]], "width": 100, "height": 200}
+    alone = run([dict(good, id="good")], output_normalized=True).results
+    for width_of_good in (100, [100]):  # a list column, or numbers mixed with lists (an Object column)
+        rows = [
+            dict(good, id="good", width=width_of_good),
+            dict(good, id="bad", width=bad),
+            dict(good, id="missing", width=None),
+        ]
+        path = tmp_path / "rows.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        results = vision_eval.evaluate(str(path), evaluators={"b": {"type": "bbox_iou", "output_normalized": True}})
+        by = {r["sample_id"]: r for r in results.results.iter_rows(named=True)}
+        assert (by["bad"]["status"], by["bad"]["error"]) == (
+            "error",
+            f"image size must be two numbers (width, height), got {bad!r}, 200",
+        )
+        assert (by["missing"]["status"], by["missing"]["error"]) == ("error", "width is missing")
+        if width_of_good == 100:
+            assert (by["good"]["status"], by["good"]["score"]) == ("processed", 1.0)
+            assert by["good"]["details"] == alone["details"][0]
+        else:
+            assert by["good"]["error"] == "image size must be two numbers (width, height), got [100], 200"

@@ -122,7 +122,7 @@ def test_batch_mode_results_by_id_and_wrong_count(tmp_path: Path) -> None:
     rows = results(data, **judge(mode="by_id", batch=True, batch_size=5))
     assert [rows[str(i)]["score"] for i in range(5)] == [1.0, 0.0, 1.0, 0.0, 1.0]
     short = results(data, **judge(mode="short", batch=True, batch_size=5))
-    assert all(r["status"] == "error" and "1 results for 5 rows" in r["error"] for r in short.values())
+    assert all(r["status"] == "error" and "1 result for 5 rows" in r["error"] for r in short.values())
 
 
 def test_validator_script_as_code_judge() -> None:

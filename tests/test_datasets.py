@@ -274,3 +274,37 @@ def test_a_column_mixing_bytes_and_paths_keeps_each_value_as_it_is(image_dir: Pa
     assert refs["bytes"]["sha256"] == hashlib.sha256(raw).hexdigest()
     assert refs["path"]["path"] == refs["scalar_path"]["path"] == str(image_dir / "red.png")
     assert refs["path"]["error"] is None and refs["scalar_path"]["error"] is None
+
+
+def test_a_jsonl_image_column_mixing_lists_and_strings_reads_each_row_as_written(image_dir: Path) -> None:
+    """A row's list of images stays a list and a lone path is a one-image list, in a chunk that mixes the two
+    (JSON Lines, a JSON list, rows from Python), in an evaluator's own image column too; a text column mixing the
+    two still reads a list as its JSON text."""
+    rows = [
+        {"id": "two", "image": ["red.png", "blue.png"], "ref": ["blue.png"], "output": "x", "expected_output": ["x"]},
+        {"id": "one", "image": "green.jpg", "ref": "red.png", "output": "x", "expected_output": "x"},
+        {"id": "none", "image": [], "ref": None, "output": "x", "expected_output": "x"},
+    ]
+    path = image_dir / "mixed.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (image_dir / "mixed.json").write_text(json.dumps(rows))
+    cfg = DatasetConfig(image_root=str(image_dir))
+    for data in (str(path), str(image_dir / "mixed.json"), rows):
+        frame, _ = load_dataset(cfg, data, image_columns=["ref"])
+        paths = {
+            i: ([r["path"] for r in images], [r["path"] for r in refs], [r["error"] for r in images + refs])
+            for i, images, refs in zip(frame["id"], frame["images"].to_list(), frame["ref"].to_list(), strict=True)
+        }
+        assert paths["two"] == (
+            [str(image_dir / "red.png"), str(image_dir / "blue.png")],
+            [str(image_dir / "blue.png")],
+            [None] * 3,
+        )
+        assert paths["one"] == ([str(image_dir / "green.jpg")], [str(image_dir / "red.png")], [None] * 2)
+        assert paths["none"] == ([], [], [])
+        assert frame["expected_output"].to_list() == ['["x"]', "x", "x"]
+    needs = {"img": {"type": "python", "function": f"{__name__}:needs_images", "columns": ["images"]}}
+    result = ve.evaluate(str(path), evaluators=needs, dataset={"image_root": str(image_dir)})
+    by = {r["sample_id"]: r for r in result.results.iter_rows(named=True)}
+    assert (by["two"]["score"], by["one"]["score"]) == (1.0, 0.5)  # the image count / 2
+    assert by["none"]["error"] == "row has no images"

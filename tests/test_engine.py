@@ -201,9 +201,9 @@ def test_empty_dataset_reports_nothing_and_does_not_crash(tmp_path: Path) -> Non
         {"evaluator": "em", "type": "exact_match", "rows": 0, "processed": 0, "errors": 0, "skipped": 0,
          "mean_score": None, "pass_rate": None, "input_tokens": 0, "output_tokens": 0, "cost_usd": None}
     ]  # fmt: skip
-    assert result.exit_code == 3 and result.problems == ["run: nothing was scored: every one of the 0 result rows "
-                                                         "was skipped; set run.allow_nothing_scored=true if the "
-                                                         "config means it"]  # fmt: skip
+    assert result.exit_code == 3 and result.problems == [
+        "run: nothing was scored: there are no result rows; set run.allow_nothing_scored=true if the config means it"
+    ]
     assert {"id", "output", "expected_output"} <= set(result.samples.columns) and result.samples.height == 0
     written = pl.read_parquet(tmp_path / "run" / "results.parquet")
     assert written.height == 0 and written.schema == one.results.schema

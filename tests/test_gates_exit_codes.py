@@ -76,6 +76,8 @@ def test_every_applicable_row_an_error_fails_whatever_the_limit() -> None:
     (gate,) = evaluator_gates("e", settings(max_error_rate=1.0), stats(5, errors=4, skipped=1), 0.1)
     assert (gate.value, gate.passed, gate.exit_code) == (1.0, False, EXIT_INCOMPLETE)
     assert gate.message == "e: every applicable row is an error (4 of 4 rows)"
+    (lone,) = evaluator_gates("e", settings(), stats(1, errors=1), 0.2)
+    assert lone.message == "e: every applicable row is an error (1 of 1 row)"
 
 
 def test_no_applicable_rows_no_error_rate_gate() -> None:
@@ -230,8 +232,15 @@ def test_nothing_scored_says_how_many_rows_were_skipped_and_why() -> None:
     unnamed = nothing_scored_gate(summary.with_columns(pl.lit(1).alias("rows")), _skipped([None]), allowed=False)
     assert unnamed is not None and unnamed.message.startswith(
         "run: nothing was scored: every one of the 2 result rows was skipped; most often skipped: 'no reason given' "
-        "(1 rows); set"
+        "(1 row); set"
     )
+    one = summary.head(1).with_columns(pl.lit(1).alias("rows"))
+    single = nothing_scored_gate(one, _skipped([f"{NOT_SELECTED}: output = 'x'"]), allowed=False)
+    assert single is not None and single.message.startswith(
+        "run: nothing was scored: its one result row was skipped; 1 row not selected by its evaluator's where; set"
+    )
+    empty = nothing_scored_gate(summary.head(0), _skipped([]), allowed=False)
+    assert empty is not None and empty.message.startswith("run: nothing was scored: there are no result rows; set")
     errors = summary.with_columns(pl.lit(2).alias("errors"), pl.lit(1).alias("skipped"))
     assert nothing_scored_gate(errors, results, allowed=False) is None
 

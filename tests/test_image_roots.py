@@ -192,3 +192,21 @@ def test_text_image_columns_resolve_each_value_as_image_ref_does(tmp_path) -> No
             assert got.name == "images" and got.len() == column.len()
             assert got.to_list() == [expected(cell, allow_urls) for cell in column.to_list()]
     assert images_series(pl.Series("x", [None, None], dtype=pl.Utf8), roots).to_list() == [[], []]
+
+
+def test_a_text_cell_holding_a_json_list_is_that_list_of_images(tmp_path) -> None:
+    """A text image cell that is a JSON list (a JSON column mixing lists and paths reads its lists so; a CSV cell)
+    is its items; text that only starts with ``[`` is a path; a list item that is no image is that item's error."""
+    from vision_eval.images.refs import image_refs, images_series
+
+    (tmp_path / "a.png").write_bytes(shape_png(RED))
+    (tmp_path / "[b].png").write_bytes(shape_png(BLUE))
+    roots = ImageRoots.for_dataset(tmp_path)
+    cells = ['["a.png", "[b].png"]', " [] ", "[b].png", '["a.png", 3]', '{"path": "a.png"}', "a.png", None]
+    got = images_series(pl.Series("x", cells, dtype=pl.Utf8), roots).to_list()
+    assert got == [image_refs(cell, roots) for cell in cells]
+    a, b = (str(tmp_path / name) for name in ("a.png", "[b].png"))
+    assert [[(r["path"], r["error"]) for r in refs] for refs in got[:3]] == [[(a, None), (b, None)], [], [(b, None)]]
+    assert got[3][0]["error"] is None and got[3][1]["error"] == "unsupported image value of type int"
+    assert "image file not found" in got[4][0]["error"]  # a JSON object is not a list: a path, as before
+    assert [r["path"] for r in got[5]] == [a] and got[6] == []

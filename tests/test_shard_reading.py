@@ -161,3 +161,35 @@ def test_a_bad_line_is_a_row_error_in_its_own_shard_naming_its_line(tmp_path: Pa
     flagged = [[e for e in p["_row_error"].to_list() if e] for p in parts]
     assert [len(f) for f in flagged] == [1, 0, 0, 1]
     assert "line 4 of rows.jsonl" in flagged[0][0] and "line 41 of rows.jsonl" in flagged[3][0]
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "hf-stream"])
+@pytest.mark.parametrize("repeated", [False, True], ids=["unique ids", "a repeated id"])
+def test_a_sample_is_drawn_once_per_stream_however_often_its_rows_are_read(
+    kind: str, repeated: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's size, the whole run's size, the id check (every shard's ids, or the shard's own for a stream;
+    read a second time when two hashes meet) and the rows read all use the one sample the stream drew: a shard's
+    rows are its part of that sample."""
+    drawn = pl.int_range(0, ROWS, eager=True).sample(29, seed=3).sort().to_list()
+    first, stop = shard_range(29, 1, SHARDS)
+    rows = _rows()
+    if repeated:
+        rows[drawn[first + 1]]["id"] = rows[drawn[first]]["id"]
+    data = _write(kind, tmp_path, rows)
+    draws: list[int] = []
+    sample = pl.Series.sample
+
+    def counted_sample(self: pl.Series, *args: Any, **kwargs: Any) -> pl.Series:
+        draws.append(self.len())
+        return sample(self, *args, **kwargs)
+
+    monkeypatch.setattr(pl.Series, "sample", counted_sample)
+    stream = _stream(data, DatasetConfig(sample=29, seed=3), f"1/{SHARDS}")
+    assert (stream.total, stream.unsharded) == (stop - first, 29)
+    if repeated:
+        with pytest.raises(DatasetError, match=f"repeated: {rows[drawn[first]]['id']}"):
+            _read(stream, 4)
+    else:
+        assert _read(stream, 4)["id"].to_list() == [rows[p]["id"] for p in drawn[first:stop]]
+    assert draws == [ROWS]

@@ -21,6 +21,7 @@ from vision_eval.evaluator import Evaluator
 from vision_eval.gates import Gate, candidate_gate, judge_outcome, nothing_scored_gate
 from vision_eval.output import EvalResult, package_versions, status_counts, totals
 from vision_eval.parts import Ledger
+from vision_eval.wording import counted
 
 
 def evaluator_tables_and_metrics(ledger: Ledger, evaluators: list[Evaluator]) -> dict[str, Any]:
@@ -57,8 +58,8 @@ def run_gates(scheduler: Any, ledger: Ledger, limit: float) -> list[Gate]:
         refused = pl.col("details").str.json_path_match("$.not_attempted") == "budget"
         left = ledger.frame("results").filter(refused).select(pl.len()).collect(engine="streaming").item()
         message = (
-            f"run: {budget.message()}; {left} result rows skipped; resume with a larger run.max_cost_usd to finish "
-            "(finished calls are not paid twice)"
+            f"run: {budget.message()}; {counted(left, 'result row')} skipped; resume with a larger "
+            "run.max_cost_usd to finish (finished calls are not paid twice)"
         )
         gates.append(Gate("run", "budget", budget.spent, budget.limit, False, 3, message))
     for model, reason in scheduler.tripped.items():
@@ -168,4 +169,4 @@ def interrupted_hint(store: Checkpoints, ledger: Any, output_dir: Path | None) -
 
 
 def _batches(count: int) -> str:
-    return f"{count} finished batch" + ("" if count == 1 else "es")
+    return counted(count, "finished batch", "finished batches")

@@ -13,6 +13,7 @@ import polars as pl
 
 from vision_eval.exit_codes import EXIT_GATE, EXIT_INCOMPLETE, worst
 from vision_eval.results import ERROR, NOT_SELECTED, SKIPPED
+from vision_eval.wording import counted
 
 TOP_REASONS = 3
 AT_MOST, AT_LEAST = "\u2264", "\u2265"
@@ -114,7 +115,7 @@ def evaluator_gates(name: str, settings: Any, stats: dict[str, Any] | None, defa
                 limit,
                 held,
                 EXIT_INCOMPLETE,
-                f"{name}: {what} ({stats['errors']} of {applicable} rows)",
+                f"{name}: {what} ({stats['errors']} of {counted(applicable, 'row')})",
             )
         )
     for gate, key in (("min_pass_rate", "pass_rate"), ("min_mean_score", "mean_score")):
@@ -192,9 +193,12 @@ def nothing_scored_gate(summary: pl.DataFrame, results: pl.DataFrame | pl.LazyFr
     where = int(counts.filter(pl.col("reason") == NOT_SELECTED)["len"].sum())
     other = counts.filter(pl.col("reason") != NOT_SELECTED).sort(["len", "reason"], descending=[True, False])
     rows = int(summary["rows"].sum() or 0) if summary.height else 0
-    why = [f"most often skipped: {other['reason'][0]!r} ({other['len'][0]} rows)"] if other.height else []
-    why += [f"{where} rows not selected by their evaluator's where"] if where else []
-    what = f"run: nothing was scored: every one of the {rows} result rows was skipped" + "".join(f"; {w}" for w in why)
+    why = [f"most often skipped: {other['reason'][0]!r} ({counted(other['len'][0], 'row')})"] if other.height else []
+    if where:
+        why.append(f"{counted(where, 'row')} not selected by {'its' if where == 1 else 'their'} evaluator's where")
+    every = {0: "there are no result rows", 1: "its one result row was skipped"}
+    what = "run: nothing was scored: " + every.get(rows, f"every one of the {rows} result rows was skipped")
+    what += "".join(f"; {w}" for w in why)
     hint = (
         " (allowed: run.allow_nothing_scored)"
         if allowed

@@ -22,6 +22,7 @@ import polars as pl
 
 from vision_eval.evaluator import EvalOutput, Evaluator
 from vision_eval.results import ERROR, to_json
+from vision_eval.wording import counted
 
 Report = Callable[[int, int], None]
 """Told ``(rows, errors)`` as rows are settled while isolating."""
@@ -118,7 +119,7 @@ class _Isolation:
     def not_isolated(self) -> str:
         return (
             f" (rows not isolated one by one: the evaluator raised on {self.raised_alone} of the "
-            f"{self.tried_alone} rows tried alone)"
+            f"{counted(self.tried_alone, 'row')} tried alone)"
         )
 
     def _tell(self, rows: int, errors: int) -> None:

@@ -26,6 +26,7 @@ import polars as pl
 from vision_eval.config import parse_shard, shard_range
 from vision_eval.launch import holder
 from vision_eval.runs import group_key, read_json
+from vision_eval.wording import counted
 
 LOCK = ".vision_eval.lock"
 MANIFEST = Path("checkpoint") / "manifest.json"
@@ -141,7 +142,7 @@ def _check_group(members: list[tuple[Path, dict[str, Any]]], unfinished: list[_U
             problems.append(f"shard {name} in {directory} did not complete: finish it with "
                             f"`{_command(info, name, f'run.resume={directory}')}`")  # fmt: skip
         elif isinstance(selected, int) and isinstance(rows, int) and rows != _kept(selected, index, every):
-            problems.append(f"shard {name} in {directory} holds {rows} rows, not its share "
+            problems.append(f"shard {name} in {directory} holds {counted(rows, 'row')}, not its share "
                             f"{_kept(selected, index, every)} of the {selected} selected: run it again")  # fmt: skip
     if not any("was done" in p for p in problems):
         repeated = _repeated_ids([d for d, _ in members])

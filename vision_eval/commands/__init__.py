@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from vision_eval.exit_codes import EXIT_CONFIG
+from vision_eval.wording import counted
 
 SUBCOMMANDS = ("list", "describe", "init", "compare")
 
@@ -106,7 +107,7 @@ def _init(argv: list[str]) -> int:
         print(f"vision-eval init: cannot read the data: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     mapped = ", ".join(f"{src} -> {dst}" for src, dst in result.mapping.items()) or "none needed"
-    print(f"vision-eval init: {result.rows} rows read; columns mapped: {mapped}")
+    print(f"vision-eval init: {counted(result.rows, 'row')} read; columns mapped: {mapped}")
     print(f"wrote {args.dir}/:")
     for path in result.files:
         print(f"  {path.relative_to(args.dir.expanduser())}")

@@ -21,6 +21,7 @@ import yaml
 from vision_eval._resources import conf_dir
 from vision_eval.commands.inspect_data import Shape, expected_shape, map_columns
 from vision_eval.errors import VisionEvalError
+from vision_eval.wording import counted
 
 JUDGE_NAME = "my_judge"
 EXAMPLE_ROWS = [
@@ -174,7 +175,7 @@ def _comment(text: str) -> str:
 def _dataset_yaml(data: Path, frame: Any, mapping: dict[str, str], name: str, folder: Path) -> str:
     described = ", ".join(f"{c} ({frame.schema[c]})" for c in frame.columns)
     head = (
-        f"{name}: written by `vision-eval init` from {data.name} ({frame.height} rows read).\n"
+        f"{name}: written by `vision-eval init` from {data.name} ({counted(frame.height, 'row')} read).\n"
         f"Columns: {described}.\n"
         "`path` is relative to this config folder. `columns` maps source columns onto the canonical ones (id, input,\n"
         "output, expected_output, images);\n"

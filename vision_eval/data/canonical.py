@@ -82,17 +82,26 @@ def gather_images(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
     return frame.with_columns(gathered).drop([c for c in columns if c in frame.columns])
 
 
+def draw_sample(cfg: DatasetConfig, rows: int) -> pl.Series | None:
+    """The source positions ``sample`` keeps of ``rows``: a seeded random subset, in dataset order (``None``
+    without a sample, or with one as large as the dataset). Drawn once per dataset (a second of 20M rows): every
+    :class:`Selection` of it is handed these."""
+    if cfg.sample is None or cfg.sample >= rows:
+        return None
+    return pl.int_range(0, rows, dtype=pl.Int64, eager=True).sample(n=cfg.sample, seed=cfg.seed).sort()
+
+
 class Selection:
     """Which source rows are kept, decided from their positions alone (``sample``, ``limit``, shards).
 
-    ``sample`` and ``limit`` choose the selected rows; each shard (``dataset.shard``, then ``run.shard``) keeps a
-    consecutive part of them (:func:`~vision_eval.config.shard_range`), so reading can start at the shard's first
-    row (:attr:`start`) and stop after its last."""
+    ``sample`` (the positions :func:`draw_sample` drew for ``cfg`` and ``rows``) and ``limit`` choose the selected
+    rows; each shard (``dataset.shard``, then ``run.shard``) keeps a consecutive part of them
+    (:func:`~vision_eval.config.shard_range`), so reading can start at the shard's first row (:attr:`start`) and
+    stop after its last."""
 
-    def __init__(self, cfg: DatasetConfig, rows: int, limit: int | None, shard: str | None) -> None:
-        sample: pl.Series | None = None
-        if cfg.sample is not None and cfg.sample < rows:  # a seeded random subset of the positions, in order
-            sample = pl.int_range(0, rows, dtype=pl.Int64, eager=True).sample(n=cfg.sample, seed=cfg.seed).sort()
+    def __init__(
+        self, cfg: DatasetConfig, rows: int, limit: int | None, shard: str | None, sample: pl.Series | None
+    ) -> None:
         limits = [x for x in (cfg.limit, limit) if x is not None]
         selected = sample.len() if sample is not None else rows
         self.selected = min([selected, *limits])

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from vision_eval.config import DatasetConfig
-from vision_eval.data.canonical import Canonicalizer, Selection, check_mapping, id_source, image_roots
+from vision_eval.data.canonical import Canonicalizer, Selection, check_mapping, draw_sample, id_source, image_roots
 from vision_eval.data.ids import check_unique_ids
 from vision_eval.data.sources import RawDataset, Source, exact_chunks
 
@@ -39,12 +39,13 @@ class DatasetStream:
         self.roots = image_roots(source, cfg)
         self.rows = source.count()
         """Rows in the source (before the selection)."""
+        self._sample = draw_sample(cfg, self.rows)  # once: every selection below reads these positions
         selection = self.selection()
         self.total = selection.total
         """Rows the run evaluates."""
         self.first = selection.first
         """The rank of its first row among the rows selected before any shard (where a shard's rows go back)."""
-        self.unsharded = Selection(cfg, self.rows, limit, None).total
+        self.unsharded = self.selection(whole=True).total
         """Rows the whole run (every ``run.shard`` together) evaluates: what a merge of its shards must hold."""
         known = source.columns()
         if known is not None:
@@ -54,15 +55,15 @@ class DatasetStream:
         self._empty = pl.DataFrame()
         self._batches: Iterator[pl.DataFrame] | None = None
 
-    def selection(self) -> Selection:
-        """A fresh selection of the rows this stream keeps."""
-        return Selection(self.cfg, self.rows, self.limit, self.shard)
+    def selection(self, whole: bool = False) -> Selection:
+        """A fresh selection of the rows this stream keeps (``whole``: of the whole run's, every ``run.shard``)."""
+        return Selection(self.cfg, self.rows, self.limit, None if whole else self.shard, self._sample)
 
     def check_ids(self, size: int) -> None:
         """Refuse repeated ids (``DatasetError``), reading only the id column: those of every shard of the run when
         the source reads one column cheaply (a shard refuses what the whole run would), else this shard's."""
         whole = self.source.reads_one_column and self.shard is not None
-        selection = (lambda: Selection(self.cfg, self.rows, self.limit, None)) if whole else self.selection
+        selection = (lambda: self.selection(whole=True)) if whole else self.selection
         check_unique_ids(self.source, id_source(self.cfg), max(size, 1), selection)
 
     def _canonical(self, size: int) -> Iterator[pl.DataFrame]:

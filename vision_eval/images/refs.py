@@ -13,6 +13,7 @@ import base64
 import binascii
 import hashlib
 import io
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -151,12 +152,25 @@ def image_refs(
     allow_urls: bool = False,
 ) -> list[dict[str, Any]]:
     """Normalize one cell of the images column (a single image or a list) to a list of refs."""
-    if value is None:
-        return []
     roots = as_roots(root)
-    items = value if isinstance(value, list | tuple) else [value]
-    refs = (image_ref(item, roots, allow_urls=allow_urls) for item in items)
+    refs = (image_ref(item, roots, allow_urls=allow_urls) for item in cell_items(value))
     return [ref for ref in refs if ref is not None]
+
+
+def cell_items(cell: Any) -> list[Any]:
+    """The image values of one cell: a list's items, a text that is a JSON list's items (how a JSON column mixing
+    lists and single values reads its lists, :mod:`vision_eval.data.rows`; a CSV cell), else the value alone."""
+    if cell is None:
+        return []
+    if isinstance(cell, list | tuple):
+        return list(cell)
+    if isinstance(cell, str) and cell.lstrip().startswith("["):
+        try:
+            items = json.loads(cell)
+        except ValueError:
+            return [cell]
+        return items if isinstance(items, list) else [cell]
+    return [cell]
 
 
 def images_series(
@@ -169,6 +183,8 @@ def images_series(
     repeats is resolved and hashed once (a dataset often names the same image in many rows); the file is checked
     again when it is read."""
     roots = as_roots(root)
+    if isinstance(values, pl.Series) and _holds_lists(values):
+        values = _listed(values)
     if isinstance(values, pl.Series) and values.dtype in (pl.Utf8, pl.List(pl.Utf8)):
         return _text_images(values, roots, allow_urls)
     cells = values.to_list() if isinstance(values, pl.Series) else list(values)
@@ -183,9 +199,25 @@ def images_series(
 
     normalized = []
     for cell in cells:
-        items = [] if cell is None else cell if isinstance(cell, list | tuple) else [cell]
-        normalized.append([r for r in map(ref, items) if r is not None])
+        normalized.append([r for r in map(ref, cell_items(cell)) if r is not None])
     return pl.Series("images", normalized, dtype=IMAGES_DTYPE)
+
+
+def _holds_lists(values: pl.Series) -> bool:
+    """True for a text column with a cell that may be a JSON list (read by :func:`cell_items`)."""
+    return values.dtype == pl.Utf8 and bool(values.str.strip_chars_start().str.starts_with("[").any())
+
+
+def _listed(values: pl.Series) -> pl.Series | list[list[Any]]:
+    """Each cell's :func:`cell_items`, each distinct text read once: a column of text lists when every item is text,
+    else the Python lists (an item that is a number or an image struct is read cell by cell)."""
+    distinct = values.drop_nulls().unique()
+    try:
+        lists = pl.Series([cell_items(text) for text in distinct.to_list()], dtype=pl.List(pl.Utf8), strict=True)
+    except TypeError:
+        return [cell_items(cell) for cell in values.to_list()]
+    which = values.replace_strict(distinct, pl.int_range(distinct.len(), eager=True), return_dtype=pl.Int64)
+    return lists.gather(which).alias(values.name)
 
 
 def _text_images(values: pl.Series, roots: ImageRoots, allow_urls: bool) -> pl.Series:

@@ -18,6 +18,7 @@ from vision_eval.report import REPORT_FILE, find_run_dirs, load_runs, write_repo
 from vision_eval.report.selection import Limits
 from vision_eval.report.sources import LEADERBOARD
 from vision_eval.shard_check import check_shards, describe
+from vision_eval.wording import counted
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,7 +109,9 @@ def _report(args: argparse.Namespace) -> int:
     limits = Limits(max_samples=args.max_samples, max_failing=min(args.max_failing, args.max_samples), seed=args.seed)
     written = write_report(data, out, title=title, thumb_size=args.thumb_size, limits=limits)
     samples = data.samples.select(pl.len()).collect(engine="streaming").item()
-    print(f"wrote {written} ({len(dirs)} run director{'y' if len(dirs) == 1 else 'ies'}, {samples} sample rows)")
+    print(
+        f"wrote {written} ({counted(len(dirs), 'run directory', 'run directories')}, {counted(samples, 'sample row')})"
+    )
     return 0
 
 

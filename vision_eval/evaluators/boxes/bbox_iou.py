@@ -99,9 +99,13 @@ def score_row(
             w_col, h_col = opts.size_columns
             if not width or not height:
                 raise ValueError(f"image size needed ({w_col}, {h_col}) to mix coordinate systems")
-            scale = np.array([width, height, width, height], dtype=float)  # (numpy's reading of numbers and text)
+            not_sizes = f"image size must be two numbers ({w_col}, {h_col}), got {width!r}, {height!r}"
+            try:
+                scale = np.array([width, height, width, height], dtype=float)  # (numpy's reading of numbers and text)
+            except (ValueError, TypeError):  # lists of different lengths, values numpy does not read as numbers
+                raise ValueError(not_sizes) from None
             if scale.shape != (4,):
-                raise ValueError(f"image size must be two numbers ({w_col}, {h_col}), got {width!r}, {height!r}")
+                raise ValueError(not_sizes)
             w, h = float(scale[0]), float(scale[1])
             side = pred if opts.scaled == "output" else gt
             side.boxes = [(a * w, b * h, c * w, d * h) for a, b, c, d in side.boxes]
@@ -248,11 +252,12 @@ class BboxIou(RowRule[BboxIouSettings]):
         the sides' normalizations differ."""
         columns = [pl.col("output"), pl.col("expected_output")]
         if self._scaled() is not None:
+            size_columns = (self.settings.width_column, self.settings.height_column)
             sizes = [
                 pl.col(c).alias(f"_{i}") if c in batch.columns else pl.lit(None).alias(f"_{i}")
-                for i, c in enumerate((self.settings.width_column, self.settings.height_column))
+                for i, c in enumerate(size_columns)
             ]
-            numbers = [size.cast(pl.Float64, strict=False) for size in sizes]
+            numbers = [_as_number(size, batch.schema.get(c)) for size, c in zip(sizes, size_columns, strict=True)]
             sized = pl.all_horizontal(x.is_finite() & (x > 0) for x in numbers).fill_null(False).alias("_sized")
             columns += [*sizes, sized]
         return batch.select(columns)
@@ -276,6 +281,19 @@ class BboxIou(RowRule[BboxIouSettings]):
         done = results.filter(pl.col("status") == PROCESSED)
         ap = ap_from_frames(inputs[AP_DETS].collect(), inputs[AP_GTS].collect()) if done.height else None
         return _metrics(done, ap)
+
+
+def _as_number(size: pl.Expr, dtype: pl.DataType | None) -> pl.Expr:
+    """An image size column read as numbers: cast when its type casts (numbers, text: what does not read is null);
+    a column of lists, or of numbers mixed with other values, value by value (a number is itself, anything else
+    null), so that a row holding a list is that row's error (:func:`score_row`), not the batch's."""
+    if dtype is None or dtype.is_numeric() or dtype in (pl.Utf8, pl.Boolean, pl.Null):
+        return size.cast(pl.Float64, strict=False)
+    return size.map_elements(_number, return_dtype=pl.Float64, skip_nulls=True)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _metrics(done: pl.DataFrame, ap: dict[str, float] | None) -> dict[str, Any]:

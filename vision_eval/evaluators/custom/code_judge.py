@@ -26,6 +26,7 @@ from vision_eval.evaluator import ColumnMap, EvalContext, EvalOutput, Evaluator,
 from vision_eval.evaluators.custom.python_fn import coerce_result
 from vision_eval.example import Example
 from vision_eval.results import ERROR, rows_frame
+from vision_eval.wording import counted
 
 ROW_FIELDS = ("id", "input", "output", "expected_output", "images")
 STDERR_TAIL = 2000
@@ -228,7 +229,7 @@ class CodeJudge(Evaluator[CodeJudgeSettings]):
                 parsed.append(CommandFailed(f"output line is not JSON: {line[:200]!r}"))
         by_id = {str(p["id"]): p for p in parsed if isinstance(p, dict) and "id" in p}
         if len(by_id) < len(payloads) and len(parsed) != len(payloads):
-            message = f"batch command returned {len(parsed)} results for {len(payloads)} rows"
+            message = f"batch command returned {counted(len(parsed), 'result')} for {counted(len(payloads), 'row')}"
             return [_failure(message, code, out, err)] * len(payloads)
         results = []
         for i, payload in enumerate(payloads):

@@ -19,6 +19,7 @@ from pydantic import ConfigDict
 from vision_eval.evaluator import ColumnMap, EvalContext, EvalOutput, Evaluator, EvaluatorSettings
 from vision_eval.example import Example
 from vision_eval.results import ERROR, PROCESSED, rows_frame
+from vision_eval.wording import counted
 
 
 class PythonSettings(EvaluatorSettings):
@@ -145,7 +146,7 @@ class PythonEvaluator(Evaluator[PythonSettings]):
             raw = pl.DataFrame({"score": raw})
         if isinstance(raw, list):
             if len(raw) != batch.height:
-                raise ValueError(f"function returned {len(raw)} results for {batch.height} rows")
+                raise ValueError(f"function returned {counted(len(raw), 'result')} for {counted(batch.height, 'row')}")
             results = [
                 {"sample_id": sid, **coerce_result(r, self.threshold)} for sid, r in zip(batch["id"], raw, strict=True)
             ]
