@@ -96,6 +96,27 @@ def test_repeated_ids_in_different_batches_are_refused_before_anything_runs(tmp_
     assert kept.run_info["counts"]["samples"] == 15
 
 
+def test_a_row_without_an_id_whose_position_another_row_has_as_id_is_refused_saying_why(tmp_path: Path) -> None:
+    """A missing id becomes the row's position: when another row has that id, the refusal says where the repeat comes
+    from (a plain repeat does not get that explanation)."""
+    data = rows(12)
+    data[3]["id"] = None  # given "3"
+    data[9]["id"] = "3"
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in data))
+    with pytest.raises(ve.DatasetError) as raised:
+        ve.evaluate(str(path), evaluators=STACK, run={"batch_size": 4})
+    assert str(raised.value) == (
+        "dataset ids must be unique; repeated: 3; a row with no id gets its position as its id, which another row "
+        "has as its own (3): give every row an id, or none"
+    )
+    data[3]["id"] = "s4"  # a plain repeat
+    path.write_text("".join(json.dumps(r) + "\n" for r in data))
+    with pytest.raises(ve.DatasetError) as plain:
+        ve.evaluate(str(path), evaluators=STACK, run={"batch_size": 4})
+    assert str(plain.value) == "dataset ids must be unique; repeated: s4"
+
+
 def test_a_bad_jsonl_line_is_a_row_error_in_whatever_batch_it_falls(tmp_path: Path) -> None:
     data = rows(12)
     lines = [json.dumps(r) for r in data]

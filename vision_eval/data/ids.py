@@ -19,14 +19,20 @@ IN_PLACE_ROWS = 1_000_000
 """From this many kept ids on, their hashes are sorted in place in one numpy array."""
 
 
-def _selected_ids(source: Source, column: str, size: int, selection: Callable[[], Selection]) -> Iterator[pl.Series]:
-    """The canonical ids of the kept rows, chunk by chunk (reading stops once no later row can be kept)."""
+def _selected_ids(
+    source: Source, column: str, size: int, selection: Callable[[], Selection], generated: set[str] | None = None
+) -> Iterator[pl.Series]:
+    """The canonical ids of the kept rows, chunk by chunk (reading stops once no later row can be kept);
+    ``generated`` (when given) collects the ids made for rows without one."""
     chosen = selection()
     for values in source.column_chunks(column, size, chosen.start):
         keep = chosen.take(values.len())
         if keep.len():
             kept = values if keep.len() == values.len() else values.gather(keep)
-            yield canonical_ids(kept, chosen.rank - keep.len())
+            ids = canonical_ids(kept, chosen.rank - keep.len())
+            if generated is not None and kept.null_count():
+                generated.update(ids.filter(kept.is_null()).to_list())
+            yield ids
         if chosen.done:
             break
 
@@ -69,7 +75,8 @@ def check_unique_ids(source: Source, column: str, size: int, selection: Callable
     wanted = suspects.implode()
     seen: set[str] = set()
     repeated: dict[str, None] = {}
-    for ids in _selected_ids(source, column, size, selection):
+    generated: set[str] = set()
+    for ids in _selected_ids(source, column, size, selection, generated):
         for value in ids.filter(ids.hash().is_in(wanted)).to_list():
             if value in seen:
                 repeated[value] = None
@@ -77,4 +84,11 @@ def check_unique_ids(source: Source, column: str, size: int, selection: Callable
     if repeated:
         shown = ", ".join(list(repeated)[:SHOWN])
         more = f" (and {len(repeated) - SHOWN} more)" if len(repeated) > SHOWN else ""
-        raise DatasetError(f"dataset ids must be unique; repeated: {shown}{more}")
+        made = [value for value in list(repeated)[:SHOWN] if value in generated]
+        why = (
+            f"; a row with no {column} gets its position as its id, which another row has as its own "
+            f"({', '.join(made)}): give every row an id, or none"
+            if made
+            else ""
+        )
+        raise DatasetError(f"dataset ids must be unique; repeated: {shown}{more}{why}")
