@@ -9,7 +9,9 @@ worked out by hand in the comments from the reference's rules (lmms-eval @75571c
 tasks/mathvista/utils.py + mathvista_evals.py, tasks/mmbench/mmbench_evals.py + en_utils.py).
 
 tests/test_judged_presets.py runs the same presets end to end against fake judge servers; those tests cannot run
-under the mutation run's fork server (docs/testing.md), these can.
+under the mutation run's fork server (docs/testing.md), these can. Their frames are built in the tests, never at
+import: a Polars query while mutmut's fork server collects the tests starts Polars' thread pool there, and every
+mutant's child, forked from it, then hangs in its first query.
 """
 
 from __future__ import annotations
@@ -250,15 +252,18 @@ def test_mmvet_needs_its_columns() -> None:
     assert preset("mmvet").columns_needed() == ("input", "output", "expected_output", "capability")
 
 
-MMVET_BATCH = pl.DataFrame(
-    {
-        "id": [1, 2, 3],
-        "input": ["What is x?", "Which city?", "What does it say?"],
-        "output": [" x = -1 or x = -5 ", "Paris", "stop"],
-        "expected_output": ["-1<AND>-5", "Rome", "stop"],
-        "capability": ["ocr,math", "rec,know", None],
-    }
-)
+def mmvet_batch() -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "id": [1, 2, 3],
+            "input": ["What is x?", "Which city?", "What does it say?"],
+            "output": [" x = -1 or x = -5 ", "Paris", "stop"],
+            "expected_output": ["-1<AND>-5", "Rome", "stop"],
+            "capability": ["ocr,math", "rec,know", None],
+        }
+    )
+
+
 MMVET_JUDGE = {"x = -1 or x = -5": "1.0", "Paris": "0.0", "stop": "Correctness: 0.5"}
 """The judge's reply to each candidate reply (the prompt's last row); "Correctness" is never a number."""
 
@@ -269,7 +274,7 @@ def mmvet_answer(text: str) -> str:
 
 def test_mmvet_batch_grades_through_the_scheduler_and_hands_back_capabilities() -> None:
     metric = preset("mmvet", mmvet_answer)
-    out = evaluate(metric, MMVET_BATCH)
+    out = evaluate(metric, mmvet_batch())
     rows = {r["sample_id"]: r for r in out.results.iter_rows(named=True)}
     assert {k: (r["status"], r["score"], r["passed"]) for k, r in rows.items()} == {
         "1": ("processed", 1.0, True),
@@ -291,7 +296,7 @@ def test_mmvet_batch_grades_through_the_scheduler_and_hands_back_capabilities() 
 
 def test_mmvet_summary_from_the_batch() -> None:
     metric = preset("mmvet", mmvet_answer)
-    out = evaluate(metric, MMVET_BATCH)
+    out = evaluate(metric, mmvet_batch())
     summary = metric.summarize_from(out.results, {GROUPS: out.metric_inputs[GROUPS].lazy()})
     # Total (1 + 0 + 0) / 3; ocr, math: question 1; rec, know: question 2; question 3 has no capability.
     assert (summary["n"], summary["errors"], summary["Total"]) == (3, 0, pytest.approx(1 / 3))
@@ -432,24 +437,27 @@ def test_mathvista_needs_its_columns_and_allows_null_choices_and_precision() -> 
     assert (metric.columns_needed(), metric.nullable_columns()) == (needed, ("choices", "precision"))
 
 
-MATHVISTA_BATCH = pl.DataFrame(
-    {
-        "id": [1, 2, 3, 4],
-        "output": ["The answer is (B).", " 14 ", "There are 7 apples", "0.6"],
-        "expected_output": ["blue", "14", "8", "0.6"],
-        "query": ["Which colour?", "How long?", "How many apples?", "What fraction?"],
-        "choices": [["red", "blue", "green"], None, None, None],
-        "question_type": ["multi_choice", "free_form", "free_form", "free_form"],
-        "answer_type": ["text", "integer", "integer", "float"],
-        "precision": [None, None, None, 1.0],
-        "metadata": [
-            {"language": "english", "category": "general-vqa", "skills": ["arithmetic"]},
-            {"language": "english", "category": "math-targeted-vqa", "skills": ["arithmetic", "algebra"]},
-            {"language": "chinese", "category": "general-vqa", "skills": ["algebra"]},
-            {"language": "english", "category": "general-vqa", "skills": None},
-        ],
-    }
-)
+def mathvista_batch() -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "id": [1, 2, 3, 4],
+            "output": ["The answer is (B).", " 14 ", "There are 7 apples", "0.6"],
+            "expected_output": ["blue", "14", "8", "0.6"],
+            "query": ["Which colour?", "How long?", "How many apples?", "What fraction?"],
+            "choices": [["red", "blue", "green"], None, None, None],
+            "question_type": ["multi_choice", "free_form", "free_form", "free_form"],
+            "answer_type": ["text", "integer", "integer", "float"],
+            "precision": [None, None, None, 1.0],
+            "metadata": [
+                {"language": "english", "category": "general-vqa", "skills": ["arithmetic"]},
+                {"language": "english", "category": "math-targeted-vqa", "skills": ["arithmetic", "algebra"]},
+                {"language": "chinese", "category": "general-vqa", "skills": ["algebra"]},
+                {"language": "english", "category": "general-vqa", "skills": None},
+            ],
+        }
+    )
+
+
 MATHVISTA_JUDGE = {"The answer is (B).": "B", "There are 7 apples": "7"}
 
 
@@ -459,7 +467,7 @@ def mathvista_answer(text: str) -> str:
 
 def test_mathvista_batch_through_the_scheduler_and_its_summary() -> None:
     metric = preset("mathvista", mathvista_answer)
-    out = evaluate(metric, MATHVISTA_BATCH)
+    out = evaluate(metric, mathvista_batch())
     details = {r["sample_id"]: json.loads(r["details"]) for r in out.results.iter_rows(named=True)}
     # 1: the judge extracts B -> blue, right; 2: " 14 " stripped is an integer, right; 3: the judge extracts 7, the
     # answer is 8; 4: "0.6" is a float, but round(0.6, 1.0) fails -> None, wrong.
@@ -510,8 +518,8 @@ def test_mathvista_batch_through_the_scheduler_and_its_summary() -> None:
 
 
 def test_mathvista_metadata_as_json_text_is_decoded_for_the_summary() -> None:
-    batch = MATHVISTA_BATCH.with_columns(
-        pl.Series("metadata", [json.dumps(m) for m in MATHVISTA_BATCH["metadata"].to_list()])
+    batch = mathvista_batch().with_columns(
+        pl.Series("metadata", [json.dumps(m) for m in mathvista_batch()["metadata"].to_list()])
     )
     metric = preset("mathvista", mathvista_answer)
     groups = evaluate(metric, batch).metric_inputs[GROUPS]
@@ -661,21 +669,24 @@ def test_mmbench_columns_and_comparability() -> None:
     assert described["not_comparable_because"] == ["circular: false (the reference evaluates circularly)"]
 
 
-MMBENCH_BATCH = pl.DataFrame(
-    {
-        "id": [0, 1, 2],
-        "qid": [0, 1_000_000, 1],
-        "input": ["What is shown?", "What is shown?", "What colour?"],
-        "output": ["B. a dog", "a small kitten", "hmm"],
-        "expected_output": ["B", "D", "A"],
-        "A": ["cat", "dog", "red"],
-        "B": ["dog", "bird", "blue"],
-        "C": ["bird", "fish", "green"],
-        "D": ["fish", "cat", None],
-        "category": ["scene", "scene", "colour"],
-        "L2-category": ["coarse", "coarse", "fine"],
-    }
-)
+def mmbench_batch() -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "id": [0, 1, 2],
+            "qid": [0, 1_000_000, 1],
+            "input": ["What is shown?", "What is shown?", "What colour?"],
+            "output": ["B. a dog", "a small kitten", "hmm"],
+            "expected_output": ["B", "D", "A"],
+            "A": ["cat", "dog", "red"],
+            "B": ["dog", "bird", "blue"],
+            "C": ["bird", "fish", "green"],
+            "D": ["fish", "cat", None],
+            "category": ["scene", "scene", "colour"],
+            "L2-category": ["coarse", "coarse", "fine"],
+        }
+    )
+
+
 MMBENCH_JUDGE = {"a small kitten": "D", "hmm": "I cannot decide"}
 
 
@@ -685,7 +696,7 @@ def mmbench_answer(text: str) -> str:
 
 def test_mmbench_batch_through_the_scheduler_and_its_circular_summary() -> None:
     metric = preset("mmbench", mmbench_answer, index_column="qid")
-    out = evaluate(metric, MMBENCH_BATCH)
+    out = evaluate(metric, mmbench_batch())
     details = {r["sample_id"]: json.loads(r["details"]) for r in out.results.iter_rows(named=True)}
     assert {k: (d["matched_by"], d["prediction"]) for k, d in details.items()} == {
         "0": ("rules", "B"),
@@ -725,37 +736,44 @@ def mmbench_result(sample_id: str, status: str, how: str = "", letter: str | Non
     return {"sample_id": sample_id, "status": status, "score": float(letter == gold), "details": details}
 
 
-MMBENCH_RESULTS = results(
-    [
-        mmbench_result("q0", "processed", "rules", "A", "A"),
-        mmbench_result("q0r", "processed", "rules", "B", "B"),
-        mmbench_result("q1", "processed", "rules", "A", "A"),
-        mmbench_result("q1r", "processed", "rules", "C", "B"),
-        mmbench_result("q2", "processed", "random", None, "C"),
-        mmbench_result("q2r", "processed", "rules", "D", "A"),
-        mmbench_result("q4r", "processed", "judge", "A", "A"),  # question 4 before question 3: the draws go by index
-        mmbench_result("q4", "processed", "random", None, "D"),
-        mmbench_result("q3", "processed", "random", None, "A"),
-        mmbench_result("q5", "processed", "rules", "B", "B"),
-        mmbench_result("q5r", "error"),
-        mmbench_result("stray", "processed", "rules", "A", "A"),  # no group input: not a question of the run
-    ]
-)
-MMBENCH_GROUPS = pl.DataFrame(
-    {
-        "sample_id": ["q0", "q0r", "q1", "q1r", "q2", "q2r", "q3", "q4", "q4r", "q5", "q5r", "q0"],
-        "_index": [0, 1_000_000, 1, 1_000_001, 2, 1_000_002, 3, 4, 1_000_004, 5, 1_000_005, 6],
-        "category": ["scene"] * 4 + ["colour"] * 3 + ["count"] * 4 + ["other"],
-        "L2-category": ["coarse"] * 4 + ["fine"] * 7 + ["other"],
-    }
-)
-"""The last row repeats q0 (a resumed run's group inputs): the first is read."""
+def mmbench_results() -> pl.DataFrame:
+    return results(
+        [
+            mmbench_result("q0", "processed", "rules", "A", "A"),
+            mmbench_result("q0r", "processed", "rules", "B", "B"),
+            mmbench_result("q1", "processed", "rules", "A", "A"),
+            mmbench_result("q1r", "processed", "rules", "C", "B"),
+            mmbench_result("q2", "processed", "random", None, "C"),
+            mmbench_result("q2r", "processed", "rules", "D", "A"),
+            mmbench_result(
+                "q4r", "processed", "judge", "A", "A"
+            ),  # question 4 before question 3: the draws go by index
+            mmbench_result("q4", "processed", "random", None, "D"),
+            mmbench_result("q3", "processed", "random", None, "A"),
+            mmbench_result("q5", "processed", "rules", "B", "B"),
+            mmbench_result("q5r", "error"),
+            mmbench_result("stray", "processed", "rules", "A", "A"),  # no group input: not a question of the run
+        ]
+    )
+
+
+def mmbench_groups() -> pl.DataFrame:
+    """The group inputs of :func:`mmbench_results`; the last row repeats q0 (a resumed run's group inputs): the
+    first is read."""
+    return pl.DataFrame(
+        {
+            "sample_id": ["q0", "q0r", "q1", "q1r", "q2", "q2r", "q3", "q4", "q4r", "q5", "q5r", "q0"],
+            "_index": [0, 1_000_000, 1, 1_000_001, 2, 1_000_002, 3, 4, 1_000_004, 5, 1_000_005, 6],
+            "category": ["scene"] * 4 + ["colour"] * 3 + ["count"] * 4 + ["other"],
+            "L2-category": ["coarse"] * 4 + ["fine"] * 7 + ["other"],
+        }
+    )
 
 
 def test_mmbench_circular_summary_replays_the_reference_draws_in_index_order() -> None:
     draws = random.Random(2680)
     assert ["ABCDE"[draws.randint(0, 4)] for _ in range(3)] == ["E", "D", "C"]  # the reference's draws, in order
-    summary = preset("mmbench").summarize_from(MMBENCH_RESULTS, {GROUPS: MMBENCH_GROUPS.lazy()})
+    summary = preset("mmbench").summarize_from(mmbench_results(), {GROUPS: mmbench_groups().lazy()})
     # Q0 right on both copies; Q1 read wrong by the rules on its copy; Q2 read wrong by the rules on its copy 2, so
     # its unparseable copy draws nothing; Q3 draws first: E, its answer is A; Q4 draws second: D, right, and its
     # copy is right by the judge; Q5 has a copy in error: left out. 2 of 5.
@@ -772,7 +790,7 @@ def test_mmbench_circular_summary_replays_the_reference_draws_in_index_order() -
 
 
 def test_mmbench_summary_not_circular_scores_the_original_copies_alone() -> None:
-    summary = preset("mmbench", circular=False).summarize_from(MMBENCH_RESULTS, {GROUPS: MMBENCH_GROUPS.lazy()})
+    summary = preset("mmbench", circular=False).summarize_from(mmbench_results(), {GROUPS: mmbench_groups().lazy()})
     # The copies below 1,000,000 only, the draws in index order: Q2 E (answer C), Q3 D (answer A), Q4 C (answer D):
     # wrong; Q0, Q1, Q5 right by the rules. 3 of 6; Q5's copy in error is not one of them.
     assert summary["Overall"] == 0.5
