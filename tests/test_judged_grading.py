@@ -222,6 +222,11 @@ def test_mmvet_too_many_replies_out_of_range_are_a_grader_error() -> None:
     assert (graded.score, len(judge.calls)) == (0.2, 3)
     with pytest.raises(GraderError, match=r"^the judge replied out of 0\.\.1 3 times \(last: '5'\)$"):
         mmvet_grade(["5"], max_out_of_range=2)
+    long = "5 is the score I give, since the answer names both roots"
+    with pytest.raises(
+        GraderError, match=r"out of 0\.\.1 3 times \(last: '5 is the score I give, since the answer '\)$"
+    ):
+        mmvet_grade([long], max_out_of_range=2)
     with pytest.raises(GraderError, match=r"out of 0\.\.1 11 times"):  # the default: 10 allowed
         mmvet_grade(["2"])
     graded, judge = mmvet_grade(["2"] * 10 + ["1"])
@@ -321,11 +326,12 @@ def test_mmvet_summary_reads_each_sample_capability_once_in_result_order() -> No
             {"sample_id": "b", "status": "processed", "score": 0.25},
             {"sample_id": "a", "status": "processed", "score": 1.0},
             {"sample_id": "c", "status": "error", "error": "judge down"},
+            {"sample_id": "d", "status": "processed", "score": 0.5},  # no group input: counted, in no capability
         ]
     )
     groups = pl.DataFrame({"sample_id": ["a", "b", "a", "c"], "capability": ["ocr", "rec", "know", "ocr"]})
     summary = metric.summarize_from(rows, {GROUPS: groups.lazy()})
-    assert (summary["n"], summary["errors"], summary["Total"]) == (2, 1, 0.625)
+    assert (summary["n"], summary["errors"], summary["Total"]) == (3, 1, pytest.approx(1.75 / 3))
     assert summary["capabilities"] == {"rec": {"score": 0.25, "n": 1}, "ocr": {"score": 1.0, "n": 1}}
     assert summary["capability_integrations"] == {"rec": {"score": 0.25, "n": 1}, "ocr": {"score": 1.0, "n": 1}}
 
@@ -409,7 +415,7 @@ def test_mathvista_a_list_answer_is_compared_as_text() -> None:
 
 
 def test_mathvista_multi_choice_without_choices_is_a_row_error() -> None:
-    with pytest.raises(ValueError, match="multi_choice question without choices"):
+    with pytest.raises(ValueError, match=r"^a multi_choice question without choices$"):
         mathvista_grade(mathvista_variables("A", "x", "multi_choice/text", []), ["A"])
 
 
@@ -556,6 +562,34 @@ def test_mathvista_summary_counts_errors_and_reads_no_groups_it_was_not_given() 
     assert "question_type" not in summary and "skills" not in summary
 
 
+def test_mathvista_summary_reads_each_sample_groups_once_and_keeps_a_sample_without_them() -> None:
+    rows = results(
+        [
+            {"sample_id": "a", "status": "processed", "score": 1.0, "details": {"extracted_by": "judge"}},
+            {"sample_id": "b", "status": "processed", "score": 0.0, "details": {"extracted_by": "rules"}},
+            {"sample_id": "stray", "status": "processed", "score": 1.0, "details": {"extracted_by": "rules"}},
+        ]
+    )
+    groups = pl.DataFrame(
+        {
+            "sample_id": ["a", "b", "a"],  # a again (a resumed run's group inputs): the first is read
+            "question_type": ["multi_choice", "free_form", "free_form"],
+            "answer_type": ["text", "integer", "float"],
+        }
+    )
+    summary = preset("mathvista").summarize_from(rows, {GROUPS: groups.lazy()})
+    # stray has no group input: counted in the average, in no group.
+    assert (summary["n"], summary["average"], summary["correct"]) == (3, 2 / 3, 2)
+    assert summary["question_type"] == {
+        "multi_choice": {"accuracy": 1.0, "correct": 1, "total": 1},
+        "free_form": {"accuracy": 0.0, "correct": 0, "total": 1},
+    }
+    assert summary["answer_type"] == {
+        "text": {"accuracy": 1.0, "correct": 1, "total": 1},
+        "integer": {"accuracy": 0.0, "correct": 0, "total": 1},
+    }
+
+
 def test_mathvista_accuracy_of_no_rows() -> None:
     from vision_eval.evaluators.benchmarks.mathvista import accuracy
 
@@ -630,6 +664,13 @@ def test_mmbench_three_unreadable_attempts_are_unparseable() -> None:
         {**unparseable, "matched_by": "random", "judge_replies": [""] * 15},
         list(range(15)),
     )
+
+
+def test_mmbench_an_empty_judge_reply_is_never_read() -> None:
+    # Five empty posts are the reference's "Failed to obtain answer via API", which it does not read: not even as
+    # the one option whose text is empty (an empty text is in every reply: "a cat or a dog" names A and B).
+    graded, judge = mmbench_grade("a cat or a dog", "B", [""], B="")
+    assert (graded.details["matched_by"], len(judge.calls)) == ("random", 15)
 
 
 def test_mmbench_variables_list_the_options_up_to_the_first_missing_one() -> None:
@@ -752,54 +793,61 @@ def mmbench_results() -> pl.DataFrame:
             mmbench_result("q3", "processed", "random", None, "A"),
             mmbench_result("q5", "processed", "rules", "B", "B"),
             mmbench_result("q5r", "error"),
+            mmbench_result("q6", "processed", "rules", "B", "B"),
+            mmbench_result("q6r", "processed", "judge", "C", "B"),
+            mmbench_result("q7", "error"),
+            mmbench_result("q8", "processed", "random", None, "C"),
             mmbench_result("stray", "processed", "rules", "A", "A"),  # no group input: not a question of the run
         ]
     )
 
 
 def mmbench_groups() -> pl.DataFrame:
-    """The group inputs of :func:`mmbench_results`; the last row repeats q0 (a resumed run's group inputs): the
-    first is read."""
+    """The group inputs of :func:`mmbench_results` (question k at index k, its copy at 1,000,000 + k); the last row
+    repeats q0 (a resumed run's group inputs): the first is read."""
+    names = ["q0", "q0r", "q1", "q1r", "q2", "q2r", "q3", "q4", "q4r", "q5", "q5r", "q6", "q6r", "q7", "q8", "q0"]
     return pl.DataFrame(
         {
-            "sample_id": ["q0", "q0r", "q1", "q1r", "q2", "q2r", "q3", "q4", "q4r", "q5", "q5r", "q0"],
-            "_index": [0, 1_000_000, 1, 1_000_001, 2, 1_000_002, 3, 4, 1_000_004, 5, 1_000_005, 6],
-            "category": ["scene"] * 4 + ["colour"] * 3 + ["count"] * 4 + ["other"],
-            "L2-category": ["coarse"] * 4 + ["fine"] * 7 + ["other"],
+            "sample_id": names,
+            "_index": [int(n[1]) + (1_000_000 if n.endswith("r") else 0) for n in names[:-1]] + [9],
+            "category": ["scene"] * 4 + ["colour"] * 3 + ["count"] * 8 + ["other"],
+            "L2-category": ["coarse"] * 4 + ["fine"] * 11 + ["other"],
         }
     )
 
 
 def test_mmbench_circular_summary_replays_the_reference_draws_in_index_order() -> None:
     draws = random.Random(2680)
-    assert ["ABCDE"[draws.randint(0, 4)] for _ in range(3)] == ["E", "D", "C"]  # the reference's draws, in order
+    assert ["ABCDE"[draws.randint(0, 4)] for _ in range(4)] == ["E", "D", "C", "E"]  # the reference's draws
     summary = preset("mmbench").summarize_from(mmbench_results(), {GROUPS: mmbench_groups().lazy()})
     # Q0 right on both copies; Q1 read wrong by the rules on its copy; Q2 read wrong by the rules on its copy 2, so
     # its unparseable copy draws nothing; Q3 draws first: E, its answer is A; Q4 draws second: D, right, and its
-    # copy is right by the judge; Q5 has a copy in error: left out. 2 of 5.
-    assert summary["Overall"] == 0.4
-    assert (summary["questions"], summary["questions_with_errors"], summary["errors"]) == (5, 1, 1)
-    assert (summary["n"], summary["unparseable"], summary["matched_by_judge"]) == (10, 3, 1)
+    # copy is right by the judge; Q5 and Q7 have a copy in error: left out; Q6 right by the rules, its copy wrong by
+    # the judge; Q8 draws third: C, right. 3 of 7.
+    assert summary["Overall"] == 3 / 7
+    assert (summary["questions"], summary["questions_with_errors"], summary["errors"]) == (7, 2, 2)
+    assert (summary["n"], summary["unparseable"], summary["matched_by_judge"]) == (13, 4, 2)
     assert summary["categories"] == {
         "scene": {"accuracy": 0.5, "n": 2},
         "colour": {"accuracy": 0.0, "n": 2},
-        "count": {"accuracy": 1.0, "n": 1},
+        "count": {"accuracy": 2 / 3, "n": 3},
     }
-    assert summary["l2_categories"] == {"coarse": {"accuracy": 0.5, "n": 2}, "fine": {"accuracy": 1 / 3, "n": 3}}
+    assert summary["l2_categories"] == {"coarse": {"accuracy": 0.5, "n": 2}, "fine": {"accuracy": 0.4, "n": 5}}
     assert (summary["circular"], summary["protocol"], summary["cache_hits"]) == (True, "lmms_eval", 0)
 
 
 def test_mmbench_summary_not_circular_scores_the_original_copies_alone() -> None:
     summary = preset("mmbench", circular=False).summarize_from(mmbench_results(), {GROUPS: mmbench_groups().lazy()})
-    # The copies below 1,000,000 only, the draws in index order: Q2 E (answer C), Q3 D (answer A), Q4 C (answer D):
-    # wrong; Q0, Q1, Q5 right by the rules. 3 of 6; Q5's copy in error is not one of them.
+    # The copies below 1,000,000 only, the draws in index order: Q2 E (answer C), Q3 D (answer A), Q4 C (answer D),
+    # Q8 E (answer C): wrong; Q0, Q1, Q5, Q6 right by the rules; Q7 in error. 4 of 8; the copies' errors (Q5's)
+    # and judge readings (Q4's, Q6's) are not counted.
     assert summary["Overall"] == 0.5
-    assert (summary["questions"], summary["questions_with_errors"], summary["errors"]) == (6, 0, 0)
-    assert (summary["n"], summary["unparseable"], summary["matched_by_judge"]) == (6, 3, 0)
+    assert (summary["questions"], summary["questions_with_errors"], summary["errors"]) == (8, 1, 1)
+    assert (summary["n"], summary["unparseable"], summary["matched_by_judge"]) == (8, 4, 0)
     assert summary["categories"] == {
         "scene": {"accuracy": 1.0, "n": 2},
         "colour": {"accuracy": 0.0, "n": 2},
-        "count": {"accuracy": 0.5, "n": 2},
+        "count": {"accuracy": 0.5, "n": 4},
     }
-    assert summary["l2_categories"] == {"coarse": {"accuracy": 1.0, "n": 2}, "fine": {"accuracy": 0.25, "n": 4}}
+    assert summary["l2_categories"] == {"coarse": {"accuracy": 1.0, "n": 2}, "fine": {"accuracy": 1 / 3, "n": 6}}
     assert summary["circular"] is False
