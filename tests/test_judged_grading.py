@@ -504,7 +504,14 @@ def test_mathvista_batch_through_the_scheduler_and_its_summary() -> None:
         "multi_choice": {"accuracy": 1.0, "correct": 1, "total": 1},
         "free_form": {"accuracy": 1 / 3, "correct": 1, "total": 3},
     }
-    assert list(summary["question_type"]) == ["multi_choice", "free_form"]  # in order of first appearance
+    order = {key: list(summary[key]) for key in ("question_type", "answer_type", "language", "category", "skills")}
+    assert order == {  # each table's groups in order of first appearance
+        "question_type": ["multi_choice", "free_form"],
+        "answer_type": ["text", "integer", "float"],
+        "language": ["english", "chinese"],
+        "category": ["general-vqa", "math-targeted-vqa"],
+        "skills": ["arithmetic", "algebra"],
+    }
     assert summary["answer_type"] == {
         "text": {"accuracy": 1.0, "correct": 1, "total": 1},
         "integer": {"accuracy": 0.5, "correct": 1, "total": 2},
