@@ -24,6 +24,15 @@ _RECORDING = "stats"
 _NOT_A_MUTANT = ("", _RECORDING, "fail", "list_all_tests", "mutant_generation")
 _spent: dict[str, float] = {}
 
+_BENCHMARK_TESTS = (
+    "test_benchmark_rules",
+    "test_benchmark_metrics",
+    "test_benchmark_protocols",
+    "test_benchmark_protocols_rows",
+    "test_benchmark_protocols_leaderboard",
+    "test_benchmark_presets",
+    "test_benchmark_parity",
+)
 MODULE_TESTS: dict[str, tuple[str, ...]] = {
     "vision_eval.gates": ("test_gates_exit_codes", "test_error_rate_gate", "test_run_result", "test_candidate"),
     "vision_eval.exit_codes": ("test_gates_exit_codes", "test_run_result"),
@@ -42,15 +51,11 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
         "test_report_compare",
     ),
     "vision_eval.report.aggregates": ("test_report_overview", "test_report_compare"),
-    "vision_eval.evaluators.benchmarks": (
-        "test_benchmark_rules",
-        "test_benchmark_metrics",
-        "test_benchmark_protocols",
-        "test_benchmark_protocols_rows",
-        "test_benchmark_protocols_leaderboard",
-        "test_benchmark_presets",
-        "test_benchmark_parity",
-    ),
+    "vision_eval.evaluators.benchmarks": _BENCHMARK_TESTS,
+    # The judged presets' grading is tested in process there (their fake-server tests hang under the fork server).
+    "vision_eval.evaluators.benchmarks.mmbench": (*_BENCHMARK_TESTS, "test_judged_grading"),
+    "vision_eval.evaluators.benchmarks.mathvista": (*_BENCHMARK_TESTS, "test_judged_grading"),
+    "vision_eval.evaluators.benchmarks.mmvet": (*_BENCHMARK_TESTS, "test_judged_grading"),
     "vision_eval.evaluators.fields": (
         "test_field_rules",
         "test_field_accuracy",
