@@ -167,9 +167,6 @@ class MathVista(JudgedBenchmark[MathVistaSettings]):
     def templates(self) -> list[str]:
         return [EXTRACTION_PROMPT]
 
-    def extra_variables(self) -> set[str]:
-        return {"mathvista_response"}
-
     def columns_needed(self) -> tuple[str, ...]:
         return ("output", "expected_output", "query", "choices", "question_type", "answer_type", "precision")
 

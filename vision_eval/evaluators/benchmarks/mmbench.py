@@ -174,9 +174,6 @@ class Mmbench(JudgedBenchmark[MmbenchSettings]):
     def templates(self) -> list[str]:
         return [MATCHING_PROMPT]
 
-    def extra_variables(self) -> set[str]:
-        return {"mmbench_options", "mmbench_prediction"}
-
     def columns_needed(self) -> tuple[str, ...]:
         s = self.settings
         return ("input", "output", "expected_output", *OPTION_COLUMNS, s.index_column, *self.group_columns)

@@ -132,9 +132,6 @@ class MmVet(JudgedBenchmark[MmVetSettings]):
     def templates(self) -> list[str]:
         return [GRADER_PROMPT]
 
-    def extra_variables(self) -> set[str]:
-        return {"mmvet_answer", "mmvet_reply"}
-
     def columns_needed(self) -> tuple[str, ...]:
         return ("input", "output", "expected_output", "capability")
 
