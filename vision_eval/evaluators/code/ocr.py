@@ -23,7 +23,7 @@ from vision_eval.evaluator import EvalOutput
 from vision_eval.evaluators.code.details import details_text
 from vision_eval.evaluators.code.text import SPACE, strip
 from vision_eval.example import Example
-from vision_eval.rowwise import EvaluatorSettings, RowResult, RowRule
+from vision_eval.rowwise import EvaluatorSettings, RowResult, RowRule, handed_over
 
 PUNCTUATION = r"[!-/:-@\[-`{-~“”‘’«»–—…•·]"
 """ASCII punctuation plus common typographic marks."""
@@ -322,7 +322,7 @@ class OcrValidator(RowRule[OcrValidatorSettings]):
         columns = columns.with_columns(batch["id"].filter(readable).alias("sample_id"))
         if readable.all():
             return EvalOutput(columns)
-        others = super().evaluate(batch.filter(~readable)).results.select(columns.columns)
-        row = pl.int_range(batch.height, dtype=pl.UInt32, eager=True)
-        order = pl.concat([row.filter(readable), row.filter(~readable)]).arg_sort()
-        return EvalOutput(pl.concat([columns, others])[order])
+        rows = inputs.with_columns(batch["id"].alias("sample_id")).with_row_index("_pos")
+        others = handed_over(rows.filter(~readable), self.row_columns, self.row_function(), self.workers())
+        parts = [columns.with_columns(rows["_pos"].filter(readable)), others.select(*columns.columns, "_pos")]
+        return EvalOutput(pl.concat(parts).sort("_pos").drop("_pos"))
