@@ -508,6 +508,20 @@ def test_vqa_single_answer() -> None:
     assert scores(run(rows, {"type": "vqa_accuracy", "protocol": "lmms_eval"})) == {"a": 0.0, "b": 0.0}
 
 
+def test_vqa_summary_counts_the_rows_too_few_answers_keep_below_one() -> None:
+    """Under leave-one-out a row needs 4 reference answers to score 1: the summary says how many scored rows have
+    fewer (a single-answer dataset scored 0 by the official protocol says why); with enough answers it says nothing."""
+    answers = [["cat"], ["cat", "cat"], ["cat"] * 3, ["cat"] * 4, ["cat"] * 10]
+    rows = [{"id": str(len(a)), "output": "cat", "expected_output": json.dumps(a)} for a in answers]
+    rows.append({"id": "bad", "output": "cat", "expected_output": "[1, [2]]"})  # an error row is not counted
+    for protocol in ("official", "lmms_eval"):
+        result = run(rows, {"type": "vqa_accuracy", "protocol": protocol})
+        assert scores(result) == {"1": 0.0, "2": 1 / 3, "3": 2 / 3, "4": 1.0, "10": 1.0, "bad": None}
+        assert result.metrics["m"]["rows_under_4_answers"] == 3
+        assert "rows_under_4_answers" not in run(rows[3:5], {"type": "vqa_accuracy", "protocol": protocol}).metrics["m"]
+    assert "rows_under_4_answers" not in run(rows, {"type": "vqa_accuracy", "protocol": "lenient"}).metrics["m"]
+
+
 def test_exact_count_pick_modes() -> None:
     rows = [
         {"id": "a", "output": "Let me count: one, two, three. There are 3.", "expected_output": "3"},

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable
 from functools import lru_cache, partial
 from json.encoder import encode_basestring
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import polars as pl
 from pydantic import field_validator
@@ -35,6 +35,7 @@ from vision_eval.evaluators.benchmarks import lenient
 from vision_eval.evaluators.benchmarks.protocols import LENIENT, ReferenceMetric, ReferenceSettings, check_protocol
 from vision_eval.evaluators.benchmarks.text import json_text, reference_answers
 from vision_eval.example import Example
+from vision_eval.results import PROCESSED
 from vision_eval.rowwise import RowResult, failed
 
 PUNCT = [";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">", "<", "@", "`", ",", "?", "!"]
@@ -143,6 +144,10 @@ def evalai_answer(text: str) -> str:
     text = text.lower().replace(",", "").replace("?", "").replace("'s", " 's").strip()
     text = text.replace("\n", " ").replace("\t", " ").strip()
     return process_digit_article(process_punctuation(text, _DIGIT_COMMAS, _PERIOD_NOT_BEFORE_DIGIT).lower())
+
+
+FULL_SCORE_ANSWERS = 4
+"""Reference answers a row needs for a score of 1 under leave-one-out: each subset must still hold 3 matches."""
 
 
 def leave_one_out(matches: int, answers: int) -> float:
@@ -289,3 +294,15 @@ class VqaAccuracy(ReferenceMetric[VqaSettings]):
         if self.protocol == "lenient":
             return lenient_scores(batch, self.reference_column)
         return super().evaluate(batch)
+
+    def summarize(self, results: pl.DataFrame) -> dict[str, Any]:
+        """The protocol's summary, and (``official``, ``lmms_eval``) how many scored rows have fewer than
+        :data:`FULL_SCORE_ANSWERS` reference answers, when any do: their score cannot reach 1 (one answer scores 0)."""
+        summary = super().summarize(results)
+        if self.protocol != "lenient":
+            processed = results.filter(pl.col("status") == PROCESSED)
+            answers = processed["details"].str.json_path_match("$.answers").cast(pl.Int64)
+            few = int((answers < FULL_SCORE_ANSWERS).sum())
+            if few:
+                summary["rows_under_4_answers"] = few
+        return summary
