@@ -289,3 +289,19 @@ def test_terminal_bar_shows_counts_rate_errors_and_cost(project, subprocess_env)
     done = [int(n) for n, _ in frames]
     assert 0 < min(n for n in done if n) < 12 and max(done) == 12  # seen part-way, then finished
     assert re.search(r"[\d.]+ rows/s errors 0 tokens \S+ \$[\d.]+", frames[-1][1])
+
+
+def test_a_where_filter_a_later_batch_refutes_says_what_the_run_spent(project, fresh_fake, subprocess_env) -> None:
+    """Rows s8 and s9 (the third batch of four) make the filter's cast fail after two judged batches: exit 2 naming
+    the key, the batches finished and the dollars spent on them, not "nothing was evaluated"."""
+    where = "evaluators.desc.where=\"CAST(CASE WHEN id < 's8' THEN '1' ELSE id END AS INT) > 0\""
+    proc = vision_eval(project, *judged(fresh_fake, project), where, "run.batch_size=4", "hydra.run.dir=r",
+                       env=subprocess_env)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-2].startswith("vision-eval: config error: evaluators.desc.where: invalid filter: ")
+    stopped = r"the run stopped there, after 2 finished batches \(model calls: \$(\d+\.\d{6}) spent\)"
+    said = re.fullmatch(stopped + r"; fix it and run again\.", lines[-1])
+    assert said is not None and float(said[1]) > 0, lines[-1]
+    assert row_calls(fresh_fake) == 8
+    assert "nothing was evaluated" not in proc.stderr and "red circles" not in proc.stderr

@@ -294,6 +294,8 @@ def _stopped(
         finished = ledger.saved_parts()
         store.remove()  # a resume needs the same config, which would stop at the same batch again
         stopped = f"the run stopped there, after {finished} finished batch{'' if finished == 1 else 'es'}"
+        if scheduler.budget.spent > 0:  # what those batches cost: a rerun pays for their calls again, or its cache does
+            stopped += f" (model calls: ${scheduler.budget.spent:.6f} spent)"
         file = exc.file or (sources.file_for(exc.key) if sources else None)
         raise ConfigError(exc.key, exc.message, file, f"{stopped}; fix it and run again") from None
     except OutputsNotWritten as exc:
